@@ -1,0 +1,15 @@
+import type { Db } from '../db/knex';
+import type { Logger } from '../infra/log';
+
+/** What activities need from the outside world; built once per worker process. */
+export interface ActivityDeps {
+  db: Db;
+  log: Logger;
+}
+
+/** Temporal samples' habit: a factory closing over dependencies, so tests pass real ones of their own. */
+export function createActivities(_deps: ActivityDeps) {
+  return {};
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,93 @@
+/**
+ * The one table of error codes (spec 01 "Errors", spec 02 "Run and batch codes").
+ * Every error response is built from an entry here; nothing else picks a status or type.
+ */
+export type ErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'rate_limit_error' | 'api_error';
+
+export interface ErrorSpec {
+  status: number;
+  type: ErrorType;
+  /** 5xx and 429 are retryable; 409 `request_in_progress` is "wait", reported as retryable. */
+  retryable: boolean;
+}
+
+const e = (status: number, type: ErrorType, retryable = false): ErrorSpec => ({ status, type, retryable });
+
+export const ERROR_TABLE = {
+  // 401
+  invalid_api_key: e(401, 'authentication_error'),
+  revoked_api_key: e(401, 'authentication_error'),
+  invalid_oauth_token: e(401, 'authentication_error'),
+  // 403
+  org_suspended: e(403, 'permission_error'),
+  browser_origin_not_allowed: e(403, 'permission_error'),
+  insufficient_scope: e(403, 'permission_error'),
+  tier_not_permitted: e(403, 'permission_error'),
+  mode_not_permitted: e(403, 'permission_error'),
+  mode_not_published: e(403, 'permission_error'),
+  lab_not_available: e(403, 'permission_error'),
+  mode_not_owned: e(403, 'permission_error'),
+  // 400
+  invalid_request: e(400, 'invalid_request_error'),
+  invalid_model: e(400, 'invalid_request_error'),
+  invalid_messages: e(400, 'invalid_request_error'),
+  invalid_tier: e(400, 'invalid_request_error'),
+  invalid_max_cost_usd: e(400, 'invalid_request_error'),
+  stream_not_supported: e(400, 'invalid_request_error'),
+  missing_request_id: e(400, 'invalid_request_error'),
+  missing_batch_id: e(400, 'invalid_request_error'),
+  // 404 / 405
+  model_not_found: e(404, 'invalid_request_error'),
+  receipt_not_found: e(404, 'invalid_request_error'),
+  batch_not_found: e(404, 'invalid_request_error'),
+  not_found: e(404, 'invalid_request_error'),
+  method_not_allowed: e(405, 'invalid_request_error'),
+  // 409 / 413 / 422
+  request_in_progress: e(409, 'invalid_request_error', true),
+  context_length_exceeded: e(413, 'invalid_request_error'),
+  request_too_large: e(413, 'invalid_request_error'),
+  batch_too_large: e(413, 'invalid_request_error'),
+  idempotency_key_reused: e(422, 'invalid_request_error'),
+  // 402
+  verification_required: e(402, 'invalid_request_error'),
+  insufficient_balance: e(402, 'invalid_request_error'),
+  quota_exceeded: e(402, 'invalid_request_error'),
+  no_billing_configured: e(402, 'invalid_request_error'),
+  plan_limit_reached: e(402, 'invalid_request_error'),
+  // 429
+  rate_limit_exceeded: e(429, 'rate_limit_error', true),
+  concurrency_limit_exceeded: e(429, 'rate_limit_error', true),
+  too_many_concurrent_requests: e(429, 'rate_limit_error', true),
+  test_launch_limit_exceeded: e(429, 'rate_limit_error', true),
+  certify_launch_limit_exceeded: e(429, 'rate_limit_error', true),
+  // 5xx
+  classification_failed: e(502, 'api_error', true),
+  upstream_provider_error: e(502, 'api_error', true),
+  mode_resolution_mismatch: e(502, 'api_error', true),
+  cost_unreadable: e(502, 'api_error', true),
+  service_unavailable: e(503, 'api_error', true),
+  mode_unavailable: e(503, 'api_error', true),
+  internal_error: e(500, 'api_error', true),
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_TABLE;
+
+/** A failure the edge turns into the spec's error body; thrown anywhere below it. */
+export class QuorumError extends Error {
+  readonly code: ErrorCode;
+  readonly param: string | null;
+  /** Seconds for `Retry-After` (every 429 carries one). */
+  readonly retryAfter?: number;
+
+  constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfter?: number } = {}) {
+    super(message);
+    this.name = 'QuorumError';
+    this.code = code;
+    this.param = opts.param ?? null;
+    this.retryAfter = opts.retryAfter;
+  }
+
+  get spec(): ErrorSpec {
+    return ERROR_TABLE[this.code];
+  }
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+
+const portNumber = z.coerce.number().int().min(0).max(65535);
+
+/** Every process-wide setting comes from the environment; this is the one place that reads it. */
+const EnvSchema = z.object({
+  PORT: portNumber.default(8080),
+  DATABASE_URL: z.string().url().optional(),
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_PORT: portNumber.default(7233),
+  TEMPORAL_UI_PORT: portNumber.default(8233),
+  QUORUM_FORM: z.enum(['A', 'B']).default('B'),
+  QUORUM_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  QUORUM_SECRET_KEY: z.string().optional(),
+  QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
+});
+
+export type Config = z.infer<typeof EnvSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Invalid environment: ${problems}`);
+  }
+  return parsed.data;
+}

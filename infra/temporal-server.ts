@@ -1,0 +1,56 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Connection } from '@temporalio/client';
+import { quorumSearchAttributes } from '../workflows/search-attributes';
+
+export interface DevServerOptions {
+  binary: string;
+  port: number;
+  uiPort: number;
+  dbFile: string;
+  namespace: string;
+}
+
+/** `--search-attribute Name=Keyword` for each of ours, so workflows can set them from their first run. */
+export function searchAttributeArgs(): string[] {
+  return quorumSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=${capitalise(key.type)}`]);
+}
+
+function capitalise(type: string): string {
+  return type.charAt(0) + type.slice(1).toLowerCase();
+}
+
+/** Temporal's dev server with SQLite persistence and the Web UI, as a child of this process. */
+export function spawnDevServer(o: DevServerOptions): ChildProcess {
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(o.port),
+    '--ui-port', String(o.uiPort),
+    '--db-filename', o.dbFile,
+    '--namespace', o.namespace,
+    '--log-level', 'warn',
+    ...searchAttributeArgs(),
+  ];
+  return spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Resolves when the frontend answers and the namespace exists. */
+export async function waitForTemporal(address: string, namespace: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      last = err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`Temporal at ${address} not ready after ${timeoutMs} ms: ${String(last)}`);
+}

@@ -1,0 +1,31 @@
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import path from 'node:path';
+import { createActivities, type ActivityDeps } from '../activities';
+import { TASK_QUEUES } from '../workflows/task-queues';
+
+const workflowsPath = path.join(__dirname, '..', 'workflows', 'index.ts');
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** Bundled once per process and shared by both task queues' workers (bundling takes seconds). */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath, logger: undefined });
+  return bundle;
+}
+
+export interface WorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  deps: ActivityDeps;
+}
+
+/** One worker per task queue, same workflows and activities; the deliberation queue is the hot one. */
+export async function createWorkers({ connection, namespace, deps }: WorkerOptions): Promise<Worker[]> {
+  const workflowBundle_ = await workflowBundle();
+  const activities = createActivities(deps);
+  return Promise.all(
+    Object.values(TASK_QUEUES).map((taskQueue) =>
+      Worker.create({ connection, namespace, taskQueue, workflowBundle: workflowBundle_, activities }),
+    ),
+  );
+}

@@ -1,0 +1,2 @@
+// Every workflow the worker registers, re-exported from its own module.
+export {};
