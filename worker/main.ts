@@ -1,4 +1,4 @@
-import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { createDb } from '../db/knex';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
@@ -8,7 +8,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger('worker');
   if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) throw new Error('worker needs DATABASE_URL and TEMPORAL_ADDRESS');
-  Runtime.install({ telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
+  // The SDK's own INFO lines (bundler output, state changes) drown ours; warnings and errors still show.
+  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
 
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });

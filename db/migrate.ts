@@ -1,0 +1,19 @@
+import { createDb, migrateLatest } from './knex';
+
+/** One-shot migration run for deployments (the compose `migrate` service); `npm start` migrates in-process. */
+async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is required');
+  const db = createDb(url, 1);
+  try {
+    const applied = await migrateLatest(db);
+    process.stdout.write(`applied ${applied.length} migration(s)${applied.length ? `: ${applied.join(', ')}` : ''}\n`);
+  } finally {
+    await db.destroy();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`migration failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { quorumSearchAttributes } from '../workflows/search-attributes';
+
+// No Docker engine runs here, so the production topology is checked by reading it.
+const Service = z.object({
+  image: z.string().optional(),
+  build: z.unknown().optional(),
+  command: z.union([z.string(), z.array(z.string())]).optional(),
+  environment: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+  depends_on: z.union([z.array(z.string()), z.record(z.string(), z.object({ condition: z.string() }))]).optional(),
+  ports: z.array(z.string()).optional(),
+});
+const Compose = z.object({ services: z.record(z.string(), Service) });
+
+const root = path.join(__dirname, '..');
+const compose = Compose.parse(parse(fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }));
+const svc = (name: string): z.infer<typeof Service> => {
+  const s = compose.services[name];
+  assert.ok(s, `service ${name} missing`);
+  return s;
+};
+const env = (name: string): Record<string, string> => Object.fromEntries(Object.entries(svc(name).environment ?? {}).map(([k, v]) => [k, String(v)]));
+const deps = (name: string): string[] => {
+  const d = svc(name).depends_on ?? [];
+  return Array.isArray(d) ? d : Object.keys(d);
+};
+const commandText = (name: string): string => [svc(name).command ?? []].flat().join(' ');
+
+describe('docker-compose.yml: the production topology', () => {
+  it('has every service the stack needs', () => {
+    for (const name of ['postgres', 'temporal', 'temporal-postgres', 'temporal-setup', 'temporal-ui', 'migrate', 'api', 'worker']) svc(name);
+  });
+
+  it('runs Temporal on Postgres persistence and points the UI at it', () => {
+    assert.equal(env('temporal').DB, 'postgres12');
+    assert.equal(env('temporal').POSTGRES_SEEDS, 'temporal-postgres');
+    assert.ok(deps('temporal').includes('temporal-postgres'));
+    assert.equal(env('temporal-ui').TEMPORAL_ADDRESS, 'temporal:7233');
+  });
+
+  it('registers every Quorum search attribute', () => {
+    for (const key of quorumSearchAttributes) assert.match(commandText('temporal-setup'), new RegExp(`\\b${key.name}\\b`));
+    assert.match(commandText('temporal-setup'), /--type Keyword/);
+  });
+
+  it('builds api, worker and migrate from the one Dockerfile, wired only by environment', () => {
+    assert.ok(fs.existsSync(path.join(root, 'Dockerfile')));
+    for (const name of ['api', 'worker', 'migrate']) {
+      assert.equal(svc(name).build, '.', `${name} must build from the repo's Dockerfile`);
+      assert.match(env(name).DATABASE_URL, /@postgres:5432\/quorum$/);
+      assert.ok(deps(name).includes('postgres') || deps(name).includes('migrate'), `${name} must wait for the database`);
+    }
+    for (const name of ['api', 'worker']) {
+      assert.equal(env(name).TEMPORAL_ADDRESS, 'temporal:7233');
+      assert.equal(env(name).QUORUM_ENV, 'production');
+      assert.ok(env(name).QUORUM_SECRET_KEY, `${name} needs QUORUM_SECRET_KEY in production`);
+      assert.ok(deps(name).includes('migrate') && deps(name).includes('temporal-setup'));
+    }
+    assert.match(commandText('api'), /api\/main\.ts/);
+    assert.match(commandText('worker'), /worker\/main\.ts/);
+    assert.match(commandText('migrate'), /db\/migrate\.ts/);
+    assert.ok(svc('api').ports?.some((p) => p.endsWith(':8080')));
+  });
+});

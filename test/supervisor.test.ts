@@ -1,0 +1,106 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../infra/free-port';
+import { stack } from './harness/stack';
+
+const root = path.join(__dirname, '..');
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+}
+
+/** `npm start`'s own entry point, with its state in a scratch folder and every port free. */
+async function startSupervisor(env: NodeJS.ProcessEnv): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'infra/supervisor.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`supervisor not ready in 120 s:\n${out}`)), 120_000);
+    const check = (): void => {
+      if (/\[quorum\] ready in/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`supervisor exited (${String(code)}) before ready:\n${out}`));
+    });
+  });
+  return { child, output: () => out };
+}
+
+async function stopWithSigint(s: Started): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => resolve(code)));
+  s.child.kill('SIGINT');
+  return exited;
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Processes whose command line mentions our scratch folder (Postgres, Temporal) or our ports. */
+function processesMentioning(needle: string): string[] {
+  const found: string[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmd.includes(needle)) found.push(`${pid}: ${cmd}`);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return found;
+}
+
+describe('npm start: the supervisor', function () {
+  this.timeout(300_000);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-start-'));
+  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('brings the stack up healthy with the Temporal UI, and Ctrl-C leaves nothing running; a second start reuses the data', async () => {
+    const ports = { PORT: await freePort(), TEMPORAL_PORT: await freePort(), TEMPORAL_UI_PORT: await freePort() };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      QUORUM_DATA_DIR: dataDir,
+      TEMPORAL_CLI_PATH: stack().temporalBinary,
+      PORT: String(ports.PORT),
+      TEMPORAL_PORT: String(ports.TEMPORAL_PORT),
+      TEMPORAL_UI_PORT: String(ports.TEMPORAL_UI_PORT),
+    };
+    delete env.DATABASE_URL;
+    delete env.TEMPORAL_ADDRESS;
+
+    for (const round of [1, 2]) {
+      const s = await startSupervisor(env);
+      const health = await fetch(`http://127.0.0.1:${ports.PORT}/healthz`);
+      assert.equal(health.status, 200, await health.text());
+      const ui = await fetch(`http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/`);
+      assert.equal(ui.status, 200);
+      assert.match(s.output(), new RegExp(`Temporal UI +http://127\\.0\\.0\\.1:${ports.TEMPORAL_UI_PORT}`));
+      if (round === 2) assert.match(s.output(), /0 migration\(s\) applied/, 'the second start must reuse the migrated database');
+
+      assert.equal(await stopWithSigint(s), 0, s.output());
+      for (const port of Object.values(ports)) assert.equal(await portOpen(port), false, `port ${port} still bound after Ctrl-C`);
+      assert.deepEqual(processesMentioning(dataDir), []);
+      assert.equal(fs.existsSync(path.join(dataDir, 'stack.json')), false);
+    }
+    assert.ok(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION')));
+    assert.ok(fs.existsSync(path.join(dataDir, 'temporal.db')));
+  });
+});
