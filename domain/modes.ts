@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * Mode specs (DESIGN §12): which engines sit in which seats per tier, the staff, rounds, critique policy,
+ * grounding, fees and ceiling. Stored in Postgres as versioned JSON; `configHash` identifies a panel.
+ */
+export const TIERS = ['experience', 'plus', 'pro'] as const;
+export type ModeTier = (typeof TIERS)[number];
+export const DEPTHS = ['light', 'medium', 'deep'] as const;
+export type Depth = (typeof DEPTHS)[number];
+
+const engineId = z.string().regex(/^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/, 'engine id is family/model');
+const micros = z.number().int().nonnegative();
+
+const StaffSeat = z.object({ engine: engineId, backup: engineId.optional() });
+
+export const ModeConfigSchema = z.object({
+  /** Seats per tier: one for `experience` (express), three for the panel tiers. */
+  tiers: z.object({
+    experience: z.object({ seats: z.array(engineId).length(1) }),
+    plus: z.object({ seats: z.array(engineId).min(1).max(3) }).optional(),
+    pro: z.object({ seats: z.array(engineId).min(1).max(3) }).optional(),
+  }),
+  staff: z.object({ judge: StaffSeat, synthesis: StaffSeat, classifier: z.object({ engine: engineId }).optional() }),
+  rounds: z.number().int().min(1).max(3),
+  critique: z.enum(['always', 'when_split', 'never']),
+  grounding: z.enum(['auto', 'off']),
+  /** `auto`: the classifier may route easy prompts to one seat; `always`: every call is express. */
+  express: z.enum(['auto', 'always', 'never']),
+  skipSynthesisWhenConverged: z.boolean(),
+  seatMaxOutputTokens: z.number().int().min(16).max(32_000),
+  fees: z.object({
+    /** Form A: the mode's surcharge per depth, and on the express lane. */
+    surchargeByDepthMicros: z.object({ light: micros, medium: micros, deep: micros }),
+    expressSurchargeMicros: micros,
+    /** Form B: the mode's fee in USD per 1M input tokens processed (= micro-dollars per token); output at 4×. */
+    perMtokInputUsd: z.number().nonnegative(),
+  }),
+  /** The mode's own per-call ceiling (Form A stops there; Form B's is the higher of $2 and this). */
+  ceilingMicros: micros,
+  /** Provider families the mode is designed to use, disclosed in `/v1/models` before any data is sent. */
+  providerFamilies: z.array(z.string()).min(1),
+});
+export type ModeConfig = z.infer<typeof ModeConfigSchema>;
+
+export interface ModeRecord {
+  /** Form A id (`api_model_id`). */
+  id: string;
+  /** Form B ticker `COMPANY:MODE`. */
+  ticker: string;
+  orgId: string | null;
+  name: string;
+  description: string | null;
+  useWhen: string;
+  published: boolean;
+  version: number;
+  configHash: string;
+  config: ModeConfig;
+}
+
+export const TICKER_RE = /^[A-Z0-9]{2,8}:[A-Z]{4}(:LAB)?$/;
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value as Record<string, unknown>)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** Short hash of the engine and deliberation configuration: any change to the panel changes it. */
+export function modeConfigHash(config: ModeConfig): string {
+  return createHash('sha256').update(canonical(config)).digest('hex').slice(0, 12);
+}
+
+/**
+ * The panels the system modes are designed for. Each seat names a real engine; when its family has no key
+ * configured here, the seat sits on the same tier's `sim` engine instead (see activities/seat-plan), so every
+ * system mode works offline while `/v1/models` still discloses the families it is designed for.
+ */
+const PANELS = {
+  experience: { seats: ['openai/gpt-4.1-mini'] },
+  plus: { seats: ['openai/gpt-4.1', 'anthropic/claude-sonnet-4', 'google/gemini-2.5-flash'] },
+  pro: { seats: ['openai/gpt-5', 'anthropic/claude-opus-4-1', 'google/gemini-2.5-pro'] },
+};
+const STAFF = {
+  judge: { engine: 'anthropic/claude-sonnet-4', backup: 'openai/gpt-4.1' },
+  synthesis: { engine: 'openai/gpt-4.1', backup: 'anthropic/claude-sonnet-4' },
+};
+const FAMILIES = ['openai', 'anthropic', 'google'];
+
+export interface SystemModeSeed extends Omit<ModeRecord, 'version' | 'configHash' | 'orgId' | 'published'> {}
+
+export const SYSTEM_MODES: readonly SystemModeSeed[] = [
+  {
+    id: 'quorum-panel',
+    ticker: 'QRM:PANL',
+    name: 'Quorum Panel',
+    description: 'Three engines from three families answer independently; a judge scores them; one synthesis answer. Critique only when the seats split.',
+    useWhen: 'General questions where a second and third opinion are worth the cost.',
+    config: {
+      tiers: PANELS,
+      staff: STAFF,
+      rounds: 2,
+      critique: 'when_split',
+      grounding: 'auto',
+      express: 'auto',
+      skipSynthesisWhenConverged: true,
+      seatMaxOutputTokens: 1_024,
+      fees: { surchargeByDepthMicros: { light: 2_000, medium: 5_000, deep: 10_000 }, expressSurchargeMicros: 1_000, perMtokInputUsd: 0.5 },
+      ceilingMicros: 1_000_000,
+      providerFamilies: FAMILIES,
+    },
+  },
+  {
+    id: 'quorum-debate',
+    ticker: 'QRM:DBTE',
+    name: 'Quorum Debate',
+    description: 'Three engines answer, then critique each other for up to three rounds before a synthesis.',
+    useWhen: 'Hard reasoning, contested or high-stakes questions where seats should challenge each other.',
+    config: {
+      tiers: PANELS,
+      staff: STAFF,
+      rounds: 3,
+      critique: 'always',
+      grounding: 'auto',
+      express: 'never',
+      skipSynthesisWhenConverged: false,
+      seatMaxOutputTokens: 1_536,
+      fees: { surchargeByDepthMicros: { light: 5_000, medium: 10_000, deep: 20_000 }, expressSurchargeMicros: 2_000, perMtokInputUsd: 1 },
+      ceilingMicros: 2_000_000,
+      providerFamilies: FAMILIES,
+    },
+  },
+  {
+    id: 'quorum-express',
+    ticker: 'QRM:EXPR',
+    name: 'Quorum Express',
+    description: 'One fast engine answers alone: no judge, no synthesis.',
+    useWhen: 'Easy questions where speed and price matter more than a second opinion.',
+    config: {
+      tiers: { experience: PANELS.experience },
+      staff: STAFF,
+      rounds: 1,
+      critique: 'never',
+      grounding: 'off',
+      express: 'always',
+      skipSynthesisWhenConverged: true,
+      seatMaxOutputTokens: 1_024,
+      fees: { surchargeByDepthMicros: { light: 500, medium: 500, deep: 500 }, expressSurchargeMicros: 500, perMtokInputUsd: 0.1 },
+      ceilingMicros: 200_000,
+      providerFamilies: ['openai'],
+    },
+  },
+];
