@@ -1,0 +1,81 @@
+import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import { z } from 'zod';
+import { awsEngineError, awsSecrets, type AwsCredentials } from '../aws';
+import { EngineError } from '../errors';
+import { splitSystem, type AdapterCall, type AdapterOutput } from './common';
+
+export interface BedrockTarget {
+  region: string;
+  /** undefined: the SDK's default provider chain. */
+  credentials?: AwsCredentials;
+  endpoint?: string;
+  /** `service` or the assumed role's key: one SDK client per identity. */
+  identity: string;
+}
+
+const ConverseOutput = z.object({
+  output: z.object({ message: z.object({ content: z.array(z.object({ text: z.string().optional() })) }) }),
+  stopReason: z.string(),
+  usage: z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }),
+});
+
+/**
+ * AWS Bedrock Converse through the AWS SDK (SigV4 signing, error shapes). Clients are cached per
+ * region, endpoint and identity (the service, or one organisation's role), so connections are reused.
+ */
+export class BedrockAdapter {
+  private readonly clients = new Map<string, { client: BedrockRuntimeClient; holder: { creds?: AwsCredentials } }>();
+
+  async call(call: AdapterCall, target: BedrockTarget): Promise<AdapterOutput> {
+    const { spec } = call;
+    const { system, turns } = splitSystem(call.messages);
+    const secrets = awsSecrets(target.credentials);
+    let out: ConverseCommandOutput;
+    try {
+      out = await this.client(target).send(
+        new ConverseCommand({
+          modelId: spec.model,
+          messages: turns.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: [{ text: m.content }] })),
+          ...(system !== undefined ? { system: [{ text: system }] } : {}),
+          inferenceConfig: { maxTokens: call.maxOutputTokens, ...(call.temperature !== undefined ? { temperature: call.temperature } : {}) },
+        }),
+        { abortSignal: call.signal ? AbortSignal.any([call.deadline, call.signal]) : call.deadline },
+      );
+    } catch (err) {
+      throw awsEngineError(err, { engineId: spec.id, what: 'Bedrock Converse', deadline: call.deadline, signal: call.signal, secrets });
+    }
+    const parsed = ConverseOutput.safeParse(out);
+    if (!parsed.success) {
+      const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+      throw new EngineError('malformed', `${spec.id}: Bedrock Converse answered with an unexpected body (${where})`, { engineId: spec.id, status: 200 });
+    }
+    const body = parsed.data;
+    return {
+      text: body.output.message.content.map((block) => block.text ?? '').join(''),
+      finish: body.stopReason === 'max_tokens' || body.stopReason === 'model_context_window_exceeded' ? 'length' : 'stop',
+      tokensIn: body.usage.inputTokens,
+      tokensOut: body.usage.outputTokens,
+      reasoningTokens: null,
+    };
+  }
+
+  private client(target: BedrockTarget): BedrockRuntimeClient {
+    const key = [target.region, target.endpoint ?? '', target.identity].join('\n');
+    let entry = this.clients.get(key);
+    if (!entry) {
+      const holder: { creds?: AwsCredentials } = {};
+      const client = new BedrockRuntimeClient({
+        region: target.region,
+        endpoint: target.endpoint,
+        // One attempt: the retry policy belongs to the workflow, which sees the classified error.
+        maxAttempts: 1,
+        // Assumed-role credentials rotate; the provider reads the ones handed to the latest call.
+        credentials: target.credentials ? async () => holder.creds ?? Promise.reject(new Error('no credentials')) : undefined,
+      });
+      entry = { client, holder };
+      this.clients.set(key, entry);
+    }
+    entry.holder.creds = target.credentials;
+    return entry.client;
+  }
+}

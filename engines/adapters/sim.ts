@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import { simLatencyMs, type SimLatency } from '../../domain/sim-latency';
+import { countMessagesTokens, decodeTokens, encodeTokens } from '../../domain/tokens';
+import { EngineError } from '../errors';
+import type { ChatMessage, KnownAnswer } from '../types';
+import type { AdapterCall, AdapterOutput } from './common';
+
+/**
+ * Simulated engines (DESIGN §6): everything is decided by a SHA-256 of (engine id, messages), so the
+ * same call always gives the same text, correctness and latency. Token counts come from the real
+ * tokenizer; an answer longer than the output limit is cut to it and flagged `length`, as a provider would.
+ */
+export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | undefined, latency: SimLatency): Promise<AdapterOutput> {
+  const { spec } = call;
+  const seed = createHash('sha256').update(spec.id).update('\0').update(JSON.stringify(call.messages.map((m) => [m.role, m.content]))).digest();
+  const rand = seededRandom(seed);
+  const correctDraw = rand();
+  const delayMs = simLatencyMs(latency, rand(), rand());
+
+  let full: string;
+  if (knownAnswer) {
+    const skill = spec.skill?.[knownAnswer.difficulty] ?? 0;
+    full = knownAnswerText(correctDraw < skill ? knownAnswer.answer : plausibleWrong(knownAnswer.answer, rand));
+  } else {
+    full = freeFormText(spec.id, call.messages, rand);
+  }
+
+  await sleep(delayMs, call, spec.id);
+
+  const tokens = encodeTokens(full);
+  const cut = tokens.length > call.maxOutputTokens;
+  return {
+    text: cut ? decodeTokens(tokens.slice(0, call.maxOutputTokens)) : full,
+    finish: cut ? 'length' : 'stop',
+    tokensIn: countMessagesTokens(call.messages),
+    tokensOut: cut ? call.maxOutputTokens : tokens.length,
+    reasoningTokens: null,
+  };
+}
+
+/** The answer line a known-answer checker can find, after a sentence of (simulated) working. */
+export function knownAnswerText(answer: string): string {
+  return `Working through the question step by step, the result is ${answer}.\n\nFinal answer: ${answer}`;
+}
+
+/** A uniform stream in (0, 1): the 32 bytes of the hash seed an xorshift128 generator. */
+function seededRandom(seed: Buffer): () => number {
+  let [a, b, c, d] = [seed.readUInt32BE(0), seed.readUInt32BE(4), seed.readUInt32BE(8), seed.readUInt32BE(12) || 1];
+  return () => {
+    const t = a ^ (a << 11);
+    [a, b, c] = [b, c, d];
+    d = (d ^ (d >>> 19) ^ t ^ (t >>> 8)) >>> 0;
+    return (d + 0.5) / 2 ** 32;
+  };
+}
+
+function pick<T>(items: readonly T[], rand: () => number): T {
+  return items[Math.floor(rand() * items.length)] as T;
+}
+
+/** A wrong answer of the same shape as the right one (a nearby number, a shifted date, an edited word). */
+export function plausibleWrong(answer: string, rand: () => number): string {
+  const trimmed = answer.trim();
+  const offset = pick([1, 2, 3, 5, 10], rand) * (rand() < 0.5 ? -1 : 1);
+  if (/^-?\d+$/.test(trimmed)) return String(BigInt(trimmed) + BigInt(offset));
+  const decimal = /^(-?\d*)\.(\d+)$/.exec(trimmed);
+  if (decimal) {
+    const places = decimal[2]?.length ?? 1;
+    return (Number(trimmed) + offset / 10 ** places).toFixed(places);
+  }
+  if (/^\d{4}-\d{2}-\d{2}$/.test(trimmed)) {
+    const date = new Date(`${trimmed}T00:00:00Z`);
+    if (!Number.isNaN(date.getTime())) return new Date(date.getTime() + offset * 86_400_000).toISOString().slice(0, 10);
+  }
+  const words = trimmed.split(/\s+/);
+  if (words.length > 1) {
+    const swapped = [...words.slice(1), words[0]].join(' ');
+    if (swapped.toLowerCase() !== trimmed.toLowerCase()) return swapped;
+  }
+  const reversed = [...trimmed].reverse().join('');
+  return reversed.toLowerCase() !== trimmed.toLowerCase() ? reversed : `${trimmed}${pick(['s', 'e', 'x'], rand)}`;
+}
+
+const STOP_WORDS = new Set(['about', 'after', 'again', 'their', 'there', 'these', 'those', 'which', 'while', 'would', 'could', 'should', 'where', 'being', 'other', 'please', 'every', 'explain', 'answer', 'question']);
+
+const SENTENCES: readonly string[] = [
+  'The central point is {a}: it shapes how {b} should be read.',
+  'A careful reading starts from {a} and checks it against {b}.',
+  'The evidence on {a} is mixed, so a measured answer is safer than a bold one.',
+  'In practice, {a} matters more than {b} in most situations.',
+  'A common mistake is to treat {a} and {b} as the same thing.',
+  'A short example helps: take {a}, change one assumption, and watch {b} move.',
+  'The most defensible conclusion is that {a} depends on context.',
+  'If {a} is uncertain, the first step is to pin down {b}.',
+  'Step by step: define {a}, look at {b}, then compare the two.',
+  'Overall, the answer turns on {a}.',
+];
+
+/** A readable, deterministic paragraph built from the last user turn's own words. */
+function freeFormText(engineId: string, messages: readonly ChatMessage[], rand: () => number): string {
+  const prompt = [...messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const words = [...new Set((prompt.toLowerCase().match(/[a-z][a-z'-]{4,}/g) ?? []).filter((w) => !STOP_WORDS.has(w)))];
+  const topic = prompt.replace(/\s+/g, ' ').trim().slice(0, 80) || 'the question';
+  const term = (): string => (words.length > 0 ? pick(words, rand) : 'the question');
+  const count = 3 + Math.floor(rand() * 6);
+  const body: string[] = [];
+  for (let i = 0; i < count; i += 1) body.push(pick(SENTENCES, rand).replace('{a}', term()).replace('{b}', term()));
+  return `[${engineId}] A simulated answer to "${topic}".\n\n${body.join(' ')}`;
+}
+
+function sleep(ms: number, call: AdapterCall, engineId: string): Promise<void> {
+  const check = (): EngineError | undefined => {
+    if (call.signal?.aborted) return new EngineError('aborted', `${engineId}: request cancelled by the caller`, { engineId });
+    if (call.deadline.aborted) return new EngineError('timeout', `${engineId}: no answer before the deadline`, { engineId });
+    return undefined;
+  };
+  const early = check();
+  if (early) return Promise.reject(early);
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      cleanup();
+      reject(check());
+    };
+    const cleanup = (): void => {
+      call.deadline.removeEventListener('abort', onAbort);
+      call.signal?.removeEventListener('abort', onAbort);
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      resolve();
+    }, ms);
+    call.deadline.addEventListener('abort', onAbort, { once: true });
+    call.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,86 @@
+import type { z } from 'zod';
+import { EngineError, kindForStatus, providerMessage, retryAfterMs, type EngineErrorKind } from './errors';
+
+export type FetchImpl = typeof fetch;
+
+export interface PostJsonOptions<T> {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  /** The expected success body; anything else is a permanent `malformed` error. */
+  schema: z.ZodType<T>;
+  /** Our own deadline; its expiry is a retryable `timeout`. */
+  deadline: AbortSignal;
+  /** The caller's cancellation; its firing is a permanent `aborted`. */
+  signal?: AbortSignal;
+  fetchImpl: FetchImpl;
+  engineId: string;
+  /** Values to scrub from any message (the credential in use). */
+  secrets: readonly string[];
+  /** A provider's own reading of an error body, where the status alone misleads. */
+  classify?: (status: number, bodyText: string) => EngineErrorKind | undefined;
+}
+
+/**
+ * One JSON POST to a provider, shared by the fetch-based adapters: every failure leaves as a
+ * classified `EngineError`, every success as a schema-checked body.
+ */
+export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
+  const signal = opts.signal ? AbortSignal.any([opts.deadline, opts.signal]) : opts.deadline;
+  const fail = (kind: EngineErrorKind, message: string, extra: { status?: number; retryAfterMs?: number } = {}): EngineError =>
+    new EngineError(kind, `${opts.engineId}: ${message}`, { ...extra, engineId: opts.engineId, secrets: opts.secrets });
+
+  let status: number;
+  let bodyText: string;
+  let header: (name: string) => string | null;
+  try {
+    const res = await opts.fetchImpl(opts.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...opts.headers },
+      body: JSON.stringify(opts.body),
+      signal,
+    });
+    status = res.status;
+    header = (name) => res.headers.get(name);
+    // The body is read under the same signal, so a provider that stalls mid-body still times out.
+    bodyText = await res.text();
+  } catch (err) {
+    if (opts.signal?.aborted) throw fail('aborted', 'request cancelled by the caller');
+    if (opts.deadline.aborted) throw fail('timeout', 'no answer before the deadline');
+    throw fail('connection', `connection failed: ${describeNetworkError(err)}`);
+  }
+
+  if (status < 200 || status >= 300) {
+    throw fail(opts.classify?.(status, bodyText) ?? kindForStatus(status), `provider answered ${status}: ${providerMessage(bodyText) || '(empty body)'}`, {
+      status,
+      retryAfterMs: retryAfterMs(header, bodyText),
+    });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(bodyText);
+  } catch {
+    throw fail('malformed', `provider answered ${status} with a body that is not JSON`, { status });
+  }
+  const parsed = opts.schema.safeParse(json);
+  if (!parsed.success) {
+    const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw fail('malformed', `provider answered ${status} with an unexpected body (${where})`, { status });
+  }
+  return parsed.data;
+}
+
+/** undici hides the socket error (ECONNRESET, ECONNREFUSED…) in `cause`. */
+function describeNetworkError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause;
+  if (cause instanceof Error) {
+    const code = 'code' in cause && typeof cause.code === 'string' ? cause.code : undefined;
+    return code ? `${code} (${cause.message})` : cause.message;
+  }
+  return err.message;
+}
+
+export function joinUrl(base: string, path: string): string {
+  return `${base.replace(/\/+$/, '')}${path}`;
+}

@@ -1,0 +1,165 @@
+/**
+ * The engine layer: every seat, judge, synthesiser and classifier call goes through `Engines.call`.
+ *
+ *   createEngines(opts?: EnginesOptions): Engines
+ *
+ *   interface EnginesOptions {
+ *     env?: NodeJS.ProcessEnv;            // default process.env: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
+ *                                         // AWS_REGION + AWS credentials, QUORUM_BEDROCK_ENDPOINT, QUORUM_STS_ENDPOINT,
+ *                                         // QUORUM_SIM_LATENCY (zero | fixed:<ms> | spec[:<speedup>], default zero)
+ *     simLatency?: SimLatency | string;   // overrides QUORUM_SIM_LATENCY
+ *     fetchImpl?: typeof fetch;           // default global fetch
+ *     logger?: Logger;                    // default createLogger('engines')
+ *   }
+ *
+ *   interface Engines {
+ *     catalog: readonly EngineSpec[];
+ *     spec(id): EngineSpec;                          // throws EngineError('unknown_model')
+ *     find(id): EngineSpec | undefined;
+ *     isAvailable(engineId, credential?): boolean;   // no credential: the service's own keys (sim: always)
+ *     call(req: EngineRequest, credential?: Credential): Promise<EngineResult>;  // throws EngineError only
+ *   }
+ *
+ * A call with no credential runs on the service's keys; with one, on that credential (an
+ * organisation's own key or Bedrock role). Failures are `EngineError`s: `retryable` ones belong to
+ * the caller's retry policy, permanent ones to the seat's backup engine (`spec(id).backup`).
+ */
+import { parseSimLatency, type SimLatency } from '../domain/sim-latency';
+import { engineCostMicros } from '../domain/pricing';
+import { createLogger, type Logger } from '../infra/log';
+import { BedrockAdapter, type BedrockTarget } from './adapters/bedrock';
+import { callAnthropic } from './adapters/anthropic';
+import type { AdapterCall, AdapterOutput, ApiKeyTarget } from './adapters/common';
+import { callGoogle } from './adapters/google';
+import { callOpenAi } from './adapters/openai';
+import { callSim } from './adapters/sim';
+import { CATALOG, findEngine } from './catalog';
+import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ServiceCredentials } from './credentials';
+import { EngineError } from './errors';
+import type { FetchImpl } from './http';
+import type { Credential, EngineRequest, EngineResult, EngineSpec } from './types';
+
+export * from './types';
+export { CATALOG, enginesOf, findEngine } from './catalog';
+export { isEngineError } from './errors';
+export type { SimLatency } from '../domain/sim-latency';
+
+export interface EnginesOptions {
+  env?: NodeJS.ProcessEnv;
+  simLatency?: SimLatency | string;
+  fetchImpl?: FetchImpl;
+  logger?: Logger;
+}
+
+export interface Engines {
+  readonly catalog: readonly EngineSpec[];
+  spec(id: string): EngineSpec;
+  find(id: string): EngineSpec | undefined;
+  isAvailable(engineId: string, credential?: Credential): boolean;
+  call(req: EngineRequest, credential?: Credential): Promise<EngineResult>;
+}
+
+export const DEFAULT_TIMEOUT_MS = 180_000;
+
+type ApiKeyFamily = 'openai' | 'anthropic' | 'google';
+const API_KEY_ADAPTERS: Readonly<Record<ApiKeyFamily, (call: AdapterCall, target: ApiKeyTarget) => Promise<AdapterOutput>>> = {
+  openai: callOpenAi,
+  anthropic: callAnthropic,
+  google: callGoogle,
+};
+
+export function createEngines(opts: EnginesOptions = {}): Engines {
+  const env = opts.env ?? process.env;
+  const service: ServiceCredentials = readServiceCredentials(env);
+  const simLatency = typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero');
+  const fetchImpl = opts.fetchImpl ?? fetch;
+  const log = opts.logger ?? createLogger('engines');
+  const bedrock = new BedrockAdapter();
+  const roles = new RoleCredentialCache({ credentials: service.bedrock?.credentials, stsEndpoint: service.stsEndpoint });
+
+  const spec = (id: string): EngineSpec => {
+    const found = findEngine(id);
+    if (!found) throw new EngineError('unknown_model', `no engine "${id}" in the catalog`, { engineId: id });
+    return found;
+  };
+
+  const isAvailable = (engineId: string, credential?: Credential): boolean => {
+    const s = findEngine(engineId);
+    if (!s) return false;
+    if (s.family === 'sim') return true;
+    if (s.family === 'bedrock') {
+      if (credential?.kind === 'bedrock_role') return service.bedrock !== undefined; // the service's identity assumes the role
+      return credential === undefined || credential.kind === 'bedrock_service' ? service.bedrock !== undefined : false;
+    }
+    if (credential) return credential.kind === 'api_key';
+    return service[s.family] !== undefined;
+  };
+
+  const dispatch = async (s: EngineSpec, req: EngineRequest, call: AdapterCall, credential: Credential | undefined): Promise<AdapterOutput> => {
+    const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
+    if (s.family === 'sim') return callSim(call, req.knownAnswer, simLatency);
+    if (s.family === 'bedrock') {
+      if (!service.bedrock) throw unavailable('Bedrock is not configured for this service (AWS_REGION and AWS credentials)');
+      let target: BedrockTarget;
+      if (credential?.kind === 'bedrock_role') {
+        const creds = await roles.get(credential, { engineId: s.id, deadline: call.deadline, signal: call.signal });
+        target = { region: credential.region, credentials: creds, endpoint: service.bedrockEndpoint, identity: `role:${credential.roleArn}\n${credential.externalId}` };
+      } else if (credential === undefined || credential.kind === 'bedrock_service') {
+        target = { region: credential?.region ?? service.bedrock.region, credentials: service.bedrock.credentials, endpoint: service.bedrockEndpoint, identity: 'service' };
+      } else {
+        throw unavailable('an API key cannot call Bedrock; it needs a role');
+      }
+      return bedrock.call(call, target);
+    }
+    const family = s.family;
+    let key;
+    if (credential === undefined) key = service[family];
+    else if (credential.kind === 'api_key') key = { apiKey: credential.apiKey, baseUrl: credential.baseUrl ?? service[family]?.baseUrl ?? DEFAULT_BASE_URLS[family] };
+    else throw unavailable(`a ${credential.kind} credential cannot call ${family}`);
+    if (!key) throw unavailable(`no ${family} key is configured (QUORUM_${family.toUpperCase()}_API_KEY)`);
+    return API_KEY_ADAPTERS[family](call, { key, fetchImpl });
+  };
+
+  const call = async (req: EngineRequest, credential?: Credential): Promise<EngineResult> => {
+    const started = performance.now();
+    const s = spec(req.engineId);
+    if (!Number.isInteger(req.maxOutputTokens) || req.maxOutputTokens < 1) {
+      throw new EngineError('bad_request', `${s.id}: maxOutputTokens must be a positive integer`, { engineId: s.id });
+    }
+    const deadline = AbortSignal.timeout(req.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const adapterCall: AdapterCall = {
+      spec: s,
+      messages: req.messages,
+      // The provider would refuse more than its limit; asking for the limit is the closest honest request.
+      maxOutputTokens: Math.min(req.maxOutputTokens, s.maxOutputTokens),
+      temperature: req.temperature,
+      deadline,
+      signal: req.signal,
+    };
+    try {
+      const out = await dispatch(s, req, adapterCall, credential);
+      if (out.text.length === 0 && out.finish === 'stop') {
+        throw new EngineError('malformed', `${s.id}: provider answered with no text`, { engineId: s.id });
+      }
+      const result: EngineResult = {
+        ...out,
+        latencyMs: Math.round(performance.now() - started),
+        costMicros: engineCostMicros(out.tokensIn, out.tokensOut, s),
+        source: s.family === 'sim' ? 'service' : (credential?.source ?? 'service'),
+        engineId: s.id,
+      };
+      log.debug('engine call', { engine: s.id, finish: result.finish, tokensIn: result.tokensIn, tokensOut: result.tokensOut, latencyMs: result.latencyMs, costMicros: result.costMicros, source: result.source });
+      return result;
+    } catch (err) {
+      const e = err instanceof EngineError ? err : new EngineError('malformed', `${s.id}: unexpected failure: ${err instanceof Error ? err.message : String(err)}`, { engineId: s.id, secrets: secretsOf(credential) });
+      log.warn('engine call failed', { engine: s.id, kind: e.kind, retryable: e.retryable, status: e.status, retryAfterMs: e.retryAfterMs, error: e.message });
+      throw e;
+    }
+  };
+
+  return { catalog: CATALOG, spec, find: findEngine, isAvailable, call };
+}
+
+function secretsOf(credential: Credential | undefined): string[] {
+  return credential?.kind === 'api_key' ? [credential.apiKey] : [];
+}

@@ -1,0 +1,72 @@
+export { EngineError, type EngineErrorKind } from './errors';
+
+/** Wire families Quorum connects to. `meta` (Llama) models run through `bedrock`; they are never offered directly. */
+export type Family = 'openai' | 'anthropic' | 'google' | 'bedrock' | 'sim';
+/** Who made the model: differs from the family only for models hosted on Bedrock. */
+export type Maker = 'openai' | 'anthropic' | 'google' | 'meta' | 'sim';
+export type Tier = 'experience' | 'plus' | 'pro';
+export type Difficulty = 'light' | 'medium' | 'hard';
+
+export interface EngineSpec {
+  /** `family/name`, e.g. `anthropic/claude-sonnet-4`, `bedrock/meta.llama3-3-70b-instruct`, `sim/alpha-plus`. */
+  id: string;
+  family: Family;
+  maker: Maker;
+  /** The provider's own model id, as sent on the wire. */
+  model: string;
+  tier: Tier;
+  inputUsdPerMtok: number;
+  outputUsdPerMtok: number;
+  contextTokens: number;
+  maxOutputTokens: number;
+  /** Engine id a seat moves to when this one fails permanently; always another family (sim: another sim engine). */
+  backup: string;
+  /** Reasoning models take `max_completion_tokens` and no temperature (OpenAI) and report reasoning tokens. */
+  reasoning: boolean;
+  /** Sim only: probability of a correct answer on a known-answer question, per difficulty. */
+  skill?: Readonly<Record<Difficulty, number>>;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface KnownAnswer {
+  answer: string;
+  difficulty: Difficulty;
+}
+
+export interface EngineRequest {
+  engineId: string;
+  messages: ChatMessage[];
+  maxOutputTokens: number;
+  temperature?: number;
+  /** Whole-call deadline; default 180 s. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Benchmark marker with the reference answer: read only by `sim` engines, never sent to a provider. */
+  knownAnswer?: KnownAnswer;
+}
+
+export type Finish = 'stop' | 'length';
+export type CredentialSource = 'service' | 'own_key';
+
+export interface EngineResult {
+  text: string;
+  /** `length` only when the provider itself flagged truncation. */
+  finish: Finish;
+  tokensIn: number;
+  /** Includes reasoning tokens (they are billed as output). */
+  tokensOut: number;
+  reasoningTokens: number | null;
+  latencyMs: number;
+  costMicros: number;
+  source: CredentialSource;
+  engineId: string;
+}
+
+export type Credential =
+  | { kind: 'api_key'; apiKey: string; baseUrl?: string; source: CredentialSource }
+  | { kind: 'bedrock_role'; roleArn: string; externalId: string; region: string; source: 'own_key' }
+  | { kind: 'bedrock_service'; region: string; source: 'service' };
