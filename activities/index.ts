@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex';
 import type { Logger } from '../infra/log';
+import { createAccountActivities } from './accounts';
 
 /** What activities need from the outside world; built once per worker process. */
 export interface ActivityDeps {
@@ -8,8 +9,8 @@ export interface ActivityDeps {
 }
 
 /** Temporal samples' habit: a factory closing over dependencies, so tests pass real ones of their own. */
-export function createActivities(_deps: ActivityDeps) {
-  return {};
+export function createActivities(deps: ActivityDeps) {
+  return { ...createAccountActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

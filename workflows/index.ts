@@ -1,2 +1,2 @@
 // Every workflow the worker registers, re-exported from its own module.
-export {};
+export * from './trial-credit';

@@ -1,0 +1,237 @@
+import fs from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { z } from 'zod';
+import { createApiKey, revokeApiKey } from '../db/repositories/api-keys';
+import { getBalance, listLedger, topUp } from '../db/repositories/ledger';
+import { createOrganisation, setOrganisationStatus } from '../db/repositories/organisations';
+import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories/provider-credentials';
+import { SCOPES } from '../domain/api-keys';
+import { microsToDecimal, microsToUsd, usdToMicros } from '../domain/money';
+import type { Logger } from '../infra/log';
+import type { CliResources } from './connect';
+import { startTrialTimer } from './trial-timers';
+
+/** Bad arguments: reported with the command's usage and exit code 2. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly usage?: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CommandContext {
+  resources: CliResources;
+  log: Logger;
+}
+
+/** `json` is the one object printed with `--json`; `text` the human-readable rendering. */
+export interface CommandOutput {
+  json: Record<string, unknown>;
+  text: string;
+}
+
+export interface Invocation {
+  json: boolean;
+  run(ctx: CommandContext): Promise<CommandOutput>;
+}
+
+export interface Command {
+  name: string;
+  usage: string;
+  parse(args: string[]): Invocation;
+}
+
+interface CommandSpec<T> {
+  name: string;
+  usage: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  /** Validates parseArgs' values (keys are the option names), so every check happens before anything connects. */
+  input: z.ZodType<T>;
+  run(input: T, ctx: CommandContext): Promise<CommandOutput>;
+}
+
+function command<T>(spec: CommandSpec<T>): Command {
+  const usage = `usage: quorum ${spec.name} ${spec.usage} [--json]`;
+  return {
+    name: spec.name,
+    usage,
+    parse(args) {
+      let values: Record<string, unknown>;
+      try {
+        ({ values } = parseArgs({ args, options: { ...spec.options, json: { type: 'boolean' } }, strict: true, allowPositionals: false }));
+      } catch (err) {
+        throw new UsageError((err as Error).message, usage);
+      }
+      const { json, ...rest } = values;
+      const parsed = spec.input.safeParse(rest);
+      if (!parsed.success) {
+        throw new UsageError(parsed.error.issues.map((i) => (i.path.length ? `--${i.path.join('.')} ${i.message}` : i.message)).join('; '), usage);
+      }
+      return { json: json === true, run: (ctx) => spec.run(parsed.data, ctx) };
+    },
+  };
+}
+
+const required = z.string({ error: 'is required' }).trim().min(1, 'must not be empty');
+const usd = required.transform((text, ctx) => {
+  try {
+    const micros = usdToMicros(text);
+    if (micros > 0n) return micros;
+    ctx.addIssue({ code: 'custom', message: 'must be a positive amount' });
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a USD amount with at most 6 decimals, e.g. 12.50' });
+  }
+  return z.NEVER;
+});
+const list = <T>(item: z.ZodType<T, string>) =>
+  required.transform((text) => text.split(',').map((s) => s.trim())).pipe(z.array(item).min(1));
+
+const dollars = (micros: bigint): string => `$${microsToDecimal(micros)}`;
+
+const orgCreate = command({
+  name: 'org create',
+  usage: '--name NAME [--credit USD]',
+  options: { name: { type: 'string' }, credit: { type: 'string' } },
+  input: z.object({ name: required, credit: usd.optional() }),
+  async run({ name, credit }, { resources, log }) {
+    const org = await createOrganisation(resources.db, { name, creditMicros: credit });
+    // The key is shown only now, so a failure to reach Temporal must not hide it: the timer is deferred instead.
+    const client = await resources.temporal();
+    const started =
+      client !== undefined &&
+      (await startTrialTimer(resources.db, client, { orgId: org.orgId, trialStartedAt: org.trialStartedAt.toISOString() }).then(
+        () => true,
+        (err: unknown) => {
+          log.warn('could not start the trial timer', { orgId: org.orgId, err });
+          return false;
+        },
+      ));
+    if (!started) log.warn('trial timer deferred: Temporal is not reachable; ensureTrialTimers starts it when the stack next starts', { orgId: org.orgId });
+    return {
+      json: { org_id: org.orgId, api_key: org.apiKey, balance_usd: microsToUsd(org.balanceMicros) },
+      text: `Created organisation ${org.orgId} (${name}), balance ${dollars(org.balanceMicros)} including the trial credit.\nOwner key (shown once, store it now): ${org.apiKey}`,
+    };
+  },
+});
+
+const orgStatus = (action: 'suspend' | 'resume'): Command =>
+  command({
+    name: `org ${action}`,
+    usage: '--org ORG_ID',
+    options: { org: { type: 'string' } },
+    input: z.object({ org: required }),
+    async run({ org }, { resources }) {
+      const status = action === 'suspend' ? 'suspended' : 'active';
+      await setOrganisationStatus(resources.db, org, status);
+      return { json: { org_id: org, status }, text: `Organisation ${org} is ${status}.` };
+    },
+  });
+
+const keyCreate = command({
+  name: 'key create',
+  usage: '--org ORG_ID [--test] [--scopes a,b] [--modes m1,m2]',
+  options: { org: { type: 'string' }, test: { type: 'boolean' }, scopes: { type: 'string' }, modes: { type: 'string' } },
+  input: z.object({
+    org: required,
+    test: z.boolean().optional(),
+    scopes: list(z.enum(SCOPES, { error: `must be among ${SCOPES.join(', ')}` })).optional(),
+    modes: list(z.string().min(1, 'must not contain an empty mode')).optional(),
+  }),
+  async run({ org, test, scopes, modes }, { resources }) {
+    const { keyId, apiKey } = await createApiKey(resources.db, { orgId: org, mode: test ? 'test' : 'live', scopes, allowedModes: modes });
+    return { json: { key_id: keyId, api_key: apiKey }, text: `Created key ${keyId} for ${org}.\nKey (shown once, store it now): ${apiKey}` };
+  },
+});
+
+const keyRevoke = command({
+  name: 'key revoke',
+  usage: '--key KEY_ID',
+  options: { key: { type: 'string' } },
+  input: z.object({ key: required }),
+  async run({ key }, { resources }) {
+    await revokeApiKey(resources.db, key);
+    return { json: { key_id: key, revoked: true }, text: `Key ${key} is revoked.` };
+  },
+});
+
+const balanceAdd = command({
+  name: 'balance add',
+  usage: '--org ORG_ID --usd AMOUNT',
+  options: { org: { type: 'string' }, usd: { type: 'string' } },
+  input: z.object({ org: required, usd }),
+  async run({ org, usd: amount }, { resources }) {
+    const balance = await topUp(resources.db, { orgId: org, amountMicros: amount, note: 'operator top-up' });
+    return { json: { org_id: org, balance_usd: microsToUsd(balance.balanceMicros) }, text: `Added ${dollars(amount)} to ${org}; balance ${dollars(balance.balanceMicros)}.` };
+  },
+});
+
+const balanceShow = command({
+  name: 'balance show',
+  usage: '--org ORG_ID [--limit N]',
+  options: { org: { type: 'string' }, limit: { type: 'string' } },
+  input: z.object({ org: required, limit: z.coerce.number().int().min(1).max(1000).default(20) }),
+  async run({ org, limit }, { resources }) {
+    const balance = await getBalance(resources.db, org);
+    const entries = await listLedger(resources.db, org, limit);
+    const lines = entries.map((e) =>
+      [e.createdAt.toISOString(), e.kind.padEnd(15), dollars(e.amountMicros).padStart(14), e.reservedDeltaMicros ? `reserved ${dollars(e.reservedDeltaMicros)}` : '', e.requestId ?? '', e.note ?? '']
+        .filter(Boolean)
+        .join('  '),
+    );
+    return {
+      json: {
+        org_id: org,
+        balance_usd: microsToUsd(balance.balanceMicros),
+        reserved_usd: microsToUsd(balance.reservedMicros),
+        available_usd: microsToUsd(balance.availableMicros),
+        entries: entries.map((e) => ({
+          id: e.id,
+          kind: e.kind,
+          amount_usd: microsToUsd(e.amountMicros),
+          reserved_delta_usd: microsToUsd(e.reservedDeltaMicros),
+          request_id: e.requestId,
+          note: e.note,
+          created_at: e.createdAt.toISOString(),
+        })),
+      },
+      text: [
+        `Organisation ${org}: balance ${dollars(balance.balanceMicros)}, reserved ${dollars(balance.reservedMicros)}, available ${dollars(balance.availableMicros)}`,
+        `Last ${entries.length} ledger entries:`,
+        ...lines,
+      ].join('\n'),
+    };
+  },
+});
+
+const byokSet = command({
+  name: 'byok set',
+  usage: '--org ORG_ID (--family openai|anthropic|google --key-file PATH | --family bedrock --role-arn ARN --external-id ID)',
+  options: { org: { type: 'string' }, family: { type: 'string' }, 'key-file': { type: 'string' }, 'role-arn': { type: 'string' }, 'external-id': { type: 'string' } },
+  input: z.discriminatedUnion(
+    'family',
+    [
+      z.strictObject({ org: required, family: z.enum(KEY_FAMILIES), 'key-file': required }, { error: 'is not an option for a key family (use --key-file)' }),
+      z.strictObject({ org: required, family: z.literal('bedrock'), 'role-arn': required, 'external-id': required }, { error: 'is not an option for bedrock' }),
+    ],
+    { error: 'must be openai, anthropic, google or bedrock' },
+  ),
+  async run(input, { resources }) {
+    if (input.family === 'bedrock') {
+      await setBedrockRole(resources.db, { orgId: input.org, roleArn: input['role-arn'], externalId: input['external-id'] });
+      return { json: { org_id: input.org, family: 'bedrock', role_arn: input['role-arn'] }, text: `Bedrock role ${input['role-arn']} set for ${input.org}.` };
+    }
+    let apiKey: string;
+    try {
+      apiKey = fs.readFileSync(input['key-file'], 'utf8');
+    } catch (err) {
+      throw new UsageError(`--key-file cannot be read: ${(err as Error).message}`);
+    }
+    await setProviderKey(resources.db, { orgId: input.org, family: input.family, apiKey });
+    // The key itself is never echoed.
+    return { json: { org_id: input.org, family: input.family, configured: true }, text: `${input.family} key stored encrypted for ${input.org}.` };
+  },
+});
+
+export const COMMANDS: readonly Command[] = [orgCreate, orgStatus('suspend'), orgStatus('resume'), keyCreate, keyRevoke, balanceAdd, balanceShow, byokSet];

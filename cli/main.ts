@@ -1,0 +1,53 @@
+import { QuorumError } from '../domain/errors';
+import { redact } from '../domain/redact';
+import { loadConfig } from '../infra/config';
+import { createLogger } from '../infra/log';
+import { COMMANDS, UsageError, type Command } from './commands';
+import { openResources } from './connect';
+
+const OVERVIEW = ['usage: quorum <command> [options] [--json]', '', 'commands:', ...COMMANDS.map((c) => `  ${c.usage.replace(/^usage: quorum /, '')}`)].join('\n');
+
+function findCommand(argv: string[]): { command: Command; args: string[] } {
+  const [group, action, ...args] = argv;
+  const command = COMMANDS.find((c) => c.name === `${group} ${action}`);
+  if (!command) throw new UsageError(group ? `unknown command: ${[group, action].filter(Boolean).join(' ')}` : 'no command given', OVERVIEW);
+  return { command, args };
+}
+
+/** Exit codes: 0 done, 1 the operation failed, 2 bad arguments. */
+async function main(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help') {
+    process.stdout.write(OVERVIEW + '\n');
+    return argv.length === 0 ? 2 : 0;
+  }
+  const { command, args } = findCommand(argv);
+  if (args.includes('--help')) {
+    process.stdout.write(command.usage + '\n');
+    return 0;
+  }
+  const invocation = command.parse(args);
+  const log = createLogger('cli');
+  const resources = await openResources(loadConfig(), log);
+  try {
+    const output = await invocation.run({ resources, log });
+    process.stdout.write((invocation.json ? JSON.stringify(output.json) : output.text) + '\n');
+    return 0;
+  } finally {
+    await resources.close();
+  }
+}
+
+function report(err: unknown): number {
+  if (err instanceof UsageError) {
+    process.stderr.write(`quorum: ${err.message}\n${err.usage ? `\n${err.usage}\n` : ''}`);
+    return 2;
+  }
+  const message = err instanceof QuorumError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+  process.stderr.write(`quorum: ${redact(message)}\n`);
+  return 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (err: unknown) => (process.exitCode = report(err)),
+);

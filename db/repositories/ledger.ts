@@ -1,0 +1,215 @@
+import type { Knex } from 'knex';
+import { QuorumError } from '../../domain/errors';
+import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
+
+/**
+ * Prepaid balances and their append-only ledger, in integer micro-dollars (DESIGN §7).
+ * Every balance change goes through `postEntries`: one conditional UPDATE of the balance row plus its ledger
+ * entries in the same transaction, so Σ amount = balance and Σ reserved_delta = reserved always hold, and
+ * the WHERE clause (and the table's check constraint behind it) makes an overspend impossible under any concurrency.
+ */
+
+export const LEDGER_KINDS = ['top_up', 'trial_credit', 'trial_expiry', 'reservation', 'release', 'charge', 'cap_credit', 'test_run_charge'] as const;
+export type LedgerKind = (typeof LEDGER_KINDS)[number];
+export type ChargeKind = Extract<LedgerKind, 'charge' | 'test_run_charge'>;
+
+export interface Balance {
+  balanceMicros: bigint;
+  reservedMicros: bigint;
+  availableMicros: bigint;
+}
+
+export interface NewLedgerEntry {
+  kind: LedgerKind;
+  /** Effect on the balance. */
+  amountMicros: bigint;
+  /** Effect on the reserved amount. */
+  reservedDeltaMicros?: bigint;
+  requestId?: string;
+  note?: string;
+}
+
+export interface LedgerEntry {
+  id: string;
+  kind: LedgerKind;
+  amountMicros: bigint;
+  reservedDeltaMicros: bigint;
+  requestId: string | null;
+  note: string | null;
+  createdAt: Date;
+}
+
+interface BalanceRow {
+  balance_micros: bigint;
+  reserved_micros: bigint;
+}
+
+const toBalance = (row: BalanceRow): Balance => ({
+  balanceMicros: row.balance_micros,
+  reservedMicros: row.reserved_micros,
+  availableMicros: row.balance_micros - row.reserved_micros,
+});
+
+function requireNonNegative(name: string, value: bigint): void {
+  if (value < 0n) throw new QuorumError('invalid_request', `${name} must not be negative`, { param: name });
+}
+
+async function assertOrganisationExists(db: DbOrTrx, orgId: string): Promise<void> {
+  const row = await db('balances').where({ org_id: orgId }).first('org_id');
+  if (!row) throw new QuorumError('not_found', `no organisation ${orgId}`);
+}
+
+/**
+ * Applies the entries' summed deltas only if the result keeps 0 ≤ reserved ≤ balance, then appends them.
+ * Returns the new balance, or undefined when the condition failed (nothing written). Call inside a transaction.
+ */
+export async function postEntries(trx: Knex.Transaction, orgId: string, entries: readonly NewLedgerEntry[]): Promise<Balance | undefined> {
+  const balanceDelta = entries.reduce((sum, e) => sum + e.amountMicros, 0n);
+  const reservedDelta = entries.reduce((sum, e) => sum + (e.reservedDeltaMicros ?? 0n), 0n);
+  const updated = await trx.raw<{ rows: BalanceRow[] }>(
+    `update balances
+        set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros + :rd, updated_at = now()
+      where org_id = :orgId
+        and reserved_micros + :rd >= 0
+        and balance_micros + :bd >= reserved_micros + :rd
+      returning balance_micros, reserved_micros`,
+    { bd: balanceDelta.toString(), rd: reservedDelta.toString(), orgId },
+  );
+  const row = updated.rows[0];
+  if (!row) return undefined;
+  await trx('ledger_entries').insert(
+    entries.map((e) => ({
+      org_id: orgId,
+      kind: e.kind,
+      amount_micros: e.amountMicros.toString(),
+      reserved_delta_micros: (e.reservedDeltaMicros ?? 0n).toString(),
+      request_id: e.requestId ?? null,
+      note: e.note ?? null,
+    })),
+  );
+  return toBalance(row);
+}
+
+/** `postEntries` that must succeed: a failed condition is `insufficient_balance` (or `not_found` for an unknown org). */
+async function postOrThrow(trx: Knex.Transaction, orgId: string, entries: readonly NewLedgerEntry[]): Promise<Balance> {
+  const balance = await postEntries(trx, orgId, entries);
+  if (balance) return balance;
+  await assertOrganisationExists(trx, orgId);
+  throw new QuorumError('insufficient_balance', 'The prepaid balance does not cover this call; add funds to continue.');
+}
+
+export async function createBalance(trx: Knex.Transaction, orgId: string): Promise<void> {
+  await trx('balances').insert({ org_id: orgId });
+}
+
+/**
+ * Holds `amountMicros` for a call. Idempotent per request id: one reservation per request id, ever, so a
+ * repeated call (a retried activity) changes nothing; a new run after a release needs a new request id.
+ */
+export async function reserve(db: DbOrTrx, input: { orgId: string; requestId: string; amountMicros: bigint }): Promise<void> {
+  requireNonNegative('amountMicros', input.amountMicros);
+  await unknownOrgAsNotFound(input.orgId, () => db.transaction(async (trx) => {
+    const inserted = await trx('reservations')
+      .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: input.amountMicros.toString(), state: 'held' })
+      .onConflict(['org_id', 'request_id'])
+      .ignore()
+      .returning('request_id');
+    if (inserted.length === 0) return;
+    // A failure here rolls back the reservation row with it.
+    await postOrThrow(trx, input.orgId, [
+      { kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId },
+    ]);
+  }));
+}
+
+interface ReservationRow {
+  amount_micros: bigint;
+  state: 'held' | 'settled' | 'released';
+}
+
+/**
+ * Charges the actual cost and releases the hold, in one transaction. `capCreditMicros` (Form B) is credited back
+ * in the same step. Idempotent by request id: a second call changes nothing and reports `alreadySettled`.
+ * Without a held reservation the charge is taken only if the available balance covers it.
+ */
+export async function settle(
+  db: DbOrTrx,
+  input: { orgId: string; requestId: string; chargeMicros: bigint; capCreditMicros?: bigint; kind?: ChargeKind },
+): Promise<{ alreadySettled: boolean }> {
+  const cap = input.capCreditMicros ?? 0n;
+  requireNonNegative('chargeMicros', input.chargeMicros);
+  requireNonNegative('capCreditMicros', cap);
+  if (cap > input.chargeMicros) throw new QuorumError('invalid_request', 'capCreditMicros exceeds chargeMicros', { param: 'capCreditMicros' });
+  return unknownOrgAsNotFound(input.orgId, () => db.transaction(async (trx) => {
+    // A settle with no prior reserve still needs a row to lock and to record that it happened.
+    await trx('reservations')
+      .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: '0', state: 'held' })
+      .onConflict(['org_id', 'request_id'])
+      .ignore();
+    const row = (await trx('reservations')
+      .where({ org_id: input.orgId, request_id: input.requestId })
+      .forUpdate()
+      .first('amount_micros', 'state')) as ReservationRow;
+    if (row.state === 'settled') return { alreadySettled: true };
+    const held = row.state === 'held' ? row.amount_micros : 0n;
+    const entries: NewLedgerEntry[] = [];
+    if (held > 0n) entries.push({ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId });
+    entries.push({ kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId });
+    if (cap > 0n) entries.push({ kind: 'cap_credit', amountMicros: cap, requestId: input.requestId });
+    await postOrThrow(trx, input.orgId, entries);
+    await trx('reservations')
+      .where({ org_id: input.orgId, request_id: input.requestId })
+      .update({ state: 'settled', charged_micros: (input.chargeMicros - cap).toString(), updated_at: trx.fn.now() });
+    return { alreadySettled: false };
+  }));
+}
+
+/** Gives a held reservation back (a failed or unbilled call). Idempotent; a no-op once settled or released. */
+export async function release(db: DbOrTrx, input: { orgId: string; requestId: string }): Promise<void> {
+  await db.transaction(async (trx) => {
+    const released = (await trx('reservations')
+      .where({ org_id: input.orgId, request_id: input.requestId, state: 'held' })
+      .update({ state: 'released', updated_at: trx.fn.now() })
+      .returning('amount_micros')) as { amount_micros: bigint }[];
+    const held = released[0]?.amount_micros;
+    if (held === undefined) return;
+    await postOrThrow(trx, input.orgId, [{ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId }]);
+  });
+}
+
+export async function topUp(db: DbOrTrx, input: { orgId: string; amountMicros: bigint; note?: string }): Promise<Balance> {
+  if (input.amountMicros <= 0n) throw new QuorumError('invalid_request', 'a top-up must be positive', { param: 'amountMicros' });
+  return db.transaction((trx) => postOrThrow(trx, input.orgId, [{ kind: 'top_up', amountMicros: input.amountMicros, note: input.note }]));
+}
+
+export async function getBalance(db: DbOrTrx, orgId: string): Promise<Balance> {
+  const row = (await db('balances').where({ org_id: orgId }).first('balance_micros', 'reserved_micros')) as BalanceRow | undefined;
+  if (!row) throw new QuorumError('not_found', `no organisation ${orgId}`);
+  return toBalance(row);
+}
+
+/** The organisation's most recent entries, newest first. */
+export async function listLedger(db: DbOrTrx, orgId: string, limit = 20): Promise<LedgerEntry[]> {
+  const rows = (await db('ledger_entries')
+    .where({ org_id: orgId })
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .select('id', 'kind', 'amount_micros', 'reserved_delta_micros', 'request_id', 'note', 'created_at')) as {
+    id: bigint;
+    kind: LedgerKind;
+    amount_micros: bigint;
+    reserved_delta_micros: bigint;
+    request_id: string | null;
+    note: string | null;
+    created_at: Date;
+  }[];
+  return rows.map((r) => ({
+    id: r.id.toString(),
+    kind: r.kind,
+    amountMicros: r.amount_micros,
+    reservedDeltaMicros: r.reserved_delta_micros,
+    requestId: r.request_id,
+    note: r.note,
+    createdAt: r.created_at,
+  }));
+}

@@ -1,0 +1,53 @@
+import { randomBase62, SCOPES } from '../../domain/api-keys';
+import { QuorumError } from '../../domain/errors';
+import { TRIAL_CREDIT_MICROS } from '../../domain/trial';
+import { createApiKey } from './api-keys';
+import { createBalance, postEntries, type NewLedgerEntry } from './ledger';
+import type { DbOrTrx } from './shared';
+
+export type OrganisationStatus = 'active' | 'suspended';
+
+export interface CreatedOrganisation {
+  orgId: string;
+  /** The owner's live key with every scope; shown once. */
+  apiKey: string;
+  keyId: string;
+  balanceMicros: bigint;
+  trialStartedAt: Date;
+}
+
+/**
+ * Onboarding in one transaction: the organisation, its balance with the $5 trial credit, an optional prepaid
+ * top-up of `creditMicros`, and the owner's key. The trial-expiry timer is started by the caller (it needs Temporal).
+ */
+export async function createOrganisation(
+  db: DbOrTrx,
+  input: { name: string; creditMicros?: bigint; orgId?: string },
+): Promise<CreatedOrganisation> {
+  const name = input.name.trim();
+  if (!name) throw new QuorumError('invalid_request', 'an organisation needs a name', { param: 'name' });
+  const credit = input.creditMicros ?? 0n;
+  if (credit < 0n) throw new QuorumError('invalid_request', 'credit must not be negative', { param: 'creditMicros' });
+  const orgId = input.orgId ?? `org_${randomBase62(20)}`;
+  return db.transaction(async (trx) => {
+    const [org] = (await trx('organisations')
+      .insert({ id: orgId, name, trial_credit_micros: TRIAL_CREDIT_MICROS.toString() })
+      .returning('trial_started_at')) as { trial_started_at: Date }[];
+    await createBalance(trx, orgId);
+    const entries: NewLedgerEntry[] = [{ kind: 'trial_credit', amountMicros: TRIAL_CREDIT_MICROS, note: 'trial credit' }];
+    if (credit > 0n) entries.push({ kind: 'top_up', amountMicros: credit, note: 'initial credit' });
+    const balance = await postEntries(trx, orgId, entries);
+    if (!balance) throw new Error(`balance row for ${orgId} vanished inside its own transaction`);
+    const { keyId, apiKey } = await createApiKey(trx, { orgId, mode: 'live', scopes: SCOPES, isOwner: true });
+    return { orgId, apiKey, keyId, balanceMicros: balance.balanceMicros, trialStartedAt: org.trial_started_at };
+  });
+}
+
+export async function setOrganisationStatus(db: DbOrTrx, orgId: string, status: OrganisationStatus): Promise<void> {
+  const updated = await db('organisations').where({ id: orgId }).update({ status });
+  if (updated === 0) throw new QuorumError('not_found', `no organisation ${orgId}`);
+}
+
+export async function organisationExists(db: DbOrTrx, orgId: string): Promise<boolean> {
+  return (await db('organisations').where({ id: orgId }).first('id')) !== undefined;
+}

@@ -1,0 +1,48 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/** DESIGN §8: `qrm_live_` / `qrm_test_` + 32 random base62 characters; only the SHA-256 hash is stored. */
+export const KEY_PREFIX = 'qrm';
+export const KEY_MODES = ['live', 'test'] as const;
+export type KeyMode = (typeof KEY_MODES)[number];
+
+export const SCOPES = ['completions', 'estimate', 'models', 'receipts', 'tests', 'certify', 'modes:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const SECRET_LENGTH = 32;
+const KEY_SHAPE = /^qrm_(live|test)_[A-Za-z0-9]{32}$/;
+
+/** Uniform base62: bytes ≥ 248 (= 4·62) are rejected rather than folded, so no character is favoured. */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+export function generateApiKey(mode: KeyMode): string {
+  return `${KEY_PREFIX}_${mode}_${randomBase62(SECRET_LENGTH)}`;
+}
+
+/** The key's mode when it has the exact shape of a Quorum key, else undefined (→ `invalid_api_key`). */
+export function parseApiKeyMode(raw: string): KeyMode | undefined {
+  const m = KEY_SHAPE.exec(raw);
+  return m ? (m[1] as KeyMode) : undefined;
+}
+
+/** Hex SHA-256: the key is 190 bits of randomness, so an unsalted fast hash is enough and allows an indexed lookup. */
+export function hashApiKey(raw: string): string {
+  return createHash('sha256').update(raw, 'utf8').digest('hex');
+}
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
+
+/** A key limited to named modes may use only those; `null` means every mode the organisation is entitled to. */
+export function keyAllowsMode(allowedModes: readonly string[] | null, modeId: string): boolean {
+  return allowedModes === null || allowedModes.includes(modeId);
+}
