@@ -34,7 +34,7 @@ import { callGoogle } from './adapters/google';
 import { callOpenAi } from './adapters/openai';
 import { callSim } from './adapters/sim';
 import { CATALOG, findEngine } from './catalog';
-import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ServiceCredentials } from './credentials';
+import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ApiKeyConfig, type ServiceCredentials } from './credentials';
 import { EngineError } from './errors';
 import type { FetchImpl } from './http';
 import type { Credential, EngineRequest, EngineResult, EngineSpec } from './types';
@@ -112,7 +112,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
       return bedrock.call(call, target);
     }
     const family = s.family;
-    let key;
+    let key: ApiKeyConfig | undefined;
     if (credential === undefined) key = service[family];
     else if (credential.kind === 'api_key') key = { apiKey: credential.apiKey, baseUrl: credential.baseUrl ?? service[family]?.baseUrl ?? DEFAULT_BASE_URLS[family] };
     else throw unavailable(`a ${credential.kind} credential cannot call ${family}`);

@@ -62,6 +62,15 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
     assert.equal(result.source, 'service');
   });
 
+  it('the loopback recomputes the signature: a wrong secret key is refused', async () => {
+    const bedrock = await startBedrockLoopback(bedrockReply(), SERVICE);
+    servers.push(bedrock);
+    const env = serviceEnv({ QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl, AWS_SECRET_ACCESS_KEY: 'notTheRightSecretKeyAtAll0000000000000000' });
+    const err = await engineFailure(call(createEngines({ env, logger: captureLogger().logger })));
+    assert.equal(err.kind, 'auth');
+    assert.deepEqual(bedrock.rejected.map((r) => r.reason), ['signature does not match']);
+  });
+
   it('stopReason max_tokens is length', async () => {
     const { engines: e } = await withService(bedrockReply({ text: 'Pa', stopReason: 'max_tokens', outputTokens: 100 }));
     assert.equal((await call(e)).finish, 'length');
