@@ -2,7 +2,7 @@ import { expireTrialCredit } from '../db/repositories/trial-credit';
 import type { ActivityDeps } from './index';
 
 /** Activities of the accounts workflows; bigint crosses Temporal's JSON payloads as a decimal string. */
-export function createAccountActivities({ db, log }: ActivityDeps) {
+export function createAccountActivities({ db, log }: Pick<ActivityDeps, 'db' | 'log'>) {
   return {
     async expireTrialCredit(input: { orgId: string }): Promise<{ deductedMicros: string }> {
       const result = await expireTrialCredit(db, input.orgId);

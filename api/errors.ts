@@ -23,7 +23,7 @@ export function errorMiddleware(log: Logger) {
       if (!(thrown instanceof QuorumError)) log.error('unhandled error', { path: ctx.path, err: thrown });
       ctx.status = ERROR_TABLE[err.code].status;
       if (err.retryAfter !== undefined) ctx.set('Retry-After', String(Math.max(1, Math.ceil(err.retryAfter))));
-      const requestId = typeof ctx.state.requestId === 'string' ? ctx.state.requestId : undefined;
+      const requestId = err.requestId ?? (typeof ctx.state.requestId === 'string' ? ctx.state.requestId : undefined);
       ctx.body = errorBody(err, requestId);
     }
   };

@@ -1,12 +1,13 @@
-import { createDb, migrateLatest } from './knex';
+import { createDb } from './knex';
+import { prepareDatabase } from './prepare';
 
-/** One-shot migration run for deployments (the compose `migrate` service); `npm start` migrates in-process. */
+/** One-shot migration and system-mode seed for deployments (the compose `migrate` service); `npm start` does it in-process. */
 async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('DATABASE_URL is required');
   const db = createDb(url, 1);
   try {
-    const applied = await migrateLatest(db);
+    const { migrations: applied } = await prepareDatabase(db);
     process.stdout.write(`applied ${applied.length} migration(s)${applied.length ? `: ${applied.join(', ')}` : ''}\n`);
   } finally {
     await db.destroy();

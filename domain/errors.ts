@@ -78,13 +78,20 @@ export class QuorumError extends Error {
   readonly param: string | null;
   /** Seconds for `Retry-After` (every 429 carries one). */
   readonly retryAfter?: number;
+  /** The request this error belongs to, when one exists (`svc.request_id`). */
+  readonly requestId?: string;
 
-  constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfter?: number } = {}) {
+  constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfter?: number; requestId?: string } = {}) {
     super(message);
     this.name = 'QuorumError';
     this.code = code;
     this.param = opts.param ?? null;
     this.retryAfter = opts.retryAfter;
+    this.requestId = opts.requestId;
+  }
+
+  static isCode(code: string): code is ErrorCode {
+    return Object.hasOwn(ERROR_TABLE, code);
   }
 
   get spec(): ErrorSpec {

@@ -93,7 +93,7 @@ const STAFF = {
 };
 const FAMILIES = ['openai', 'anthropic', 'google'];
 
-export interface SystemModeSeed extends Omit<ModeRecord, 'version' | 'configHash' | 'orgId' | 'published'> {}
+export type SystemModeSeed = Omit<ModeRecord, 'version' | 'configHash' | 'orgId' | 'published'>;
 
 export const SYSTEM_MODES: readonly SystemModeSeed[] = [
   {

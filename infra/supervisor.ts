@@ -1,7 +1,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createDb, migrateLatest } from '../db/knex';
+import { Client, Connection } from '@temporalio/client';
+import { createDb } from '../db/knex';
+import { prepareDatabase } from '../db/prepare';
+import { seedDemoOrganisation } from '../db/seed';
 import { loadConfig } from './config';
 import { repoRoot, dataDir } from './paths';
 import { startEmbeddedPostgres, type EmbeddedPg } from './postgres';
@@ -128,8 +131,11 @@ async function main(): Promise<void> {
     databaseUrl = pg.url;
   }
   const db = createDb(databaseUrl, 2);
-  const applied = await migrateLatest(db);
-  say(`postgres ready; ${applied.length} migration(s) applied`);
+  const { migrations } = await prepareDatabase(db);
+  say(`postgres ready; ${migrations.length} migration(s) applied`);
+  const connection = await Connection.connect({ address: temporalAddress });
+  const demo = await seedDemoOrganisation(db, new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }));
+  await connection.close();
   await db.destroy();
 
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE };
@@ -142,6 +148,7 @@ async function main(): Promise<void> {
   say(`ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   say(`API          ${apiUrl}  (health: ${apiUrl}/healthz)`);
   if (temporalUi) say(`Temporal UI  ${temporalUi}`);
+  if (demo.apiKey) say(`demo organisation ${demo.orgId}; its live API key, shown this once: ${demo.apiKey}`);
   say('Ctrl-C stops everything.');
 }
 

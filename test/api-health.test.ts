@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createApp } from '../api/app';
 import { createDb } from '../db/knex';
+import { createEngines } from '../engines';
 import { createLogger } from '../infra/log';
 import { freePort } from '../infra/free-port';
 import { createWorkers } from '../worker/workers';
@@ -25,7 +26,7 @@ describe('API edge: health and unknown routes', () => {
 
   before(async () => {
     const { env, db, namespace } = stack();
-    workers = await createWorkers({ connection: env.nativeConnection, namespace, deps: { db, log } });
+    workers = await createWorkers({ connection: env.nativeConnection, namespace, deps: { db, engines: createEngines({ logger: log }), log } });
     running = Promise.all(workers.map((w) => w.run()));
     ({ url, server } = await listen(createApp({ db, temporal: env.connection, namespace, log })));
   });

@@ -1,26 +1,39 @@
+import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { ensureTrialTimers } from '../cli/trial-timers';
 import { createDb } from '../db/knex';
+import { warmTokenizer } from '../domain/tokens';
+import { createEngines } from '../engines';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
+import { loadSecretBox } from '../infra/secret-box';
 import { createWorkers } from './workers';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger('worker');
   if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) throw new Error('worker needs DATABASE_URL and TEMPORAL_ADDRESS');
+  // Refuses production without QUORUM_SECRET_KEY now, not at the first own-key call.
+  loadSecretBox(config, log);
+  warmTokenizer();
   // The SDK's own INFO lines (bundler output, state changes) drown ours; warnings and errors still show.
   Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
 
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  const workers = await createWorkers({ connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, log } });
+  const workers = await createWorkers({ connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, engines: createEngines({ logger: log }), log } });
+
+  // Organisations created while Temporal was unreachable get their trial timer now.
+  const clientConnection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const started = await ensureTrialTimers(db, new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE }));
+  if (started > 0) log.info('trial timers started', { count: started });
 
   // Worker.run() shuts down gracefully on SIGINT/SIGTERM (Runtime's default shutdown signals).
   const running = Promise.all(workers.map((w) => w.run()));
   log.info('worker polling', { taskQueues: workers.map((w) => w.options.taskQueue) });
   process.send?.({ ready: true });
   await running;
-  await connection.close();
+  await Promise.all([connection.close(), clientConnection.close()]);
   await db.destroy();
 }
 

@@ -1,2 +1,3 @@
 // Every workflow the worker registers, re-exported from its own module.
 export * from './trial-credit';
+export * from './deliberation';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { simLatencyMs, type SimLatency } from '../../domain/sim-latency';
 import { countMessagesTokens, decodeTokens, encodeTokens } from '../../domain/tokens';
+import { JUDGE_TAG } from '../../domain/prompts';
 import { EngineError } from '../errors';
 import type { ChatMessage, KnownAnswer } from '../types';
 import type { AdapterCall, AdapterOutput } from './common';
@@ -18,7 +19,9 @@ export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | unde
   const delayMs = simLatencyMs(latency, rand(), rand());
 
   let full: string;
-  if (knownAnswer) {
+  if (call.messages.some((m) => m.role === 'system' && m.content.startsWith(JUDGE_TAG))) {
+    full = judgeVerdict(call.messages, rand);
+  } else if (knownAnswer) {
     const skill = spec.skill?.[knownAnswer.difficulty] ?? 0;
     full = knownAnswerText(correctDraw < skill ? knownAnswer.answer : plausibleWrong(knownAnswer.answer, rand));
   } else {
@@ -36,6 +39,31 @@ export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | unde
     tokensOut: cut ? call.maxOutputTokens : tokens.length,
     reasoningTokens: null,
   };
+}
+
+/**
+ * A simulated judge: asked in Quorum's judge format, it scores the labelled answers it was shown and replies
+ * with the JSON verdict the format asks for, deterministically like every sim answer.
+ */
+function judgeVerdict(messages: readonly ChatMessage[], rand: () => number): string {
+  const shown = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+  const answers = [...shown.matchAll(/^Answer ([A-Z]):\n([^\n]*)/gm)].map((m) => ({ label: m[1] ?? '?', first: m[2] ?? '' }));
+  const scores: Record<string, number> = {};
+  for (const a of answers) scores[a.label] = Math.round((4 + rand() * 6) * 10) / 10;
+  const ranked = [...answers].sort((x, y) => (scores[y.label] ?? 0) - (scores[x.label] ?? 0));
+  const best = ranked[0]?.label ?? 'A';
+  const worst = ranked[ranked.length - 1];
+  const divergence = Math.round(rand() * 0.7 * 1000) / 1000;
+  const converged = divergence < 0.35;
+  return JSON.stringify({
+    scores,
+    best,
+    why: `Answer ${best} is the most complete and internally consistent.`,
+    divergence,
+    converged,
+    contested: !converged && worst && worst.label !== best ? { label: worst.label, quote: worst.first.slice(0, 120), why: 'Its central claim is not supported by the other answers.' } : null,
+    factual_conflict: !converged && rand() < 0.2,
+  });
 }
 
 /** The answer line a known-answer checker can find, after a sentence of (simulated) working. */

@@ -3,7 +3,8 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createDb, migrateLatest, type Db } from '../../db/knex';
+import { createDb, type Db } from '../../db/knex';
+import { prepareDatabase } from '../../db/prepare';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../infra/postgres';
 import { resolveTemporalBinary } from '../../infra/temporal-binary';
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
@@ -44,7 +45,7 @@ export async function startStack(): Promise<TestStack> {
   ]);
   pg = postgres;
   const db = createDb(postgres.url, 20);
-  await migrateLatest(db);
+  await prepareDatabase(db);
   current = { db, dbUrl: postgres.url, env, namespace: env.namespace ?? 'default', temporalBinary };
   return current;
 }

@@ -1,0 +1,154 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { PromptMessage } from '../domain/classifier';
+import { QuorumError } from '../domain/errors';
+import type { ModeRecord, ModeTier } from '../domain/modes';
+import type { Outcome } from '../domain/outcome';
+import { claimRequest, findRequestByKey, markRequestFailed, outcomeOf, type RequestState } from '../db/repositories/requests';
+import { deliberationWorkflow } from '../workflows/deliberation';
+import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
+import { TASK_QUEUES } from '../workflows/task-queues';
+
+export interface RunDeliberationInput {
+  orgId: string;
+  apiKeyId: string;
+  keyMode: 'live' | 'test';
+  /** The `Idempotency-Key` header, or `derivedIdempotencyKey(...)` when none was sent. */
+  idempotencyKey: string;
+  /** sha256 of the canonical body: Form A answers 422 when a succeeded key comes back with another body. */
+  fingerprint: string;
+  form: 'A' | 'B';
+  mode: ModeRecord;
+  model: string;
+  tier: ModeTier;
+  messages: PromptMessage[];
+  promptTokens: number;
+  ceilingMicros: number;
+}
+
+export interface RunDeliberationDeps {
+  db: Knex;
+  client: Client;
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export function sha256(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
+/** Spec: without the header, an identical repeat (same org, key, model and messages) is deduplicated. */
+export function derivedIdempotencyKey(orgId: string, apiKeyId: string, model: string, messages: readonly PromptMessage[]): string {
+  return `derived-${sha256({ orgId, apiKeyId, model, messages })}`;
+}
+
+export function deliberationWorkflowId(orgId: string, idempotencyKey: string): string {
+  return `dlb/${orgId}/${idempotencyKey}`;
+}
+
+/** A running row whose workflow is gone (the API died between claiming the key and starting) may be taken over. */
+async function workflowStillRunning(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return d.status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+async function replay(db: Knex, requestId: string): Promise<{ outcome: Outcome; replayed: true }> {
+  const outcome = await outcomeOf(db, requestId);
+  if (!outcome) throw new QuorumError('internal_error', 'The stored answer for this key could not be read; retry with the same Idempotency-Key.', { requestId });
+  return { outcome, replayed: true };
+}
+
+/** Maps the workflow's failure to the spec's error; the failure type is the error code where the table has it. */
+function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError {
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type && QuorumError.isCode(cause.type)) return new QuorumError(cause.type, cause.message, { requestId });
+  return new QuorumError('upstream_provider_error', 'The deliberation failed; nothing was billed. Retry with the same Idempotency-Key.', { requestId });
+}
+
+/**
+ * DESIGN §4: the idempotency key is the workflow's identity. running → 409; succeeded → the stored answer;
+ * failed, or capped on Form B → a new run under the same workflow id. The caller's disconnect does not cancel
+ * the workflow: it finishes, settles once, and a retry with the same key replays it.
+ */
+export async function runDeliberation(deps: RunDeliberationDeps, input: RunDeliberationInput): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const { db, client } = deps;
+  const workflowId = deliberationWorkflowId(input.orgId, input.idempotencyKey);
+  const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
+
+  const existing = await findRequestByKey(db, input.orgId, input.idempotencyKey);
+  if (existing?.state === 'succeeded' || (existing?.state === 'capped' && input.form === 'A')) {
+    if (input.form === 'A' && existing.fingerprint !== input.fingerprint) {
+      throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', { param: 'Idempotency-Key' });
+    }
+    return replay(db, existing.id);
+  }
+  if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
+
+  const requestId = `req_${randomBytes(12).toString('hex')}`;
+  const claimed = await claimRequest(
+    db,
+    { id: requestId, orgId: input.orgId, apiKeyId: input.apiKeyId, idempotencyKey: input.idempotencyKey, workflowId, fingerprint: input.fingerprint, modeId: input.mode.id, model: input.model },
+    { takeOver },
+  );
+  if (!claimed) throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', { retryAfter: 5 });
+
+  let handle;
+  try {
+    handle = await client.workflow.start(deliberationWorkflow, {
+      taskQueue: TASK_QUEUES.deliberation,
+      workflowId,
+      workflowIdConflictPolicy: 'FAIL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      args: [
+        {
+          requestId,
+          orgId: input.orgId,
+          keyMode: input.keyMode,
+          form: input.form,
+          mode: { id: input.mode.id, ticker: input.mode.ticker, version: input.mode.version, configHash: input.mode.configHash, config: input.mode.config },
+          tier: input.tier,
+          messages: input.messages,
+          promptTokens: input.promptTokens,
+          ceilingMicros: input.ceilingMicros,
+          createdAt: new Date().toISOString(),
+        },
+      ],
+      typedSearchAttributes: [
+        { key: QuorumOrg, value: input.orgId },
+        { key: QuorumMode, value: input.form === 'A' ? input.mode.id : input.mode.ticker },
+        { key: QuorumLane, value: 'pending' },
+        { key: QuorumStatus, value: 'running' },
+      ],
+      memo: { requestId, model: input.model, tier: input.tier },
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', { retryAfter: 5 });
+    }
+    await markRequestFailed(db, requestId, 'service_unavailable');
+    throw new QuorumError('service_unavailable', 'The deliberation could not be started; retry with the same Idempotency-Key.', { requestId, retryAfter: 2 });
+  }
+
+  try {
+    return { outcome: await handle.result(), replayed: false };
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) throw toQuorumError(err, requestId);
+    throw err;
+  }
+}

@@ -1,0 +1,104 @@
+import type { Knex } from 'knex';
+import { ModeConfigSchema, modeConfigHash, SYSTEM_MODES, type ModeConfig, type ModeRecord } from '../../domain/modes';
+
+type Conn = Knex | Knex.Transaction;
+
+interface ModeRow {
+  id: string;
+  ticker: string;
+  org_id: string | null;
+  name: string;
+  description: string | null;
+  use_when: string;
+  published: boolean;
+  current_version: number;
+  config: unknown;
+  config_hash: string;
+}
+
+function toRecord(row: ModeRow): ModeRecord {
+  return {
+    id: row.id,
+    ticker: row.ticker,
+    orgId: row.org_id,
+    name: row.name,
+    description: row.description,
+    useWhen: row.use_when,
+    published: row.published,
+    version: row.current_version,
+    configHash: row.config_hash,
+    config: ModeConfigSchema.parse(row.config),
+  };
+}
+
+function withCurrentVersion(db: Conn): Knex.QueryBuilder {
+  return db('modes as m')
+    .join('mode_versions as v', function () {
+      this.on('v.mode_id', '=', 'm.id').andOn('v.version', '=', 'm.current_version');
+    })
+    .select('m.*', 'v.config', 'v.config_hash');
+}
+
+/**
+ * Saves a mode's configuration: a new mode gets version 1; a changed configuration gets the next version
+ * (and so a new `configHash`); an unchanged one is left alone. Returns the current version.
+ */
+export async function upsertMode(db: Knex, mode: Omit<ModeRecord, 'version' | 'configHash'>): Promise<ModeRecord> {
+  const config: ModeConfig = ModeConfigSchema.parse(mode.config);
+  const hash = modeConfigHash(config);
+  return db.transaction(async (trx) => {
+    const existing = (await withCurrentVersion(trx).where('m.id', mode.id).forUpdate().first()) as ModeRow | undefined;
+    const fields = { ticker: mode.ticker, org_id: mode.orgId, name: mode.name, description: mode.description, use_when: mode.useWhen, published: mode.published };
+    if (!existing) {
+      await trx('modes').insert({ id: mode.id, ...fields, current_version: 1 });
+      await trx('mode_versions').insert({ mode_id: mode.id, version: 1, config, config_hash: hash });
+    } else if (existing.config_hash !== hash) {
+      const version = existing.current_version + 1;
+      await trx('mode_versions').insert({ mode_id: mode.id, version, config, config_hash: hash });
+      await trx('modes').where({ id: mode.id }).update({ ...fields, current_version: version });
+    } else {
+      await trx('modes').where({ id: mode.id }).update(fields);
+    }
+    return toRecord((await withCurrentVersion(trx).where('m.id', mode.id).first()) as ModeRow);
+  });
+}
+
+/** Brings the system modes to their definitions in `domain/modes.ts`; run at every start. */
+export async function seedSystemModes(db: Knex): Promise<ModeRecord[]> {
+  const out: ModeRecord[] = [];
+  for (const seed of SYSTEM_MODES) out.push(await upsertMode(db, { ...seed, orgId: null, published: true }));
+  return out;
+}
+
+/** Modes the organisation is entitled to: every published system mode and its own published modes. */
+export async function listModesForOrg(db: Conn, orgId: string): Promise<ModeRecord[]> {
+  const rows = (await withCurrentVersion(db)
+    .where('m.published', true)
+    .andWhere((q) => q.whereNull('m.org_id').orWhere('m.org_id', orgId))
+    .orderBy('m.id')) as ModeRow[];
+  return rows.map(toRecord);
+}
+
+/**
+ * The mode a request names: Form A by id, Form B by ticker. A `:LAB` ticker is the lab version, visible only
+ * to the organisation that owns the mode. Undefined when the caller cannot see such a mode.
+ */
+export async function findMode(db: Conn, q: { orgId: string; form: 'A' | 'B'; model: string }): Promise<ModeRecord | undefined> {
+  const lab = q.form === 'B' && q.model.endsWith(':LAB');
+  const key = lab ? q.model.slice(0, -':LAB'.length) : q.model;
+  const row = (await withCurrentVersion(db)
+    .where(q.form === 'A' ? 'm.id' : 'm.ticker', key)
+    .first()) as ModeRow | undefined;
+  if (!row) return undefined;
+  const own = row.org_id === q.orgId;
+  if (lab) return own ? toRecord(row) : undefined;
+  if (!row.published && !own) return undefined;
+  if (row.org_id !== null && !own) return undefined;
+  return toRecord(row);
+}
+
+/** The configuration a past call ran with, for receipts. */
+export async function modeVersion(db: Conn, modeId: string, version: number): Promise<{ config: ModeConfig; configHash: string } | undefined> {
+  const row = (await db('mode_versions').where({ mode_id: modeId, version }).first()) as { config: unknown; config_hash: string } | undefined;
+  return row ? { config: ModeConfigSchema.parse(row.config), configHash: row.config_hash } : undefined;
+}

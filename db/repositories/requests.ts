@@ -1,0 +1,93 @@
+import type { Knex } from 'knex';
+import type { Outcome } from '../../domain/outcome';
+import type { DbOrTrx } from './shared';
+
+export type RequestState = 'running' | 'succeeded' | 'failed' | 'capped';
+
+export interface RequestRow {
+  id: string;
+  org_id: string;
+  idempotency_key: string;
+  workflow_id: string;
+  fingerprint: string;
+  state: RequestState;
+  error_code: string | null;
+  created_at: Date;
+}
+
+export function findRequestByKey(db: DbOrTrx, orgId: string, idempotencyKey: string): Promise<RequestRow | undefined> {
+  return db('requests').where({ org_id: orgId, idempotency_key: idempotencyKey }).first() as Promise<RequestRow | undefined>;
+}
+
+/**
+ * Claims an idempotency key for a new run: inserts the row, or takes over one whose last run failed, was capped
+ * (Form B re-runs capped calls) or never started (`staleRunning`). Undefined when another caller holds it.
+ */
+export async function claimRequest(
+  db: Knex,
+  row: { id: string; orgId: string; apiKeyId: string; idempotencyKey: string; workflowId: string; fingerprint: string; modeId: string; model: string },
+  opts: { takeOver: RequestState[] },
+): Promise<RequestRow | undefined> {
+  const values = {
+    id: row.id,
+    org_id: row.orgId,
+    api_key_id: row.apiKeyId,
+    idempotency_key: row.idempotencyKey,
+    workflow_id: row.workflowId,
+    fingerprint: row.fingerprint,
+    mode_id: row.modeId,
+    model: row.model,
+    state: 'running',
+  };
+  const claimed = (await db('requests')
+    .insert(values)
+    .onConflict(['org_id', 'idempotency_key'])
+    .merge({ ...values, error_code: null, finish_reason: null, answer_truncated: null, seats_answered: null, created_at: db.fn.now(), completed_at: null })
+    .where('requests.state', 'in', opts.takeOver)
+    .returning('*')) as RequestRow[];
+  return claimed[0];
+}
+
+export async function markRequestFailed(db: DbOrTrx, requestId: string, code: string): Promise<void> {
+  await db('requests').where({ id: requestId, state: 'running' }).update({ state: 'failed', error_code: code, completed_at: db.fn.now() });
+}
+
+export async function outcomeOf(db: DbOrTrx, requestId: string): Promise<Outcome | undefined> {
+  const row = (await db('receipts').where({ request_id: requestId }).first('outcome')) as { outcome: Outcome } | undefined;
+  return row?.outcome;
+}
+
+const NO_RECEIPT_REASON: Readonly<Record<RequestState, string>> = {
+  running: 'The deliberation is still running; its receipt is written when it ends.',
+  failed: 'The request failed before a deliberation was recorded; nothing was billed.',
+  capped: 'The call was capped and its receipt superseded by a new run under the same key.',
+  succeeded: 'No receipt was recorded for this request.',
+};
+
+/** The receipt of a past call, scoped to the organisation: undefined when the id is not one of its requests. */
+export async function getReceipt(
+  db: DbOrTrx,
+  orgId: string,
+  requestId: string,
+): Promise<{ available: true; outcome: Outcome } | { available: false; reason: string; status: string } | undefined> {
+  const row = (await db('requests as r')
+    .leftJoin('receipts as x', 'x.request_id', 'r.id')
+    .where({ 'r.id': requestId, 'r.org_id': orgId })
+    .first('r.state', 'r.error_code', 'x.outcome')) as { state: RequestState; error_code: string | null; outcome: Outcome | null } | undefined;
+  if (!row) return undefined;
+  if (row.outcome) return { available: true, outcome: row.outcome };
+  return { available: false, reason: row.error_code ? `${NO_RECEIPT_REASON[row.state]} (${row.error_code})` : NO_RECEIPT_REASON[row.state], status: row.state };
+}
+
+/** Recorded calls of a mode at a tier: the basis of Form B's per-Mtok quote once there are enough. */
+export async function recordedCallStats(db: DbOrTrx, modeId: string, tier: string): Promise<{ n: number; inputTokens: number; outputTokens: number; modeFeeMicros: number }> {
+  const row = (await db('receipts')
+    .where({ mode_id: modeId, tier })
+    .first(db.raw('count(*)::int as n'), db.raw('coalesce(sum(prompt_tokens),0)::bigint as input'), db.raw('coalesce(sum(completion_tokens),0)::bigint as output'), db.raw('coalesce(sum(mode_fee_micros),0)::bigint as fee'))) as {
+    n: number;
+    input: bigint;
+    output: bigint;
+    fee: bigint;
+  };
+  return { n: row.n, inputTokens: Number(row.input), outputTokens: Number(row.output), modeFeeMicros: Number(row.fee) };
+}

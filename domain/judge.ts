@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import type { LabelledAnswer } from './prompts';
+
+/** What a judgment of one round says, by anonymous label. */
+export interface Judgment {
+  scores: Record<string, number>;
+  best: string;
+  why: string;
+  divergence: number;
+  converged: boolean;
+  contested: { label: string; quote: string; why: string } | null;
+  factualConflict: boolean;
+}
+
+/** Below this divergence the seats are taken to hold one position. */
+export const CONVERGED_BELOW = 0.35;
+
+const JudgeReply = z.object({
+  scores: z.record(z.string(), z.number().min(0).max(10)),
+  best: z.string(),
+  why: z.string(),
+  divergence: z.number().min(0).max(1),
+  converged: z.boolean(),
+  contested: z.object({ label: z.string(), quote: z.string(), why: z.string() }).nullable().optional(),
+  factual_conflict: z.boolean().optional(),
+});
+
+/** Reads an engine's judgment; undefined when it is not the JSON asked for or names labels that were not shown. */
+export function parseJudgment(text: string, labels: readonly string[]): Judgment | undefined {
+  const start = text.indexOf('{');
+  const end = text.lastIndexOf('}');
+  if (start < 0 || end <= start) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text.slice(start, end + 1));
+  } catch {
+    return undefined;
+  }
+  const parsed = JudgeReply.safeParse(raw);
+  if (!parsed.success) return undefined;
+  const r = parsed.data;
+  if (!labels.includes(r.best) || !labels.every((l) => typeof r.scores[l] === 'number')) return undefined;
+  const contested = r.contested && labels.includes(r.contested.label) ? r.contested : null;
+  return { scores: r.scores, best: r.best, why: r.why, divergence: r.divergence, converged: r.converged, contested, factualConflict: r.factual_conflict ?? false };
+}
+
+function words(text: string): Set<string> {
+  return new Set(text.toLowerCase().match(/[a-z0-9]+/g) ?? []);
+}
+
+function jaccard(a: Set<string>, b: Set<string>): number {
+  if (a.size === 0 && b.size === 0) return 1;
+  let both = 0;
+  for (const w of a) if (b.has(w)) both++;
+  return both / (a.size + b.size - both);
+}
+
+/**
+ * The fallback judge when no judge engine gives a usable verdict: an answer that agrees with the others scores
+ * higher (agreement is the best cheap proxy for correctness); divergence is one minus the mean pairwise overlap.
+ */
+export function heuristicJudgment(answers: readonly LabelledAnswer[]): Judgment {
+  const sets = answers.map((a) => words(a.text));
+  const scores: Record<string, number> = {};
+  let pairSum = 0;
+  let pairs = 0;
+  answers.forEach((a, i) => {
+    let agree = 0;
+    sets.forEach((s, j) => {
+      if (i === j) return;
+      const sim = jaccard(sets[i], s);
+      agree += sim;
+      if (j > i) {
+        pairSum += sim;
+        pairs++;
+      }
+    });
+    scores[a.label] = Math.round((answers.length > 1 ? (agree / (answers.length - 1)) * 10 : 5) * 100) / 100;
+  });
+  const best = answers.reduce((b, a) => (scores[a.label] > scores[b.label] ? a : b), answers[0]).label;
+  const divergence = pairs ? Math.round((1 - pairSum / pairs) * 1000) / 1000 : 0;
+  const converged = divergence < CONVERGED_BELOW;
+  const outlier = answers.reduce((w, a) => (scores[a.label] < scores[w.label] ? a : w), answers[0]);
+  const contested =
+    !converged && answers.length > 1 ? { label: outlier.label, quote: outlier.text.slice(0, 160), why: 'This answer shares the least with the others.' } : null;
+  return { scores, best, why: `Answer ${best} agrees most with the rest of the panel (heuristic judge).`, divergence, converged, contested, factualConflict: false };
+}

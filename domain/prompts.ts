@@ -1,0 +1,77 @@
+import type { PromptMessage } from './classifier';
+
+/**
+ * The texts Quorum sends to seats, judge and synthesiser. Seats never see engine names: other answers are
+ * shown under neutral labels only.
+ */
+export interface Msg {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface LabelledAnswer {
+  label: string;
+  text: string;
+}
+
+function asMessages(messages: readonly PromptMessage[]): Msg[] {
+  return messages.map((m) => ({ role: m.role === 'system' || m.role === 'assistant' ? m.role : 'user', content: m.content }));
+}
+
+function lastUserText(messages: readonly PromptMessage[]): string {
+  return [...messages].reverse().find((m) => m.role === 'user')?.content ?? messages[messages.length - 1]?.content ?? '';
+}
+
+function groundingBlock(snippets: readonly string[]): string {
+  return snippets.length ? `Search results that may help (cite only what they support):\n${snippets.map((s, i) => `[${i + 1}] ${s}`).join('\n')}` : '';
+}
+
+/** Round 1: the caller's conversation, with grounding results ahead of it when the search fired. */
+export function seatPrompt(messages: readonly PromptMessage[], snippets: readonly string[]): Msg[] {
+  const grounding = groundingBlock(snippets);
+  return grounding ? [{ role: 'system', content: grounding }, ...asMessages(messages)] : asMessages(messages);
+}
+
+/** A critique round: the seat sees its own previous answer and the others' (anonymised), and revises. */
+export function critiquePrompt(messages: readonly PromptMessage[], snippets: readonly string[], own: string, others: readonly LabelledAnswer[]): Msg[] {
+  const review = others.map((o) => `Answer ${o.label}:\n${o.text}`).join('\n\n');
+  return [
+    ...seatPrompt(messages, snippets),
+    { role: 'assistant', content: own },
+    {
+      role: 'user',
+      content: `Other panelists answered the same question:\n\n${review}\n\nCritique their answers and yours. Where they are right and you were wrong, change your answer; where you are right, keep it. Reply with your revised final answer only.`,
+    },
+  ];
+}
+
+/** Marks a judge request, so any engine (the simulated ones included) can recognise what is asked. */
+export const JUDGE_TAG = 'QUORUM-JUDGE-V1';
+
+export function judgePrompt(messages: readonly PromptMessage[], answers: readonly LabelledAnswer[]): Msg[] {
+  return [
+    {
+      role: 'system',
+      content:
+        `${JUDGE_TAG}\nYou judge anonymous answers to one question. Score each from 0 to 10 for correctness and usefulness. ` +
+        'Reply with JSON only: {"scores":{"<label>":number,...},"best":"<label>","why":string,"divergence":number (0 = identical positions, 1 = incompatible),' +
+        '"converged":boolean,"contested":{"label":string,"quote":string,"why":string}|null,"factual_conflict":boolean}',
+    },
+    { role: 'user', content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}` },
+  ];
+}
+
+export function synthesisPrompt(messages: readonly PromptMessage[], answers: readonly LabelledAnswer[], bestLabel: string, judgeNote: string): Msg[] {
+  return [
+    {
+      role: 'system',
+      content:
+        'Write the single best answer to the question from the panel answers below. Keep what is correct, drop what is wrong, ' +
+        'resolve disagreements explicitly. Do not mention the panel, answers or labels; answer the user directly.',
+    },
+    {
+      role: 'user',
+      content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}\n\nThe judge preferred answer ${bestLabel}: ${judgeNote}`,
+    },
+  ];
+}

@@ -1,0 +1,85 @@
+import type { Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { runDeliberation, sha256, type RunDeliberationInput } from '../../api/deliberations';
+import { countMessagesTokens } from '../../domain/tokens';
+import { callCeilingMicros } from '../../domain/fees';
+import type { ModeConfig, ModeRecord, ModeTier } from '../../domain/modes';
+import type { Outcome } from '../../domain/outcome';
+import { findMode, upsertMode } from '../../db/repositories/modes';
+import { createOrganisation } from '../../db/repositories/organisations';
+import { createEngines } from '../../engines';
+import { createLogger } from '../../infra/log';
+import { createWorkers } from '../../worker/workers';
+import { stack } from '../harness/stack';
+
+/** The product's own workers on the test server, with engines configured from `env` (loopback providers or none). */
+export async function startProductWorkers(env: NodeJS.ProcessEnv = {}): Promise<{ stop(): Promise<void> }> {
+  const { env: t, db, namespace } = stack();
+  const log = createLogger('test-worker', () => undefined);
+  const workers: Worker[] = await createWorkers({ connection: t.nativeConnection, namespace, deps: { db, engines: createEngines({ env, logger: log }), log } });
+  const running = Promise.all(workers.map((w) => w.run()));
+  return {
+    stop: async () => {
+      for (const w of workers) w.shutdown();
+      await running;
+    },
+  };
+}
+
+export async function newOrg(creditUsd = 100): Promise<{ orgId: string; keyId: string }> {
+  const org = await createOrganisation(stack().db, { name: `Org ${randomUUID().slice(0, 8)}`, creditMicros: BigInt(creditUsd * 1_000_000) });
+  return { orgId: org.orgId, keyId: org.keyId };
+}
+
+export async function systemMode(id: string): Promise<ModeRecord> {
+  const mode = await findMode(stack().db, { orgId: 'none', form: 'A', model: id });
+  if (!mode) throw new Error(`system mode ${id} not seeded`);
+  return mode;
+}
+
+/** An organisation's own mode, derived from a system mode with some settings changed. */
+export async function customMode(orgId: string, base: string, change: Partial<ModeConfig>): Promise<ModeRecord> {
+  const from = await systemMode(base);
+  const suffix = randomUUID().replace(/[^a-z]/g, '').slice(0, 4).toUpperCase().padEnd(4, 'X');
+  return upsertMode(stack().db, {
+    id: `${base}-${randomUUID().slice(0, 8)}`,
+    ticker: `TST:${suffix}`,
+    orgId,
+    name: `${from.name} (test)`,
+    description: null,
+    useWhen: from.useWhen,
+    published: true,
+    config: { ...from.config, ...change },
+  });
+}
+
+export interface Call {
+  org: { orgId: string; keyId: string };
+  mode: ModeRecord;
+  content?: string;
+  form?: 'A' | 'B';
+  tier?: ModeTier;
+  keyMode?: 'live' | 'test';
+  ceilingMicros?: number;
+  idempotencyKey?: string;
+}
+
+export function deliberate(c: Call): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const form = c.form ?? 'B';
+  const messages = [{ role: 'user' as const, content: c.content ?? 'Explain why the sky is blue and compare Rayleigh with Mie scattering, step by step.' }];
+  const input: RunDeliberationInput = {
+    orgId: c.org.orgId,
+    apiKeyId: c.org.keyId,
+    keyMode: c.keyMode ?? 'live',
+    idempotencyKey: c.idempotencyKey ?? randomUUID(),
+    fingerprint: sha256({ model: c.mode.id, messages }),
+    form,
+    mode: c.mode,
+    model: form === 'A' ? c.mode.id : c.mode.ticker,
+    tier: c.tier ?? 'plus',
+    messages,
+    promptTokens: countMessagesTokens(messages),
+    ceilingMicros: c.ceilingMicros ?? callCeilingMicros(form, c.mode.config, undefined, undefined),
+  };
+  return runDeliberation({ db: stack().db, client: stack().env.client }, input);
+}
