@@ -65,6 +65,8 @@ export interface EngineCallResult {
   endedAt: string;
 }
 
+const HEARTBEAT_EVERY_MS = 2_000;
+
 /** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
 export const ENGINE_PERMANENT = 'EnginePermanent';
 
@@ -134,6 +136,8 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
           : { kind: 'bedrock_role', roleArn: stored.roleArn, externalId: stored.externalId, region: env.AWS_REGION ?? 'us-east-1', source: 'own_key' };
     }
     const startedAt = new Date().toISOString();
+    // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout.
+    const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
     try {
       const r = await engines.call(
         { engineId: input.engineId, messages: input.messages, maxOutputTokens: input.maxOutputTokens, signal: Context.current().cancellationSignal },
@@ -156,6 +160,8 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
       if (!isEngineError(err)) throw err;
       if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, ENGINE_PERMANENT, err.kind);
       throw ApplicationFailure.create({ message: err.message, type: `Engine_${err.kind}`, nextRetryDelay: err.retryAfterMs, details: [err.kind] });
+    } finally {
+      clearInterval(heartbeat);
     }
   };
 

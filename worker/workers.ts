@@ -1,15 +1,15 @@
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import path from 'node:path';
 import { createActivities, type ActivityDeps } from '../activities';
 import { TASK_QUEUES } from '../workflows/task-queues';
 
-const workflowsPath = path.join(__dirname, '..', 'workflows', 'index.ts');
+export const workflowsPath = path.join(__dirname, '..', 'workflows', 'index.ts');
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** Bundled once per process and shared by both task queues' workers (bundling takes seconds). */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, logger: undefined });
+  bundle ??= bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
   return bundle;
 }
 

@@ -33,11 +33,13 @@ export interface DeliberationInput {
   createdAt: string;
 }
 
-// Seat, judge and synthesis calls: the engine layer's own deadline is 180 s, so a try gets a little more.
+// Seat, judge and synthesis calls: the engine layer's own deadline is 180 s, so a try gets a little more;
+// a worker that dies mid-call is noticed by the missing heartbeat (10 s) and the call retried elsewhere.
 // Transient provider failures (429, 5xx, timeouts) retry with backoff, at most 3 tries per engine; a
 // permanent failure is not retried and the seat moves to its backup instead.
 const { seat, judge, synthesize } = proxyActivities<DeliberationActivities>({
   startToCloseTimeout: '200 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 3, nonRetryableErrorTypes: ['EnginePermanent'] },
 });
 // Grounding is a search: short, and the deliberation goes on without it if it keeps failing.

@@ -1,6 +1,8 @@
 import type { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
-import { runDeliberation, sha256, type RunDeliberationInput } from '../../api/deliberations';
+import fs from 'node:fs';
+import path from 'node:path';
+import { deliberationWorkflowId, runDeliberation, sha256, type RunDeliberationInput } from '../../api/deliberations';
 import { countMessagesTokens } from '../../domain/tokens';
 import { callCeilingMicros } from '../../domain/fees';
 import type { ModeConfig, ModeRecord, ModeTier } from '../../domain/modes';
@@ -64,14 +66,21 @@ export interface Call {
   idempotencyKey?: string;
 }
 
-export function deliberate(c: Call): Promise<{ outcome: Outcome; replayed: boolean }> {
+export async function deliberate(c: Call, record?: string): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const idempotencyKey = c.idempotencyKey ?? randomUUID();
+  const result = await deliberateOnce({ ...c, idempotencyKey });
+  if (record) await recordHistory(record, deliberationWorkflowId(c.org.orgId, idempotencyKey));
+  return result;
+}
+
+function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome: Outcome; replayed: boolean }> {
   const form = c.form ?? 'B';
   const messages = [{ role: 'user' as const, content: c.content ?? 'Explain why the sky is blue and compare Rayleigh with Mie scattering, step by step.' }];
   const input: RunDeliberationInput = {
     orgId: c.org.orgId,
     apiKeyId: c.org.keyId,
     keyMode: c.keyMode ?? 'live',
-    idempotencyKey: c.idempotencyKey ?? randomUUID(),
+    idempotencyKey: c.idempotencyKey,
     fingerprint: sha256({ model: c.mode.id, messages }),
     form,
     mode: c.mode,
@@ -82,4 +91,17 @@ export function deliberate(c: Call): Promise<{ outcome: Outcome; replayed: boole
     ceilingMicros: c.ceilingMicros ?? callCeilingMicros(form, c.mode.config, undefined, undefined),
   };
   return runDeliberation({ db: stack().db, client: stack().env.client }, input);
+}
+
+export const historiesDir = path.join(__dirname, '..', 'histories');
+
+/**
+ * With QUORUM_RECORD_HISTORIES=1, saves the run's event history under test/histories/, where the replay test
+ * (replay.test.ts) finds it: a later change that breaks the workflow's determinism then fails CI.
+ */
+export async function recordHistory(name: string, workflowId: string): Promise<void> {
+  if (process.env.QUORUM_RECORD_HISTORIES !== '1') return;
+  const history = await stack().env.client.workflow.getHandle(workflowId).fetchHistory();
+  fs.mkdirSync(historiesDir, { recursive: true });
+  fs.writeFileSync(path.join(historiesDir, `${name}.json`), JSON.stringify(history) + '\n');
 }

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { QuorumError } from '../../domain/errors';
 import { getBalance, listLedger } from '../../db/repositories/ledger';
+import { getReceipt } from '../../db/repositories/requests';
 import { stack } from '../harness/stack';
-import { deliberate, newOrg, startProductWorkers, systemMode } from './helpers';
+import { customMode, deliberate, newOrg, startProductWorkers, systemMode } from './helpers';
+
+const sumLedger = async (orgId: string): Promise<bigint> =>
+  (await listLedger(stack().db, orgId, 1000)).reduce((n, e) => n + e.amountMicros, 0n);
 
 describe('deliberation workflow on sim engines (offline)', function () {
   this.timeout(120_000);
@@ -11,17 +16,147 @@ describe('deliberation workflow on sim engines (offline)', function () {
   });
   after(() => workers.stop());
 
-  it('runs a panel with every receipt field filled and bills it once', async () => {
+  it('runs a panel with critique rounds, a judge and every receipt field filled, billed exactly once', async () => {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
-    const { outcome: o, replayed } = await deliberate({ org, mode: await systemMode('quorum-debate') });
-    console.log(JSON.stringify(o, null, 1).slice(0, 3000));
+    const { outcome: o, replayed } = await deliberate({ org, mode: await systemMode('quorum-debate') }, 'panel-debate');
     assert.equal(replayed, false);
+    assert.equal(o.status, 'succeeded');
     assert.equal(o.lane, 'panel');
-    assert.ok(o.rounds > 1);
+    assert.equal(o.rounds, 3, 'the debate mode critiques on every round');
+    assert.equal(o.seats, 3);
+    assert.equal(o.seatsAnswered, 3);
+    assert.equal(o.seatRows.length, 9, 'one row per seat per round');
+    assert.deepEqual(new Set(o.seatRows.map((r) => r.role)), new Set(['seat1', 'seat2', 'seat3']));
+    for (const r of o.seatRows) {
+      assert.ok(r.tokensIn > 0 && r.tokensOut > 0 && r.realCostMicros > 0 && r.feeMicros > 0, JSON.stringify(r));
+      assert.equal(r.feeRatePpm, 50_000);
+      assert.equal(typeof r.judgeScore, 'number');
+      assert.ok(Date.parse(r.endedAt) >= Date.parse(r.startedAt));
+      assert.match(r.modelUsed, /^sim\//);
+      // Offline, the designed engines cannot run: the receipt says what was meant to sit there.
+      assert.equal(r.fallbackUsed, true);
+      assert.match(r.originalModel ?? '', /^(openai|anthropic|google)\//);
+    }
+    assert.equal(o.seatRows.filter((r) => r.isBest).length, 3, 'the best seat is marked on each of its rows');
+    assert.equal(o.bestSeatJudgedBy, 'llm');
+    assert.ok(o.bestSeat && o.bestSeat.content.length > 0);
+    assert.equal(typeof o.divergenceFirst, 'number');
+    assert.equal(typeof o.divergenceFinal, 'number');
+    assert.equal(typeof o.converged, 'boolean');
+    assert.equal(o.deliberation.length, 3);
+    assert.ok(o.staff.judge?.modelUsed?.startsWith('sim/'));
+    assert.ok(o.staff.synthesis?.modelUsed?.startsWith('sim/'), 'the debate mode always synthesises');
+    assert.equal(o.staff.grounding.fired, false);
+    assert.equal(o.substitutions.length, 3);
+    assert.ok(o.usage.promptTokens > 0 && o.usage.completionTokens > 0);
+    const gross = o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros;
+    assert.equal(o.money.billedMicros, gross);
+    assert.equal(o.money.capCreditMicros, 0);
+    assert.ok(o.money.modeFeeMicros > 0);
+
     const after = await getBalance(stack().db, org.orgId);
     assert.equal(before.balanceMicros - after.balanceMicros, BigInt(o.money.billedMicros));
-    const charges = (await listLedger(stack().db, org.orgId, 50)).filter((e) => e.kind === 'charge');
-    assert.equal(charges.length, 1);
+    assert.equal(after.reservedMicros, 0n, 'the reservation is released at settle');
+    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 1);
+    assert.equal(await sumLedger(org.orgId), after.balanceMicros);
+
+    const receipt = await getReceipt(stack().db, org.orgId, o.requestId);
+    assert.ok(receipt?.available);
+    assert.deepEqual(receipt.outcome, o);
+    const seatRows = await stack().db('receipt_seats').where({ request_id: o.requestId });
+    assert.equal(seatRows.length, 9);
+    assert.equal(await getReceipt(stack().db, (await newOrg()).orgId, o.requestId), undefined, 'another organisation cannot see it');
+  });
+
+  it('runs the express lane: one seat, no judge, no synthesis, converged null', async () => {
+    const org = await newOrg();
+    const { outcome: o } = await deliberate({ org, mode: await systemMode('quorum-express'), content: 'What is the capital of France?' }, 'express');
+    assert.equal(o.lane, 'express');
+    assert.equal(o.seats, 1);
+    assert.equal(o.rounds, 1);
+    assert.equal(o.converged, null);
+    assert.equal(o.staff.judge, null);
+    assert.equal(o.staff.synthesis, null);
+    assert.equal(o.bestSeatJudgedBy, 'express_lane');
+    assert.equal(o.answer, o.bestSeat?.content);
+    assert.match(o.seatRows[0].modelUsed, /^sim\/.*-experience$/);
+  });
+
+  it('reports finish_reason length when the synthesis is cut off, after retrying cut-off seats once with more room', async () => {
+    const org = await newOrg();
+    const mode = await customMode(org.orgId, 'quorum-debate', { seatMaxOutputTokens: 16, rounds: 1 });
+    const { outcome: o } = await deliberate({ org, mode }, 'truncated-synthesis');
+    assert.ok(o.staff.synthesis);
+    assert.equal(o.finishReason, 'length');
+    // Each seat was cut at 16 tokens and retried at 32: the row holds the retry.
+    for (const r of o.seatRows) assert.equal(r.tokensOut, 32);
+    assert.equal(o.seatsAnswered, 3, 'a cut-off seat still counts as answered');
+  });
+
+  it('Form A: stops before the step that would pass the ceiling, answers with cost_cap, receipt capped, billed at most the ceiling', async () => {
+    const org = await newOrg();
+    const mode = await customMode(org.orgId, 'quorum-debate', {});
+    // Enough for round 1 but not for the judge and critique rounds.
+    const probe = await deliberate({ org, mode, form: 'A' });
+    const round1 = probe.outcome.seatRows.filter((r) => r.round === 1).reduce((n, r) => n + r.realCostMicros + r.feeMicros, 0);
+    const ceiling = round1 + probe.outcome.money.modeFeeMicros + 10;
+    const { outcome: o } = await deliberate({ org, mode, form: 'A', ceilingMicros: ceiling }, 'form-a-capped');
+    assert.equal(o.finishReason, 'cost_cap');
+    assert.equal(o.status, 'capped');
+    assert.ok(o.rounds < 3);
+    assert.ok(o.money.billedMicros <= ceiling);
+    assert.ok(o.answer.length > 0, 'a capped call still answers');
+  });
+
+  it('Form B: runs in full, credits back what passed the ceiling and bills exactly the ceiling', async () => {
+    const org = await newOrg();
+    const mode = await systemMode('quorum-debate');
+    const before = await getBalance(stack().db, org.orgId);
+    const ceiling = 1_000; // $0.001: far below what three rounds cost
+    const { outcome: o } = await deliberate({ org, mode, form: 'B', ceilingMicros: ceiling }, 'form-b-capped');
+    assert.equal(o.rounds, 3, 'Form B does not stop early');
+    assert.equal(o.status, 'capped');
+    assert.equal(o.finishReason, 'stop');
+    assert.ok(o.money.capCreditMicros > 0);
+    assert.equal(o.money.billedMicros, ceiling);
+    assert.equal(o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros - o.money.capCreditMicros, ceiling);
+    const after = await getBalance(stack().db, org.orgId);
+    assert.equal(before.balanceMicros - after.balanceMicros, BigInt(ceiling));
+    assert.equal(await sumLedger(org.orgId), after.balanceMicros);
+  });
+
+  it('replays a succeeded key from Postgres without running or billing again; a running key gets 409', async () => {
+    const org = await newOrg();
+    const mode = await systemMode('quorum-panel');
+    const idempotencyKey = `key-${Date.now()}`;
+    const [a, b] = await Promise.allSettled([deliberate({ org, mode, idempotencyKey }), deliberate({ org, mode, idempotencyKey })]);
+    const ok = [a, b].filter((r) => r.status === 'fulfilled');
+    const refused = [a, b].filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    assert.equal(ok.length, 1);
+    assert.equal(refused.length, 1);
+    assert.ok(refused[0].reason instanceof QuorumError && refused[0].reason.code === 'request_in_progress');
+    const first = (ok[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof deliberate>>>).value.outcome;
+    const balance = await getBalance(stack().db, org.orgId);
+    const again = await deliberate({ org, mode, idempotencyKey });
+    assert.equal(again.replayed, true);
+    assert.deepEqual(again.outcome, first);
+    assert.deepEqual(await getBalance(stack().db, org.orgId), balance);
+  });
+
+  it('a test key runs on sim engines and bills nothing', async () => {
+    const org = await newOrg();
+    const before = await getBalance(stack().db, org.orgId);
+    const { outcome: o } = await deliberate({ org, mode: await systemMode('quorum-panel'), keyMode: 'test' });
+    assert.equal(o.money.billedMicros, 0);
+    assert.ok(o.seatRows.every((r) => r.modelUsed.startsWith('sim/')));
+    assert.deepEqual(await getBalance(stack().db, org.orgId), before);
+  });
+
+  it('refuses with insufficient_balance when the ceiling cannot be reserved, and charges nothing', async () => {
+    const org = await newOrg(0);
+    const before = await getBalance(stack().db, org.orgId);
+    await assert.rejects(deliberate({ org, mode: await systemMode('quorum-debate'), ceilingMicros: 50_000_000 }), (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance');
+    assert.deepEqual(await getBalance(stack().db, org.orgId), before);
   });
 });
