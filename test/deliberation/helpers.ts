@@ -1,3 +1,4 @@
+import { temporal } from '@temporalio/proto';
 import type { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -96,12 +97,12 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
 export const historiesDir = path.join(__dirname, '..', 'histories');
 
 /**
- * With QUORUM_RECORD_HISTORIES=1, saves the run's event history under test/histories/, where the replay test
+ * With QUORUM_RECORD_HISTORIES=1, saves the run's event history (protobuf) under test/histories/, where the replay test
  * (replay.test.ts) finds it: a later change that breaks the workflow's determinism then fails CI.
  */
 export async function recordHistory(name: string, workflowId: string): Promise<void> {
   if (process.env.QUORUM_RECORD_HISTORIES !== '1') return;
   const history = await stack().env.client.workflow.getHandle(workflowId).fetchHistory();
   fs.mkdirSync(historiesDir, { recursive: true });
-  fs.writeFileSync(path.join(historiesDir, `${name}.json`), JSON.stringify(history) + '\n');
+  fs.writeFileSync(path.join(historiesDir, `${name}.pb`), temporal.api.history.v1.History.encode(history).finish());
 }
