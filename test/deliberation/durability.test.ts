@@ -1,0 +1,110 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { JUDGE_TAG } from '../../domain/prompts';
+import { getBalance, listLedger } from '../../db/repositories/ledger';
+import { stack } from '../harness/stack';
+import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback, type Loopback, type RecordedRequest, type Reply } from '../fixtures/providers';
+import { customMode, deliberate, newOrg } from './helpers';
+
+const root = path.join(__dirname, '..', '..');
+const SEAT_DELAY_MS = 4_000;
+
+function isSeatCall(req: RecordedRequest): boolean {
+  return !req.bodyText.includes(JUDGE_TAG) && !req.bodyText.includes('Write the single best answer');
+}
+
+function script(req: RecordedRequest): Reply {
+  if (req.bodyText.includes(JUDGE_TAG)) {
+    const labels = [...new Set([...req.bodyText.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))];
+    const text = JSON.stringify({ scores: Object.fromEntries(labels.map((l) => [l, 8])), best: labels[0], why: 'All agree.', divergence: 0.1, converged: true, contested: null, factual_conflict: false });
+    return openAiReply({ text });
+  }
+  // Seat calls are slow, so the worker can be killed while they are in flight.
+  return { ...openAiReply({ text: 'Water boils at 100 °C at sea level.' }), delayMs: isSeatCall(req) ? SEAT_DELAY_MS : 0 };
+}
+
+/** The product's worker entry point as its own OS process, as `npm start` runs it. */
+function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = fork(path.join(root, 'worker/main.ts'), [], { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`worker exited (${String(code)}) before it was ready`)));
+  });
+}
+
+async function until(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('deliberation durability: the worker dies mid-seat', function () {
+  this.timeout(180_000);
+  let openai: Loopback;
+  let dataDir: string;
+  const children: ChildProcess[] = [];
+
+  before(async () => {
+    openai = await startOpenAiLoopback(script);
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-durability-'));
+  });
+  after(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await openai.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('completes on a new worker, each seat called within its retries, charged exactly once', async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: stack().dbUrl,
+      TEMPORAL_ADDRESS: stack().env.connection.options.address,
+      TEMPORAL_NAMESPACE: stack().namespace,
+      QUORUM_DATA_DIR: dataDir,
+      QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY,
+      QUORUM_OPENAI_BASE_URL: openai.baseUrl,
+      QUORUM_LOG_LEVEL: 'error',
+    };
+    const org = await newOrg();
+    const mode = await customMode(org.orgId, 'quorum-panel', {
+      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini', 'openai/gpt-5'] } },
+      rounds: 1,
+      critique: 'never',
+      express: 'never',
+    });
+    const before = await getBalance(stack().db, org.orgId);
+
+    const first = await startWorkerProcess(env);
+    children.push(first);
+    const running = deliberate({ org, mode, content: 'At what temperature does water boil at sea level?' });
+    await until(() => openai.requests.filter(isSeatCall).length >= 3, 30_000);
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+
+    const second = await startWorkerProcess(env);
+    children.push(second);
+    const { outcome } = await running;
+    second.kill('SIGTERM');
+
+    assert.equal(outcome.status, 'succeeded');
+    assert.equal(outcome.seatsAnswered, 3);
+    const perSeat = new Map<string, number>();
+    for (const r of openai.requests.filter(isSeatCall)) {
+      const model = (r.body as { model: string }).model;
+      perSeat.set(model, (perSeat.get(model) ?? 0) + 1);
+    }
+    assert.equal(perSeat.size, 3);
+    // The call cut off by the kill, then one retry on the new worker: within the 3 tries the policy allows.
+    for (const [model, calls] of perSeat) assert.ok(calls >= 2 && calls <= 3, `${model} called ${calls} times`);
+
+    const after = await getBalance(stack().db, org.orgId);
+    assert.equal(before.balanceMicros - after.balanceMicros, BigInt(outcome.money.billedMicros));
+    assert.equal(after.reservedMicros, 0n);
+    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 1);
+  });
+});
