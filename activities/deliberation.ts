@@ -1,9 +1,9 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
-import { classifyHeuristic, type Classification, type PromptMessage } from '../domain/classifier';
+import { classifyFromModel, classifyHeuristic, parseModelJudgement, type Classification, type PromptMessage } from '../domain/classifier';
 import type { ModeConfig, ModeTier } from '../domain/modes';
 import type { CallSource, Outcome, SeatRole } from '../domain/outcome';
-import type { Msg } from '../domain/prompts';
+import { classifierPrompt, type Msg } from '../domain/prompts';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import * as ledger from '../db/repositories/ledger';
 import type { Credential, Engines, EngineSpec, Family } from '../engines';
@@ -66,6 +66,8 @@ export interface EngineCallResult {
 }
 
 const HEARTBEAT_EVERY_MS = 2_000;
+/** The classifier is a small, fast model: past this the heuristic answers instead. */
+const CLASSIFIER_TIMEOUT_MS = 8_000;
 
 /** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
 export const ENGINE_PERMANENT = 'EnginePermanent';
@@ -198,10 +200,19 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     },
 
     /**
-     * Difficulty, depth, lane and the rest. With a classifier engine configured it asks that small model and
-     * falls back to the heuristic on any failure; the result says which ran.
+     * Difficulty, depth, lane and the rest. With a classifier engine configured (and reachable) it asks that small
+     * model and falls back to the heuristic on any failure; `classifiedBy` says which ran.
      */
-    async classify(input: { messages: PromptMessage[] }): Promise<Classification> {
+    async classify(input: { messages: PromptMessage[]; engineId?: string }): Promise<Classification> {
+      if (!input.engineId || !engines.isAvailable(input.engineId)) return classifyHeuristic(input.messages);
+      try {
+        const r = await engines.call({ engineId: input.engineId, messages: classifierPrompt(input.messages), maxOutputTokens: 200, timeoutMs: CLASSIFIER_TIMEOUT_MS });
+        const judgement = parseModelJudgement(r.text);
+        if (judgement) return classifyFromModel(input.messages, judgement);
+        deps.log.warn('classifier model gave no usable answer; heuristic used', { engineId: input.engineId });
+      } catch (err) {
+        deps.log.warn('classifier model failed; heuristic used', { engineId: input.engineId, err });
+      }
       return classifyHeuristic(input.messages);
     },
 

@@ -24,13 +24,17 @@ async function searxng(baseUrl: string, query: string): Promise<string[]> {
   return body.results.slice(0, MAX_SNIPPETS).map((r) => `${r.title ?? ''}: ${r.content ?? ''} (${r.url ?? ''})`.slice(0, SNIPPET_CHARS));
 }
 
-/** Postgres full-text search over documents loaded with `quorum docs add`: works offline. */
+/**
+ * Postgres full-text search over documents loaded with `quorum docs add`: works offline. Any of the question's
+ * terms may match (a question rarely shares every word with its answer); the best-ranked documents win.
+ */
 async function documents(db: Knex, query: string): Promise<string[]> {
   const result = await db.raw<{ rows: { title: string; excerpt: string }[] }>(
-    `select title, ts_headline('english', body, q, 'MaxWords=60, MinWords=20') as excerpt
-       from grounding_documents, websearch_to_tsquery('english', ?) q
-      where tsv @@ q
-      order by ts_rank(tsv, q) desc
+    `select title, ts_headline('english', body, s.q, 'MaxWords=60, MinWords=20') as excerpt
+       from grounding_documents,
+            lateral (select cast(replace(cast(plainto_tsquery('english', ?) as text), '&', '|') as tsquery) as q) s
+      where tsv @@ s.q
+      order by ts_rank(tsv, s.q) desc
       limit ?`,
     [query, MAX_SNIPPETS],
   );

@@ -9,6 +9,8 @@ export interface ActivityDeps {
   db: Db;
   engines: Engines;
   log: Logger;
+  /** Settings read by activities (e.g. QUORUM_SEARXNG_URL); process.env when absent. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Temporal samples' habit: a factory closing over dependencies, so tests pass real ones of their own. */

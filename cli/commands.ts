@@ -1,7 +1,9 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 import { createApiKey, revokeApiKey } from '../db/repositories/api-keys';
+import { addDocument } from '../db/repositories/documents';
 import { getBalance, listLedger, topUp } from '../db/repositories/ledger';
 import { createOrganisation, setOrganisationStatus } from '../db/repositories/organisations';
 import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories/provider-credentials';
@@ -47,6 +49,8 @@ interface CommandSpec<T> {
   name: string;
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
+  /** Takes positional arguments, validated as `files`. */
+  positionals?: boolean;
   /** Validates parseArgs' values (keys are the option names), so every check happens before anything connects. */
   input: z.ZodType<T>;
   run(input: T, ctx: CommandContext): Promise<CommandOutput>;
@@ -59,13 +63,14 @@ function command<T>(spec: CommandSpec<T>): Command {
     usage,
     parse(args) {
       let values: Record<string, unknown>;
+      let positionals: string[];
       try {
-        ({ values } = parseArgs({ args, options: { ...spec.options, json: { type: 'boolean' } }, strict: true, allowPositionals: false }));
+        ({ values, positionals } = parseArgs({ args, options: { ...spec.options, json: { type: 'boolean' } }, strict: true, allowPositionals: spec.positionals === true }));
       } catch (err) {
         throw new UsageError((err as Error).message, usage);
       }
       const { json, ...rest } = values;
-      const parsed = spec.input.safeParse(rest);
+      const parsed = spec.input.safeParse(spec.positionals ? { ...rest, files: positionals } : rest);
       if (!parsed.success) {
         throw new UsageError(parsed.error.issues.map((i) => (i.path.length ? `--${i.path.join('.')} ${i.message}` : i.message)).join('; '), usage);
       }
@@ -234,4 +239,24 @@ const byokSet = command({
   },
 });
 
-export const COMMANDS: readonly Command[] = [orgCreate, orgStatus('suspend'), orgStatus('resume'), keyCreate, keyRevoke, balanceAdd, balanceShow, byokSet];
+const docsAdd = command({
+  name: 'docs add',
+  usage: 'FILE...',
+  options: {},
+  positionals: true,
+  input: z.object({ files: z.array(z.string()).min(1, 'name at least one FILE to add') }),
+  async run({ files }, { resources }) {
+    const added: { id: string; title: string }[] = [];
+    for (const file of files) {
+      const body = await fs.promises.readFile(file, 'utf8');
+      const title = path.basename(file);
+      added.push({ id: await addDocument(resources.db, { title, body }), title });
+    }
+    return {
+      json: { added: added.length, documents: added },
+      text: `Added ${added.length} grounding document(s): ${added.map((d) => `${d.title} (#${d.id})`).join(', ')}`,
+    };
+  },
+});
+
+export const COMMANDS: readonly Command[] = [orgCreate, orgStatus('suspend'), orgStatus('resume'), keyCreate, keyRevoke, balanceAdd, balanceShow, byokSet, docsAdd];

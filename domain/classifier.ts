@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Depth } from './modes';
 
 /**
@@ -61,18 +62,35 @@ export function depthFor(difficulty: number): Depth {
   return difficulty < 0.35 ? 'light' : difficulty < 0.65 ? 'medium' : 'deep';
 }
 
+/** What a small classifier model may judge for itself; everything else is derived on the heuristic's scale. */
+export interface ModelJudgement {
+  difficulty: number;
+  taskType: TaskType;
+  hallucinationRisk: HallucinationRisk;
+  needsSearch: boolean;
+}
+
 export function classifyHeuristic(messages: readonly PromptMessage[]): Classification {
+  return classify(messages);
+}
+
+/** The model's judgement on the same 0–1 scale, with depth, lane and the rest derived exactly as for the heuristic. */
+export function classifyFromModel(messages: readonly PromptMessage[], judgement: ModelJudgement): Classification {
+  return classify(messages, judgement);
+}
+
+function classify(messages: readonly PromptMessage[], model?: ModelJudgement): Classification {
   const userText = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
   const text = userText || messages.map((m) => m.content).join('\n');
   const words = text.split(/\s+/).filter(Boolean).length;
 
-  const taskType: TaskType = ORDER.find((t) => KEYWORDS[t].test(text)) ?? 'other';
+  const taskType: TaskType = model?.taskType ?? ORDER.find((t) => KEYWORDS[t].test(text)) ?? 'other';
   const matchedTypes = ORDER.filter((t) => KEYWORDS[t].test(text)).length;
   const questions = (text.match(/\?/g) ?? []).length;
   const listItems = (text.match(/^\s*(\d+[.)]|[-*•])\s+/gm) ?? []).length;
   const codeBlocks = (text.match(/```/g) ?? []).length / 2;
 
-  const difficulty = round3(
+  const difficulty = model ? round3(clamp01(model.difficulty)) : round3(
     clamp01(
       0.05 +
         Math.min(words / 300, 0.3) +
@@ -89,20 +107,41 @@ export function classifyHeuristic(messages: readonly PromptMessage[]): Classific
 
   const timeSensitive = TIME_SENSITIVE.test(text);
   const wantsSpecifics = SPECIFICS.test(text);
-  const hallucinationRisk: HallucinationRisk =
-    (taskType === 'factual' && (timeSensitive || wantsSpecifics)) || (wantsSpecifics && timeSensitive) ? 'high' : taskType === 'factual' || wantsSpecifics ? 'medium' : 'low';
+  const hallucinationRisk: HallucinationRisk = model?.hallucinationRisk ??
+    ((taskType === 'factual' && (timeSensitive || wantsSpecifics)) || (wantsSpecifics && timeSensitive) ? 'high' : taskType === 'factual' || wantsSpecifics ? 'medium' : 'low');
   // Most prompts do not need a search: only factual ones about the present, or asking for sources.
-  const grounding = hallucinationRisk === 'high' && (timeSensitive || wantsSpecifics);
+  const grounding = model ? model.needsSearch : hallucinationRisk === 'high' && (timeSensitive || wantsSpecifics);
   const lane: Lane = difficulty < 0.25 && hallucinationRisk !== 'high' ? 'express' : 'panel';
   const minorityInsightLikely = difficulty >= 0.55 && (taskType === 'reasoning' || taskType === 'advice' || taskType === 'math');
 
+  const basis = model ? 'model' : 'heuristic';
   const evidence = `${words} words; task ${taskType}; ${questions} question mark(s); difficulty ${difficulty}`;
   const deliberationValue: DeliberationValue =
     difficulty >= 0.45 || taskType === 'math' || taskType === 'code'
-      ? { verdict: 'likely_helps', reason: 'Harder or checkable prompts gain from independent answers and a judge.', basis: 'heuristic', evidence }
+      ? { verdict: 'likely_helps', reason: 'Harder or checkable prompts gain from independent answers and a judge.', basis, evidence }
       : difficulty < 0.2
-        ? { verdict: 'likely_hurts', reason: 'An easy prompt: one engine answers as well, faster and cheaper.', basis: 'heuristic', evidence }
-        : { verdict: 'unknown', reason: 'Neither clearly easy nor clearly hard.', basis: 'heuristic', evidence };
+        ? { verdict: 'likely_hurts', reason: 'An easy prompt: one engine answers as well, faster and cheaper.', basis, evidence }
+        : { verdict: 'unknown', reason: 'Neither clearly easy nor clearly hard.', basis, evidence };
 
-  return { difficulty, depth, taskType, hallucinationRisk, grounding, lane, minorityInsightLikely, deliberationValue, classifiedBy: 'heuristic' };
+  return { difficulty, depth, taskType, hallucinationRisk, grounding, lane, minorityInsightLikely, deliberationValue, classifiedBy: model ? 'model' : 'heuristic' };
+}
+
+const ModelReply = z.object({
+  difficulty: z.number().min(0).max(1),
+  task_type: z.enum(['factual', 'reasoning', 'math', 'code', 'writing', 'advice', 'other']),
+  hallucination_risk: z.enum(['low', 'medium', 'high']),
+  needs_search: z.boolean(),
+});
+
+/** Reads a classifier model's reply; undefined when it is not the JSON asked for (the heuristic then answers). */
+export function parseModelJudgement(text: string): ModelJudgement | undefined {
+  const start = text.indexOf('{');
+  const end = text.lastIndexOf('}');
+  if (start < 0 || end <= start) return undefined;
+  try {
+    const r = ModelReply.safeParse(JSON.parse(text.slice(start, end + 1)));
+    return r.success ? { difficulty: r.data.difficulty, taskType: r.data.task_type, hallucinationRisk: r.data.hallucination_risk, needsSearch: r.data.needs_search } : undefined;
+  } catch {
+    return undefined;
+  }
 }

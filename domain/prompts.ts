@@ -75,3 +75,19 @@ export function synthesisPrompt(messages: readonly PromptMessage[], answers: rea
     },
   ];
 }
+
+/** Marks a classification request, so the simulated engines can recognise it. */
+export const CLASSIFY_TAG = 'QUORUM-CLASSIFY-V1';
+
+export function classifierPrompt(messages: readonly PromptMessage[]): Msg[] {
+  return [
+    {
+      role: 'system',
+      content:
+        `${CLASSIFY_TAG}\nClassify the user's prompt. Reply with JSON only: {"difficulty": number from 0 (trivial) to 1 (expert, multi-step),` +
+        ' "task_type": "factual"|"reasoning"|"math"|"code"|"writing"|"advice"|"other", "hallucination_risk": "low"|"medium"|"high",' +
+        ' "needs_search": boolean (true only when current or cited facts are needed)}',
+    },
+    { role: 'user', content: lastUserText(messages).slice(0, 4_000) },
+  ];
+}

@@ -71,7 +71,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   const { config } = input.mode;
   const live = input.keyMode === 'live';
 
-  const classification: Classification = await classify({ messages: input.messages });
+  const classification: Classification = await classify({ messages: input.messages, engineId: config.staff.classifier?.engine });
   const lane = config.express === 'always' || (config.express === 'auto' && classification.lane === 'express') ? 'express' : 'panel';
   upsertSearchAttributes([{ key: QuorumLane, value: lane }, { key: QuorumStatus, value: 'running' }]);
 

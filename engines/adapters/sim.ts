@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { simLatencyMs, type SimLatency } from '../../domain/sim-latency';
 import { countMessagesTokens, decodeTokens, encodeTokens } from '../../domain/tokens';
-import { JUDGE_TAG } from '../../domain/prompts';
+import { classifyHeuristic } from '../../domain/classifier';
+import { CLASSIFY_TAG, JUDGE_TAG } from '../../domain/prompts';
 import { EngineError } from '../errors';
 import type { ChatMessage, KnownAnswer } from '../types';
 import type { AdapterCall, AdapterOutput } from './common';
@@ -19,8 +20,11 @@ export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | unde
   const delayMs = simLatencyMs(latency, rand(), rand());
 
   let full: string;
-  if (call.messages.some((m) => m.role === 'system' && m.content.startsWith(JUDGE_TAG))) {
+  const asked = (tag: string): boolean => call.messages.some((m) => m.role === 'system' && m.content.startsWith(tag));
+  if (asked(JUDGE_TAG)) {
     full = judgeVerdict(call.messages, rand);
+  } else if (asked(CLASSIFY_TAG)) {
+    full = classification(call.messages, rand);
   } else if (knownAnswer) {
     const skill = spec.skill?.[knownAnswer.difficulty] ?? 0;
     full = knownAnswerText(correctDraw < skill ? knownAnswer.answer : plausibleWrong(knownAnswer.answer, rand));
@@ -64,6 +68,13 @@ function judgeVerdict(messages: readonly ChatMessage[], rand: () => number): str
     contested: !converged && worst && worst.label !== best ? { label: worst.label, quote: worst.first.slice(0, 120), why: 'Its central claim is not supported by the other answers.' } : null,
     factual_conflict: !converged && rand() < 0.2,
   });
+}
+
+/** A simulated small classifier: the heuristic's reading of the prompt, with a little deterministic noise. */
+function classification(messages: readonly ChatMessage[], rand: () => number): string {
+  const h = classifyHeuristic(messages.filter((m) => m.role === 'user'));
+  const difficulty = Math.min(1, Math.max(0, Math.round((h.difficulty + (rand() - 0.5) * 0.1) * 1000) / 1000));
+  return JSON.stringify({ difficulty, task_type: h.taskType, hallucination_risk: h.hallucinationRisk, needs_search: h.grounding });
 }
 
 /** The answer line a known-answer checker can find, after a sentence of (simulated) working. */

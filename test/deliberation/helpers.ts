@@ -19,7 +19,7 @@ import { stack } from '../harness/stack';
 export async function startProductWorkers(env: NodeJS.ProcessEnv = {}): Promise<{ stop(): Promise<void> }> {
   const { env: t, db, namespace } = stack();
   const log = createLogger('test-worker', () => undefined);
-  const workers: Worker[] = await createWorkers({ connection: t.nativeConnection, namespace, deps: { db, engines: createEngines({ env, logger: log }), log } });
+  const workers: Worker[] = await createWorkers({ connection: t.nativeConnection, namespace, deps: { db, engines: createEngines({ env, logger: log }), log, env } });
   const running = Promise.all(workers.map((w) => w.run()));
   return {
     stop: async () => {

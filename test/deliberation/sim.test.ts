@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { QuorumError } from '../../domain/errors';
 import { getBalance, listLedger } from '../../db/repositories/ledger';
 import { getReceipt } from '../../db/repositories/requests';
+import { deliberationWorkflowId } from '../../api/deliberations';
+import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../../workflows/search-attributes';
 import { stack } from '../harness/stack';
 import { customMode, deliberate, newOrg, startProductWorkers, systemMode } from './helpers';
 
@@ -158,5 +160,30 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const before = await getBalance(stack().db, org.orgId);
     await assert.rejects(deliberate({ org, mode: await systemMode('quorum-debate'), ceilingMicros: 50_000_000 }), (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance');
     assert.deepEqual(await getBalance(stack().db, org.orgId), before);
+  });
+
+  it('asks the mode\'s small classifier model when configured and says which classifier ran; the heuristic answers when it cannot run', async () => {
+    const org = await newOrg();
+    const base = await systemMode('quorum-panel');
+    const withModel = await customMode(org.orgId, 'quorum-panel', { staff: { ...base.config.staff, classifier: { engine: 'sim/alpha-experience' } } });
+    assert.equal((await deliberate({ org, mode: withModel })).outcome.classification.classifiedBy, 'model');
+    // No OpenAI key here: that classifier cannot run, so the heuristic answers on the same scale.
+    const unreachable = await customMode(org.orgId, 'quorum-panel', { staff: { ...base.config.staff, classifier: { engine: 'openai/gpt-4.1-mini' } } });
+    const h = (await deliberate({ org, mode: unreachable })).outcome.classification;
+    assert.equal(h.classifiedBy, 'heuristic');
+    assert.ok(h.difficulty >= 0 && h.difficulty <= 1);
+  });
+
+  it('sets search attributes and a memo, so an operator finds and reads the call in the Temporal UI', async () => {
+    const org = await newOrg();
+    const mode = await systemMode('quorum-panel');
+    const { outcome } = await deliberate({ org, mode, idempotencyKey: 'findable' });
+    const d = await stack().env.client.workflow.getHandle(deliberationWorkflowId(org.orgId, 'findable')).describe();
+    assert.equal(d.typedSearchAttributes.get(QuorumOrg), org.orgId);
+    assert.equal(d.typedSearchAttributes.get(QuorumMode), mode.ticker);
+    assert.equal(d.typedSearchAttributes.get(QuorumLane), outcome.lane);
+    assert.equal(d.typedSearchAttributes.get(QuorumStatus), 'succeeded');
+    assert.equal(d.memo?.requestId, outcome.requestId);
+    assert.match(String(d.memo?.summary), /seats/);
   });
 });
