@@ -1,23 +1,51 @@
 import Koa from 'koa';
 import Router from '@koa/router';
+import { Client } from '@temporalio/client';
 import { QuorumError } from '../domain/errors';
+import { warmTokenizer } from '../domain/tokens';
 import type { Logger } from '../infra/log';
 import { errorMiddleware } from './errors';
+import { serialiserFor, type Form } from './forms';
 import { checkHealth, type HealthDeps } from './health';
+import { gate } from './middleware/gate';
+import { completions } from './routes/completions';
+import { estimate } from './routes/estimate';
+import { models } from './routes/models';
+import { openApiDocument } from './routes/openapi';
+import { missingRequestId, receipt } from './routes/receipts';
 
 export interface AppDeps extends HealthDeps {
   log: Logger;
+  /** The deployment's presentation (`QUORUM_FORM`); default B (DESIGN §9). */
+  form?: Form;
+  /** Starts and awaits deliberations; default: a client on `temporal` in `namespace`. */
+  client?: Client;
 }
 
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa();
   app.proxy = true;
   const router = new Router();
+  const serialiser = serialiserFor(deps.form ?? 'B');
+  const routeDeps = { db: deps.db, client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }), serialiser };
+  const openapi = openApiDocument(serialiser);
+  // The first prompt should not pay for building the tokenizer.
+  warmTokenizer();
 
   router.get('/healthz', async (ctx) => {
     const report = await checkHealth(deps);
     ctx.status = report.ok ? 200 : 503;
     ctx.body = report;
+  });
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = openapi;
+  });
+  router.post('/v1/chat/completions', gate(deps.db, 'completions', 'req'), completions(routeDeps));
+  router.post('/v1/estimate', gate(deps.db, 'estimate', 'est'), estimate(routeDeps));
+  router.get('/v1/models', gate(deps.db, 'models'), models(routeDeps));
+  router.get('/v1/receipts/:request_id', gate(deps.db, 'receipts'), receipt(routeDeps));
+  router.get('/v1/receipts', gate(deps.db, 'receipts'), () => {
+    throw missingRequestId();
   });
 
   app.use(errorMiddleware(deps.log));

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) throw new Error('api needs DATABASE_URL and TEMPORAL_ADDRESS');
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
   const temporal = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
-  const app = createApp({ db, temporal, namespace: config.TEMPORAL_NAMESPACE, log });
+  const app = createApp({ db, temporal, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });
 
   const server: Server = app.listen(config.PORT, () => {
     log.info('api listening', { port: config.PORT });

@@ -1,0 +1,78 @@
+import type { Outcome } from '../../domain/outcome';
+import { formARequests } from '../schemas/a';
+import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, usd, type FormSerialiser, type JsonObject } from './shared';
+
+/** Form A: modes by key, depth surcharges, provider families; `finish_reason: cost_cap` when the ceiling stopped the run. */
+const OWNER = 'quorum';
+
+/** Form A shows the families of the engines that answered, not model ids. */
+function families(engines: readonly string[]): string[] {
+  return [...new Set(engines.map((id) => id.split('/')[0]))];
+}
+
+function completion(o: Outcome, replayed: boolean): JsonObject {
+  const svc: JsonObject = {
+    request_id: o.requestId,
+    mode_key: o.modeId,
+    mode_config_hash: o.configHash,
+    rounds: o.rounds,
+    seats: o.seats,
+    seats_answered: o.seatsAnswered,
+    // One seat alone has nothing to disagree with.
+    converged: o.converged ?? true,
+    capped: o.status === 'capped',
+    surcharge_usd: usd(o.money.modeFeeMicros),
+    billed_usd: usd(o.money.billedMicros),
+    latency_ms: o.latencyMs,
+    engines: families(o.engines),
+    persisted: true,
+    ...(replayed ? replayFields(o) : {}),
+  };
+  return completionShape(o, o.modeId, o.finishReason, {}, svc);
+}
+
+export const formA: FormSerialiser = {
+  form: 'A',
+  requests: formARequests,
+  completion,
+  estimate: (v) => {
+    const modeFee = v.quote?.modeFeeMicros ?? v.mode.config.fees.surchargeByDepthMicros[v.classification.depth];
+    return estimateShape(v, { mode_key: v.mode.id }, v.quote?.totalMicros ?? modeFee, {});
+  },
+  model: ({ mode }) => {
+    const fees = mode.config.fees;
+    return {
+      id: mode.id,
+      object: 'model',
+      owned_by: OWNER,
+      svc: {
+        mode_key: mode.id,
+        name: mode.name,
+        description: mode.description,
+        price_tier: null,
+        pricing: {
+          // The flat value is the fallback and the ceiling of the per-depth surcharges: the deepest one.
+          q_surcharge_usd: usd(Math.max(...Object.values(fees.surchargeByDepthMicros))),
+          q_surcharge_by_depth: {
+            light: usd(fees.surchargeByDepthMicros.light),
+            medium: usd(fees.surchargeByDepthMicros.medium),
+            deep: usd(fees.surchargeByDepthMicros.deep),
+          },
+          q_surcharge_express_usd: usd(fees.expressSurchargeMicros),
+        },
+        providers: mode.config.providerFamilies,
+      },
+    };
+  },
+  receipt: (o, includeTranscript) =>
+    receiptEnvelope(
+      receiptShape(o, {
+        includeTranscript,
+        tokenChargeMicros: o.money.gatewayMicros + o.money.platformFeeMicros,
+        modeField: { mode_key: o.modeId, mode_config_hash: o.configHash },
+        seatExtra: () => ({}),
+        extra: {},
+      }),
+    ),
+  noReceipt: (_requestId, reason) => ({ ok: true, receipt_available: false, reason }),
+};

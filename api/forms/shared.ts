@@ -1,0 +1,173 @@
+import type { ModeRecord } from '../../domain/modes';
+import { microsToUsd } from '../../domain/money';
+import type { Outcome, SeatRow, StaffCall } from '../../domain/outcome';
+import type { Quote, TierRate, TierRates } from '../../domain/estimate';
+import type { Classification } from '../../domain/classifier';
+import type { RequestSchemas } from '../schemas/common';
+
+/** JSON as the serialisers emit it; an `undefined` member is left out of the body. */
+export type Json = string | number | boolean | null | Json[] | JsonObject;
+export interface JsonObject {
+  [key: string]: Json | undefined;
+}
+
+export type Form = 'A' | 'B';
+
+/** Micro-dollars → the USD number of a `*_usd` field: the one place money leaves integers. */
+export function usd(micros: number): number {
+  return microsToUsd(BigInt(micros));
+}
+
+export interface EstimateView {
+  requestId: string;
+  model: string;
+  mode: ModeRecord;
+  classification: Classification;
+  tier: Outcome['tier'];
+  rates: TierRates;
+  /** Undefined when an engine of the mode has no catalog price. */
+  quote: Quote | undefined;
+  timing: { total: number; classify: number };
+}
+
+export interface ModelView {
+  mode: ModeRecord;
+  rates: TierRates;
+  ceilingMicros: number;
+}
+
+/** One Form's presentation: its request validators and its serialisers, all over the same domain values. */
+export interface FormSerialiser {
+  form: Form;
+  requests: RequestSchemas;
+  completion(outcome: Outcome, replayed: boolean): JsonObject;
+  estimate(view: EstimateView): JsonObject;
+  model(view: ModelView): JsonObject;
+  receipt(outcome: Outcome, includeTranscript: boolean): JsonObject;
+  noReceipt(requestId: string, reason: string, status: string): JsonObject;
+}
+
+/** The chat-completion shape both Forms share; each Form supplies its `finish_reason`, usage extras and `svc`. */
+export function completionShape(o: Outcome, model: string, finishReason: string, usageExtra: JsonObject, svc: JsonObject): JsonObject {
+  return {
+    id: `chatcmpl-${o.requestId}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.parse(o.createdAt) / 1000),
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: o.answer }, finish_reason: finishReason }],
+    usage: {
+      prompt_tokens: o.usage.promptTokens,
+      completion_tokens: o.usage.completionTokens,
+      total_tokens: o.usage.promptTokens + o.usage.completionTokens,
+      ...usageExtra,
+    },
+    svc,
+  };
+}
+
+/** Fields present only on an idempotent replay (spec 01 replay rules). */
+export function replayFields(o: Outcome): JsonObject {
+  return { replayed: true, seats_answered: o.seatsAnswered, answer_truncated: o.finishReason === 'length' };
+}
+
+function seatRow(row: SeatRow, includeTranscript: boolean, extra: JsonObject): JsonObject {
+  return {
+    role: row.role,
+    model_used: row.modelUsed,
+    round_number: row.round,
+    judge_score: row.judgeScore,
+    is_best_seat: row.isBest,
+    fallback_used: row.fallbackUsed,
+    original_model: row.originalModel,
+    tokens_in: row.tokensIn,
+    tokens_out: row.tokensOut,
+    started_at: row.startedAt,
+    ended_at: row.endedAt,
+    latency_ms: row.latencyMs,
+    content: includeTranscript ? row.content : undefined,
+    ...extra,
+  };
+}
+
+function staffCall(call: StaffCall | null): JsonObject | null {
+  return call && { model_used: call.modelUsed, latency_ms: call.latencyMs, fallback_used: call.fallbackUsed, original_model: call.originalModel };
+}
+
+/**
+ * The receipt fields both Forms carry. `tokenChargeMicros` differs: Form A's pass-through half includes the
+ * platform fee (so it and `q_surcharge_usd` sum to `billed_usd`), Form B's equals the engines' cost.
+ */
+export function receiptShape(o: Outcome, opts: { includeTranscript: boolean; tokenChargeMicros: number; modeField: JsonObject; seatExtra: (row: SeatRow) => JsonObject; extra: JsonObject }): JsonObject {
+  return {
+    request_id: o.requestId,
+    ...opts.modeField,
+    status: o.status,
+    billed_usd: usd(o.money.billedMicros),
+    token_charge_usd: usd(opts.tokenChargeMicros),
+    q_surcharge_usd: usd(o.money.modeFeeMicros),
+    prompt_tokens: o.usage.promptTokens,
+    completion_tokens: o.usage.completionTokens,
+    rounds: o.rounds,
+    seat_count: o.seats,
+    lane: o.lane,
+    difficulty_score: o.classification.difficulty,
+    task_type: o.classification.taskType,
+    hallucination_risk: o.classification.hallucinationRisk,
+    minority_insight_likely: o.classification.minorityInsightLikely,
+    best_seat: o.bestSeat && {
+      model_used: o.bestSeat.modelUsed,
+      judge_score: o.bestSeat.judgeScore,
+      content: opts.includeTranscript ? o.bestSeat.content : undefined,
+    },
+    seats: o.seatRows.map((row) => seatRow(row, opts.includeTranscript, opts.seatExtra(row))),
+    staff: {
+      judge: staffCall(o.staff.judge),
+      synthesis: staffCall(o.staff.synthesis),
+      grounding: { fired: o.staff.grounding.fired, model_used: o.staff.grounding.fired ? o.staff.grounding.modelUsed : null },
+    },
+    ...opts.extra,
+    latency_ms: o.latencyMs,
+    created_at: o.createdAt,
+    completed_at: o.completedAt,
+  };
+}
+
+export function receiptEnvelope(receipt: JsonObject): JsonObject {
+  return { ok: true, receipt_available: true, receipt };
+}
+
+/** An observed rate is a ratio; six decimals is a micro-dollar per token. */
+function perMtok(microsPerToken: number): number {
+  return Math.round(microsPerToken * 1_000_000) / 1_000_000;
+}
+
+/** Per-Mtok rates as USD numbers (a rate in micro-dollars per token is USD per 1M tokens). */
+export function rateJson(rate: TierRate): JsonObject {
+  return {
+    input_usd_per_mtok: perMtok(rate.inputMicrosPerToken),
+    output_usd_per_mtok: perMtok(rate.outputMicrosPerToken),
+    n: rate.n,
+    basis: rate.basis,
+    reason: rate.reason,
+  };
+}
+
+export function ratesJson(rates: TierRates): JsonObject {
+  return { experience: rateJson(rates.experience), plus: rateJson(rates.plus), pro: rateJson(rates.pro) };
+}
+
+/** Estimate fields both Forms carry. */
+export function estimateShape(v: EstimateView, modeField: JsonObject, estimatedPriceMicros: number, extra: JsonObject): JsonObject {
+  return {
+    request_id: v.requestId,
+    model: v.model,
+    ...modeField,
+    depth: v.classification.depth,
+    difficulty_score: v.classification.difficulty,
+    task_type: v.classification.taskType,
+    estimated_price_usd: usd(estimatedPriceMicros),
+    billed_usd: 0,
+    ...extra,
+    timing_ms: { total: v.timing.total, classify: v.timing.classify },
+  };
+}

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { ERROR_TABLE } from '../../domain/errors';
+import type { FormSerialiser } from '../forms';
+import { IdempotencyKeySchema } from '../schemas/common';
+import type { JsonObject } from '../forms/shared';
+
+/** The error body every failure uses (spec 01 "Error body"); documented from the same table that builds it. */
+const ErrorBodySchema = z.object({
+  error: z.object({
+    message: z.string(),
+    type: z.enum(['invalid_request_error', 'authentication_error', 'permission_error', 'rate_limit_error', 'api_error']),
+    code: z.enum(Object.keys(ERROR_TABLE) as [string, ...string[]]),
+    param: z.string().nullable(),
+  }),
+  svc: z.object({ request_id: z.string().nullable() }).optional(),
+});
+
+/** JSON Schema (draft 2020-12, which OpenAPI 3.1 uses natively) of what a request schema accepts. */
+function schemaOf(schema: z.ZodType): JsonObject {
+  const doc = { ...(z.toJSONSchema(schema, { io: 'input' }) as JsonObject) };
+  // The document itself declares the dialect.
+  delete doc.$schema;
+  return doc;
+}
+
+const json = (schema: JsonObject): JsonObject => ({ 'application/json': { schema } });
+const ok = (description: string): JsonObject => ({ description, content: json({ type: 'object' }) });
+const errors: JsonObject = { default: { description: 'An error in the spec shape.', content: json({ $ref: '#/components/schemas/ErrorBody' }) } };
+
+/** GET /openapi.json: generated from the zod schemas that validate the requests of this deployment's Form. */
+export function openApiDocument(serialiser: FormSerialiser): JsonObject {
+  const body = (schema: z.ZodType): JsonObject => ({ required: true, content: json(schemaOf(schema)) });
+  return {
+    openapi: '3.1.0',
+    info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
+    security: [{ bearer: [] }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: { ErrorBody: schemaOf(ErrorBodySchema) },
+    },
+    paths: {
+      '/v1/chat/completions': {
+        post: {
+          operationId: 'createChatCompletion',
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }],
+          requestBody: body(serialiser.requests.completion),
+          responses: { '200': ok('A chat completion with the `svc` block.'), ...errors },
+        },
+      },
+      '/v1/estimate': {
+        post: { operationId: 'createEstimate', requestBody: body(serialiser.requests.estimate), responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors } },
+      },
+      '/v1/models': { get: { operationId: 'listModels', responses: { '200': ok('`{object: list, data}` of callable modes.'), ...errors } } },
+      '/v1/receipts/{request_id}': {
+        get: {
+          operationId: 'getReceipt',
+          parameters: [
+            { name: 'request_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
+            { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
+          ],
+          responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { QuorumError, type ErrorCode } from '../../domain/errors';
+import { TIERS, type ModeTier } from '../../domain/modes';
+
+/** Request pieces both Forms share; each Form's file assembles its own validators from them (DESIGN §9). */
+export const MessageSchema = z
+  .object({
+    role: z.enum(['system', 'user', 'assistant']),
+    content: z.string(),
+  })
+  .describe('A chat message.');
+
+export const MessagesSchema = z.array(MessageSchema).min(1).describe('At least one message.');
+export const ModelSchema = z.string().min(1);
+export const StreamSchema = z.literal(false).optional().describe('Only `false` is accepted; token streaming is not implemented.');
+export const TierSchema = z.enum(TIERS).optional().describe('Engine tier that fills the seats; default `plus`.');
+export const IdempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+
+export type Message = z.infer<typeof MessageSchema>;
+
+/** What a completion validator yields in either Form; a field one Form lacks is simply absent. */
+export interface CompletionInput {
+  model: string;
+  messages: Message[];
+  stream?: false;
+  tier?: ModeTier;
+  svc?: { max_cost_usd?: number };
+}
+
+export interface EstimateInput {
+  model: string;
+  messages: Message[];
+  tier?: ModeTier;
+}
+
+export interface RequestSchemas {
+  completion: z.ZodType<CompletionInput>;
+  estimate: z.ZodType<EstimateInput>;
+  /** The code for a completion sent without `model` (Form B answers `invalid_messages`). */
+  completionMissingModel: ErrorCode;
+}
+
+/** The spec's code for a bad value at a path; anything unlisted is a generic 400. */
+const FIELD_CODES: readonly (readonly [string, ErrorCode])[] = [
+  ['svc.max_cost_usd', 'invalid_max_cost_usd'],
+  ['model', 'invalid_model'],
+  ['messages', 'invalid_messages'],
+  ['stream', 'stream_not_supported'],
+  ['tier', 'invalid_tier'],
+];
+
+function pathText(path: readonly PropertyKey[]): string {
+  return path.reduce<string>((out, p) => (typeof p === 'number' ? `${out}[${p}]` : out ? `${out}.${String(p)}` : String(p)), '');
+}
+
+/**
+ * Parses a request body; the first problem (fields are checked in the schema's order) becomes the spec's error
+ * with `param` naming the top-level field, or `svc.max_cost_usd`.
+ */
+export function parseRequest<T>(schema: z.ZodType<T>, body: Record<string, unknown>, missing: Partial<Record<string, ErrorCode>> = {}): T {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = pathText(issue.path);
+  const field = String(issue.path[0] ?? '');
+  const matched = FIELD_CODES.find(([prefix]) => where === prefix || where.startsWith(`${prefix}.`) || where.startsWith(`${prefix}[`));
+  const absent = issue.path.length === 1 && body[field] === undefined;
+  const code = (absent ? missing[field] : undefined) ?? matched?.[1] ?? 'invalid_request';
+  const param = matched?.[0] ?? (field || null);
+  const message = absent ? `\`${field}\` is required.` : `\`${where || 'body'}\`: ${issue.message}.`;
+  throw new QuorumError(code, message, { param });
+}

@@ -1,0 +1,63 @@
+import { randomBase62 } from '../../domain/api-keys';
+import type { DbOrTrx } from './shared';
+
+/**
+ * Requests-per-minute and concurrency limits, held in Postgres so every API process enforces the same limit
+ * (DESIGN §8). Each check is a single round trip.
+ */
+
+/** A lease not renewed within this long is treated as a crashed process's slot and reclaimed. */
+export const LEASE_TTL_MS = 60_000;
+
+export interface WindowCount {
+  count: number;
+  /** Whole seconds until the current window closes (≥ 1). */
+  retryAfterSeconds: number;
+}
+
+/** Counts one request in the key's current one-minute window (and drops the key's older windows). */
+export async function countRequest(db: DbOrTrx, keyId: string): Promise<WindowCount> {
+  const res = await db.raw<{ rows: { count: number; retry_after: number }[] }>(
+    `with pruned as (
+       delete from rate_limit_windows where key_id = :keyId and window_start < date_trunc('minute', now())
+     ), hit as (
+       insert into rate_limit_windows (key_id, window_start, count) values (:keyId, date_trunc('minute', now()), 1)
+       on conflict (key_id, window_start) do update set count = rate_limit_windows.count + 1
+       returning count, window_start
+     )
+     select count, greatest(1, ceil(extract(epoch from (window_start + interval '1 minute' - now()))))::int as retry_after from hit`,
+    { keyId },
+  );
+  const row = res.rows[0];
+  return { count: row.count, retryAfterSeconds: row.retry_after };
+}
+
+/** Takes one of the organisation's `limit` slots; the lease id, or undefined when all are in use. */
+export async function acquireLease(db: DbOrTrx, orgId: string, limit: number): Promise<string | undefined> {
+  const id = `lease_${randomBase62(20)}`;
+  const res = await db.raw<{ rows: { ok: boolean }[] }>('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [orgId, id, limit, LEASE_TTL_MS]);
+  return res.rows[0].ok ? id : undefined;
+}
+
+export async function renewLease(db: DbOrTrx, leaseId: string): Promise<void> {
+  await db.raw(`update concurrency_leases set expires_at = now() + make_interval(secs => ? / 1000.0) where id = ?`, [LEASE_TTL_MS, leaseId]);
+}
+
+export async function releaseLease(db: DbOrTrx, leaseId: string): Promise<void> {
+  await db('concurrency_leases').where({ id: leaseId }).delete();
+}
+
+/** Live leases of an organisation (for tests and operators). */
+export async function leasesInFlight(db: DbOrTrx, orgId: string): Promise<number> {
+  const row = (await db('concurrency_leases').where('org_id', orgId).andWhere('expires_at', '>', db.fn.now()).count<{ n: string }[]>('* as n'))[0];
+  return Number(row.n);
+}
+
+/** An estimate's request id, so its receipt lookup can say that no deliberation ran. */
+export async function recordEstimate(db: DbOrTrx, orgId: string, requestId: string): Promise<void> {
+  await db('estimate_requests').insert({ id: requestId, org_id: orgId });
+}
+
+export async function isEstimate(db: DbOrTrx, orgId: string, requestId: string): Promise<boolean> {
+  return (await db('estimate_requests').where({ id: requestId, org_id: orgId }).first('id')) !== undefined;
+}

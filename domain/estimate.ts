@@ -1,0 +1,154 @@
+import type { Classification } from './classifier';
+import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros } from './fees';
+import { TIERS, type ModeConfig, type ModeTier } from './modes';
+import type { CallSource } from './outcome';
+import { engineCostMicros, type TokenPrices } from './pricing';
+
+/**
+ * The free quote behind `/v1/estimate` (and the per-tier rates of `/v1/models`): pure arithmetic over the
+ * classification, the mode's configuration, the engines' catalog prices and the mode's recorded calls.
+ * Money is integer micro-dollars; a rate in USD per 1M tokens is micro-dollars per token.
+ */
+
+/** Recorded calls a mode and tier need before their observed rate replaces the configured one. */
+export const MIN_SAMPLE = 20;
+/** A seat is assumed to write half its output allowance: the quote's one guess about an answer not yet written. */
+export const EXPECTED_OUTPUT_SHARE = 0.5;
+/** A judgment is a short structured verdict. */
+export const JUDGE_OUTPUT_TOKENS = 256;
+
+export type Form = 'A' | 'B';
+
+/** Totals (or means: only their ratio is used) over a mode's recorded calls on one tier. */
+export interface CallStats {
+  n: number;
+  inputTokens: number;
+  outputTokens: number;
+  modeFeeMicros: number;
+}
+
+/** The mode's fee as a rate per token processed (output at 4× input), per tier. */
+export interface TierRate {
+  inputMicrosPerToken: number;
+  outputMicrosPerToken: number;
+  n: number;
+  basis: 'api_calls';
+  /** Set when too few calls were recorded and the configured rate stands in. */
+  reason?: 'below_min_sample';
+}
+
+export function tierRate(config: ModeConfig, stats: CallStats): TierRate {
+  const weighted = stats.inputTokens + 4 * stats.outputTokens;
+  if (stats.n >= MIN_SAMPLE && weighted > 0) {
+    const input = stats.modeFeeMicros / weighted;
+    return { inputMicrosPerToken: input, outputMicrosPerToken: input * 4, n: stats.n, basis: 'api_calls' };
+  }
+  const input = config.fees.perMtokInputUsd;
+  return { inputMicrosPerToken: input, outputMicrosPerToken: input * 4, n: stats.n, basis: 'api_calls', reason: 'below_min_sample' };
+}
+
+export type TierRates = Record<ModeTier, TierRate>;
+
+export function tierRates(config: ModeConfig, statsByTier: Record<ModeTier, CallStats>): TierRates {
+  return Object.fromEntries(TIERS.map((t) => [t, tierRate(config, statsByTier[t])])) as TierRates;
+}
+
+/** Whether this call takes the express lane: the mode decides, the classifier chooses when the mode allows. */
+export function isExpress(config: ModeConfig, classification: Classification): boolean {
+  return config.express === 'always' || (config.express === 'auto' && classification.lane === 'express');
+}
+
+function seatsFor(config: ModeConfig, tier: ModeTier, express: boolean): string[] {
+  if (express) return config.tiers.experience.seats;
+  return (config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience).seats;
+}
+
+/** Seat passes the mode is expected to run for a prompt of this depth. */
+function expectedRounds(config: ModeConfig, classification: Classification, express: boolean): number {
+  if (express || config.critique === 'never') return 1;
+  return config.critique === 'always' || classification.depth === 'deep' ? config.rounds : 1;
+}
+
+export interface QuoteInput {
+  form: Form;
+  config: ModeConfig;
+  tier: ModeTier;
+  classification: Classification;
+  promptTokens: number;
+  rate: TierRate;
+  source: CallSource;
+  keyCeilingMicros: number | undefined;
+  requestedCeilingMicros: number | undefined;
+}
+
+export interface Quote {
+  express: boolean;
+  rounds: number;
+  gatewayMicros: number;
+  platformFeeMicros: number;
+  modeFeeMicros: number;
+  grossMicros: number;
+  capCreditMicros: number;
+  /** What the caller would pay: the gross after the ceiling. */
+  totalMicros: number;
+  capped: boolean;
+  ceilingMicros: number;
+}
+
+interface Call {
+  prices: TokenPrices;
+  tokensIn: number;
+  tokensOut: number;
+}
+
+/** The calls a run is expected to make; undefined when an engine has no catalog price. */
+function expectedCalls(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): { calls: Call[]; express: boolean; rounds: number } | undefined {
+  const express = isExpress(input.config, input.classification);
+  const seats = seatsFor(input.config, input.tier, express);
+  const rounds = expectedRounds(input.config, input.classification, express);
+  const out = Math.round(input.config.seatMaxOutputTokens * EXPECTED_OUTPUT_SHARE);
+  const seen = (n: number): number => input.promptTokens + n * out;
+  const plan: { engine: string; tokensIn: number; tokensOut: number }[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    // From the second round each seat also reads the others' answers.
+    for (const engine of seats) plan.push({ engine, tokensIn: seen(round === 1 ? 0 : seats.length - 1), tokensOut: out });
+    if (!express) plan.push({ engine: input.config.staff.judge.engine, tokensIn: seen(seats.length), tokensOut: JUDGE_OUTPUT_TOKENS });
+  }
+  if (!express) plan.push({ engine: input.config.staff.synthesis.engine, tokensIn: seen(seats.length), tokensOut: out });
+  const calls: Call[] = [];
+  for (const p of plan) {
+    const prices = findPrices(p.engine);
+    if (!prices) return undefined;
+    calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut });
+  }
+  return { calls, express, rounds };
+}
+
+export function quote(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): Quote | undefined {
+  const expected = expectedCalls(input, findPrices);
+  if (!expected) return undefined;
+  const { calls, express } = expected;
+  const gatewayMicros = calls.reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
+  const tokensIn = calls.reduce((sum, c) => sum + c.tokensIn, 0);
+  const tokensOut = calls.reduce((sum, c) => sum + c.tokensOut, 0);
+  const lane = express ? 'express' : 'panel';
+  const modeFee =
+    input.form === 'A'
+      ? modeFeeMicros('A', input.config.fees, { depth: input.classification.depth, lane, tokensIn, tokensOut })
+      : engineCostMicros(tokensIn, tokensOut, { inputUsdPerMtok: input.rate.inputMicrosPerToken, outputUsdPerMtok: input.rate.outputMicrosPerToken });
+  const platformFee = platformFeeMicros(gatewayMicros, input.source);
+  const ceilingMicros = callCeilingMicros(input.form, input.config, input.keyCeilingMicros, input.requestedCeilingMicros);
+  const billed = bill(input.form, { gatewayMicros, platformFeeMicros: platformFee, modeFeeMicros: modeFee, ceilingMicros });
+  return {
+    express,
+    rounds: expected.rounds,
+    gatewayMicros,
+    platformFeeMicros: platformFee,
+    modeFeeMicros: modeFee,
+    grossMicros: gatewayMicros + platformFee + modeFee,
+    capCreditMicros: billed.capCreditMicros,
+    totalMicros: billed.billedMicros,
+    capped: billed.capped,
+    ceilingMicros,
+  };
+}
