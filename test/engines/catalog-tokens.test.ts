@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { CATALOG, enginesOf, findEngine } from '../../engines';
 import { engineCostMicros } from '../../domain/pricing';
-import { countMessagesTokens, countTokens, warmTokenizer } from '../../domain/tokens';
+import { countMessagesTokens, countTokens } from '../../domain/tokens';
 
 describe('engines: catalog', () => {
   it('has unique family/model ids, sane limits and prices, and backups that exist in another family of the same tier', () => {
@@ -43,18 +43,5 @@ describe('domain: engine cost and tokens', () => {
     assert.ok(countTokens('<|endoftext|>') > 1, 'special tokens in user text are plain text');
     const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello world' }];
     assert.equal(countMessagesTokens(messages), 3 + 4 + countTokens('Be brief.') + 4 + 2);
-  });
-
-  it('counts a typical prompt well within the estimate budget (p50 ≤ 5 ms)', () => {
-    warmTokenizer();
-    const prompt = 'Compare the economic policies of two countries over the last decade and explain the trade-offs. '.repeat(40);
-    const times: number[] = [];
-    for (let i = 0; i < 50; i += 1) {
-      const t = performance.now();
-      countMessagesTokens([{ role: 'user', content: `${prompt} ${i}` }]);
-      times.push(performance.now() - t);
-    }
-    times.sort((a, b) => a - b);
-    assert.ok((times[25] ?? Infinity) < 5, `p50 ${times[25]} ms`);
   });
 });
