@@ -5,7 +5,7 @@ import { findMode } from '../../db/repositories/modes';
 import { keyAllowsMode } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { ModeRecord } from '../../domain/modes';
-import { countMessagesTokens, countTokens, type TokenizedMessage } from '../../domain/tokens';
+import { countMessagesTokens, type TokenizedMessage } from '../../domain/tokens';
 import type { Form } from '../forms';
 
 /** DESIGN §8 after the body: model and entitlement (404/403) → input tokens (413) → … → concurrency (429). */
@@ -32,30 +32,10 @@ export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: 
   return mode;
 }
 
-/**
- * The tokenizer's merge step is quadratic in the length of one pre-tokenizer piece (8,000 repeated letters take
- * seconds). Every whitespace that follows a non-space starts a new piece, so text is counted segment by segment
- * at those points with the same result; a segment longer than `MAX_SEGMENT` (no real word is) is counted in
- * slices, which can only add a token per slice. Counting stops once past the limit, so the work is bounded.
- */
-const SEGMENT_BOUNDARY = /(?<=\S)(?=\s)/;
-const MAX_SEGMENT = 32;
-
-function tokensUpTo(messages: readonly TokenizedMessage[], limit: number): number {
-  let total = countMessagesTokens(messages.map((m) => ({ role: m.role, content: '' })));
-  for (const m of messages) {
-    for (const segment of m.content.split(SEGMENT_BOUNDARY)) {
-      for (let i = 0; i < segment.length && total <= limit; i += MAX_SEGMENT) total += countTokens(segment.slice(i, i + MAX_SEGMENT));
-      if (total > limit) return total;
-    }
-  }
-  return total;
-}
-
 /** The prompt's token count, after refusing one over the key's input limit (413). */
 export function checkInputTokens(auth: AuthContext, messages: readonly TokenizedMessage[]): number {
   const limit = auth.limits.maxInputTokens ?? DEFAULT_MAX_INPUT_TOKENS;
-  const tokens = tokensUpTo(messages, limit);
+  const tokens = countMessagesTokens(messages);
   if (tokens > limit) {
     throw new QuorumError('context_length_exceeded', `The prompt is over this key's input limit of ${limit} tokens.`, { param: 'messages' });
   }
