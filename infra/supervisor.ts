@@ -154,6 +154,14 @@ async function main(): Promise<void> {
 
 process.once('SIGINT', () => void shutdown(0));
 process.once('SIGTERM', () => void shutdown(0));
+// If whatever started us dies without passing the signal on, the stack must not outlive it.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) {
+    say('parent process ended; stopping the stack');
+    void shutdown(0);
+  }
+}, 1_000).unref();
 
 main().catch((err: unknown) => {
   say(`start failed: ${err instanceof Error ? err.message : String(err)}`);
