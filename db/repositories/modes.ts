@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { QuorumError } from '../../domain/errors';
 import { ModeConfigSchema, modeConfigHash, SYSTEM_MODES, type ModeConfig, type ModeRecord } from '../../domain/modes';
 
 type Conn = Knex | Knex.Transaction;
@@ -81,7 +82,8 @@ export async function listModesForOrg(db: Conn, orgId: string): Promise<ModeReco
 
 /**
  * The mode a request names: Form A by id, Form B by ticker. A `:LAB` ticker is the lab version, visible only
- * to the organisation that owns the mode. Undefined when the caller cannot see such a mode.
+ * to the organisation that owns the mode (anyone else gets `lab_not_available`). Undefined when the caller cannot
+ * see such a mode.
  */
 export async function findMode(db: Conn, q: { orgId: string; form: 'A' | 'B'; model: string }): Promise<ModeRecord | undefined> {
   const lab = q.form === 'B' && q.model.endsWith(':LAB');
@@ -91,14 +93,11 @@ export async function findMode(db: Conn, q: { orgId: string; form: 'A' | 'B'; mo
     .first()) as ModeRow | undefined;
   if (!row) return undefined;
   const own = row.org_id === q.orgId;
-  if (lab) return own ? toRecord(row) : undefined;
+  if (lab) {
+    if (own) return toRecord(row);
+    throw new QuorumError('lab_not_available', `The lab version of \`${key}\` is open to its author's organisation only.`, { param: 'model' });
+  }
   if (!row.published && !own) return undefined;
   if (row.org_id !== null && !own) return undefined;
   return toRecord(row);
-}
-
-/** The configuration a past call ran with, for receipts. */
-export async function modeVersion(db: Conn, modeId: string, version: number): Promise<{ config: ModeConfig; configHash: string } | undefined> {
-  const row = (await db('mode_versions').where({ mode_id: modeId, version }).first()) as { config: unknown; config_hash: string } | undefined;
-  return row ? { config: ModeConfigSchema.parse(row.config), configHash: row.config_hash } : undefined;
 }

@@ -140,7 +140,10 @@ for (const form of FORMS) {
       const theirs = await upsertMode(stack().db, { id: `theirs-${stranger.orgId.slice(4, 12).toLowerCase()}`, ticker: `S${stranger.orgId.slice(4, 8).toUpperCase().replace(/[^A-Z0-9]/g, 'X')}:MINE`, orgId: stranger.orgId, name: 'Theirs', description: null, useWhen: 'x', published: true, config: systemModeConfig() });
       const name = form === 'A' ? theirs.id : theirs.ticker;
       expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: name, messages: USER('hi') } }), 404, 'invalid_request_error', 'model_not_found', 'model');
-      expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: `${theirs.ticker}:LAB`, messages: USER('hi') } }), 404, 'invalid_request_error', 'model_not_found', 'model');
+      // Another organisation's lab version: Form B says so (403 lab_not_available); Form A has no tickers at all.
+      const lab = await call(api, 'POST', '/v1/estimate', { key, body: { model: `${theirs.ticker}:LAB`, messages: USER('hi') } });
+      if (form === 'B') expectError(lab, 403, 'permission_error', 'lab_not_available', 'model');
+      else expectError(lab, 404, 'invalid_request_error', 'model_not_found', 'model');
     });
 
     it('missing_request_id', async () => {
