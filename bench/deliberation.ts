@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { runDeliberation, sha256 } from '../api/deliberations';
+import { callCeilingMicros } from '../domain/fees';
+import type { ModeRecord } from '../domain/modes';
+import type { Outcome } from '../domain/outcome';
+import { countMessagesTokens, warmTokenizer } from '../domain/tokens';
+import { findMode } from '../db/repositories/modes';
+import { createOrganisation } from '../db/repositories/organisations';
+import { createEngines } from '../engines';
+import { createLogger } from '../infra/log';
+import { createWorkers } from '../worker/workers';
+import { stack, startStack, stopStack } from '../test/harness/stack';
+import { fmt, summary } from './stats';
+
+/**
+ * DESIGN §13 on the real stack (Temporal dev server + Postgres) with zero-latency sim engines, so the engines'
+ * own time is near zero and what remains is Quorum's orchestration. Prints figures; asserts nothing.
+ *   panel overhead p50 ≤ 50 ms, p99 ≤ 250 ms at 16 concurrent; express p50 ≤ 15 ms; ≥ 30 panels/s sustained;
+ *   API + worker < 400 MB resident with 500 deliberations in flight.
+ */
+const PANEL_CALLS = Number(process.env.BENCH_PANEL_CALLS ?? 400);
+const CONCURRENCY = 16;
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 500);
+
+interface Ctx {
+  orgId: string;
+  keyId: string;
+}
+
+function call(ctx: Ctx, mode: ModeRecord, content: string): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const messages = [{ role: 'user' as const, content }];
+  return runDeliberation(
+    { db: stack().db, client: stack().env.client },
+    {
+      orgId: ctx.orgId,
+      apiKeyId: ctx.keyId,
+      keyMode: 'live',
+      idempotencyKey: randomUUID(),
+      fingerprint: sha256(messages),
+      form: 'B',
+      mode,
+      model: mode.ticker,
+      tier: 'plus',
+      messages,
+      promptTokens: countMessagesTokens(messages),
+      ceilingMicros: callCeilingMicros('B', mode.config, undefined, undefined),
+    },
+  );
+}
+
+/** The engines' own critical path: the slowest seat of each round, then the judge and the synthesis. */
+function enginePathMs(o: Outcome): number {
+  const rounds = new Map<number, number>();
+  for (const r of o.seatRows) rounds.set(r.round, Math.max(rounds.get(r.round) ?? 0, r.latencyMs));
+  return [...rounds.values()].reduce((a, b) => a + b, 0) + (o.staff.judge?.latencyMs ?? 0) + (o.staff.synthesis?.latencyMs ?? 0);
+}
+
+async function pool<T>(n: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await task(i);
+      }
+    }),
+  );
+  return out;
+}
+
+async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promise<T> {
+  const { env, db, namespace } = stack();
+  const log = createLogger('bench', () => undefined);
+  const workers = await createWorkers({ connection: env.nativeConnection, namespace, deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log } });
+  const running = Promise.all(workers.map((w) => w.run()));
+  try {
+    return await work();
+  } finally {
+    for (const w of workers) w.shutdown();
+    await running;
+  }
+}
+
+async function main(): Promise<void> {
+  warmTokenizer();
+  await startStack();
+  const db = stack().db;
+  const org = await createOrganisation(db, { name: 'Bench', creditMicros: 1_000_000_000n });
+  const ctx: Ctx = { orgId: org.orgId, keyId: org.keyId };
+  const panel = (await findMode(db, { orgId: org.orgId, form: 'A', model: 'quorum-panel' })) as ModeRecord;
+  const express = (await findMode(db, { orgId: org.orgId, form: 'A', model: 'quorum-express' })) as ModeRecord;
+
+  await withWorkers('zero', async () => {
+    await pool(20, 4, (i) => call(ctx, panel, `warm-up ${i}: why is the sky blue?`));
+
+    const overhead: number[] = [];
+    const e2e: number[] = [];
+    const started = performance.now();
+    await pool(PANEL_CALLS, CONCURRENCY, async (i) => {
+      const t = performance.now();
+      const { outcome } = await call(ctx, panel, `Question ${i}: compare two approaches to caching and explain the trade-offs.`);
+      const ms = performance.now() - t;
+      e2e.push(ms);
+      overhead.push(ms - enginePathMs(outcome));
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const o = summary(overhead);
+    const e = summary(e2e);
+    console.log(`panel, ${PANEL_CALLS} calls at ${CONCURRENCY} concurrent: throughput ${(PANEL_CALLS / seconds).toFixed(1)} deliberations/s (target ≥ 30)`);
+    console.log(`  end to end      p50 ${fmt(e.p50)}  p90 ${fmt(e.p90)}  p99 ${fmt(e.p99)}`);
+    console.log(`  orchestration   p50 ${fmt(o.p50)}  p90 ${fmt(o.p90)}  p99 ${fmt(o.p99)}  (target p50 ≤ 50 ms, p99 ≤ 250 ms)`);
+
+    const expressOverhead: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const t = performance.now();
+      const { outcome } = await call(ctx, express, `Express ${i}: what is the capital of France?`);
+      expressOverhead.push(performance.now() - t - enginePathMs(outcome));
+    }
+    const x = summary(expressOverhead);
+    console.log(`express, 50 sequential calls: orchestration p50 ${fmt(x.p50)}  p99 ${fmt(x.p99)}  (target p50 ≤ 15 ms)`);
+  });
+
+  // Memory with many deliberations in flight: engines that take 20 s, so they are all waiting at once.
+  await withWorkers('fixed:20000', async () => {
+    const before = process.memoryUsage().rss;
+    const inFlight = Array.from({ length: IN_FLIGHT }, (_, i) => call(ctx, panel, `In flight ${i}: explain the trade-offs of consensus.`));
+    let peak = before;
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      peak = Math.max(peak, process.memoryUsage().rss);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    console.log(`${IN_FLIGHT} deliberations in flight: API client + worker resident ${(peak / 2 ** 20).toFixed(0)} MB (before: ${(before / 2 ** 20).toFixed(0)} MB; target < 400 MB)`);
+    await Promise.all(inFlight);
+  });
+
+  await stopStack();
+}
+
+main().catch(async (err: unknown) => {
+  console.error(err);
+  await stopStack();
+  process.exit(1);
+});
