@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotF
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { canonicalJson } from '../domain/canonical-json';
 import type { PromptMessage } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
 import type { ModeRecord, ModeTier } from '../domain/modes';
@@ -31,17 +32,6 @@ export interface RunDeliberationInput {
 export interface RunDeliberationDeps {
   db: Knex;
   client: Client;
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 export function sha256(value: unknown): string {

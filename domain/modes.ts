@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { canonicalJson } from './canonical-json';
 
 /**
  * Mode specs (DESIGN §12): which engines sit in which seats per tier, the staff, rounds, critique policy,
@@ -61,20 +62,9 @@ export interface ModeRecord {
 
 export const TICKER_RE = /^[A-Z0-9]{2,8}:[A-Z]{4}(:LAB)?$/;
 
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value as Record<string, unknown>)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /** Short hash of the engine and deliberation configuration: any change to the panel changes it. */
 export function modeConfigHash(config: ModeConfig): string {
-  return createHash('sha256').update(canonical(config)).digest('hex').slice(0, 12);
+  return createHash('sha256').update(canonicalJson(config)).digest('hex').slice(0, 12);
 }
 
 /**
