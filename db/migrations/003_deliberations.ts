@@ -39,9 +39,12 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('seats_answered');
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('completed_at', { useTz: true });
-    t.unique(['org_id', 'idempotency_key']);
+    // Set when a later run took over this key (a failed run, or a capped one on Form B); the row stays for its receipt.
+    t.timestamp('superseded_at', { useTz: true });
     t.check("state in ('running','succeeded','failed','capped')", [], 'requests_state_check');
   });
+  // One live request per idempotency key.
+  await knex.raw('create unique index requests_live_key on requests (org_id, idempotency_key) where superseded_at is null');
 
   await knex.schema.createTable('receipts', (t) => {
     t.text('request_id').primary().references('requests.id').onDelete('CASCADE');

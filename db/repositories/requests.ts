@@ -15,37 +15,49 @@ export interface RequestRow {
   created_at: Date;
 }
 
+/** The live request for a key (not one a later run superseded). */
 export function findRequestByKey(db: DbOrTrx, orgId: string, idempotencyKey: string): Promise<RequestRow | undefined> {
-  return db('requests').where({ org_id: orgId, idempotency_key: idempotencyKey }).first() as Promise<RequestRow | undefined>;
+  return db('requests').where({ org_id: orgId, idempotency_key: idempotencyKey }).whereNull('superseded_at').first() as Promise<RequestRow | undefined>;
 }
 
 /**
- * Claims an idempotency key for a new run: inserts the row, or takes over one whose last run failed, was capped
- * (Form B re-runs capped calls) or never started (`staleRunning`). Undefined when another caller holds it.
+ * Claims an idempotency key for a new run: inserts its row, or supersedes the live one when its last run may be
+ * taken over (failed, capped on Form B, or never started) and inserts the new run's row beside it, so the earlier
+ * request keeps its own id and receipt. Undefined when another caller holds the key.
  */
 export async function claimRequest(
   db: Knex,
   row: { id: string; orgId: string; apiKeyId: string; idempotencyKey: string; workflowId: string; fingerprint: string; modeId: string; model: string },
   opts: { takeOver: RequestState[] },
 ): Promise<RequestRow | undefined> {
-  const values = {
-    id: row.id,
-    org_id: row.orgId,
-    api_key_id: row.apiKeyId,
-    idempotency_key: row.idempotencyKey,
-    workflow_id: row.workflowId,
-    fingerprint: row.fingerprint,
-    mode_id: row.modeId,
-    model: row.model,
-    state: 'running',
-  };
-  const claimed = (await db('requests')
-    .insert(values)
-    .onConflict(['org_id', 'idempotency_key'])
-    .merge({ ...values, error_code: null, finish_reason: null, answer_truncated: null, seats_answered: null, created_at: db.fn.now(), completed_at: null })
-    .where('requests.state', 'in', opts.takeOver)
-    .returning('*')) as RequestRow[];
-  return claimed[0];
+  return db.transaction(async (trx) => {
+    const live = (await trx('requests')
+      .where({ org_id: row.orgId, idempotency_key: row.idempotencyKey })
+      .whereNull('superseded_at')
+      .forUpdate()
+      .first('id', 'state')) as { id: string; state: RequestState } | undefined;
+    if (live) {
+      if (!opts.takeOver.includes(live.state)) return undefined;
+      await trx('requests').where({ id: live.id }).update({ superseded_at: trx.fn.now() });
+    }
+    const inserted = (await trx('requests')
+      .insert({
+        id: row.id,
+        org_id: row.orgId,
+        api_key_id: row.apiKeyId,
+        idempotency_key: row.idempotencyKey,
+        workflow_id: row.workflowId,
+        fingerprint: row.fingerprint,
+        mode_id: row.modeId,
+        model: row.model,
+        state: 'running',
+      })
+      // A concurrent first claim of the same key won the unique index: that caller holds it.
+      .onConflict(trx.raw('(org_id, idempotency_key) where superseded_at is null'))
+      .ignore()
+      .returning('*')) as RequestRow[];
+    return inserted[0];
+  });
 }
 
 export async function markRequestFailed(db: DbOrTrx, requestId: string, code: string): Promise<void> {

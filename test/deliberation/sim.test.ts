@@ -186,4 +186,26 @@ describe('deliberation workflow on sim engines (offline)', function () {
     assert.equal(d.memo?.requestId, outcome.requestId);
     assert.match(String(d.memo?.summary), /seats/);
   });
+
+  it('Form B: a capped call is not replayed: a retry with its key runs and bills again, and both receipts stay readable', async () => {
+    const org = await newOrg();
+    const mode = await systemMode('quorum-panel');
+    const first = await deliberate({ org, mode, form: 'B', ceilingMicros: 500, idempotencyKey: 'capped-key' });
+    assert.equal(first.outcome.status, 'capped');
+    const second = await deliberate({ org, mode, form: 'B', ceilingMicros: 500, idempotencyKey: 'capped-key' });
+    assert.equal(second.replayed, false);
+    assert.notEqual(second.outcome.requestId, first.outcome.requestId);
+    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 2);
+    for (const o of [first.outcome, second.outcome]) assert.equal((await getReceipt(stack().db, org.orgId, o.requestId))?.available, true);
+  });
+
+  it('Form A: a capped call is replayed like any succeeded one', async () => {
+    const org = await newOrg();
+    const mode = await systemMode('quorum-debate');
+    const first = await deliberate({ org, mode, form: 'A', ceilingMicros: 5_000, idempotencyKey: 'capped-a' });
+    assert.equal(first.outcome.finishReason, 'cost_cap');
+    const again = await deliberate({ org, mode, form: 'A', ceilingMicros: 5_000, idempotencyKey: 'capped-a' });
+    assert.equal(again.replayed, true);
+    assert.equal(again.outcome.requestId, first.outcome.requestId);
+  });
 });
