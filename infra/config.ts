@@ -14,6 +14,8 @@ const EnvSchema = z.object({
   QUORUM_ENV: z.enum(['development', 'production', 'test']).default('development'),
   QUORUM_SECRET_KEY: z.string().optional(),
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
+  /** A workflow bundle built beforehand (worker/bundle.ts); otherwise the worker builds one at start. */
+  QUORUM_WORKFLOW_BUNDLE: z.string().min(1).optional(),
 });
 
 export type Config = z.infer<typeof EnvSchema>;

@@ -1,4 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
+import fs from 'node:fs';
+import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { ensureTrialTimers } from '../cli/trial-timers';
 import { createDb } from '../db/knex';
@@ -7,6 +9,7 @@ import { createEngines } from '../engines';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
+import { bundleInChild } from './bundle';
 import { createWorkers } from './workers';
 
 async function main(): Promise<void> {
@@ -21,7 +24,10 @@ async function main(): Promise<void> {
 
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  const workers = await createWorkers({ connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, engines: createEngines({ logger: log }), log } });
+  const bundlePath = config.QUORUM_WORKFLOW_BUNDLE ?? bundleInChild();
+  const workers = await createWorkers({ connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, engines: createEngines({ logger: log }), log }, bundlePath });
+  // The workers hold the code now; a bundle built for this start only is not kept.
+  if (!config.QUORUM_WORKFLOW_BUNDLE) fs.rmSync(path.dirname(bundlePath), { recursive: true, force: true });
 
   // Organisations created while Temporal was unreachable get their trial timer now.
   const clientConnection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });

@@ -17,15 +17,15 @@ export interface WorkerOptions {
   connection: NativeConnection;
   namespace: string;
   deps: ActivityDeps;
+  /** A bundle built beforehand (worker/bundle.ts); without it the workflows are bundled in this process. */
+  bundlePath?: string;
 }
 
 /** One worker per task queue, same workflows and activities; the deliberation queue is the hot one. */
-export async function createWorkers({ connection, namespace, deps }: WorkerOptions): Promise<Worker[]> {
-  const workflowBundle_ = await workflowBundle();
+export async function createWorkers({ connection, namespace, deps, bundlePath }: WorkerOptions): Promise<Worker[]> {
+  const workflows = bundlePath ? { codePath: bundlePath } : await workflowBundle();
   const activities = createActivities(deps);
   return Promise.all(
-    Object.values(TASK_QUEUES).map((taskQueue) =>
-      Worker.create({ connection, namespace, taskQueue, workflowBundle: workflowBundle_, activities }),
-    ),
+    Object.values(TASK_QUEUES).map((taskQueue) => Worker.create({ connection, namespace, taskQueue, workflowBundle: workflows, activities })),
   );
 }
