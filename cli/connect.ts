@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import path from 'node:path';
-import { createDb, migrateLatest, type Db } from '../db/knex';
+import { createDb, type Db } from '../db/knex';
+import { prepareDatabase } from '../db/prepare';
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
 import { dataDir } from '../infra/paths';
@@ -16,7 +17,7 @@ export interface CliResources {
 
 /**
  * Finds the database as the stack does: `DATABASE_URL`, else the running `npm start`'s, else the local
- * embedded Postgres under `.data/pg`, started for this command only (and migrated, as it may be fresh).
+ * embedded Postgres under `.data/pg`, started for this command only (and prepared, as it may be fresh).
  */
 export async function openResources(config: Config, log: Logger): Promise<CliResources> {
   const stackInfo = readStackFile();
@@ -31,7 +32,7 @@ export async function openResources(config: Config, log: Logger): Promise<CliRes
   }
   const db = createDb(databaseUrl, 4);
   cleanups.unshift(() => db.destroy());
-  if (migrate) await migrateLatest(db);
+  if (migrate) await prepareDatabase(db);
 
   const address = config.TEMPORAL_ADDRESS ?? stackInfo?.temporalAddress;
   const namespace = config.TEMPORAL_ADDRESS ? config.TEMPORAL_NAMESPACE : (stackInfo?.namespace ?? config.TEMPORAL_NAMESPACE);
