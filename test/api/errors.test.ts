@@ -202,7 +202,14 @@ for (const form of FORMS) {
   });
 }
 
-describe('API limits (Postgres-backed, shared by every API process)', () => {
+/** The per-minute window is a fixed clock minute: start a counting test well inside one, so it cannot straddle two. */
+async function insideOneMinute(): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute > 50_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 200));
+}
+
+describe('API limits (Postgres-backed, shared by every API process)', function () {
+  this.timeout(120_000);
   let a: Api;
   let b: Api;
   before(async () => {
@@ -216,6 +223,7 @@ describe('API limits (Postgres-backed, shared by every API process)', () => {
   it('rate_limit_exceeded: requests per minute per key across two API processes, with Retry-After', async () => {
     const org = await newOrg();
     const key = await newKey(org.orgId, { limits: { requestsPerMinute: 3 } });
+    await insideOneMinute();
     const replies: Reply[] = [];
     for (let i = 0; i < 5; i++) replies.push(await call(i % 2 ? b : a, 'GET', '/v1/models', { key }));
     assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 429, 429]);
@@ -227,6 +235,7 @@ describe('API limits (Postgres-backed, shared by every API process)', () => {
 
   it('the default is 60 per minute', async () => {
     const org = await newOrg();
+    await insideOneMinute();
     const statuses = await Promise.all(Array.from({ length: 62 }, (_, i) => call(i % 2 ? a : b, 'GET', '/v1/receipts/req_none', { key: org.ownerKey }).then((r) => r.status)));
     assert.equal(statuses.filter((s) => s === 404).length, 60);
     assert.equal(statuses.filter((s) => s === 429).length, 2);
