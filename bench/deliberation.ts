@@ -8,6 +8,7 @@ import { findMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
 import { createEngines } from '../engines';
 import { createLogger } from '../infra/log';
+import { bundleInChild } from '../worker/bundle';
 import { createWorkers } from '../worker/workers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { fmt, summary } from './stats';
@@ -69,10 +70,13 @@ async function pool<T>(n: number, concurrency: number, task: (i: number) => Prom
   return out;
 }
 
+/** Built once, in a child process, as the worker does in production: the bundler stays out of this process. */
+const bundlePath = bundleInChild();
+
 async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promise<T> {
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
-  const workers = await createWorkers({ connection: env.nativeConnection, namespace, deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log } });
+  const workers = await createWorkers({ connection: env.nativeConnection, namespace, bundlePath, deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log } });
   const running = Promise.all(workers.map((w) => w.run()));
   try {
     return await work();
