@@ -262,9 +262,11 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
       const estimate = current.map((s, i) => ({ engine: s.plan.chain[s.at], tokensIn: input.promptTokens + critique[i].reduce((n, m) => n + Math.ceil(m.content.length / 4), 0), maxOut: seatMax }));
       if (!affordable(estimate)) break;
       const revised = await Promise.all(current.map((s, i) => runSeat(s, next, critique[i])));
+      const survivors = current.filter((_, i) => revised[i] !== undefined);
+      // No seat could revise: the previous round's answers and judgment stand.
+      if (survivors.length === 0) break;
       rounds = next;
-      answered = current.filter((_, i) => revised[i] !== undefined);
-      if (answered.length === 0) break;
+      answered = survivors;
       ({ judgment, labelOf } = await judgeRound(answered, !capped));
       recordRound(next, judgment);
     }
@@ -272,10 +274,9 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     recordRound(1, undefined);
   }
 
-  // The best seat's latest answer.
-  const latest = (s: SeatState): SeatRow | undefined => s.answer;
+  // The best seat's latest answer (every seat still in `answered` has one).
   const bestState = judgment ? (answered.find((s) => labelOf.get(s.plan.role) === judgment?.best) ?? answered[0]) : answered[0];
-  const bestRow = latest(bestState) as SeatRow;
+  const bestRow = bestState.answer as SeatRow;
   for (const r of rows) r.isBest = r.role === bestRow.role;
 
   let answer = bestRow.content;

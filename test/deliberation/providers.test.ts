@@ -42,7 +42,7 @@ function maxTokens(req: RecordedRequest): number {
 /** Provider behaviour is chosen by markers in the prompt, so one pair of servers serves every case. */
 function openAiScript(req: RecordedRequest): Reply {
   const text = req.bodyText;
-  if (text.includes('[[all-401]]')) return openAiError(401, 'Incorrect API key provided.');
+  if (text.includes('[[all-401]]') || (text.includes('[[critique-fails]]') && text.includes('Other panelists answered'))) return openAiError(401, 'Incorrect API key provided.');
   if (text.includes(JUDGE_TAG)) return openAiReply({ text: verdict(req) });
   if (text.includes('[[openai-404]]') && !text.includes('Write the single best answer')) return openAiError(404, 'The model `gpt-4.1` does not exist or you do not have access to it.');
   if (text.includes('[[cut-once]]') && maxTokens(req) === SEAT_MAX) return openAiReply({ text: 'The answer begins but', finish: 'length', completionTokens: SEAT_MAX });
@@ -51,7 +51,7 @@ function openAiScript(req: RecordedRequest): Reply {
 
 function anthropicScript(req: RecordedRequest): Reply {
   const text = req.bodyText;
-  if (text.includes('[[all-401]]')) return anthropicError(401, 'invalid x-api-key');
+  if (text.includes('[[all-401]]') || (text.includes('[[critique-fails]]') && text.includes('Other panelists answered'))) return anthropicError(401, 'invalid x-api-key');
   if (text.includes(JUDGE_TAG)) return anthropicReply({ text: verdict(req) });
   return anthropicReply({ text: 'Second view: Rayleigh scattering makes the sky blue.', outputTokens: 12 });
 }
@@ -145,5 +145,20 @@ describe('deliberation workflow against loopback providers', function () {
     const request = await stack().db('requests').where({ org_id: org.orgId }).first();
     assert.equal(request.state, 'failed');
     assert.equal(request.error_code, 'mode_unavailable');
+  });
+
+  it('keeps the first round when no seat can revise in a critique round', async () => {
+    const org = await newOrg();
+    const mode = await customMode(org.orgId, 'quorum-debate', {
+      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'anthropic/claude-sonnet-4'] } },
+      rounds: 2,
+      seatMaxOutputTokens: SEAT_MAX,
+    });
+    const { outcome: o } = await deliberate({ org, mode, content: 'Why is the sky blue? [[critique-fails]]' });
+    assert.equal(o.status, 'succeeded');
+    assert.equal(o.rounds, 1, 'the failed critique pass produced nothing');
+    assert.equal(o.seatsAnswered, 2);
+    assert.ok(o.seatRows.every((r) => r.round === 1));
+    assert.ok(o.answer.length > 0);
   });
 });
