@@ -13,14 +13,36 @@ export function errorBody(err: QuorumError, requestId?: string | null): ErrorBod
   return body;
 }
 
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * Postgres or Temporal could not be reached (or went away mid-query): the request could not be checked or run,
+ * which the spec answers 503 `service_unavailable` (retryable), not 500.
+ */
+function isDependencyOutage(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const e = err as Error & { code?: unknown; cause?: unknown };
+  if (typeof e.code === 'string' && (NETWORK_CODES.has(e.code) || /^08|^57P0[123]$/.test(e.code))) return true;
+  if (e.name === 'KnexTimeoutError') return true;
+  if (e.name === 'ServiceError' && (e.cause as { code?: unknown } | undefined)?.code === GRPC_UNAVAILABLE) return true;
+  return e.cause !== undefined && e.cause !== err && isDependencyOutage(e.cause);
+}
+
+function asQuorumError(thrown: unknown): QuorumError {
+  if (thrown instanceof QuorumError) return thrown;
+  if (isDependencyOutage(thrown)) return new QuorumError('service_unavailable', 'A service dependency is unreachable; retry shortly.', { retryAfter: 2 });
+  return new QuorumError('internal_error', 'The service failed; retry with the same Idempotency-Key.');
+}
+
 /** Renders any thrown error in the spec's shape; an unexpected one becomes 500 `internal_error` with no internals leaked. */
 export function errorMiddleware(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
     try {
       await next();
     } catch (thrown: unknown) {
-      const err = thrown instanceof QuorumError ? thrown : new QuorumError('internal_error', 'The service failed; retry with the same Idempotency-Key.');
-      if (!(thrown instanceof QuorumError)) log.error('unhandled error', { path: ctx.path, err: thrown });
+      const err = asQuorumError(thrown);
+      if (!(thrown instanceof QuorumError)) log.error('request failed', { path: ctx.path, code: err.code, err: thrown });
       ctx.status = ERROR_TABLE[err.code].status;
       if (err.retryAfter !== undefined) ctx.set('Retry-After', String(Math.max(1, Math.ceil(err.retryAfter))));
       const requestId = err.requestId ?? (typeof ctx.state.requestId === 'string' ? ctx.state.requestId : undefined);

@@ -12,6 +12,8 @@ export function createDb(url: string, poolMax = 10): Db {
     client: 'pg',
     connection: { connectionString: url, application_name: 'quorum' },
     pool: { min: 0, max: poolMax },
+    // An unreachable database answers 503 within seconds rather than holding requests for knex's default minute.
+    acquireConnectionTimeout: 10_000,
     migrations: {
       directory: path.join(__dirname, 'migrations'),
       loadExtensions: ['.ts'],

@@ -50,7 +50,7 @@ describe('API edge: health and unknown routes', () => {
     assert.ok(body.workers.deliberation >= 1 && body.workers.benchmark >= 1);
   });
 
-  it('answers /healthz 503 naming Postgres when the database is unreachable', async () => {
+  it('answers /healthz 503 naming Postgres when the database is unreachable, and fails requests closed with 503', async () => {
     const { env, namespace } = stack();
     const deadDb = createDb(`postgres://nobody:x@127.0.0.1:${await freePort()}/none`, 1);
     const dead = await listen(createApp({ db: deadDb, temporal: env.connection, namespace, log }));
@@ -61,6 +61,10 @@ describe('API edge: health and unknown routes', () => {
       assert.equal(body.ok, false);
       assert.equal(body.postgres, 'down');
       assert.ok(body.down.includes('postgres'));
+      // The access check cannot run without its database: it fails closed, 503 and retryable.
+      const models = await fetch(`${dead.url}/v1/models`, { headers: { authorization: 'Bearer qrm_live_00000000000000000000000000000000' } });
+      assert.equal(models.status, 503);
+      assert.equal(((await models.json()) as { error: { code: string } }).error.code, 'service_unavailable');
     } finally {
       dead.server.close();
       await deadDb.destroy();
