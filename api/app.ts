@@ -7,7 +7,7 @@ import type { Logger } from '../infra/log';
 import { errorMiddleware } from './errors';
 import { serialiserFor, type Form } from './forms';
 import { checkHealth, type HealthDeps } from './health';
-import { gate } from './middleware/gate';
+import { gate, type ApiState } from './middleware/gate';
 import { completions } from './routes/completions';
 import { estimate } from './routes/estimate';
 import { models } from './routes/models';
@@ -20,6 +20,25 @@ export interface AppDeps extends HealthDeps {
   form?: Form;
   /** Starts and awaits deliberations; default: a client on `temporal` in `namespace`. */
   client?: Client;
+}
+
+/** One line per request: what an operator needs to follow a call (its request id leads to the Temporal UI). */
+function accessLog(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    const started = performance.now();
+    await next();
+    if (ctx.path === '/healthz') return;
+    const state = ctx.state as ApiState;
+    log.info('request', {
+      method: ctx.method,
+      path: ctx.path,
+      status: ctx.status,
+      ms: Math.round(performance.now() - started),
+      request_id: state.requestId,
+      org: state.auth?.orgId,
+      code: ctx.status >= 400 ? (ctx.body as { error?: { code?: string } } | undefined)?.error?.code : undefined,
+    });
+  };
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -48,6 +67,7 @@ export function createApp(deps: AppDeps): Koa {
     throw missingRequestId();
   });
 
+  app.use(accessLog(deps.log));
   app.use(errorMiddleware(deps.log));
   app.use(router.routes());
   app.use((ctx) => {
