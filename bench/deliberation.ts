@@ -7,6 +7,7 @@ import { countMessagesTokens, warmTokenizer } from '../domain/tokens';
 import { findMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
 import { createEngines } from '../engines';
+import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { bundleInChild } from '../worker/bundle';
 import { createWorkers } from '../worker/workers';
@@ -76,7 +77,7 @@ const bundlePath = bundleInChild();
 async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promise<T> {
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
-  const workers = await createWorkers({ connection: env.nativeConnection, namespace, bundlePath, deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log } });
+  const workers = await createWorkers({ connection: env.nativeConnection, namespace, bundlePath, maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS, deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log } });
   const running = Promise.all(workers.map((w) => w.run()));
   try {
     return await work();

@@ -14,6 +14,11 @@ const EnvSchema = z.object({
   QUORUM_ENV: z.enum(['development', 'production', 'test']).default('development'),
   QUORUM_SECRET_KEY: z.string().optional(),
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
+  /**
+   * Workflows a worker keeps in memory between tasks (~1 MB each). Beyond it the least recent is evicted and
+   * replayed from history when its next task comes: CPU for memory. Deliberations in flight above this are rare.
+   */
+  QUORUM_MAX_CACHED_WORKFLOWS: z.coerce.number().int().positive().default(250),
   /** A workflow bundle built beforehand (worker/bundle.ts); otherwise the worker builds one at start. */
   QUORUM_WORKFLOW_BUNDLE: z.string().min(1).optional(),
 });

@@ -19,13 +19,15 @@ export interface WorkerOptions {
   deps: ActivityDeps;
   /** A bundle built beforehand (worker/bundle.ts); without it the workflows are bundled in this process. */
   bundlePath?: string;
+  /** See QUORUM_MAX_CACHED_WORKFLOWS; the SDK's default when absent. */
+  maxCachedWorkflows?: number;
 }
 
 /** One worker per task queue, same workflows and activities; the deliberation queue is the hot one. */
-export async function createWorkers({ connection, namespace, deps, bundlePath }: WorkerOptions): Promise<Worker[]> {
+export async function createWorkers({ connection, namespace, deps, bundlePath, maxCachedWorkflows }: WorkerOptions): Promise<Worker[]> {
   const workflows = bundlePath ? { codePath: bundlePath } : await workflowBundle();
   const activities = createActivities(deps);
   return Promise.all(
-    Object.values(TASK_QUEUES).map((taskQueue) => Worker.create({ connection, namespace, taskQueue, workflowBundle: workflows, activities })),
+    Object.values(TASK_QUEUES).map((taskQueue) => Worker.create({ connection, namespace, taskQueue, workflowBundle: workflows, activities, maxCachedWorkflows })),
   );
 }
