@@ -12,21 +12,3 @@ export function freePort(): Promise<number> {
     });
   });
 }
-
-/** Resolves once something accepts TCP connections on host:port, or rejects after `timeoutMs`. */
-export async function waitForPort(port: number, host = '127.0.0.1', timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect({ port, host });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`nothing listening on ${host}:${port} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -63,11 +63,6 @@ export function resolveTemporalBinary(log: (line: string) => void = (l) => conso
   }
   log(`Built ${cached} in ${Math.round((Date.now() - started) / 1000)} s`);
   return cached;
-}
-
-/** `temporal --version`, for the supervisor's banner. */
-export function temporalVersion(binary: string): string {
-  return execFileSync(binary, ['--version'], { encoding: 'utf8' }).trim();
 }
 
 if (require.main === module) {

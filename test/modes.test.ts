@@ -49,4 +49,13 @@ describe('modes: stored, versioned, entitled', () => {
     assert.equal(await findMode(db, { orgId: other.orgId, form: 'A', model: mode.id }), undefined);
     assert.ok(!(await listModesForOrg(db, other.orgId)).some((m) => m.id === mode.id));
   });
+
+  it('refuses a malformed ticker and changes nothing', async () => {
+    const db = stack().db;
+    const org = await createOrganisation(db, { name: 'Bad Ticker' });
+    for (const ticker of ['QRM:PANEL', 'qrm:panl', 'QRM:PANL:LAB', 'PANL']) {
+      await assert.rejects(upsertMode(db, { ...SYSTEM_MODES[0], id: `bad-${org.orgId}`, ticker, orgId: org.orgId, published: true }), (e: unknown) => e instanceof QuorumError && e.code === 'invalid_request');
+    }
+    assert.equal(await db('modes').where({ id: `bad-${org.orgId}` }).first(), undefined);
+  });
 });

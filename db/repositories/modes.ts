@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
-import { ModeConfigSchema, modeConfigHash, SYSTEM_MODES, type ModeConfig, type ModeRecord } from '../../domain/modes';
+import { ModeConfigSchema, modeConfigHash, SYSTEM_MODES, TICKER_RE, type ModeConfig, type ModeRecord } from '../../domain/modes';
 
 type Conn = Knex | Knex.Transaction;
 
@@ -45,6 +45,10 @@ function withCurrentVersion(db: Conn): Knex.QueryBuilder {
  * (and so a new `configHash`); an unchanged one is left alone. Returns the current version.
  */
 export async function upsertMode(db: Knex, mode: Omit<ModeRecord, 'version' | 'configHash'>): Promise<ModeRecord> {
+  // The `:LAB` suffix names a mode's lab version at call time; it is never part of the stored ticker.
+  if (!TICKER_RE.test(mode.ticker) || mode.ticker.endsWith(':LAB')) {
+    throw new QuorumError('invalid_request', `A ticker is COMPANY:MODE with a four-letter mode part, not ${JSON.stringify(mode.ticker)}.`, { param: 'ticker' });
+  }
   const config: ModeConfig = ModeConfigSchema.parse(mode.config);
   const hash = modeConfigHash(config);
   return db.transaction(async (trx) => {
