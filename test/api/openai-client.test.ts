@@ -115,6 +115,28 @@ describe('end to end through the official openai client', function () {
         assert.equal(two.svc.request_id, one.svc.request_id);
       });
 
+      it(form === 'A' ? 'the same Idempotency-Key with another body is 422 idempotency_key_reused' : 'the same Idempotency-Key with another body replays the first answer (Form B matches on the key alone)', async () => {
+        const org = await newOrg();
+        const openai = client(org.ownerKey);
+        const idem = randomUUID();
+        const first = (await openai.chat.completions.create({ model: PANEL[form], messages }, { headers: { 'Idempotency-Key': idem } })) as WithSvc;
+        const before = await moneySnapshot(org.orgId);
+        const other: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'A different question entirely.' }];
+        const again = openai.chat.completions.create({ model: PANEL[form], messages: other }, { headers: { 'Idempotency-Key': idem } });
+        if (form === 'A') {
+          const err = await again.then(() => undefined, (e: unknown) => e);
+          assert.ok(err instanceof APIError, String(err));
+          assert.equal(err.status, 422);
+          assert.equal(err.code, 'idempotency_key_reused');
+        } else {
+          const replay = (await again) as WithSvc;
+          assert.equal(replay.svc.replayed, true);
+          assert.equal(replay.svc.request_id, first.svc.request_id);
+          assert.equal(replay.choices[0].message.content, first.choices[0].message.content);
+        }
+        assert.deepEqual(await moneySnapshot(org.orgId), before, 'neither answer bills again');
+      });
+
       it('error codes surface through the client: status, code, type', async () => {
         const org = await newOrg();
         const before = await moneySnapshot(org.orgId);
