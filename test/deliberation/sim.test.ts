@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { QuorumError } from '../../domain/errors';
-import { getBalance, listLedger } from '../../db/repositories/ledger';
+import { getBalance, listLedger, topUp } from '../../db/repositories/ledger';
 import { getReceipt } from '../../db/repositories/requests';
 import { deliberationWorkflowId } from '../../api/deliberations';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../../workflows/search-attributes';
@@ -207,5 +207,18 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const again = await deliberate({ org, mode, form: 'A', ceilingMicros: 5_000, idempotencyKey: 'capped-a' });
     assert.equal(again.replayed, true);
     assert.equal(again.outcome.requestId, first.outcome.requestId);
+  });
+
+  it('a failed call is run again under the same key once the cause is gone (here: the balance is topped up)', async () => {
+    const org = await newOrg(0);
+    const mode = await systemMode('quorum-panel');
+    const ceilingMicros = 20_000_000;
+    await assert.rejects(deliberate({ org, mode, ceilingMicros, idempotencyKey: 'after-top-up' }), (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance');
+    await topUp(stack().db, { orgId: org.orgId, amountMicros: 50_000_000n });
+    const { outcome, replayed } = await deliberate({ org, mode, ceilingMicros, idempotencyKey: 'after-top-up' });
+    assert.equal(replayed, false);
+    assert.equal(outcome.status, 'succeeded');
+    const rows = await stack().db('requests').where({ org_id: org.orgId, idempotency_key: 'after-top-up' }).orderBy('created_at');
+    assert.deepEqual(rows.map((r: { state: string; superseded_at: Date | null }) => [r.state, r.superseded_at !== null]), [['failed', true], ['succeeded', false]]);
   });
 });
