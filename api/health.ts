@@ -7,6 +7,8 @@ export interface HealthDeps {
   db: Db;
   temporal: Connection;
   namespace: string;
+  /** How recent a poll must be for its worker to count as alive; default `POLLER_FRESH_MS`. */
+  pollerFreshMs?: number;
 }
 
 export interface HealthReport {
@@ -19,7 +21,7 @@ export interface HealthReport {
 }
 
 /** The server keeps a poller listed for minutes after it leaves; one older than a long poll (~70 s) is gone. */
-const POLLER_FRESH_MS = 90_000;
+export const POLLER_FRESH_MS = 90_000;
 const CHECK_TIMEOUT_MS = 3_000;
 
 function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
@@ -38,7 +40,7 @@ async function livePollers(deps: HealthDeps, taskQueue: string): Promise<number>
       const now = Date.now();
       return (res.pollers ?? []).filter((p) => {
         const seconds = Number(p.lastAccessTime?.seconds ?? 0);
-        return now - seconds * 1000 < POLLER_FRESH_MS;
+        return now - seconds * 1000 < (deps.pollerFreshMs ?? POLLER_FRESH_MS);
       }).length;
     }),
   );

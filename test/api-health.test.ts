@@ -1,3 +1,4 @@
+import { Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
@@ -68,6 +69,39 @@ describe('API edge: health and unknown routes', () => {
     } finally {
       dead.server.close();
       await deadDb.destroy();
+    }
+  });
+
+  it('answers /healthz 503 naming Temporal when the server is unreachable', async () => {
+    const { db, namespace } = stack();
+    const deadTemporal = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 1_000 });
+    const dead = await listen(createApp({ db, temporal: deadTemporal, namespace, log }));
+    try {
+      const res = await fetch(`${dead.url}/healthz`);
+      assert.equal(res.status, 503);
+      const body = (await res.json()) as { ok: boolean; postgres: string; temporal: string; down: string[] };
+      assert.deepEqual([body.ok, body.postgres, body.temporal], [false, 'up', 'down']);
+      assert.ok(body.down.includes('temporal'));
+    } finally {
+      dead.server.close();
+    }
+  });
+
+  it('answers /healthz 503 naming the task queues whose worker has gone', async () => {
+    const { env, db, namespace } = stack();
+    // A short freshness window stands in for the 90 s one: a worker that stopped polling is then gone at once.
+    const app = await listen(createApp({ db, temporal: env.connection, namespace, log, pollerFreshMs: 1_500 }));
+    try {
+      for (const w of workers) w.shutdown();
+      await running;
+      workers = [];
+      await new Promise((r) => setTimeout(r, 2_500));
+      const res = await fetch(`${app.url}/healthz`);
+      assert.equal(res.status, 503);
+      const body = (await res.json()) as { ok: boolean; down: string[] };
+      assert.deepEqual(body.down.sort(), ['worker:benchmark', 'worker:deliberation']);
+    } finally {
+      app.server.close();
     }
   });
 
