@@ -44,8 +44,8 @@ const { seat, judge, synthesize } = proxyActivities<DeliberationActivities>({
 });
 // Grounding is a search: short, and the deliberation goes on without it if it keeps failing.
 const { ground } = proxyActivities<DeliberationActivities>({ startToCloseTimeout: '20 seconds', retry: { maximumAttempts: 2 } });
-// Steps that touch only Postgres (or nothing) run as local activities: no extra server round trip on the hot path.
-// They retry until they succeed: a database blip must not lose a paid answer.
+// Short steps (Postgres, and the classifier's small model, capped at 8 s) run as local activities: no extra server
+// round trip on the hot path. They retry until they succeed: a database blip must not lose a paid answer.
 const { plan, classify, reserve, fail, settle } = proxyLocalActivities<DeliberationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['QuorumError'] },
