@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseJsonReply } from './json-reply';
 import type { Depth } from './modes';
 
 /**
@@ -135,13 +136,6 @@ const ModelReply = z.object({
 
 /** Reads a classifier model's reply; undefined when it is not the JSON asked for (the heuristic then answers). */
 export function parseModelJudgement(text: string): ModelJudgement | undefined {
-  const start = text.indexOf('{');
-  const end = text.lastIndexOf('}');
-  if (start < 0 || end <= start) return undefined;
-  try {
-    const r = ModelReply.safeParse(JSON.parse(text.slice(start, end + 1)));
-    return r.success ? { difficulty: r.data.difficulty, taskType: r.data.task_type, hallucinationRisk: r.data.hallucination_risk, needsSearch: r.data.needs_search } : undefined;
-  } catch {
-    return undefined;
-  }
+  const r = parseJsonReply(text, ModelReply);
+  return r && { difficulty: r.difficulty, taskType: r.task_type, hallucinationRisk: r.hallucination_risk, needsSearch: r.needs_search };
 }

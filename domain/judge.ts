@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseJsonReply } from './json-reply';
 import type { LabelledAnswer } from './prompts';
 
 /** What a judgment of one round says, by anonymous label. */
@@ -27,18 +28,8 @@ const JudgeReply = z.object({
 
 /** Reads an engine's judgment; undefined when it is not the JSON asked for or names labels that were not shown. */
 export function parseJudgment(text: string, labels: readonly string[]): Judgment | undefined {
-  const start = text.indexOf('{');
-  const end = text.lastIndexOf('}');
-  if (start < 0 || end <= start) return undefined;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text.slice(start, end + 1));
-  } catch {
-    return undefined;
-  }
-  const parsed = JudgeReply.safeParse(raw);
-  if (!parsed.success) return undefined;
-  const r = parsed.data;
+  const r = parseJsonReply(text, JudgeReply);
+  if (!r) return undefined;
   if (!labels.includes(r.best) || !labels.every((l) => typeof r.scores[l] === 'number')) return undefined;
   const contested = r.contested && labels.includes(r.contested.label) ? r.contested : null;
   return { scores: r.scores, best: r.best, why: r.why, divergence: r.divergence, converged: r.converged, contested, factualConflict: r.factual_conflict ?? false };

@@ -18,7 +18,8 @@ function asMessages(messages: readonly PromptMessage[]): Msg[] {
   return messages.map((m) => ({ role: m.role === 'system' || m.role === 'assistant' ? m.role : 'user', content: m.content }));
 }
 
-function lastUserText(messages: readonly PromptMessage[]): string {
+/** The turn being answered: the last user message (or the last message of any role). */
+export function lastUserText(messages: readonly PromptMessage[]): string {
   return [...messages].reverse().find((m) => m.role === 'user')?.content ?? messages[messages.length - 1]?.content ?? '';
 }
 

@@ -16,7 +16,7 @@ import type { ModeConfig, ModeTier } from '../domain/modes';
 import type { Outcome, RoundSummary, SeatRole, SeatRow, StaffCall, Substitution, Unavailable } from '../domain/outcome';
 import { engineCostMicros } from '../domain/pricing';
 import { seededRandom, shuffled } from '../domain/prng';
-import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer, type Msg } from '../domain/prompts';
+import { critiquePrompt, judgePrompt, lastUserText, seatPrompt, synthesisPrompt, type LabelledAnswer, type Msg } from '../domain/prompts';
 import { QuorumLane, QuorumStatus } from './search-attributes';
 
 export interface DeliberationInput {
@@ -117,7 +117,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   let snippets: string[] = [];
   let grounding: Outcome['staff']['grounding'] = { fired: false, modelUsed: null };
   if (classification.grounding && config.grounding === 'auto') {
-    const query = [...input.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+    const query = lastUserText(input.messages);
     try {
       const g = await ground({ query: query.slice(0, 500) });
       snippets = g.snippets;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { simLatencyMs, type SimLatency } from '../../domain/sim-latency';
 import { countMessagesTokens, decodeTokens, encodeTokens } from '../../domain/tokens';
 import { classifyHeuristic } from '../../domain/classifier';
-import { CLASSIFY_TAG, JUDGE_TAG } from '../../domain/prompts';
+import { CLASSIFY_TAG, JUDGE_TAG, lastUserText } from '../../domain/prompts';
 import { EngineError } from '../errors';
 import type { ChatMessage, KnownAnswer } from '../types';
 import type { AdapterCall, AdapterOutput } from './common';
@@ -137,7 +137,7 @@ const SENTENCES: readonly string[] = [
 
 /** A readable, deterministic paragraph built from the last user turn's own words. */
 function freeFormText(engineId: string, messages: readonly ChatMessage[], rand: () => number): string {
-  const prompt = [...messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const prompt = lastUserText(messages);
   const words = [...new Set((prompt.toLowerCase().match(/[a-z][a-z'-]{4,}/g) ?? []).filter((w) => !STOP_WORDS.has(w)))];
   const topic = prompt.replace(/\s+/g, ' ').trim().slice(0, 80) || 'the question';
   const term = (): string => (words.length > 0 ? pick(words, rand) : 'the question');
