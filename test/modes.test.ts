@@ -4,6 +4,7 @@ import { SYSTEM_MODES } from '../domain/modes';
 import { findMode, listModesForOrg, upsertMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
 import { stack } from './harness/stack';
+import { uniqueTicker } from './harness/unique';
 
 describe('modes: stored, versioned, entitled', () => {
   it('seeds the system modes: a panel, a debate and an express-only mode, each disclosing its provider families', async () => {
@@ -26,7 +27,7 @@ describe('modes: stored, versioned, entitled', () => {
     const db = stack().db;
     const org = await createOrganisation(db, { name: 'Mode Author' });
     const base = SYSTEM_MODES[0];
-    const spec = { ...base, id: `author-${org.orgId}`, ticker: `A${org.orgId.slice(-5).toUpperCase().replace(/[^A-Z]/g, 'X')}:MINE`, orgId: org.orgId, published: true };
+    const spec = { ...base, id: `author-${org.orgId}`, ticker: uniqueTicker('MINE'), orgId: org.orgId, published: true };
     const v1 = await upsertMode(db, spec);
     assert.equal(v1.version, 1);
     const same = await upsertMode(db, { ...spec, description: 'only the text changed' });

@@ -7,6 +7,7 @@ import { setOrganisationStatus } from '../../db/repositories/organisations';
 import { claimRequest } from '../../db/repositories/requests';
 import { stack } from '../harness/stack';
 import { call, EXPRESS, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, USER, type Api, type Reply, type TestOrg } from './helpers';
+import { uniqueTicker } from '../harness/unique';
 
 const HIGH = { requestsPerMinute: 100_000 };
 
@@ -118,7 +119,7 @@ for (const form of FORMS) {
       });
 
       it('mode_not_published (Form B) for an own unpublished mode; Form A would say model_not_found', async () => {
-        const mode = await upsertMode(stack().db, { id: `draft-${org.orgId.slice(4, 12).toLowerCase()}`, ticker: `T${org.orgId.slice(4, 8).toUpperCase().replace(/[^A-Z0-9]/g, 'X')}:DRFT`, orgId: org.orgId, name: 'Draft', description: null, useWhen: 'never', published: false, config: systemModeConfig() });
+        const mode = await upsertMode(stack().db, { id: `draft-${org.orgId.slice(4, 12).toLowerCase()}`, ticker: uniqueTicker('DRFT'), orgId: org.orgId, name: 'Draft', description: null, useWhen: 'never', published: false, config: systemModeConfig() });
         expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: mode.ticker, messages: USER('hi') } }), 403, 'permission_error', 'mode_not_published', 'model');
       });
     } else {
@@ -137,7 +138,7 @@ for (const form of FORMS) {
         expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model, messages: USER('hi') } }), 404, 'invalid_request_error', 'model_not_found', 'model');
       }
       const stranger = await newOrg();
-      const theirs = await upsertMode(stack().db, { id: `theirs-${stranger.orgId.slice(4, 12).toLowerCase()}`, ticker: `S${stranger.orgId.slice(4, 8).toUpperCase().replace(/[^A-Z0-9]/g, 'X')}:MINE`, orgId: stranger.orgId, name: 'Theirs', description: null, useWhen: 'x', published: true, config: systemModeConfig() });
+      const theirs = await upsertMode(stack().db, { id: `theirs-${stranger.orgId.slice(4, 12).toLowerCase()}`, ticker: uniqueTicker('MINE'), orgId: stranger.orgId, name: 'Theirs', description: null, useWhen: 'x', published: true, config: systemModeConfig() });
       const name = form === 'A' ? theirs.id : theirs.ticker;
       expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: name, messages: USER('hi') } }), 404, 'invalid_request_error', 'model_not_found', 'model');
       // Another organisation's lab version: Form B says so (403 lab_not_available); Form A has no tickers at all.

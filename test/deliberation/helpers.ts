@@ -14,6 +14,7 @@ import { createEngines } from '../../engines';
 import { createLogger } from '../../infra/log';
 import { createWorkers } from '../../worker/workers';
 import { stack } from '../harness/stack';
+import { uniqueTicker } from '../harness/unique';
 
 /** The product's own workers on the test server, with engines configured from `env` (loopback providers or none). */
 export async function startProductWorkers(env: NodeJS.ProcessEnv = {}): Promise<{ stop(): Promise<void> }> {
@@ -43,10 +44,9 @@ export async function systemMode(id: string): Promise<ModeRecord> {
 /** An organisation's own mode, derived from a system mode with some settings changed. */
 export async function customMode(orgId: string, base: string, change: Partial<ModeConfig>): Promise<ModeRecord> {
   const from = await systemMode(base);
-  const suffix = randomUUID().replace(/[^a-z]/g, '').slice(0, 4).toUpperCase().padEnd(4, 'X');
   return upsertMode(stack().db, {
     id: `${base}-${randomUUID().slice(0, 8)}`,
-    ticker: `TST:${suffix}`,
+    ticker: uniqueTicker('TEST'),
     orgId,
     name: `${from.name} (test)`,
     description: null,
