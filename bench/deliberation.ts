@@ -29,9 +29,14 @@ interface Ctx {
   keyId: string;
 }
 
-function call(ctx: Ctx, mode: ModeRecord, content: string): Promise<{ outcome: Outcome; replayed: boolean }> {
+// The classifier picks the lane: these prompts land in the panel lane and the express lane respectively.
+const PANEL_PROMPT = 'prove step by step why the sum of two odd numbers is even, and compare two approaches to caching and explain the trade-offs. Why? How?';
+const EXPRESS_PROMPT = 'what is the capital of France?';
+
+/** One deliberation; throws when the classifier sent it down another lane, so a figure never measures the wrong path. */
+async function call(ctx: Ctx, mode: ModeRecord, content: string, lane: 'panel' | 'express'): Promise<Outcome> {
   const messages = [{ role: 'user' as const, content }];
-  return runDeliberation(
+  const { outcome } = await runDeliberation(
     { db: stack().db, client: stack().env.client },
     {
       orgId: ctx.orgId,
@@ -48,6 +53,8 @@ function call(ctx: Ctx, mode: ModeRecord, content: string): Promise<{ outcome: O
       ceilingMicros: callCeilingMicros('B', mode.config, undefined, undefined),
     },
   );
+  if (outcome.lane !== lane) throw new Error(`bench prompt went to the ${outcome.lane} lane, not ${lane}: ${content}`);
+  return outcome;
 }
 
 /** The engines' own critical path: the slowest seat of each round, then the judge and the synthesis. */
@@ -97,14 +104,14 @@ async function main(): Promise<void> {
   const express = (await findMode(db, { orgId: org.orgId, form: 'A', model: 'quorum-express' })) as ModeRecord;
 
   await withWorkers('zero', async () => {
-    await pool(20, 4, (i) => call(ctx, panel, `warm-up ${i}: why is the sky blue?`));
+    await pool(20, 4, (i) => call(ctx, panel, `Warm-up ${i}: ${PANEL_PROMPT}`, 'panel'));
 
     const overhead: number[] = [];
     const e2e: number[] = [];
     const started = performance.now();
     await pool(PANEL_CALLS, CONCURRENCY, async (i) => {
       const t = performance.now();
-      const { outcome } = await call(ctx, panel, `Question ${i}: compare two approaches to caching and explain the trade-offs.`);
+      const outcome = await call(ctx, panel, `Question ${i}: ${PANEL_PROMPT}`, 'panel');
       const ms = performance.now() - t;
       e2e.push(ms);
       overhead.push(ms - enginePathMs(outcome));
@@ -119,7 +126,7 @@ async function main(): Promise<void> {
     const expressOverhead: number[] = [];
     for (let i = 0; i < 50; i++) {
       const t = performance.now();
-      const { outcome } = await call(ctx, express, `Express ${i}: what is the capital of France?`);
+      const outcome = await call(ctx, express, `Express ${i}: ${EXPRESS_PROMPT}`, 'express');
       expressOverhead.push(performance.now() - t - enginePathMs(outcome));
     }
     const x = summary(expressOverhead);
@@ -129,7 +136,7 @@ async function main(): Promise<void> {
   // Memory with many deliberations in flight: engines that take 20 s, so they are all waiting at once.
   await withWorkers('fixed:20000', async () => {
     const before = process.memoryUsage().rss;
-    const inFlight = Array.from({ length: IN_FLIGHT }, (_, i) => call(ctx, panel, `In flight ${i}: explain the trade-offs of consensus.`));
+    const inFlight = Array.from({ length: IN_FLIGHT }, (_, i) => call(ctx, panel, `In flight ${i}: ${PANEL_PROMPT}`, 'panel'));
     let peak = before;
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { TEMPORAL_DYNAMIC_CONFIG } from '../infra/temporal-server';
 import { quorumSearchAttributes } from '../workflows/search-attributes';
 
 // No Docker engine runs here, so the production topology is checked by reading it.
@@ -13,6 +14,7 @@ const Service = z.object({
   environment: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
   depends_on: z.union([z.array(z.string()), z.record(z.string(), z.object({ condition: z.string() }))]).optional(),
   ports: z.array(z.string()).optional(),
+  volumes: z.array(z.string()).optional(),
 });
 const Compose = z.object({ services: z.record(z.string(), Service) });
 
@@ -40,6 +42,13 @@ describe('docker-compose.yml: the production topology', () => {
     assert.equal(env('temporal').POSTGRES_SEEDS, 'temporal-postgres');
     assert.ok(deps('temporal').includes('temporal-postgres'));
     assert.equal(env('temporal-ui').TEMPORAL_ADDRESS, 'temporal:7233');
+  });
+
+  it('gives Temporal the same dynamic config as the dev server and the test harness', () => {
+    const mount = svc('temporal').volumes?.find((v) => v.endsWith(`/etc/temporal/${env('temporal').DYNAMIC_CONFIG_FILE_PATH}:ro`));
+    assert.ok(mount, 'the dynamic config file is mounted where DYNAMIC_CONFIG_FILE_PATH points');
+    const file = z.record(z.string(), z.array(z.object({ value: z.number() })).length(1)).parse(parse(fs.readFileSync(path.join(root, mount.split(':')[0]), 'utf8')));
+    assert.deepEqual(Object.fromEntries(Object.entries(file).map(([key, [entry]]) => [key, entry?.value])), TEMPORAL_DYNAMIC_CONFIG);
   });
 
   it('registers every Quorum search attribute', () => {

@@ -7,6 +7,7 @@ import { createDb, type Db } from '../../db/knex';
 import { prepareDatabase } from '../../db/prepare';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../infra/postgres';
 import { resolveTemporalBinary } from '../../infra/temporal-binary';
+import { dynamicConfigArgs } from '../../infra/temporal-server';
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
 
 /** One real Temporal dev server and one real Postgres for the whole mocha run, on free ports, torn down at the end. */
@@ -39,7 +40,7 @@ export async function startStack(): Promise<TestStack> {
       server: {
         executable: { type: 'existing-path', path: temporalBinary },
         searchAttributes: [...quorumSearchAttributes],
-        extraArgs: ['--log-level', 'error'],
+        extraArgs: ['--log-level', 'error', ...dynamicConfigArgs()],
       },
     }),
   ]);
