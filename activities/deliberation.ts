@@ -3,6 +3,8 @@ import type { Knex } from 'knex';
 import { classifyFromModel, classifyHeuristic, parseModelJudgement, type Classification, type PromptMessage } from '../domain/classifier';
 import type { ModeConfig, ModeTier } from '../domain/modes';
 import type { CallSource, Outcome, SeatRole } from '../domain/outcome';
+import type { Judgment } from '../domain/judge';
+import { parseJudgment } from '../domain/judge-reply';
 import { classifierPrompt, type Msg } from '../domain/prompts';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import * as ledger from '../db/repositories/ledger';
@@ -65,6 +67,16 @@ export interface EngineCallResult {
   endedAt: string;
 }
 
+export interface JudgeCallInput extends EngineCallInput {
+  /** The anonymous labels the judge was shown; a verdict naming others is not usable. */
+  labels: string[];
+}
+
+export interface JudgeCallResult extends EngineCallResult {
+  /** The judge's verdict, or null when its reply is not the JSON asked for. */
+  judgment: Judgment | null;
+}
+
 const HEARTBEAT_EVERY_MS = 2_000;
 /** The classifier is a small, fast model: past this the heuristic answers instead. */
 const CLASSIFIER_TIMEOUT_MS = 8_000;
@@ -123,7 +135,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
   /**
    * One provider call. Retryable failures are thrown for Temporal's retry policy (honouring the provider's
    * retry-after); permanent ones are non-retryable `EnginePermanent` failures the workflow answers with a backup.
-   * Registered as `seat`, `judge` and `synthesize` so each step is named in the workflow's history.
+   * Registered as `seat`, `judge` (which also reads the verdict) and `synthesize` so each step is named in the workflow's history.
    */
   const engineCall = async (input: EngineCallInput): Promise<EngineCallResult> => {
     let credential: Credential | undefined;
@@ -221,7 +233,10 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     },
 
     seat: engineCall,
-    judge: engineCall,
+    async judge(input: JudgeCallInput): Promise<JudgeCallResult> {
+      const r = await engineCall(input);
+      return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
+    },
     synthesize: engineCall,
 
     /** Holds the call's ceiling on the prepaid balance before anything runs (402 when it cannot be covered). */

@@ -1,5 +1,3 @@
-import { z } from 'zod';
-import { parseJsonReply } from './json-reply';
 import type { LabelledAnswer } from './prompts';
 
 /** What a judgment of one round says, by anonymous label. */
@@ -15,25 +13,6 @@ export interface Judgment {
 
 /** Below this divergence the seats are taken to hold one position. */
 export const CONVERGED_BELOW = 0.35;
-
-const JudgeReply = z.object({
-  scores: z.record(z.string(), z.number().min(0).max(10)),
-  best: z.string(),
-  why: z.string(),
-  divergence: z.number().min(0).max(1),
-  converged: z.boolean(),
-  contested: z.object({ label: z.string(), quote: z.string(), why: z.string() }).nullable().optional(),
-  factual_conflict: z.boolean().optional(),
-});
-
-/** Reads an engine's judgment; undefined when it is not the JSON asked for or names labels that were not shown. */
-export function parseJudgment(text: string, labels: readonly string[]): Judgment | undefined {
-  const r = parseJsonReply(text, JudgeReply);
-  if (!r) return undefined;
-  if (!labels.includes(r.best) || !labels.every((l) => typeof r.scores[l] === 'number')) return undefined;
-  const contested = r.contested && labels.includes(r.contested.label) ? r.contested : null;
-  return { scores: r.scores, best: r.best, why: r.why, divergence: r.divergence, converged: r.converged, contested, factualConflict: r.factual_conflict ?? false };
-}
 
 function words(text: string): Set<string> {
   return new Set(text.toLowerCase().match(/[a-z0-9]+/g) ?? []);

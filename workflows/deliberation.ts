@@ -11,7 +11,7 @@ import {
 import type { DeliberationActivities, EngineCallResult, PlannedEngine, SeatPlan } from '../activities/deliberation';
 import type { Classification, PromptMessage } from '../domain/classifier';
 import { bill, modeFeeMicros, platformFeeMicros, PLATFORM_FEE_PPM } from '../domain/fees';
-import { heuristicJudgment, parseJudgment, type Judgment } from '../domain/judge';
+import { heuristicJudgment, type Judgment } from '../domain/judge';
 import type { ModeConfig, ModeTier } from '../domain/modes';
 import type { Outcome, RoundSummary, SeatRole, SeatRow, StaffCall, Substitution, Unavailable } from '../domain/outcome';
 import { engineCostMicros } from '../domain/pricing';
@@ -197,10 +197,10 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     for (const engine of allowEngine ? thePlan.judge.chain : []) {
       if (!affordable([{ engine, tokensIn: promptTokens, maxOut: 600 }])) break;
       try {
-        const r = await judge({ orgId: input.orgId, engineId: engine.engineId, ownKey: false, messages: prompt, maxOutputTokens: 600 });
+        const r = await judge({ orgId: input.orgId, engineId: engine.engineId, ownKey: false, messages: prompt, maxOutputTokens: 600, labels });
         charge(r);
         judgeLatency += r.latencyMs;
-        const verdict = parseJudgment(r.text, labels);
+        const verdict = r.judgment;
         const fallback = engine.engineId !== thePlan.judge.designed;
         judgeCall = { modelUsed: r.engineId, latencyMs: judgeLatency, fallbackUsed: fallback, originalModel: fallback ? thePlan.judge.designed : null };
         if (verdict) {
