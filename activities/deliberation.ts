@@ -1,13 +1,15 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import { classifyFromModel, classifyHeuristic, parseModelJudgement, type Classification, type PromptMessage } from '../domain/classifier';
-import type { ModeConfig, ModeTier } from '../domain/modes';
+import { QuorumError } from '../domain/errors';
+import { modeConfigHash, type ModeConfig, type ModeTier, type ResolvedMode } from '../domain/modes';
 import type { CallSource, Outcome, SeatRole } from '../domain/outcome';
 import type { Judgment } from '../domain/judge';
 import { parseJudgment } from '../domain/judge-reply';
 import { classifierPrompt, type Msg } from '../domain/prompts';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import * as ledger from '../db/repositories/ledger';
+import { modeVersionHash } from '../db/repositories/modes';
 import type { Credential, Engines, EngineSpec, Family } from '../engines';
 import { isEngineError } from '../engines';
 import type { Logger } from '../infra/log';
@@ -92,6 +94,28 @@ const CHAIN_LENGTH = 3;
 function seatsFor(config: ModeConfig, tier: ModeTier): string[] {
   if (config.express === 'always') return config.tiers.experience.seats;
   return config.tiers[tier]?.seats ?? config.tiers.plus?.seats ?? config.tiers.experience.seats;
+}
+
+/**
+ * Failures a retry cannot cure: Postgres data exceptions (SQLSTATE class 22) and integrity violations (23).
+ * Anything else (a connection refused, a deadlock, a timeout) is retried until the database is back.
+ */
+function isDeterministicDbError(err: unknown): boolean {
+  const code = err instanceof Error && 'code' in err ? err.code : undefined;
+  return typeof code === 'string' && /^2[23]/.test(code);
+}
+
+/** Every amount the settlement writes must be a whole, non-negative number of micro-dollars. */
+function unreadableAmounts(o: Outcome): string[] {
+  const amounts: Record<string, number> = {
+    gateway: o.money.gatewayMicros,
+    platform_fee: o.money.platformFeeMicros,
+    mode_fee: o.money.modeFeeMicros,
+    cap_credit: o.money.capCreditMicros,
+    billed: o.money.billedMicros,
+    ...Object.fromEntries(o.seatRows.flatMap((r) => [[`${r.role}_r${r.round}_cost`, r.realCostMicros], [`${r.role}_r${r.round}_fee`, r.feeMicros]])),
+  };
+  return Object.entries(amounts).filter(([, v]) => !Number.isSafeInteger(v) || v < 0).map(([k, v]) => `${k}=${v}`);
 }
 
 function keyedFamily(family: Family): ProviderFamily | undefined {
@@ -181,7 +205,14 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
 
   return {
     /** Which engine sits where for this call; reads the organisation's own-key settings (never their secrets). */
-    async plan(input: { orgId: string; keyMode: 'live' | 'test'; config: ModeConfig; tier: ModeTier }): Promise<Plan> {
+    async plan(input: { orgId: string; keyMode: 'live' | 'test'; mode: ResolvedMode; tier: ModeTier }): Promise<Plan> {
+      const { mode } = input;
+      // The receipt names this version and hash: run nothing unless they are the stored version's.
+      const storedHash = await modeVersionHash(db, mode.id, mode.version);
+      if (storedHash !== mode.configHash || modeConfigHash(mode.config) !== mode.configHash) {
+        throw new QuorumError('mode_resolution_mismatch', `The mode handed to the deliberation is not version ${mode.version} of ${mode.id} as stored; nothing was run or billed.`);
+      }
+      const config = mode.config;
       const notes: string[] = [];
       const ownFamilies = new Set<string>();
       // Test keys run every seat on sim engines and never touch a provider account.
@@ -190,8 +221,8 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
         const rows = (await db('provider_credentials').where({ org_id: input.orgId }).select('family')) as { family: string }[];
         for (const r of rows) ownFamilies.add(r.family);
       }
-      const seatTier: ModeTier = input.config.express === 'always' ? 'experience' : input.tier;
-      const seats = seatsFor(input.config, input.tier).map((designed, i): SeatPlan => {
+      const seatTier: ModeTier = config.express === 'always' ? 'experience' : input.tier;
+      const seats = seatsFor(config, input.tier).map((designed, i): SeatPlan => {
         const simStandIn = `sim/${SIM_NAMES[i % SIM_NAMES.length]}-${seatTier}`;
         return { role: ROLES[i], designed, chain: simOnly ? chainOf(simStandIn, new Set(), simStandIn, []) : chainOf(designed, ownFamilies, simStandIn, notes) };
       });
@@ -205,8 +236,8 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
       };
       return {
         seats,
-        judge: staff(input.config.staff.judge.engine, input.config.staff.judge.backup, 'sim/alpha-plus'),
-        synthesis: staff(input.config.staff.synthesis.engine, input.config.staff.synthesis.backup, 'sim/beta-plus'),
+        judge: staff(config.staff.judge.engine, config.staff.judge.backup, 'sim/alpha-plus'),
+        synthesis: staff(config.staff.synthesis.engine, config.staff.synthesis.backup, 'sim/beta-plus'),
         notes,
       };
     },
@@ -258,6 +289,8 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
      */
     async settle(input: { outcome: Outcome; form: 'A' | 'B'; keyMode: 'live' | 'test'; modeVersion: number }): Promise<void> {
       const o = input.outcome;
+      const unreadable = unreadableAmounts(o);
+      if (unreadable.length > 0) throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
       await db.transaction(async (trx) => {
         const done = await trx('receipts').where({ request_id: o.requestId }).first('request_id');
         if (done) return;
@@ -321,6 +354,10 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
             seats_answered: o.seatsAnswered,
             completed_at: o.completedAt,
           });
+      }).catch((err: unknown) => {
+        if (!isDeterministicDbError(err)) throw err;
+        deps.log.error('settle: the database refused the outcome', { requestId: o.requestId, err });
+        throw new QuorumError('cost_unreadable', 'The deliberation could not be recorded; nothing was billed. Retry with the same Idempotency-Key.');
       });
     },
   };

@@ -60,6 +60,9 @@ export interface ModeRecord {
   config: ModeConfig;
 }
 
+/** The exact mode version a call runs on, as the API resolved it and handed it to the workflow. */
+export type ResolvedMode = Pick<ModeRecord, 'id' | 'ticker' | 'version' | 'configHash' | 'config'>;
+
 export const TICKER_RE = /^[A-Z0-9]{2,8}:[A-Z]{4}(:LAB)?$/;
 
 /** Short hash of the engine and deliberation configuration: any change to the panel changes it. */

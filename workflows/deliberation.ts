@@ -8,11 +8,11 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { DeliberationActivities, EngineCallResult, PlannedEngine, SeatPlan } from '../activities/deliberation';
+import type { DeliberationActivities, EngineCallResult, Plan, PlannedEngine, SeatPlan } from '../activities/deliberation';
 import type { Classification, PromptMessage } from '../domain/classifier';
 import { bill, modeFeeMicros, platformFeeMicros, PLATFORM_FEE_PPM } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
-import type { ModeConfig, ModeTier } from '../domain/modes';
+import type { ModeTier, ResolvedMode } from '../domain/modes';
 import type { Outcome, RoundSummary, SeatRole, SeatRow, StaffCall, Substitution, Unavailable } from '../domain/outcome';
 import { engineCostMicros } from '../domain/pricing';
 import { seededRandom, shuffled } from '../domain/prng';
@@ -24,7 +24,7 @@ export interface DeliberationInput {
   orgId: string;
   keyMode: 'live' | 'test';
   form: 'A' | 'B';
-  mode: { id: string; ticker: string; version: number; configHash: string; config: ModeConfig };
+  mode: ResolvedMode;
   tier: ModeTier;
   messages: PromptMessage[];
   /** Counted by the API with the engines' tokenizer (the workflow has none). */
@@ -53,6 +53,9 @@ const { plan, classify, reserve, fail, settle } = proxyLocalActivities<Deliberat
 
 const LABELS = ['A', 'B', 'C'] as const;
 
+/** Spec error codes a deliberation can end with after its reservation; each releases the hold. */
+type AbandonCode = 'insufficient_balance' | 'mode_resolution_mismatch' | 'mode_unavailable' | 'cost_unreadable';
+
 interface SeatState {
   plan: SeatPlan;
   /** Position in the seat's engine chain; moves forward on a permanent failure. */
@@ -75,17 +78,29 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   const lane = config.express === 'always' || (config.express === 'auto' && classification.lane === 'express') ? 'express' : 'panel';
   upsertSearchAttributes([{ key: QuorumLane, value: lane }, { key: QuorumStatus, value: 'running' }]);
 
+  /** Ends the call without an answer: the hold is released, the request marked failed, nothing billed. */
+  const abandon = async (code: AbandonCode, message: string): Promise<never> => {
+    await fail({ orgId: input.orgId, requestId: input.requestId, code });
+    upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
+    throw ApplicationFailure.nonRetryable(message, code);
+  };
+
   if (live) {
     try {
       await reserve({ orgId: input.orgId, requestId: input.requestId, amountMicros: input.ceilingMicros });
     } catch (err) {
-      await fail({ orgId: input.orgId, requestId: input.requestId, code: 'insufficient_balance' });
-      upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
-      throw ApplicationFailure.nonRetryable(failureReason(err), 'insufficient_balance');
+      await abandon('insufficient_balance', failureReason(err));
     }
   }
 
-  const thePlan = await plan({ orgId: input.orgId, keyMode: input.keyMode, config, tier: input.tier });
+  // Plan's only non-retryable failure: the mode handed over is not the stored version the API resolved.
+  let thePlan: Plan;
+  try {
+    thePlan = await plan({ orgId: input.orgId, keyMode: input.keyMode, mode: input.mode, tier: input.tier });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return abandon('mode_resolution_mismatch', failureReason(err));
+  }
 
   // Every provider call's cost, as it happens: the Form A ceiling is checked against it before each step.
   let gatewayMicros = 0;
@@ -225,9 +240,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
 
   const seatsUnavailable: Unavailable[] = seats.filter((s) => !s.answer).map((s) => ({ role: s.plan.role, reason: s.failures.join('; ') || 'no engine could run' }));
   if (answered.length === 0) {
-    await fail({ orgId: input.orgId, requestId: input.requestId, code: 'mode_unavailable' });
-    upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
-    throw ApplicationFailure.nonRetryable(`No seat could answer: ${seatsUnavailable.map((u) => `${u.role}: ${u.reason}`).join(' | ')}`, 'mode_unavailable');
+    return abandon('mode_unavailable', `No seat could answer: ${seatsUnavailable.map((u) => `${u.role}: ${u.reason}`).join(' | ')}`);
   }
 
   const deliberation: RoundSummary[] = [];
@@ -367,7 +380,13 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     completedAt: new Date(completedMs).toISOString(),
   };
 
-  await settle({ outcome, form: input.form, keyMode: input.keyMode, modeVersion: input.mode.version });
+  // Settle retries through database outages; it fails for good only when the outcome cannot be written at all.
+  try {
+    await settle({ outcome, form: input.form, keyMode: input.keyMode, modeVersion: input.mode.version });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return abandon('cost_unreadable', failureReason(err));
+  }
   upsertSearchAttributes([{ key: QuorumStatus, value: outcome.status }]);
   upsertMemo({
     summary: `${lane} · ${rounds} round(s) · ${outcome.seatsAnswered}/${outcome.seats} seats · judged by ${judgedBy} · finish ${outcome.finishReason}`,

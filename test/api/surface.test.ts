@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { performance } from 'node:perf_hooks';
 import { MIN_SAMPLE, tierRate } from '../../domain/estimate';
 import { systemModeConfig } from './fixtures';
 import { call, EXPRESS, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, USER, type Api, type TestOrg } from './helpers';
@@ -61,21 +60,6 @@ for (const form of FORMS) {
       assert.equal('receipt' in r.body, false);
       const stranger = await newOrg();
       assert.equal((await call(api, 'GET', `/v1/receipts/${String(b.request_id)}`, { key: stranger.ownerKey })).status, 404);
-    });
-
-    it('estimate is fast: server-side p50 measured (budget 5 ms; asserted loosely, tests share a loaded machine)', async () => {
-      const body = { model: EXPRESS[form], messages: USER('What is the capital of France?') };
-      const server: number[] = [];
-      const client: number[] = [];
-      for (let i = 0; i < 40; i++) {
-        const t = performance.now();
-        const reply = await call(api, 'POST', '/v1/estimate', { key, body });
-        client.push(performance.now() - t);
-        assert.equal(reply.status, 200);
-        server.push(Number((reply.body.timing_ms as Obj).total));
-      }
-      const p50 = (xs: number[]): number => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-      assert.ok(p50(server) <= 15, `server p50 ${p50(server)} ms, client p50 ${p50(client).toFixed(2)} ms`);
     });
 
     it('models: the entitled modes, in this Form\'s shape', async () => {

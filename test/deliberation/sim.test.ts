@@ -221,4 +221,48 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const rows = await stack().db('requests').where({ org_id: org.orgId, idempotency_key: 'after-top-up' }).orderBy('created_at');
     assert.deepEqual(rows.map((r: { state: string; superseded_at: Date | null }) => [r.state, r.superseded_at !== null]), [['failed', true], ['succeeded', false]]);
   });
+
+  /** The call ended without an answer: no charge, no hold left, the ledger still sums to the balance. */
+  const assertNothingBilled = async (orgId: string, before: Awaited<ReturnType<typeof getBalance>>, code: string): Promise<void> => {
+    assert.deepEqual(await getBalance(stack().db, orgId), before);
+    assert.equal(await sumLedger(orgId), before.balanceMicros);
+    assert.equal((await listLedger(stack().db, orgId, 100)).filter((e) => e.kind === 'charge').length, 0);
+    const request = await stack().db('requests').where({ org_id: orgId }).orderBy('created_at', 'desc').first();
+    assert.deepEqual([request.state, request.error_code], ['failed', code]);
+  };
+
+  it('mode_resolution_mismatch: a mode that is not the stored version runs nothing and bills nothing', async () => {
+    const org = await newOrg();
+    const before = await getBalance(stack().db, org.orgId);
+    const stored = await systemMode('quorum-panel');
+    const altered = { ...stored, config: { ...stored.config, rounds: stored.config.rounds + 1 } };
+    await assert.rejects(deliberate({ org, mode: altered }), (e: unknown) => e instanceof QuorumError && e.code === 'mode_resolution_mismatch' && Boolean(e.requestId));
+    await assertNothingBilled(org.orgId, before, 'mode_resolution_mismatch');
+    await assert.rejects(deliberate({ org, mode: { ...stored, version: stored.version + 100 } }), (e: unknown) => e instanceof QuorumError && e.code === 'mode_resolution_mismatch');
+  });
+
+  it('cost_unreadable: an outcome the database refuses is not billed, the hold is released, and the same key runs again', async () => {
+    const org = await newOrg();
+    const before = await getBalance(stack().db, org.orgId);
+    const mode = await systemMode('quorum-panel');
+    // A real integrity failure, scoped to this organisation so no other test meets it.
+    const constraint = `refuse_${org.orgId.toLowerCase()}`;
+    // DDL takes no bind parameters; the id is `org_` + base62, quoted as a literal all the same.
+    await stack().db.raw(`alter table receipts add constraint ?? check (org_id <> '${org.orgId.replace(/'/g, "''")}') not valid`, [constraint]);
+    try {
+      await assert.rejects(deliberate({ org, mode, idempotencyKey: 'unrecordable' }), (e: unknown) => {
+        assert.ok(e instanceof QuorumError);
+        assert.equal(e.code, 'cost_unreadable');
+        assert.doesNotMatch(e.message, /insert into|receipts/i, 'no SQL reaches the caller');
+        return true;
+      });
+    } finally {
+      await stack().db.raw('alter table receipts drop constraint ??', [constraint]);
+    }
+    await assertNothingBilled(org.orgId, before, 'cost_unreadable');
+    const { outcome, replayed } = await deliberate({ org, mode, idempotencyKey: 'unrecordable' });
+    assert.equal(replayed, false);
+    assert.equal(outcome.status, 'succeeded');
+    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 1);
+  });
 });
