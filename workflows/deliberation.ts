@@ -89,7 +89,8 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     try {
       await reserve({ orgId: input.orgId, requestId: input.requestId, amountMicros: input.ceilingMicros });
     } catch (err) {
-      await abandon('insufficient_balance', failureReason(err));
+      if (isCancellation(err)) throw err;
+      return abandon('insufficient_balance', failureReason(err));
     }
   }
 
