@@ -1,13 +1,22 @@
 # One image for the `api`, `worker` and `migrate` services; the command picks the process.
+# Build stage: compile TypeScript and bundle the workflows (both need the dev dependencies).
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY . .
+RUN npm run build && node dist/worker/bundle.js /app/workflow-bundle.js
+
+# Runtime stage: production dependencies and compiled JavaScript only, no transpiler.
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production QUORUM_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev
-COPY . .
-# Workflows are bundled once at build time, so the worker process never loads the bundler.
-RUN node --import tsx worker/bundle.ts /app/workflow-bundle.js
+COPY --from=build /app/dist ./dist
+# Workflows are bundled at build time, so the worker process never loads the bundler.
+COPY --from=build /app/workflow-bundle.js ./workflow-bundle.js
 ENV QUORUM_WORKFLOW_BUNDLE=/app/workflow-bundle.js
 USER node
 EXPOSE 8080
-CMD ["node", "--import", "tsx", "api/main.ts"]
+CMD ["node", "dist/api/main.js"]

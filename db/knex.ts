@@ -1,11 +1,27 @@
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
+import fs from 'node:fs';
 import path from 'node:path';
+import { compiled } from '../infra/paths';
 
 // bigint columns hold micro-dollars; keep them exact as JS bigint rather than strings or lossy numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => BigInt(v));
 
 export type Db = Knex;
+
+const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
+
+/**
+ * The migrations of whichever runtime this is (`.ts` under tsx, `.js` compiled), always recorded under their
+ * source name, so a database migrated by one runtime is current for the other.
+ */
+const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: () => Promise.resolve(fs.readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith(compiled ? '.js' : '.ts') && !f.endsWith('.d.ts')).sort()),
+  getMigrationName: (file) => file.replace(/\.js$/, '.ts'),
+  // require, not import(): the CLI registers tsx for CommonJS only, and our migrations compile to CommonJS.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  getMigration: (file) => Promise.resolve(require(path.join(MIGRATIONS_DIR, file)) as Knex.Migration),
+};
 
 export function createDb(url: string, poolMax = 10): Db {
   return knex({
@@ -14,11 +30,7 @@ export function createDb(url: string, poolMax = 10): Db {
     pool: { min: 0, max: poolMax },
     // An unreachable database answers 503 within seconds rather than holding requests for knex's default minute.
     acquireConnectionTimeout: 10_000,
-    migrations: {
-      directory: path.join(__dirname, 'migrations'),
-      loadExtensions: ['.ts'],
-      tableName: 'knex_migrations',
-    },
+    migrations: { migrationSource, tableName: 'knex_migrations' },
   });
 }
 

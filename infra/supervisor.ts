@@ -6,7 +6,7 @@ import { createDb } from '../db/knex';
 import { prepareDatabase } from '../db/prepare';
 import { seedDemoOrganisation } from '../db/seed';
 import { loadConfig } from './config';
-import { repoRoot, dataDir } from './paths';
+import { dataDir, runtimeExecArgv, runtimeModule } from './paths';
 import { startEmbeddedPostgres, type EmbeddedPg } from './postgres';
 import { removeStackFile, writeStackFile } from './stack-file';
 import { resolveTemporalBinary } from './temporal-binary';
@@ -71,9 +71,9 @@ async function shutdown(exitCode: number): Promise<void> {
   process.exit(exitCode);
 }
 
-/** A Node child (worker or API) running TypeScript through tsx; resolves when it reports ready over IPC. */
-function startNodeChild(name: string, script: string, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = fork(path.join(repoRoot, script), [], { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** A Node child (worker or API), compiled or through tsx as this process runs; resolves when it reports ready over IPC. */
+function startNodeChild(name: string, module: string, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = fork(runtimeModule(module), [], { execArgv: [...runtimeExecArgv], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   track(name, child);
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve(child));
@@ -139,8 +139,8 @@ async function main(): Promise<void> {
   await db.destroy();
 
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE };
-  await startNodeChild('worker', 'worker/main.ts', env);
-  await startNodeChild('api', 'api/main.ts', env);
+  await startNodeChild('worker', 'worker/main', env);
+  await startNodeChild('api', 'api/main', env);
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForHealth(`${apiUrl}/healthz`);
   writeStackFile({ databaseUrl, temporalAddress, namespace: config.TEMPORAL_NAMESPACE, apiUrl, pid: process.pid });

@@ -69,9 +69,13 @@ describe('docker-compose.yml: the production topology', () => {
       assert.ok(env(name).QUORUM_SECRET_KEY, `${name} needs QUORUM_SECRET_KEY in production`);
       assert.ok(deps(name).includes('migrate') && deps(name).includes('temporal-setup'));
     }
-    assert.match(commandText('api'), /api\/main\.ts/);
-    assert.match(commandText('worker'), /worker\/main\.ts/);
-    assert.match(commandText('migrate'), /db\/migrate\.ts/);
+    // The image holds compiled JavaScript under dist/ (see the Dockerfile), not the TypeScript sources.
+    assert.equal(commandText('api'), 'node dist/api/main.js');
+    assert.equal(commandText('worker'), 'node dist/worker/main.js');
+    assert.equal(commandText('migrate'), 'node dist/db/migrate.js');
+    const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+    assert.match(dockerfile, /npm run build/);
+    for (const name of ['api', 'worker', 'migrate']) assert.ok(fs.existsSync(path.join(root, commandText(name).split(' ')[1].replace(/^dist\//, '').replace(/\.js$/, '.ts'))), `${name}: its entry point's source exists`);
     assert.ok(svc('api').ports?.some((p) => p.endsWith(':8080')));
   });
 });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -14,9 +14,9 @@ interface Started {
   output: () => string;
 }
 
-/** `npm start`'s own entry point, with its state in a scratch folder and every port free. */
+/** `npm start`'s own entry point (the compiled supervisor), with its state in a scratch folder and every port free. */
 async function startSupervisor(env: NodeJS.ProcessEnv): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'infra/supervisor.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(root, 'dist/infra/supervisor.js')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -71,6 +71,8 @@ function processesMentioning(needle: string): string[] {
 describe('npm start: the supervisor', function () {
   this.timeout(300_000);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-start-'));
+  // `npm start` runs `npm run build` first; so does this suite, then runs what it built.
+  before(() => execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' }));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   it('brings the stack up healthy with the Temporal UI, and Ctrl-C leaves nothing running; a second start reuses the data', async () => {

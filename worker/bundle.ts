@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runtimeExecArgv } from '../infra/paths';
 import { workflowBundle } from './workers';
 
 /**
@@ -18,14 +19,14 @@ export async function writeWorkflowBundle(out: string): Promise<void> {
 /** Runs the bundler in a child process and returns the bundle's path. */
 export function bundleInChild(): string {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-bundle-')), 'workflow-bundle.js');
-  execFileSync(process.execPath, ['--import', 'tsx', __filename, out], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [...runtimeExecArgv, __filename, out], { stdio: ['ignore', 'ignore', 'inherit'] });
   return out;
 }
 
 if (require.main === module) {
   const out = process.argv[2];
   if (!out) {
-    process.stderr.write('usage: node --import tsx worker/bundle.ts OUT_FILE\n');
+    process.stderr.write('usage: node dist/worker/bundle.js OUT_FILE (or node --import tsx worker/bundle.ts OUT_FILE)\n');
     process.exit(2);
   }
   writeWorkflowBundle(out).catch((err: unknown) => {

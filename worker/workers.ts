@@ -1,9 +1,9 @@
 import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import path from 'node:path';
 import { createActivities, type ActivityDeps } from '../activities';
+import { runtimeModule } from '../infra/paths';
 import { TASK_QUEUES } from '../workflows/task-queues';
 
-export const workflowsPath = path.join(__dirname, '..', 'workflows', 'index.ts');
+export const workflowsPath = runtimeModule('workflows/index');
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
