@@ -7,6 +7,7 @@ import type { PromptMessage } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
 import type { ModeRecord, ModeTier } from '../domain/modes';
 import type { Outcome } from '../domain/outcome';
+import { assertCovers } from '../db/repositories/ledger';
 import { claimRequest, findRequestByKey, markRequestFailed, outcomeOf, type RequestState } from '../db/repositories/requests';
 import { deliberationWorkflow } from '../workflows/deliberation';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
@@ -89,6 +90,10 @@ export async function runDeliberation(deps: RunDeliberationDeps, input: RunDelib
     return replay(db, existing.id);
   }
   if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
+  // DESIGN §8: after idempotency (a call still in progress is 409 whatever the balance), 402 before anything
+  // runs, so a refused call leaves no request row and starts no workflow.
+  const inProgress = existing?.state === 'running' && !takeOver.includes('running');
+  if (input.keyMode === 'live' && !inProgress) await assertCovers(db, input.orgId, BigInt(input.ceilingMicros));
 
   const requestId = `req_${randomBytes(12).toString('hex')}`;
   const claimed = await claimRequest(

@@ -90,12 +90,23 @@ export async function postEntries(trx: Knex.Transaction, orgId: string, entries:
   return toBalance(row);
 }
 
+const insufficientBalance = (): QuorumError => new QuorumError('insufficient_balance', 'The prepaid balance does not cover this call; add funds to continue.');
+
 /** `postEntries` that must succeed: a failed condition is `insufficient_balance` (or `not_found` for an unknown org). */
 async function postOrThrow(trx: Knex.Transaction, orgId: string, entries: readonly NewLedgerEntry[]): Promise<Balance> {
   const balance = await postEntries(trx, orgId, entries);
   if (balance) return balance;
   await assertOrganisationExists(trx, orgId);
-  throw new QuorumError('insufficient_balance', 'The prepaid balance does not cover this call; add funds to continue.');
+  throw insufficientBalance();
+}
+
+/**
+ * Throws `insufficient_balance` when what is not already held cannot cover `amountMicros`. A read only: `reserve`
+ * stays the authority (another call may take the money in between); this lets a refused call fail before it starts.
+ */
+export async function assertCovers(db: DbOrTrx, orgId: string, amountMicros: bigint): Promise<void> {
+  const { balanceMicros, reservedMicros } = await getBalance(db, orgId);
+  if (balanceMicros - reservedMicros < amountMicros) throw insufficientBalance();
 }
 
 export async function createBalance(trx: Knex.Transaction, orgId: string): Promise<void> {

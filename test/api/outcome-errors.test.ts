@@ -13,7 +13,7 @@ async function assertNotBilled(orgId: string, before: Balance): Promise<void> {
   assert.equal((await listLedger(stack().db, orgId, 100)).filter((e) => e.kind === 'charge').length, 0);
 }
 
-/** Errors a deliberation ends with after it has started: each is its spec status and code, names the request, bills nothing. */
+/** The spec status, type and code, and the request named in `svc.request_id`. */
 function expectRunError(reply: Reply, status: number, code: string): void {
   assert.equal(reply.status, status, JSON.stringify(reply.body));
   assert.deepEqual([reply.body.error?.type, reply.body.error?.code], [status === 402 ? 'invalid_request_error' : 'api_error', code], JSON.stringify(reply.body));
@@ -34,13 +34,14 @@ for (const form of FORMS) {
       await workers.stop();
     });
 
-    it('insufficient_balance: 402 when the balance cannot cover the call\'s ceiling', async () => {
+    it('insufficient_balance: 402 when the balance cannot cover the call\'s ceiling, before anything starts', async () => {
       const org = await newOrg(0);
       // The trial's $5 is all it holds; this key's ceiling is $50, so the reservation cannot be covered.
       const key = await newKey(org.orgId, { limits: { maxCostMicros: 50_000_000n } });
       const before = await getBalance(stack().db, org.orgId);
       expectRunError(await call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER('Compare two sorting algorithms step by step.') } }), 402, 'insufficient_balance');
       await assertNotBilled(org.orgId, before);
+      assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 0, 'refused before a request row or a workflow exists');
     });
 
     it('mode_resolution_mismatch: 502 when the stored mode version does not hash to its recorded hash', async () => {
