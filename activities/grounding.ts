@@ -1,11 +1,14 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
+import { countTokens } from '../domain/tokens';
 
 export interface GroundingResult {
   fired: boolean;
   /** Which source answered: `postgres_fts` (operator-loaded documents) or `searxng`. */
   source: string | null;
   snippets: string[];
+  /** The snippets' size in tokens (the workflow has no tokenizer; Form A's ceiling checks need it). */
+  tokens: number;
 }
 
 const MAX_SNIPPETS = 3;
@@ -45,5 +48,5 @@ async function documents(db: Knex, query: string): Promise<string[]> {
 export async function searchGrounding(db: Knex, query: string, searxngUrl: string | undefined): Promise<GroundingResult> {
   const source = searxngUrl ? 'searxng' : 'postgres_fts';
   const snippets = searxngUrl ? await searxng(searxngUrl, query) : await documents(db, query);
-  return { fired: true, source, snippets };
+  return { fired: true, source, snippets, tokens: snippets.reduce((n, t) => n + countTokens(t), 0) };
 }

@@ -53,6 +53,13 @@ const { plan, classify, reserve, fail, settle } = proxyLocalActivities<Deliberat
 
 const LABELS = ['A', 'B', 'C'] as const;
 
+/**
+ * Form A's ceiling is checked before each step from token counts the workflow already has (the prompt counted by
+ * the API, each answer's reported output, the grounding snippets); this bounds what Quorum's own instructions add
+ * around them (the longest, the judge's, is about 130 tokens).
+ */
+const PROMPT_TEMPLATE_TOKENS = 150;
+
 /** Spec error codes a deliberation can end with after its reservation; each releases the hold. */
 type AbandonCode = 'insufficient_balance' | 'mode_resolution_mismatch' | 'mode_unavailable' | 'cost_unreadable';
 
@@ -131,12 +138,14 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   };
 
   let snippets: string[] = [];
+  let snippetTokens = 0;
   let grounding: Outcome['staff']['grounding'] = { fired: false, modelUsed: null };
   if (classification.grounding && config.grounding === 'auto') {
     const query = lastUserText(input.messages);
     try {
       const g = await ground({ query: query.slice(0, 500) });
       snippets = g.snippets;
+      snippetTokens = g.tokens;
       grounding = { fired: g.fired, modelUsed: g.source };
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -209,7 +218,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     const labelled: LabelledAnswer[] = order.map((s, i) => ({ label: LABELS[i], text: s.answer?.content ?? '' }));
     const labels = labelled.map((a) => a.label);
     const prompt = judgePrompt(input.messages, labelled);
-    const promptTokens = input.promptTokens + answered.reduce((n, s) => n + (s.answer?.tokensOut ?? 0), 0);
+    const promptTokens = input.promptTokens + answered.reduce((n, s) => n + (s.answer?.tokensOut ?? 0), 0) + PROMPT_TEMPLATE_TOKENS;
     for (const engine of allowEngine ? thePlan.judge.chain : []) {
       if (!affordable([{ engine, tokensIn: promptTokens, maxOut: 600 }])) break;
       try {
@@ -273,7 +282,9 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
         const others = current.filter((o) => o !== s).map((o) => ({ label: labelOf.get(o.plan.role) ?? '?', text: o.answer?.content ?? '' }));
         return critiquePrompt(input.messages, snippets, s.answer?.content ?? '', others);
       });
-      const estimate = current.map((s, i) => ({ engine: s.plan.chain[s.at], tokensIn: input.promptTokens + critique[i].reduce((n, m) => n + Math.ceil(m.content.length / 4), 0), maxOut: seatMax }));
+      // Each seat reads the question, the snippets and every current answer (its own and the others'), all counted.
+      const critiqueIn = input.promptTokens + snippetTokens + current.reduce((n, s) => n + (s.answer?.tokensOut ?? 0), 0) + PROMPT_TEMPLATE_TOKENS;
+      const estimate = current.map((s) => ({ engine: s.plan.chain[s.at], tokensIn: critiqueIn, maxOut: seatMax }));
       if (!affordable(estimate)) break;
       const revised = await Promise.all(current.map((s, i) => runSeat(s, next, critique[i])));
       const survivors = current.filter((_, i) => revised[i] !== undefined);
@@ -300,7 +311,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   if (lane === 'panel' && judgment && !(converged && config.skipSynthesisWhenConverged) && !capped) {
     const labelled = answered.map((s) => ({ label: labelOf.get(s.plan.role) ?? '?', text: s.answer?.content ?? '' })).sort((a, b) => a.label.localeCompare(b.label));
     const prompt = synthesisPrompt(input.messages, labelled, judgment.best, judgment.why);
-    const synthIn = input.promptTokens + answered.reduce((n, s) => n + (s.answer?.tokensOut ?? 0), 0);
+    const synthIn = input.promptTokens + answered.reduce((n, s) => n + (s.answer?.tokensOut ?? 0), 0) + PROMPT_TEMPLATE_TOKENS;
     let latency = 0;
     for (const engine of thePlan.synthesis.chain) {
       if (!affordable([{ engine, tokensIn: synthIn, maxOut: seatMax * 2 }])) break;
