@@ -67,11 +67,14 @@ export interface Call {
   idempotencyKey?: string;
 }
 
+/** One call through the API's path; `record` names its history for the replay test, whether it succeeds or fails. */
 export async function deliberate(c: Call, record?: string): Promise<{ outcome: Outcome; replayed: boolean }> {
   const idempotencyKey = c.idempotencyKey ?? randomUUID();
-  const result = await deliberateOnce({ ...c, idempotencyKey });
-  if (record) await recordHistory(record, deliberationWorkflowId(c.org.orgId, idempotencyKey));
-  return result;
+  try {
+    return await deliberateOnce({ ...c, idempotencyKey });
+  } finally {
+    if (record) await recordHistory(record, deliberationWorkflowId(c.org.orgId, idempotencyKey));
+  }
 }
 
 function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome: Outcome; replayed: boolean }> {

@@ -134,7 +134,7 @@ describe('deliberation workflow against loopback providers', function () {
   it('answers mode_unavailable when no seat can answer, bills nothing and releases the reservation', async () => {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
-    await assert.rejects(deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[all-401]]' }), (e: unknown) => {
+    await assert.rejects(deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[all-401]]' }, 'providers-all-down'), (e: unknown) => {
       assert.ok(e instanceof QuorumError);
       assert.equal(e.code, 'mode_unavailable');
       assert.ok(e.requestId);

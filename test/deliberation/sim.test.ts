@@ -259,7 +259,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const before = await getBalance(stack().db, org.orgId);
     const stored = await systemMode('quorum-panel');
     const altered = { ...stored, config: { ...stored.config, rounds: stored.config.rounds + 1 } };
-    await assert.rejects(deliberate({ org, mode: altered }), (e: unknown) => e instanceof QuorumError && e.code === 'mode_resolution_mismatch' && Boolean(e.requestId));
+    await assert.rejects(deliberate({ org, mode: altered }, 'mode-mismatch'), (e: unknown) => e instanceof QuorumError && e.code === 'mode_resolution_mismatch' && Boolean(e.requestId));
     await assertNothingBilled(org.orgId, before, 'mode_resolution_mismatch');
     await assert.rejects(deliberate({ org, mode: { ...stored, version: stored.version + 100 } }), (e: unknown) => e instanceof QuorumError && e.code === 'mode_resolution_mismatch');
   });
@@ -273,7 +273,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     // DDL takes no bind parameters; the id is `org_` + base62, quoted as a literal all the same.
     await stack().db.raw(`alter table receipts add constraint ?? check (org_id <> '${org.orgId.replace(/'/g, "''")}') not valid`, [constraint]);
     try {
-      await assert.rejects(deliberate({ org, mode, idempotencyKey: 'unrecordable' }), (e: unknown) => {
+      await assert.rejects(deliberate({ org, mode, idempotencyKey: 'unrecordable' }, 'cost-unreadable'), (e: unknown) => {
         assert.ok(e instanceof QuorumError);
         assert.equal(e.code, 'cost_unreadable');
         assert.doesNotMatch(e.message, /insert into|receipts/i, 'no SQL reaches the caller');
