@@ -4,10 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { JUDGE_TAG } from '../../domain/prompts';
-import { getBalance, listLedger } from '../../db/repositories/ledger';
+import { getBalance } from '../../db/repositories/ledger';
 import { stack } from '../harness/stack';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback, type Loopback, type RecordedRequest, type Reply } from '../fixtures/providers';
-import { customMode, deliberate, newOrg } from './helpers';
+import { chargeCount, customMode, deliberate, newOrg } from './helpers';
 
 const root = path.join(__dirname, '..', '..');
 const SEAT_DELAY_MS = 4_000;
@@ -105,6 +105,6 @@ describe('deliberation durability: the worker dies mid-seat', function () {
     const after = await getBalance(stack().db, org.orgId);
     assert.equal(before.balanceMicros - after.balanceMicros, BigInt(outcome.money.billedMicros));
     assert.equal(after.reservedMicros, 0n);
-    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 1);
+    assert.equal(await chargeCount(org.orgId), 1);
   });
 });

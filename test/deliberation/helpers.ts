@@ -1,4 +1,5 @@
 import { temporal } from '@temporalio/proto';
+import assert from 'node:assert/strict';
 import type { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -8,6 +9,7 @@ import { countMessagesTokens } from '../../domain/tokens';
 import { callCeilingMicros } from '../../domain/fees';
 import type { ModeConfig, ModeRecord, ModeTier } from '../../domain/modes';
 import type { Outcome } from '../../domain/outcome';
+import { getBalance, listLedger, type Balance } from '../../db/repositories/ledger';
 import { findMode, upsertMode } from '../../db/repositories/modes';
 import { createOrganisation } from '../../db/repositories/organisations';
 import { createEngines } from '../../engines';
@@ -108,4 +110,44 @@ export async function recordHistory(name: string, workflowId: string): Promise<v
   const history = await stack().env.client.workflow.getHandle(workflowId).fetchHistory();
   fs.mkdirSync(historiesDir, { recursive: true });
   fs.writeFileSync(path.join(historiesDir, `${name}.pb`), temporal.api.history.v1.History.encode(history).finish());
+}
+
+/** The sum of the organisation's ledger entries: it must always equal the balance. */
+export async function ledgerSum(orgId: string): Promise<bigint> {
+  return (await listLedger(stack().db, orgId, 1000)).reduce((n, e) => n + e.amountMicros, 0n);
+}
+
+/** How many charges the organisation's ledger holds. */
+export async function chargeCount(orgId: string): Promise<number> {
+  return (await listLedger(stack().db, orgId, 1000)).filter((e) => e.kind === 'charge').length;
+}
+
+/**
+ * The call ended without an answer: balance and hold as before (a reservation may have been made and released),
+ * nothing charged, the ledger still summing to the balance; with `failedWith`, its request is failed with that code.
+ */
+export async function assertNothingBilled(orgId: string, before: Balance, failedWith?: string): Promise<void> {
+  const { db } = stack();
+  assert.deepEqual(await getBalance(db, orgId), before);
+  assert.equal(await ledgerSum(orgId), before.balanceMicros);
+  assert.equal(await chargeCount(orgId), 0);
+  if (failedWith === undefined) return;
+  const request = await db('requests').where({ org_id: orgId }).orderBy('created_at', 'desc').first();
+  assert.deepEqual([request.state, request.error_code], ['failed', failedWith]);
+}
+
+/**
+ * Runs `work` while Postgres refuses every receipt of this organisation: a real integrity failure (a CHECK
+ * constraint), scoped to the one organisation so no other test meets it.
+ */
+export async function withReceiptsRefused<T>(orgId: string, work: () => Promise<T>): Promise<T> {
+  const { db } = stack();
+  const constraint = `refuse_${orgId.toLowerCase()}`;
+  // DDL takes no bind parameters; the id is `org_` + base62, quoted as a literal all the same.
+  await db.raw(`alter table receipts add constraint ?? check (org_id <> '${orgId.replace(/'/g, "''")}') not valid`, [constraint]);
+  try {
+    return await work();
+  } finally {
+    await db.raw('alter table receipts drop constraint ??', [constraint]);
+  }
 }

@@ -1,17 +1,14 @@
 import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import assert from 'node:assert/strict';
 import { QuorumError } from '../../domain/errors';
-import { getBalance, listLedger, topUp } from '../../db/repositories/ledger';
+import { getBalance, topUp } from '../../db/repositories/ledger';
 import { claimRequest, getReceipt } from '../../db/repositories/requests';
 import { deliberationWorkflowId } from '../../api/deliberations';
 import { deliberationWorkflow, type DeliberationInput } from '../../workflows/deliberation';
 import { TASK_QUEUES } from '../../workflows/task-queues';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../../workflows/search-attributes';
 import { stack } from '../harness/stack';
-import { customMode, deliberate, newOrg, startProductWorkers, systemMode } from './helpers';
-
-const sumLedger = async (orgId: string): Promise<bigint> =>
-  (await listLedger(stack().db, orgId, 1000)).reduce((n, e) => n + e.amountMicros, 0n);
+import { assertNothingBilled, chargeCount, customMode, ledgerSum, deliberate, newOrg, startProductWorkers, systemMode, withReceiptsRefused } from './helpers';
 
 describe('deliberation workflow on sim engines (offline)', function () {
   this.timeout(120_000);
@@ -20,15 +17,6 @@ describe('deliberation workflow on sim engines (offline)', function () {
     workers = await startProductWorkers({});
   });
   after(() => workers.stop());
-
-  /** The call ended without an answer: no charge, no hold left, the ledger still sums to the balance. */
-  const assertNothingBilled = async (orgId: string, before: Awaited<ReturnType<typeof getBalance>>, code: string): Promise<void> => {
-    assert.deepEqual(await getBalance(stack().db, orgId), before);
-    assert.equal(await sumLedger(orgId), before.balanceMicros);
-    assert.equal((await listLedger(stack().db, orgId, 100)).filter((e) => e.kind === 'charge').length, 0);
-    const request = await stack().db('requests').where({ org_id: orgId }).orderBy('created_at', 'desc').first();
-    assert.deepEqual([request.state, request.error_code], ['failed', code]);
-  };
 
   it('runs a panel with critique rounds, a judge and every receipt field filled, billed exactly once', async () => {
     const org = await newOrg();
@@ -72,8 +60,8 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const after = await getBalance(stack().db, org.orgId);
     assert.equal(before.balanceMicros - after.balanceMicros, BigInt(o.money.billedMicros));
     assert.equal(after.reservedMicros, 0n, 'the reservation is released at settle');
-    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 1);
-    assert.equal(await sumLedger(org.orgId), after.balanceMicros);
+    assert.equal(await chargeCount(org.orgId), 1);
+    assert.equal(await ledgerSum(org.orgId), after.balanceMicros);
 
     const receipt = await getReceipt(stack().db, org.orgId, o.requestId);
     assert.ok(receipt?.available);
@@ -137,7 +125,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     assert.equal(o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros - o.money.capCreditMicros, ceiling);
     const after = await getBalance(stack().db, org.orgId);
     assert.equal(before.balanceMicros - after.balanceMicros, BigInt(ceiling));
-    assert.equal(await sumLedger(org.orgId), after.balanceMicros);
+    assert.equal(await ledgerSum(org.orgId), after.balanceMicros);
   });
 
   it('replays a succeeded key from Postgres without running or billing again; a running key gets 409', async () => {
@@ -227,7 +215,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const second = await deliberate({ org, mode, form: 'B', ceilingMicros: 500, idempotencyKey: 'capped-key' });
     assert.equal(second.replayed, false);
     assert.notEqual(second.outcome.requestId, first.outcome.requestId);
-    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 2);
+    assert.equal(await chargeCount(org.orgId), 2);
     for (const o of [first.outcome, second.outcome]) assert.equal((await getReceipt(stack().db, org.orgId, o.requestId))?.available, true);
   });
 
@@ -268,24 +256,18 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
     const mode = await systemMode('quorum-panel');
-    // A real integrity failure, scoped to this organisation so no other test meets it.
-    const constraint = `refuse_${org.orgId.toLowerCase()}`;
-    // DDL takes no bind parameters; the id is `org_` + base62, quoted as a literal all the same.
-    await stack().db.raw(`alter table receipts add constraint ?? check (org_id <> '${org.orgId.replace(/'/g, "''")}') not valid`, [constraint]);
-    try {
-      await assert.rejects(deliberate({ org, mode, idempotencyKey: 'unrecordable' }, 'cost-unreadable'), (e: unknown) => {
+    await withReceiptsRefused(org.orgId, () =>
+      assert.rejects(deliberate({ org, mode, idempotencyKey: 'unrecordable' }, 'cost-unreadable'), (e: unknown) => {
         assert.ok(e instanceof QuorumError);
         assert.equal(e.code, 'cost_unreadable');
         assert.doesNotMatch(e.message, /insert into|receipts/i, 'no SQL reaches the caller');
         return true;
-      });
-    } finally {
-      await stack().db.raw('alter table receipts drop constraint ??', [constraint]);
-    }
+      }),
+    );
     await assertNothingBilled(org.orgId, before, 'cost_unreadable');
     const { outcome, replayed } = await deliberate({ org, mode, idempotencyKey: 'unrecordable' });
     assert.equal(replayed, false);
     assert.equal(outcome.status, 'succeeded');
-    assert.equal((await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge').length, 1);
+    assert.equal(await chargeCount(org.orgId), 1);
   });
 });
