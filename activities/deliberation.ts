@@ -9,7 +9,6 @@ import { parseJudgment } from '../domain/judge-reply';
 import { classifierPrompt, type Msg } from '../domain/prompts';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import * as ledger from '../db/repositories/ledger';
-import { modeVersionHash } from '../db/repositories/modes';
 import type { Credential, Engines, EngineSpec, Family } from '../engines';
 import { isEngineError } from '../engines';
 import type { Logger } from '../infra/log';
@@ -207,10 +206,10 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     /** Which engine sits where for this call; reads the organisation's own-key settings (never their secrets). */
     async plan(input: { orgId: string; keyMode: 'live' | 'test'; mode: ResolvedMode; tier: ModeTier }): Promise<Plan> {
       const { mode } = input;
-      // The receipt names this version and hash: run nothing unless they are the stored version's.
-      const storedHash = await modeVersionHash(db, mode.id, mode.version);
-      if (storedHash !== mode.configHash || modeConfigHash(mode.config) !== mode.configHash) {
-        throw new QuorumError('mode_resolution_mismatch', `The mode handed to the deliberation is not version ${mode.version} of ${mode.id} as stored; nothing was run or billed.`);
+      // The receipt names this hash: run nothing unless the configuration about to run is the one it names.
+      // (The API read both from the same stored version; a difference means that version's data is not what it says.)
+      if (modeConfigHash(mode.config) !== mode.configHash) {
+        throw new QuorumError('mode_resolution_mismatch', `The configuration handed to the deliberation does not hash to version ${mode.version} of ${mode.id}; nothing was run or billed.`);
       }
       const config = mode.config;
       const notes: string[] = [];

@@ -105,9 +105,3 @@ export async function findMode(db: Conn, q: { orgId: string; form: 'A' | 'B'; mo
   if (row.org_id !== null && !own) return undefined;
   return toRecord(row);
 }
-
-/** The stored hash of one version of a mode; undefined when that version does not exist. */
-export async function modeVersionHash(db: Conn, modeId: string, version: number): Promise<string | undefined> {
-  const row = (await db('mode_versions').where({ mode_id: modeId, version }).first('config_hash')) as { config_hash: string } | undefined;
-  return row?.config_hash;
-}
