@@ -1,12 +1,13 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
-import { classifyFromModel, classifyHeuristic, parseModelJudgement, type Classification, type PromptMessage } from '../domain/classifier';
+import { classifyFromModel, classifyHeuristic, parseModelJudgment, type Classification } from '../domain/classifier';
+import type { ChatMessage } from '../domain/messages';
 import { QuorumError } from '../domain/errors';
-import { modeConfigHash, type ModeConfig, type ModeTier, type ResolvedMode } from '../domain/modes';
+import { modeConfigHash, type ModeConfig, type Tier, type ResolvedMode } from '../domain/modes';
 import type { CallSource, Outcome, SeatRole } from '../domain/outcome';
 import type { Judgment } from '../domain/judge';
 import { parseJudgment } from '../domain/judge-reply';
-import { classifierPrompt, type Msg } from '../domain/prompts';
+import { classifierPrompt } from '../domain/prompts';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import * as ledger from '../db/repositories/ledger';
 import type { Credential, Engines, EngineSpec, Family } from '../engines';
@@ -50,7 +51,7 @@ export interface EngineCallInput {
   orgId: string;
   engineId: string;
   ownKey: boolean;
-  messages: Msg[];
+  messages: ChatMessage[];
   maxOutputTokens: number;
 }
 
@@ -90,7 +91,7 @@ const SIM_NAMES = ['alpha', 'beta', 'gamma'] as const;
 /** How far a seat's chain follows backups: the designed engine and two more. */
 const CHAIN_LENGTH = 3;
 
-function seatsFor(config: ModeConfig, tier: ModeTier): string[] {
+function seatsFor(config: ModeConfig, tier: Tier): string[] {
   if (config.express === 'always') return config.tiers.experience.seats;
   return config.tiers[tier]?.seats ?? config.tiers.plus?.seats ?? config.tiers.experience.seats;
 }
@@ -204,7 +205,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
 
   return {
     /** Which engine sits where for this call; reads the organisation's own-key settings (never their secrets). */
-    async plan(input: { orgId: string; keyMode: 'live' | 'test'; mode: ResolvedMode; tier: ModeTier }): Promise<Plan> {
+    async plan(input: { orgId: string; keyMode: 'live' | 'test'; mode: ResolvedMode; tier: Tier }): Promise<Plan> {
       const { mode } = input;
       // The receipt names this hash: run nothing unless the configuration about to run is the one it names.
       // (The API read both from the same stored version; a difference means that version's data is not what it says.)
@@ -220,7 +221,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
         const rows = (await db('provider_credentials').where({ org_id: input.orgId }).select('family')) as { family: string }[];
         for (const r of rows) ownFamilies.add(r.family);
       }
-      const seatTier: ModeTier = config.express === 'always' ? 'experience' : input.tier;
+      const seatTier: Tier = config.express === 'always' ? 'experience' : input.tier;
       const seats = seatsFor(config, input.tier).map((designed, i): SeatPlan => {
         const simStandIn = `sim/${SIM_NAMES[i % SIM_NAMES.length]}-${seatTier}`;
         return { role: ROLES[i], designed, chain: simOnly ? chainOf(simStandIn, new Set(), simStandIn, []) : chainOf(designed, ownFamilies, simStandIn, notes) };
@@ -245,12 +246,12 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
      * Difficulty, depth, lane and the rest. With a classifier engine configured (and reachable) it asks that small
      * model and falls back to the heuristic on any failure; `classifiedBy` says which ran.
      */
-    async classify(input: { messages: PromptMessage[]; engineId?: string }): Promise<Classification> {
+    async classify(input: { messages: ChatMessage[]; engineId?: string }): Promise<Classification> {
       if (!input.engineId || !engines.isAvailable(input.engineId)) return classifyHeuristic(input.messages);
       try {
         const r = await engines.call({ engineId: input.engineId, messages: classifierPrompt(input.messages), maxOutputTokens: 200, timeoutMs: CLASSIFIER_TIMEOUT_MS });
-        const judgement = parseModelJudgement(r.text);
-        if (judgement) return classifyFromModel(input.messages, judgement);
+        const judgment = parseModelJudgment(r.text);
+        if (judgment) return classifyFromModel(input.messages, judgment);
         deps.log.warn('classifier model gave no usable answer; heuristic used', { engineId: input.engineId });
       } catch (err) {
         deps.log.warn('classifier model failed; heuristic used', { engineId: input.engineId, err });

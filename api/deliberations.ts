@@ -1,11 +1,12 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { canonicalJson } from '../domain/canonical-json';
-import type { PromptMessage } from '../domain/classifier';
+import { canonicalHash } from '../domain/canonical-json';
 import { QuorumError } from '../domain/errors';
-import type { ModeRecord, ModeTier } from '../domain/modes';
+import type { Form } from '../domain/form';
+import type { ChatMessage } from '../domain/messages';
+import type { ModeRecord, Tier } from '../domain/modes';
 import type { Outcome } from '../domain/outcome';
 import { assertCovers } from '../db/repositories/ledger';
 import { claimRequest, findRequestByKey, markRequestFailed, outcomeOf, type RequestState } from '../db/repositories/requests';
@@ -21,11 +22,11 @@ export interface RunDeliberationInput {
   idempotencyKey: string;
   /** sha256 of the canonical body: Form A answers 422 when a succeeded key comes back with another body. */
   fingerprint: string;
-  form: 'A' | 'B';
+  form: Form;
   mode: ModeRecord;
   model: string;
-  tier: ModeTier;
-  messages: PromptMessage[];
+  tier: Tier;
+  messages: ChatMessage[];
   promptTokens: number;
   ceilingMicros: number;
 }
@@ -35,13 +36,9 @@ export interface RunDeliberationDeps {
   client: Client;
 }
 
-export function sha256(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
-}
-
 /** Spec: without the header, an identical repeat (same org, key, model and messages) is deduplicated. */
-export function derivedIdempotencyKey(orgId: string, apiKeyId: string, model: string, messages: readonly PromptMessage[]): string {
-  return `derived-${sha256({ orgId, apiKeyId, model, messages })}`;
+export function derivedIdempotencyKey(orgId: string, apiKeyId: string, model: string, messages: readonly ChatMessage[]): string {
+  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages })}`;
 }
 
 export function deliberationWorkflowId(orgId: string, idempotencyKey: string): string {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { runDeliberation, sha256 } from '../api/deliberations';
+import { canonicalHash } from '../domain/canonical-json';
+import { runDeliberation } from '../api/deliberations';
 import { callCeilingMicros } from '../domain/fees';
 import type { ModeRecord } from '../domain/modes';
 import type { Outcome } from '../domain/outcome';
@@ -47,7 +48,7 @@ async function call(ctx: Ctx, mode: ModeRecord, content: string, lane: 'panel' |
       apiKeyId: ctx.keyId,
       keyMode: 'live',
       idempotencyKey: randomUUID(),
-      fingerprint: sha256(messages),
+      fingerprint: canonicalHash(messages),
       form: 'B',
       mode,
       model: mode.ticker,

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** JSON with object keys sorted at every level: equal values always give equal text, so their hashes match. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
@@ -8,4 +10,9 @@ export function canonicalJson(value: unknown): string {
       .join(',')}}`;
   }
   return JSON.stringify(value);
+}
+
+/** Hex SHA-256 of the canonical JSON: the one fingerprint of a value (request bodies, derived keys, mode configs). */
+export function canonicalHash(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
 }

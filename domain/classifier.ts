@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseJsonReply } from './json-reply';
+import type { ChatMessage } from './messages';
 import type { Depth } from './modes';
 
 /**
@@ -31,11 +32,6 @@ export interface Classification {
   classifiedBy: 'heuristic' | 'model';
 }
 
-export interface PromptMessage {
-  role: string;
-  content: string;
-}
-
 const KEYWORDS: Readonly<Record<Exclude<TaskType, 'other'>, RegExp>> = {
   code: /```|\b(function|class|bug|stack trace|compile|python|typescript|javascript|java|rust|golang|sql|regex|api|refactor|exception)\b/i,
   math: /\b(calculate|compute|solve|equation|integral|derivative|probability|sum of|how many|percent|prime|matrix|proof that)\b|\d+\s*[-+*/^×÷]\s*\d+/i,
@@ -64,23 +60,23 @@ export function depthFor(difficulty: number): Depth {
 }
 
 /** What a small classifier model may judge for itself; everything else is derived on the heuristic's scale. */
-export interface ModelJudgement {
+export interface ModelJudgment {
   difficulty: number;
   taskType: TaskType;
   hallucinationRisk: HallucinationRisk;
   needsSearch: boolean;
 }
 
-export function classifyHeuristic(messages: readonly PromptMessage[]): Classification {
+export function classifyHeuristic(messages: readonly ChatMessage[]): Classification {
   return classify(messages);
 }
 
-/** The model's judgement on the same 0–1 scale, with depth, lane and the rest derived exactly as for the heuristic. */
-export function classifyFromModel(messages: readonly PromptMessage[], judgement: ModelJudgement): Classification {
-  return classify(messages, judgement);
+/** The model's judgment on the same 0–1 scale, with depth, lane and the rest derived exactly as for the heuristic. */
+export function classifyFromModel(messages: readonly ChatMessage[], judgment: ModelJudgment): Classification {
+  return classify(messages, judgment);
 }
 
-function classify(messages: readonly PromptMessage[], model?: ModelJudgement): Classification {
+function classify(messages: readonly ChatMessage[], model?: ModelJudgment): Classification {
   const userText = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
   const text = userText || messages.map((m) => m.content).join('\n');
   const words = text.split(/\s+/).filter(Boolean).length;
@@ -135,7 +131,7 @@ const ModelReply = z.object({
 });
 
 /** Reads a classifier model's reply; undefined when it is not the JSON asked for (the heuristic then answers). */
-export function parseModelJudgement(text: string): ModelJudgement | undefined {
+export function parseModelJudgment(text: string): ModelJudgment | undefined {
   const r = parseJsonReply(text, ModelReply);
   return r && { difficulty: r.difficulty, taskType: r.task_type, hallucinationRisk: r.hallucination_risk, needsSearch: r.needs_search };
 }

@@ -1,6 +1,7 @@
 import type { Classification } from './classifier';
+import type { Form } from './form';
 import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros } from './fees';
-import { TIERS, type ModeConfig, type ModeTier } from './modes';
+import { TIERS, type ModeConfig, type Tier } from './modes';
 import type { CallSource } from './outcome';
 import { engineCostMicros, type TokenPrices } from './pricing';
 
@@ -16,8 +17,6 @@ export const MIN_SAMPLE = 20;
 export const EXPECTED_OUTPUT_SHARE = 0.5;
 /** A judgment is a short structured verdict. */
 export const JUDGE_OUTPUT_TOKENS = 256;
-
-export type Form = 'A' | 'B';
 
 /** Totals (or means: only their ratio is used) over a mode's recorded calls on one tier. */
 export interface CallStats {
@@ -47,9 +46,9 @@ export function tierRate(config: ModeConfig, stats: CallStats): TierRate {
   return { inputMicrosPerToken: input, outputMicrosPerToken: input * 4, n: stats.n, basis: 'api_calls', reason: 'below_min_sample' };
 }
 
-export type TierRates = Record<ModeTier, TierRate>;
+export type TierRates = Record<Tier, TierRate>;
 
-export function tierRates(config: ModeConfig, statsByTier: Record<ModeTier, CallStats>): TierRates {
+export function tierRates(config: ModeConfig, statsByTier: Record<Tier, CallStats>): TierRates {
   return Object.fromEntries(TIERS.map((t) => [t, tierRate(config, statsByTier[t])])) as TierRates;
 }
 
@@ -58,7 +57,7 @@ export function isExpress(config: ModeConfig, classification: Classification): b
   return config.express === 'always' || (config.express === 'auto' && classification.lane === 'express');
 }
 
-function seatsFor(config: ModeConfig, tier: ModeTier, express: boolean): string[] {
+function seatsFor(config: ModeConfig, tier: Tier, express: boolean): string[] {
   if (express) return config.tiers.experience.seats;
   return (config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience).seats;
 }
@@ -72,7 +71,7 @@ function expectedRounds(config: ModeConfig, classification: Classification, expr
 export interface QuoteInput {
   form: Form;
   config: ModeConfig;
-  tier: ModeTier;
+  tier: Tier;
   classification: Classification;
   promptTokens: number;
   rate: TierRate;

@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson } from './canonical-json';
+import { canonicalHash } from './canonical-json';
 
 /**
  * Mode specs (DESIGN §12): which engines sit in which seats per tier, the staff, rounds, critique policy,
  * grounding, fees and ceiling. Stored in Postgres as versioned JSON; `configHash` identifies a panel.
  */
 export const TIERS = ['experience', 'plus', 'pro'] as const;
-export type ModeTier = (typeof TIERS)[number];
+export type Tier = (typeof TIERS)[number];
 export const DEPTHS = ['light', 'medium', 'deep'] as const;
 export type Depth = (typeof DEPTHS)[number];
 
@@ -67,7 +66,7 @@ export const TICKER_RE = /^[A-Z0-9]{2,8}:[A-Z]{4}(:LAB)?$/;
 
 /** Short hash of the engine and deliberation configuration: any change to the panel changes it. */
 export function modeConfigHash(config: ModeConfig): string {
-  return createHash('sha256').update(canonicalJson(config)).digest('hex').slice(0, 12);
+  return canonicalHash(config).slice(0, 12);
 }
 
 /**

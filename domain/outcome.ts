@@ -1,5 +1,5 @@
 import type { Classification, Lane } from './classifier';
-import type { ModeTier } from './modes';
+import type { Tier } from './modes';
 
 /**
  * What one deliberation produced: the single domain model both Form serialisers, the receipt and the
@@ -84,7 +84,7 @@ export interface Outcome {
   modeId: string;
   ticker: string;
   configHash: string;
-  tier: ModeTier;
+  tier: Tier;
   status: ReceiptStatus;
   answer: string;
   finishReason: FinishReason;

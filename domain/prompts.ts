@@ -1,40 +1,27 @@
-import type { PromptMessage } from './classifier';
+import { lastUserText, type ChatMessage } from './messages';
 
 /**
  * The texts Quorum sends to seats, judge and synthesiser. Seats never see engine names: other answers are
  * shown under neutral labels only.
  */
-export interface Msg {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
-
 export interface LabelledAnswer {
   label: string;
   text: string;
 }
 
-function asMessages(messages: readonly PromptMessage[]): Msg[] {
-  return messages.map((m) => ({ role: m.role === 'system' || m.role === 'assistant' ? m.role : 'user', content: m.content }));
-}
-
-/** The turn being answered: the last user message (or the last message of any role). */
-export function lastUserText(messages: readonly PromptMessage[]): string {
-  return [...messages].reverse().find((m) => m.role === 'user')?.content ?? messages[messages.length - 1]?.content ?? '';
-}
 
 function groundingBlock(snippets: readonly string[]): string {
   return snippets.length ? `Search results that may help (cite only what they support):\n${snippets.map((s, i) => `[${i + 1}] ${s}`).join('\n')}` : '';
 }
 
 /** Round 1: the caller's conversation, with grounding results ahead of it when the search fired. */
-export function seatPrompt(messages: readonly PromptMessage[], snippets: readonly string[]): Msg[] {
+export function seatPrompt(messages: readonly ChatMessage[], snippets: readonly string[]): ChatMessage[] {
   const grounding = groundingBlock(snippets);
-  return grounding ? [{ role: 'system', content: grounding }, ...asMessages(messages)] : asMessages(messages);
+  return grounding ? [{ role: 'system', content: grounding }, ...messages] : [...messages];
 }
 
 /** A critique round: the seat sees its own previous answer and the others' (anonymised), and revises. */
-export function critiquePrompt(messages: readonly PromptMessage[], snippets: readonly string[], own: string, others: readonly LabelledAnswer[]): Msg[] {
+export function critiquePrompt(messages: readonly ChatMessage[], snippets: readonly string[], own: string, others: readonly LabelledAnswer[]): ChatMessage[] {
   const review = others.map((o) => `Answer ${o.label}:\n${o.text}`).join('\n\n');
   return [
     ...seatPrompt(messages, snippets),
@@ -49,7 +36,7 @@ export function critiquePrompt(messages: readonly PromptMessage[], snippets: rea
 /** Marks a judge request, so any engine (the simulated ones included) can recognise what is asked. */
 export const JUDGE_TAG = 'QUORUM-JUDGE-V1';
 
-export function judgePrompt(messages: readonly PromptMessage[], answers: readonly LabelledAnswer[]): Msg[] {
+export function judgePrompt(messages: readonly ChatMessage[], answers: readonly LabelledAnswer[]): ChatMessage[] {
   return [
     {
       role: 'system',
@@ -62,7 +49,7 @@ export function judgePrompt(messages: readonly PromptMessage[], answers: readonl
   ];
 }
 
-export function synthesisPrompt(messages: readonly PromptMessage[], answers: readonly LabelledAnswer[], bestLabel: string, judgeNote: string): Msg[] {
+export function synthesisPrompt(messages: readonly ChatMessage[], answers: readonly LabelledAnswer[], bestLabel: string, judgeNote: string): ChatMessage[] {
   return [
     {
       role: 'system',
@@ -80,7 +67,7 @@ export function synthesisPrompt(messages: readonly PromptMessage[], answers: rea
 /** Marks a classification request, so the simulated engines can recognise it. */
 export const CLASSIFY_TAG = 'QUORUM-CLASSIFY-V1';
 
-export function classifierPrompt(messages: readonly PromptMessage[]): Msg[] {
+export function classifierPrompt(messages: readonly ChatMessage[]): ChatMessage[] {
   return [
     {
       role: 'system',

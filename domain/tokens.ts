@@ -1,4 +1,5 @@
 import { decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
+import type { ChatMessage } from './messages';
 
 /**
  * Prompt token counts with a real BPE tokenizer (o200k_base, the encoding of current OpenAI models), from
@@ -40,16 +41,11 @@ export function countTokens(text: string): number {
   return total;
 }
 
-export interface TokenizedMessage {
-  role: string;
-  content: string;
-}
-
 /** Chat framing as OpenAI documents it: 3 tokens per message, 1 for the role, 3 to prime the reply. */
 const PER_MESSAGE = 4;
 const REPLY_PRIMING = 3;
 
-export function countMessagesTokens(messages: readonly TokenizedMessage[]): number {
+export function countMessagesTokens(messages: readonly ChatMessage[]): number {
   let total = REPLY_PRIMING;
   for (const m of messages) total += PER_MESSAGE + countTokens(m.content);
   return total;

@@ -1,10 +1,13 @@
+import type { ChatMessage } from '../domain/messages';
+import type { Tier } from '../domain/modes';
+
+export type { ChatMessage, Tier };
 export { EngineError, type EngineErrorKind } from './errors';
 
 /** Wire families Quorum connects to. `meta` (Llama) models run through `bedrock`; they are never offered directly. */
 export type Family = 'openai' | 'anthropic' | 'google' | 'bedrock' | 'sim';
 /** Who made the model: differs from the family only for models hosted on Bedrock. */
 export type Maker = 'openai' | 'anthropic' | 'google' | 'meta' | 'sim';
-export type Tier = 'experience' | 'plus' | 'pro';
 export type Difficulty = 'light' | 'medium' | 'hard';
 
 export interface EngineSpec {
@@ -27,10 +30,6 @@ export interface EngineSpec {
   skill?: Readonly<Record<Difficulty, number>>;
 }
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
 
 export interface KnownAnswer {
   answer: string;

@@ -9,14 +9,15 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallResult, Plan, PlannedEngine, SeatPlan } from '../activities/deliberation';
-import type { Classification, PromptMessage } from '../domain/classifier';
+import type { Classification } from '../domain/classifier';
+import { lastUserText, type ChatMessage } from '../domain/messages';
 import { bill, modeFeeMicros, platformFeeMicros, PLATFORM_FEE_PPM } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
-import type { ModeTier, ResolvedMode } from '../domain/modes';
+import type { Tier, ResolvedMode } from '../domain/modes';
 import type { Outcome, RoundSummary, SeatRole, SeatRow, StaffCall, Substitution, Unavailable } from '../domain/outcome';
 import { engineCostMicros } from '../domain/pricing';
 import { seededRandom, shuffled } from '../domain/prng';
-import { critiquePrompt, judgePrompt, lastUserText, seatPrompt, synthesisPrompt, type LabelledAnswer, type Msg } from '../domain/prompts';
+import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
 import { QuorumLane, QuorumStatus } from './search-attributes';
 
 export interface DeliberationInput {
@@ -25,8 +26,8 @@ export interface DeliberationInput {
   keyMode: 'live' | 'test';
   form: 'A' | 'B';
   mode: ResolvedMode;
-  tier: ModeTier;
-  messages: PromptMessage[];
+  tier: Tier;
+  messages: ChatMessage[];
   /** Counted by the API with the engines' tokenizer (the workflow has none). */
   promptTokens: number;
   ceilingMicros: number;
@@ -157,7 +158,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   const seatMax = config.seatMaxOutputTokens;
 
   /** One seat's pass: its current engine, then backups on failure; a cut-off answer is retried once with twice the room. */
-  const runSeat = async (s: SeatState, round: number, messages: Msg[]): Promise<SeatRow | undefined> => {
+  const runSeat = async (s: SeatState, round: number, messages: ChatMessage[]): Promise<SeatRow | undefined> => {
     while (s.at < s.plan.chain.length) {
       const engine = s.plan.chain[s.at];
       const call = { orgId: input.orgId, engineId: engine.engineId, ownKey: engine.ownKey, messages };

@@ -1,3 +1,4 @@
+import type { Form } from '../../domain/form';
 import type { ModeRecord } from '../../domain/modes';
 import { microsToUsd } from '../../domain/money';
 import type { Outcome, SeatRow, StaffCall } from '../../domain/outcome';
@@ -11,7 +12,6 @@ export interface JsonObject {
   [key: string]: Json | undefined;
 }
 
-export type Form = 'A' | 'B';
 
 /** Micro-dollars → the USD number of a `*_usd` field: the one place money leaves integers. */
 export function usd(micros: number): number {

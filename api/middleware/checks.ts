@@ -5,8 +5,9 @@ import { findMode } from '../../db/repositories/modes';
 import { keyAllowsMode } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { ModeRecord } from '../../domain/modes';
-import { countMessagesTokens, type TokenizedMessage } from '../../domain/tokens';
-import type { Form } from '../forms';
+import type { ChatMessage } from '../../domain/messages';
+import { countMessagesTokens } from '../../domain/tokens';
+import type { Form } from '../../domain/form';
 
 /** DESIGN §8 after the body: model and entitlement (404/403) → input tokens (413) → … → concurrency (429). */
 
@@ -33,7 +34,7 @@ export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: 
 }
 
 /** The prompt's token count, after refusing one over the key's input limit (413). */
-export function checkInputTokens(auth: AuthContext, messages: readonly TokenizedMessage[]): number {
+export function checkInputTokens(auth: AuthContext, messages: readonly ChatMessage[]): number {
   const limit = auth.limits.maxInputTokens ?? DEFAULT_MAX_INPUT_TOKENS;
   const tokens = countMessagesTokens(messages);
   if (tokens > limit) {

@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
-import { derivedIdempotencyKey, runDeliberation, sha256 } from '../deliberations';
+import { canonicalHash } from '../../domain/canonical-json';
+import { derivedIdempotencyKey, runDeliberation } from '../deliberations';
 import { findRequestByKey } from '../../db/repositories/requests';
 import { QuorumError } from '../../domain/errors';
 import { callCeilingMicros } from '../../domain/fees';
@@ -49,7 +50,7 @@ export function completions(deps: RouteDeps) {
           apiKeyId: auth.keyId,
           keyMode: auth.mode,
           idempotencyKey,
-          fingerprint: sha256({ model: body.model, messages: body.messages, tier, max_cost_micros: requested ?? null }),
+          fingerprint: canonicalHash({ model: body.model, messages: body.messages, tier, max_cost_micros: requested ?? null }),
           form: serialiser.form,
           mode,
           model: body.model,

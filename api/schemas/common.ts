@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { QuorumError, type ErrorCode } from '../../domain/errors';
-import { TIERS, type ModeTier } from '../../domain/modes';
+import { CHAT_ROLES, type ChatMessage } from '../../domain/messages';
+import { TIERS, type Tier } from '../../domain/modes';
 
 /** Request pieces both Forms share; each Form's file assembles its own validators from them (DESIGN §9). */
 export const MessageSchema = z
   .object({
-    role: z.enum(['system', 'user', 'assistant']),
+    role: z.enum(CHAT_ROLES),
     content: z.string(),
   })
   .describe('A chat message.');
@@ -20,21 +21,19 @@ export const IdempotencyKeySchema = z
   .max(255)
   .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
-export type Message = z.infer<typeof MessageSchema>;
-
 /** What a completion validator yields in either Form; a field one Form lacks is simply absent. */
 export interface CompletionInput {
   model: string;
-  messages: Message[];
+  messages: ChatMessage[];
   stream?: false;
-  tier?: ModeTier;
+  tier?: Tier;
   svc?: { max_cost_usd?: number };
 }
 
 export interface EstimateInput {
   model: string;
-  messages: Message[];
-  tier?: ModeTier;
+  messages: ChatMessage[];
+  tier?: Tier;
 }
 
 export interface RequestSchemas {

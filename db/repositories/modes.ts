@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
+import type { Form } from '../../domain/form';
 import { ModeConfigSchema, modeConfigHash, SYSTEM_MODES, TICKER_RE, type ModeConfig, type ModeRecord } from '../../domain/modes';
 
 type Conn = Knex | Knex.Transaction;
@@ -89,7 +90,7 @@ export async function listModesForOrg(db: Conn, orgId: string): Promise<ModeReco
  * to the organisation that owns the mode (anyone else gets `lab_not_available`). Undefined when the caller cannot
  * see such a mode.
  */
-export async function findMode(db: Conn, q: { orgId: string; form: 'A' | 'B'; model: string }): Promise<ModeRecord | undefined> {
+export async function findMode(db: Conn, q: { orgId: string; form: Form; model: string }): Promise<ModeRecord | undefined> {
   const lab = q.form === 'B' && q.model.endsWith(':LAB');
   const key = lab ? q.model.slice(0, -':LAB'.length) : q.model;
   const row = (await withCurrentVersion(db)

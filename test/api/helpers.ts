@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
-import type { Form } from '../../api/forms';
+import type { Form } from '../../domain/form';
 import { createApiKey, type CreateApiKeyInput } from '../../db/repositories/api-keys';
 import { getBalance, listLedger } from '../../db/repositories/ledger';
 import { createOrganisation } from '../../db/repositories/organisations';

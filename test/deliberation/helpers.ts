@@ -1,13 +1,14 @@
 import { temporal } from '@temporalio/proto';
+import { canonicalHash } from '../../domain/canonical-json';
 import assert from 'node:assert/strict';
 import type { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { deliberationWorkflowId, runDeliberation, sha256, type RunDeliberationInput } from '../../api/deliberations';
+import { deliberationWorkflowId, runDeliberation, type RunDeliberationInput } from '../../api/deliberations';
 import { countMessagesTokens } from '../../domain/tokens';
 import { callCeilingMicros } from '../../domain/fees';
-import type { ModeConfig, ModeRecord, ModeTier } from '../../domain/modes';
+import type { ModeConfig, ModeRecord, Tier } from '../../domain/modes';
 import type { Outcome } from '../../domain/outcome';
 import { getBalance, listLedger, type Balance } from '../../db/repositories/ledger';
 import { findMode, upsertMode } from '../../db/repositories/modes';
@@ -63,7 +64,7 @@ export interface Call {
   mode: ModeRecord;
   content?: string;
   form?: 'A' | 'B';
-  tier?: ModeTier;
+  tier?: Tier;
   keyMode?: 'live' | 'test';
   ceilingMicros?: number;
   idempotencyKey?: string;
@@ -87,7 +88,7 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
     apiKeyId: c.org.keyId,
     keyMode: c.keyMode ?? 'live',
     idempotencyKey: c.idempotencyKey,
-    fingerprint: sha256({ model: c.mode.id, messages }),
+    fingerprint: canonicalHash({ model: c.mode.id, messages }),
     form,
     mode: c.mode,
     model: form === 'A' ? c.mode.id : c.mode.ticker,

@@ -41,7 +41,7 @@ describe('domain: engine cost and tokens', () => {
     assert.equal(countTokens(''), 0);
     assert.equal(countTokens('hello world'), 2);
     assert.ok(countTokens('<|endoftext|>') > 1, 'special tokens in user text are plain text');
-    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello world' }];
+    const messages = [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: 'hello world' }];
     assert.equal(countMessagesTokens(messages), 3 + 4 + countTokens('Be brief.') + 4 + 2);
   });
 });

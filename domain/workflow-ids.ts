@@ -1,0 +1,18 @@
+/**
+ * Every workflow id, built here and nowhere else (DESIGN §4): an id is the workflow's identity, so the same
+ * request, run, question or quote always lands on the same workflow and is never started twice.
+ */
+export const workflowIds = {
+  /** One deliberation per organisation and idempotency key. */
+  deliberation: (orgId: string, idempotencyKey: string): string => `dlb/${orgId}/${idempotencyKey}`,
+  /** The 30-day trial credit timer of one organisation. */
+  trialCredit: (orgId: string): string => `trial/${orgId}`,
+  /** A benchmark test run launched under an idempotency key. */
+  testRun: (orgId: string, key: string): string => `bench/${orgId}/${key}`,
+  /** A certification run launched under an idempotency key. */
+  certification: (orgId: string, key: string): string => `cert/${orgId}/${key}`,
+  /** One question of a run: a child whose id derives from its parent's. */
+  question: (runWorkflowId: string, questionId: string): string => `${runWorkflowId}/q/${questionId}`,
+  /** The run an advisor quote launches; approving twice finds the same workflow. */
+  quote: (quoteId: string): string => `quote/${quoteId}`,
+} as const;
