@@ -68,7 +68,7 @@ async function call(ctx: Ctx, mode: ModeRecord, content: string, lane: 'panel' |
  */
 function enginePathMs(o: Outcome): number {
   const rounds = new Map<number, number>();
-  for (const r of o.seatRows) rounds.set(r.round, Math.max(rounds.get(r.round) ?? 0, Date.parse(r.endedAt) - Date.parse(r.startedAt)));
+  for (const r of o.seatPasses) rounds.set(r.round, Math.max(rounds.get(r.round) ?? 0, Date.parse(r.endedAt) - Date.parse(r.startedAt)));
   return [...rounds.values()].reduce((a, b) => a + b, 0) + (o.staff.judge?.latencyMs ?? 0) + (o.staff.synthesis?.latencyMs ?? 0);
 }
 

@@ -1,9 +1,10 @@
-import type { Classification } from './classifier';
+import type { Classification, Lane } from './classifier';
 import type { Form } from './form';
 import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros } from './fees';
 import { TIERS, type ModeConfig, type Tier } from './modes';
 import type { CallSource } from './outcome';
 import { engineCostMicros, type TokenPrices } from './pricing';
+import { designedSeats, laneFor } from './seat-plan';
 
 /**
  * The free quote behind `/v1/estimate` (and the per-tier rates of `/v1/models`): pure arithmetic over the
@@ -52,16 +53,6 @@ export function tierRates(config: ModeConfig, statsByTier: Record<Tier, CallStat
   return Object.fromEntries(TIERS.map((t) => [t, tierRate(config, statsByTier[t])])) as TierRates;
 }
 
-/** Whether this call takes the express lane: the mode decides, the classifier chooses when the mode allows. */
-export function isExpress(config: ModeConfig, classification: Classification): boolean {
-  return config.express === 'always' || (config.express === 'auto' && classification.lane === 'express');
-}
-
-function seatsFor(config: ModeConfig, tier: Tier, express: boolean): string[] {
-  if (express) return config.tiers.experience.seats;
-  return (config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience).seats;
-}
-
 /** Seat passes the mode is expected to run for a prompt of this depth. */
 function expectedRounds(config: ModeConfig, classification: Classification, express: boolean): number {
   if (express || config.critique === 'never') return 1;
@@ -101,9 +92,10 @@ interface Call {
 }
 
 /** The calls a run is expected to make; undefined when an engine has no catalog price. */
-function expectedCalls(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): { calls: Call[]; express: boolean; rounds: number } | undefined {
-  const express = isExpress(input.config, input.classification);
-  const seats = seatsFor(input.config, input.tier, express);
+function expectedCalls(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): { calls: Call[]; lane: Lane; rounds: number } | undefined {
+  const lane = laneFor(input.config, input.tier, input.classification);
+  const express = lane === 'express';
+  const seats = designedSeats(input.config, input.tier, lane);
   const rounds = expectedRounds(input.config, input.classification, express);
   const out = Math.round(input.config.seatMaxOutputTokens * EXPECTED_OUTPUT_SHARE);
   const seen = (n: number): number => input.promptTokens + n * out;
@@ -120,17 +112,16 @@ function expectedCalls(input: QuoteInput, findPrices: (engineId: string) => Toke
     if (!prices) return undefined;
     calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut });
   }
-  return { calls, express, rounds };
+  return { calls, lane, rounds };
 }
 
 export function quote(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): Quote | undefined {
   const expected = expectedCalls(input, findPrices);
   if (!expected) return undefined;
-  const { calls, express } = expected;
+  const { calls, lane } = expected;
   const gatewayMicros = calls.reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
   const tokensIn = calls.reduce((sum, c) => sum + c.tokensIn, 0);
   const tokensOut = calls.reduce((sum, c) => sum + c.tokensOut, 0);
-  const lane = express ? 'express' : 'panel';
   const modeFee =
     input.form === 'A'
       ? modeFeeMicros('A', input.config.fees, { depth: input.classification.depth, lane, tokensIn, tokensOut })
@@ -139,7 +130,7 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
   const ceilingMicros = callCeilingMicros(input.form, input.config, input.keyCeilingMicros, input.requestedCeilingMicros);
   const billed = bill(input.form, { gatewayMicros, platformFeeMicros: platformFee, modeFeeMicros: modeFee, ceilingMicros });
   return {
-    express,
+    express: lane === 'express',
     rounds: expected.rounds,
     gatewayMicros,
     platformFeeMicros: platformFee,

@@ -1,4 +1,5 @@
 import type { Classification, Lane } from './classifier';
+import type { Judgment } from './judge';
 import type { Tier } from './modes';
 
 /**
@@ -13,7 +14,8 @@ export type Payer = 'service' | 'own_keys' | 'plan';
 export type JudgedBy = 'express_lane' | 'heuristic' | 'llm';
 export type CallSource = 'service' | 'own_key';
 
-export interface SeatRow {
+/** One seat's answer in one round: the row a receipt lists per seat and round. */
+export interface SeatPass {
   role: SeatRole;
   round: number;
   modelUsed: string;
@@ -110,11 +112,46 @@ export interface Outcome {
   seatsUnavailable: Unavailable[];
   staffUnavailable: Unavailable[];
   staff: { judge: StaffCall | null; synthesis: StaffCall | null; grounding: { fired: boolean; modelUsed: string | null } };
-  seatRows: SeatRow[];
+  seatPasses: SeatPass[];
   usage: { promptTokens: number; completionTokens: number; reasoningTokens: number | null };
   money: Money;
   payer: Payer;
   latencyMs: number;
   createdAt: string;
   completedAt: string;
+}
+
+/** One seat across the run: what the mode designed there, its latest answer, and why engines failed it. */
+export interface SeatRecord {
+  role: SeatRole;
+  designed: string;
+  latest: SeatPass | null;
+  failures: string[];
+}
+
+/**
+ * What a panel did, before money and identity: the panel's result and the outcome assembly's input. A test run
+ * scores it; a deliberation bills and settles the outcome assembled from it.
+ */
+export interface PanelRun {
+  seats: SeatRecord[];
+  passes: SeatPass[];
+  rounds: number;
+  deliberation: RoundSummary[];
+  /** The last round's judgment, null when no judge read a round (express lane). */
+  judgment: Judgment | null;
+  /** The anonymous label each seat had in that judgment. */
+  labels: Partial<Record<SeatRole, string>>;
+  judgedBy: JudgedBy;
+  divergenceFirst: number | null;
+  /** The seat whose answer won; null when no seat answered. */
+  best: SeatRole | null;
+  answer: string;
+  finish: Finish;
+  staff: Outcome['staff'];
+  staffUnavailable: Unavailable[];
+  /** Why engines of the design are not in their chains (from the plan). */
+  notes: string[];
+  /** Seeds the judge's answer order, recorded so the order can be reproduced. */
+  judgeSeed: number;
 }

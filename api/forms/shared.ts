@@ -1,7 +1,7 @@
 import type { Form } from '../../domain/form';
 import type { ModeRecord } from '../../domain/modes';
 import { microsToUsd } from '../../domain/money';
-import type { Outcome, SeatRow, StaffCall } from '../../domain/outcome';
+import type { Outcome, SeatPass, StaffCall } from '../../domain/outcome';
 import type { Quote, TierRate, TierRates } from '../../domain/estimate';
 import type { Classification } from '../../domain/classifier';
 import type { RequestSchemas } from '../schemas/common';
@@ -70,7 +70,7 @@ export function replayFields(o: Outcome): JsonObject {
   return { replayed: true, seats_answered: o.seatsAnswered, answer_truncated: o.finishReason === 'length' };
 }
 
-function seatRow(row: SeatRow, includeTranscript: boolean, extra: JsonObject): JsonObject {
+function seatRow(row: SeatPass, includeTranscript: boolean, extra: JsonObject): JsonObject {
   return {
     role: row.role,
     model_used: row.modelUsed,
@@ -97,7 +97,7 @@ function staffCall(call: StaffCall | null): JsonObject | null {
  * The receipt fields both Forms carry. `tokenChargeMicros` differs: Form A's pass-through half includes the
  * platform fee (so it and `q_surcharge_usd` sum to `billed_usd`), Form B's equals the engines' cost.
  */
-export function receiptShape(o: Outcome, opts: { includeTranscript: boolean; tokenChargeMicros: number; modeField: JsonObject; seatExtra: (row: SeatRow) => JsonObject; extra: JsonObject }): JsonObject {
+export function receiptShape(o: Outcome, opts: { includeTranscript: boolean; tokenChargeMicros: number; modeField: JsonObject; seatExtra: (row: SeatPass) => JsonObject; extra: JsonObject }): JsonObject {
   return {
     request_id: o.requestId,
     ...opts.modeField,
@@ -119,7 +119,7 @@ export function receiptShape(o: Outcome, opts: { includeTranscript: boolean; tok
       judge_score: o.bestSeat.judgeScore,
       content: opts.includeTranscript ? o.bestSeat.content : undefined,
     },
-    seats: o.seatRows.map((row) => seatRow(row, opts.includeTranscript, opts.seatExtra(row))),
+    seats: o.seatPasses.map((row) => seatRow(row, opts.includeTranscript, opts.seatExtra(row))),
     staff: {
       judge: staffCall(o.staff.judge),
       synthesis: staffCall(o.staff.synthesis),

@@ -57,6 +57,12 @@ export async function setBedrockRole(db: DbOrTrx, input: { orgId: string; roleAr
   await upsert(db, { org_id: input.orgId, family: 'bedrock', ciphertext: null, iv: null, tag: null, role_arn: roleArn, external_id: externalId });
 }
 
+/** The families an organisation has its own provider access for (never their secrets). */
+export async function ownProviderFamilies(db: DbOrTrx, orgId: string): Promise<Set<string>> {
+  const rows = (await db('provider_credentials').where({ org_id: orgId }).select('family')) as { family: string }[];
+  return new Set(rows.map((r) => r.family));
+}
+
 export async function getProviderCredential(db: DbOrTrx, orgId: string, family: ProviderFamily): Promise<ProviderCredential | undefined> {
   const row = (await db('provider_credentials').where({ org_id: orgId, family }).first('ciphertext', 'iv', 'tag', 'role_arn', 'external_id')) as
     | { ciphertext: Buffer | null; iv: Buffer | null; tag: Buffer | null; role_arn: string | null; external_id: string | null }

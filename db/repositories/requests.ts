@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Outcome } from '../../domain/outcome';
+import { release } from './ledger';
 import type { DbOrTrx } from './shared';
 
 export type RequestState = 'running' | 'succeeded' | 'failed' | 'capped';
@@ -62,6 +63,14 @@ export async function claimRequest(
 
 export async function markRequestFailed(db: DbOrTrx, requestId: string, code: string): Promise<void> {
   await db('requests').where({ id: requestId, state: 'running' }).update({ state: 'failed', error_code: code, completed_at: db.fn.now() });
+}
+
+/** A run that ends without an answer: its hold released and the request failed with `code`, together; nothing billed. */
+export async function abandonRequest(db: Knex, input: { orgId: string; requestId: string; code: string }): Promise<void> {
+  await db.transaction(async (trx) => {
+    await release(trx, { orgId: input.orgId, requestId: input.requestId });
+    await trx('requests').where({ id: input.requestId }).update({ state: 'failed', error_code: input.code, completed_at: trx.fn.now() });
+  });
 }
 
 export async function outcomeOf(db: DbOrTrx, requestId: string): Promise<Outcome | undefined> {

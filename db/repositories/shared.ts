@@ -13,3 +13,12 @@ export async function unknownOrgAsNotFound<T>(orgId: string, work: () => Promise
     throw err;
   }
 }
+
+/**
+ * Failures a retry cannot cure: Postgres data exceptions (SQLSTATE class 22) and integrity violations (23).
+ * Anything else (a connection refused, a deadlock, a timeout) is retried until the database is back.
+ */
+export function isDeterministicDbError(err: unknown): boolean {
+  const code = err instanceof Error && 'code' in err ? err.code : undefined;
+  return typeof code === 'string' && /^2[23]/.test(code);
+}

@@ -99,7 +99,7 @@ describe('deliberation workflow against loopback providers', function () {
     assert.equal(o.staff.judge?.modelUsed, 'anthropic/claude-sonnet-4');
     assert.equal(o.factualConflict, true);
     assert.ok(o.contestedPassage);
-    assert.equal(o.seatRows.filter((r) => r.fallbackUsed).length, 0);
+    assert.equal(o.seatPasses.filter((r) => r.fallbackUsed).length, 0);
     const judgeCalls = anthropic.requests.filter((r) => r.bodyText.includes(JUDGE_TAG));
     assert.ok(judgeCalls.length >= 1);
     for (const r of judgeCalls) assert.doesNotMatch(JSON.stringify((r.body as { messages: unknown }).messages), /gpt|claude|openai|anthropic|seat\d/i);
@@ -108,7 +108,7 @@ describe('deliberation workflow against loopback providers', function () {
   it('moves a seat whose engine fails permanently to its backup, and the receipt says so', async () => {
     const org = await newOrg();
     const { outcome: o } = await deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[openai-404]]' }, 'providers-fallback');
-    const seat1 = o.seatRows.find((r) => r.role === 'seat1');
+    const seat1 = o.seatPasses.find((r) => r.role === 'seat1');
     assert.equal(seat1?.fallbackUsed, true);
     assert.equal(seat1?.originalModel, 'openai/gpt-4.1');
     assert.equal(seat1?.modelUsed, 'anthropic/claude-sonnet-4');
@@ -123,7 +123,7 @@ describe('deliberation workflow against loopback providers', function () {
   it('retries a cut-off seat once with more room; the retry answering counts it as answered', async () => {
     const org = await newOrg();
     const { outcome: o } = await deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[cut-once]]' }, 'providers-cut-seat');
-    const seat1 = o.seatRows.find((r) => r.role === 'seat1');
+    const seat1 = o.seatPasses.find((r) => r.role === 'seat1');
     assert.equal(seat1?.finish, 'stop');
     assert.equal(o.seatsAnswered, 2);
     const tries = openai.requests.filter((r) => r.bodyText.includes('[[cut-once]]') && !r.bodyText.includes(JUDGE_TAG) && !r.bodyText.includes('Write the single best answer'));
@@ -154,7 +154,7 @@ describe('deliberation workflow against loopback providers', function () {
     assert.equal(o.status, 'succeeded');
     assert.equal(o.rounds, 1, 'the failed critique pass produced nothing');
     assert.equal(o.seatsAnswered, 2);
-    assert.ok(o.seatRows.every((r) => r.round === 1));
+    assert.ok(o.seatPasses.every((r) => r.round === 1));
     assert.ok(o.answer.length > 0);
   });
 });

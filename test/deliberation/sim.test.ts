@@ -1,6 +1,7 @@
 import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import assert from 'node:assert/strict';
 import { QuorumError } from '../../domain/errors';
+import { SYSTEM_MODES } from '../../domain/modes';
 import { getBalance, topUp } from '../../db/repositories/ledger';
 import { claimRequest, getReceipt } from '../../db/repositories/requests';
 import { deliberationWorkflowId } from '../../api/deliberations';
@@ -28,9 +29,9 @@ describe('deliberation workflow on sim engines (offline)', function () {
     assert.equal(o.rounds, 3, 'the debate mode critiques on every round');
     assert.equal(o.seats, 3);
     assert.equal(o.seatsAnswered, 3);
-    assert.equal(o.seatRows.length, 9, 'one row per seat per round');
-    assert.deepEqual(new Set(o.seatRows.map((r) => r.role)), new Set(['seat1', 'seat2', 'seat3']));
-    for (const r of o.seatRows) {
+    assert.equal(o.seatPasses.length, 9, 'one row per seat per round');
+    assert.deepEqual(new Set(o.seatPasses.map((r) => r.role)), new Set(['seat1', 'seat2', 'seat3']));
+    for (const r of o.seatPasses) {
       assert.ok(r.tokensIn > 0 && r.tokensOut > 0 && r.realCostMicros > 0 && r.feeMicros > 0, JSON.stringify(r));
       assert.equal(r.feeRatePpm, 50_000);
       assert.equal(typeof r.judgeScore, 'number');
@@ -40,7 +41,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
       assert.equal(r.fallbackUsed, true);
       assert.match(r.originalModel ?? '', /^(openai|anthropic|google)\//);
     }
-    assert.equal(o.seatRows.filter((r) => r.isBest).length, 3, 'the best seat is marked on each of its rows');
+    assert.equal(o.seatPasses.filter((r) => r.isBest).length, 3, 'the best seat is marked on each of its rows');
     assert.equal(o.bestSeatJudgedBy, 'llm');
     assert.ok(o.bestSeat && o.bestSeat.content.length > 0);
     assert.equal(typeof o.divergenceFirst, 'number');
@@ -66,8 +67,8 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const receipt = await getReceipt(stack().db, org.orgId, o.requestId);
     assert.ok(receipt?.available);
     assert.deepEqual(receipt.outcome, o);
-    const seatRows = await stack().db('receipt_seats').where({ request_id: o.requestId });
-    assert.equal(seatRows.length, 9);
+    const seatPasses = await stack().db('receipt_seats').where({ request_id: o.requestId });
+    assert.equal(seatPasses.length, 9);
     assert.equal(await getReceipt(stack().db, (await newOrg()).orgId, o.requestId), undefined, 'another organisation cannot see it');
   });
 
@@ -82,7 +83,22 @@ describe('deliberation workflow on sim engines (offline)', function () {
     assert.equal(o.staff.synthesis, null);
     assert.equal(o.bestSeatJudgedBy, 'express_lane');
     assert.equal(o.answer, o.bestSeat?.content);
-    assert.match(o.seatRows[0].modelUsed, /^sim\/.*-experience$/);
+    assert.match(o.seatPasses[0].modelUsed, /^sim\/.*-experience$/);
+  });
+
+  it('the experience tier is the express lane on every seeded mode, whatever its express policy; the receipt says so', async () => {
+    const org = await newOrg();
+    for (const seed of SYSTEM_MODES) {
+      // A hard prompt: the classifier alone would send it to a panel.
+      const { outcome: o } = await deliberate({ org, mode: await systemMode(seed.id), tier: 'experience' });
+      assert.equal(o.lane, 'express', seed.id);
+      assert.deepEqual([o.seats, o.rounds, o.converged, o.staff.judge, o.staff.synthesis, o.bestSeatJudgedBy], [1, 1, null, null, null, 'express_lane'], seed.id);
+      assert.match(o.seatPasses[0].modelUsed, /^sim\/.*-experience$/, seed.id);
+      const row = await stack().db('receipts').where({ request_id: o.requestId }).first('lane', 'tier');
+      assert.deepEqual(row, { lane: 'express', tier: 'experience' }, seed.id);
+      const receipt = await getReceipt(stack().db, org.orgId, o.requestId);
+      assert.equal(receipt?.available && receipt.outcome.lane, 'express', seed.id);
+    }
   });
 
   it('reports finish_reason length when the synthesis is cut off, after retrying cut-off seats once with more room', async () => {
@@ -92,7 +108,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     assert.ok(o.staff.synthesis);
     assert.equal(o.finishReason, 'length');
     // Each seat was cut at 16 tokens and retried at 32: the row holds the retry.
-    for (const r of o.seatRows) assert.equal(r.tokensOut, 32);
+    for (const r of o.seatPasses) assert.equal(r.tokensOut, 32);
     assert.equal(o.seatsAnswered, 3, 'a cut-off seat still counts as answered');
   });
 
@@ -101,7 +117,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const mode = await customMode(org.orgId, 'quorum-debate', {});
     // Enough for round 1 but not for the judge and critique rounds.
     const probe = await deliberate({ org, mode, form: 'A' });
-    const round1 = probe.outcome.seatRows.filter((r) => r.round === 1).reduce((n, r) => n + r.realCostMicros + r.feeMicros, 0);
+    const round1 = probe.outcome.seatPasses.filter((r) => r.round === 1).reduce((n, r) => n + r.realCostMicros + r.feeMicros, 0);
     const ceiling = round1 + probe.outcome.money.modeFeeMicros + 10;
     const { outcome: o } = await deliberate({ org, mode, form: 'A', ceilingMicros: ceiling }, 'form-a-capped');
     assert.equal(o.finishReason, 'cost_cap');
@@ -151,7 +167,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const before = await getBalance(stack().db, org.orgId);
     const { outcome: o } = await deliberate({ org, mode: await systemMode('quorum-panel'), keyMode: 'test' });
     assert.deepEqual([o.money.billedMicros, o.money.gatewayMicros, o.money.platformFeeMicros, o.money.modeFeeMicros, o.money.capCreditMicros], [0, 0, 0, 0, 0]);
-    assert.ok(o.seatRows.every((r) => r.modelUsed.startsWith('sim/')));
+    assert.ok(o.seatPasses.every((r) => r.modelUsed.startsWith('sim/')));
     assert.deepEqual(await getBalance(stack().db, org.orgId), before);
   });
 

@@ -1,0 +1,99 @@
+import { QuorumError } from '../../domain/errors';
+import type { Form } from '../../domain/form';
+import type { Outcome } from '../../domain/outcome';
+import * as ledger from './ledger';
+import { isDeterministicDbError, type DbOrTrx } from './shared';
+
+/** Every amount the settlement writes must be a whole, non-negative number of micro-dollars. */
+function unreadableAmounts(o: Outcome): string[] {
+  const amounts: Record<string, number> = {
+    gateway: o.money.gatewayMicros,
+    platform_fee: o.money.platformFeeMicros,
+    mode_fee: o.money.modeFeeMicros,
+    cap_credit: o.money.capCreditMicros,
+    billed: o.money.billedMicros,
+    ...Object.fromEntries(o.seatPasses.flatMap((p) => [[`${p.role}_r${p.round}_cost`, p.realCostMicros], [`${p.role}_r${p.round}_fee`, p.feeMicros]])),
+  };
+  return Object.entries(amounts).filter(([, v]) => !Number.isSafeInteger(v) || v < 0).map(([k, v]) => `${k}=${v}`);
+}
+
+/**
+ * Charge, receipt, seat passes and the request's final state in one transaction; idempotent by request id, so a
+ * retried settle never charges twice. A live key is charged (Form B in full with the excess credited back, Form A
+ * held at the ceiling); a test key's call is recorded and bills nothing. `cost_unreadable` when the outcome cannot
+ * be written at all (a retry would fail the same way).
+ */
+export async function settleOutcome(db: DbOrTrx, input: { outcome: Outcome; form: Form; billed: boolean; modeVersion: number }): Promise<void> {
+  const o = input.outcome;
+  const unreadable = unreadableAmounts(o);
+  if (unreadable.length > 0) throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
+  await db
+    .transaction(async (trx) => {
+      const done = await trx('receipts').where({ request_id: o.requestId }).first('request_id');
+      if (done) return;
+      if (input.billed) {
+        const gross = o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros;
+        const charge = input.form === 'B' ? gross : o.money.billedMicros;
+        await ledger.settle(trx, { orgId: o.orgId, requestId: o.requestId, chargeMicros: BigInt(charge), capCreditMicros: BigInt(o.money.capCreditMicros) });
+      }
+      await trx('receipts').insert({
+        request_id: o.requestId,
+        org_id: o.orgId,
+        mode_id: o.modeId,
+        mode_version: input.modeVersion,
+        config_hash: o.configHash,
+        status: o.status,
+        lane: o.lane,
+        tier: o.tier,
+        gateway_micros: o.money.gatewayMicros,
+        platform_fee_micros: o.money.platformFeeMicros,
+        mode_fee_micros: o.money.modeFeeMicros,
+        cap_credit_micros: o.money.capCreditMicros,
+        billed_micros: o.money.billedMicros,
+        prompt_tokens: o.usage.promptTokens,
+        completion_tokens: o.usage.completionTokens,
+        latency_ms: o.latencyMs,
+        outcome: JSON.stringify(o),
+        created_at: o.createdAt,
+        completed_at: o.completedAt,
+      });
+      if (o.seatPasses.length > 0) {
+        await trx('receipt_seats').insert(
+          o.seatPasses.map((p) => ({
+            request_id: o.requestId,
+            role: p.role,
+            round_number: p.round,
+            model_used: p.modelUsed,
+            original_model: p.originalModel,
+            fallback_used: p.fallbackUsed,
+            tokens_in: p.tokensIn,
+            tokens_out: p.tokensOut,
+            started_at: p.startedAt,
+            ended_at: p.endedAt,
+            latency_ms: p.latencyMs,
+            judge_score: p.judgeScore,
+            is_best_seat: p.isBest,
+            source: p.source,
+            real_cost_micros: p.realCostMicros,
+            fee_rate_ppm: p.feeRatePpm,
+            fee_micros: p.feeMicros,
+            content: p.content,
+          })),
+        );
+      }
+      await trx('requests')
+        .where({ id: o.requestId })
+        .update({
+          // Form B's capped call may run again under its key; Form A's is a finished answer.
+          state: o.status === 'capped' && input.form === 'B' ? 'capped' : 'succeeded',
+          finish_reason: o.finishReason,
+          answer_truncated: o.finishReason === 'length',
+          seats_answered: o.seatsAnswered,
+          completed_at: o.completedAt,
+        });
+    })
+    .catch((err: unknown) => {
+      if (!isDeterministicDbError(err)) throw err;
+      throw new QuorumError('cost_unreadable', 'The deliberation could not be recorded; nothing was billed. Retry with the same Idempotency-Key.');
+    });
+}

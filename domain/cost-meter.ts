@@ -1,0 +1,72 @@
+import type { Lane } from './classifier';
+import { modeFeeMicros, platformFeeMicros } from './fees';
+import type { Form } from './form';
+import type { Depth, ModeConfig } from './modes';
+import type { CallSource } from './outcome';
+import { engineCostMicros, type TokenPrices } from './pricing';
+
+/** A provider call as it is metered: what it cost and what it used. */
+export interface MeteredCall {
+  costMicros: number;
+  source: CallSource;
+  tokensIn: number;
+  tokensOut: number;
+  reasoningTokens: number | null;
+}
+
+/** A call about to be made, priced at its most: the input it will read and all the output it may write. */
+export interface ProjectedCall {
+  engine: TokenPrices & { ownKey: boolean };
+  tokensIn: number;
+  maxOut: number;
+}
+
+export interface MeterTerms {
+  form: Form;
+  fees: ModeConfig['fees'];
+  depth: Depth;
+  lane: Lane;
+  ceilingMicros: number;
+}
+
+/**
+ * Every provider call's cost as it happens, and the ceiling check made before each step: Form A stops before a step
+ * that would pass the ceiling (and the call ends `cost_cap`); Form B always runs in full and credits back later.
+ */
+export class CostMeter {
+  gatewayMicros = 0;
+  platformFeeMicros = 0;
+  tokensIn = 0;
+  tokensOut = 0;
+  reasoningTokens: number | null = null;
+  /** A step was skipped because it could have passed the ceiling. */
+  capped = false;
+
+  constructor(private readonly terms: MeterTerms) {}
+
+  charge(call: MeteredCall): void {
+    this.gatewayMicros += call.costMicros;
+    this.platformFeeMicros += platformFeeMicros(call.costMicros, call.source);
+    this.tokensIn += call.tokensIn;
+    this.tokensOut += call.tokensOut;
+    if (call.reasoningTokens !== null) this.reasoningTokens = (this.reasoningTokens ?? 0) + call.reasoningTokens;
+  }
+
+  /** The mode's fee for what has run so far (Form A: the depth's surcharge; Form B: per token processed). */
+  modeFeeMicros(): number {
+    const { form, fees, depth, lane } = this.terms;
+    return modeFeeMicros(form, fees, { depth, lane, tokensIn: this.tokensIn, tokensOut: this.tokensOut });
+  }
+
+  /** Whether the next step fits under the ceiling even if every call writes its whole output allowance. */
+  affords(step: readonly ProjectedCall[]): boolean {
+    if (this.terms.form === 'B') return true;
+    const stepMicros = step.reduce((sum, c) => {
+      const cost = engineCostMicros(c.tokensIn, c.maxOut, c.engine);
+      return sum + cost + platformFeeMicros(cost, c.engine.ownKey ? 'own_key' : 'service');
+    }, 0);
+    if (this.gatewayMicros + this.platformFeeMicros + this.modeFeeMicros() + stepMicros <= this.terms.ceilingMicros) return true;
+    this.capped = true;
+    return false;
+  }
+}

@@ -1,0 +1,133 @@
+import type { Classification, Lane } from './classifier';
+import type { ModeConfig, Tier } from './modes';
+import type { SeatRole } from './outcome';
+
+/**
+ * Who sits where for one call: the lane rule and seat planning, pure over the mode, the tier and what the catalog
+ * and the organisation's own keys can run. The activity that plans a call supplies that knowledge; the estimate
+ * uses the same functions, so a quote and a run never disagree about the seats.
+ */
+
+/** An engine as the workflow needs it: its id and prices (workflows do not import the catalog). */
+export interface PlannedEngine {
+  engineId: string;
+  inputUsdPerMtok: number;
+  outputUsdPerMtok: number;
+  /** Run on the organisation's own provider account (seat calls only). */
+  ownKey: boolean;
+}
+
+export interface SeatPlan {
+  role: SeatRole;
+  /** What the mode meant to seat here. */
+  designed: string;
+  /** The designed engine if it can run, then its backups; the seat takes the first that answers. */
+  chain: PlannedEngine[];
+}
+
+export interface StaffPlan {
+  designed: string;
+  chain: PlannedEngine[];
+}
+
+export interface Plan {
+  seats: SeatPlan[];
+  judge: StaffPlan;
+  synthesis: StaffPlan;
+  /** Why an engine of the mode's design is not in a chain, for the receipt. */
+  notes: string[];
+}
+
+/** What planning needs to know of one catalog engine. */
+export interface CatalogEngine {
+  id: string;
+  family: string;
+  backup?: string;
+  inputUsdPerMtok: number;
+  outputUsdPerMtok: number;
+}
+
+export interface PlanningContext {
+  find(engineId: string): CatalogEngine | undefined;
+  /** The service's own keys can run it (a `sim` engine always can). */
+  serviceCanRun(engineId: string): boolean;
+  /** Families the organisation has its own provider access for; seats of those families run on it. */
+  ownFamilies: ReadonlySet<string>;
+  /** Test keys run every seat and staff engine on `sim` and never touch a provider account. */
+  simOnly: boolean;
+}
+
+const ROLES: readonly SeatRole[] = ['seat1', 'seat2', 'seat3'];
+const SIM_NAMES = ['alpha', 'beta', 'gamma'] as const;
+/** How far a chain follows backups: the designed engine and two more. */
+const CHAIN_LENGTH = 3;
+/** Staff stand-ins when nothing of the design can run here. */
+const SIM_JUDGE = 'sim/alpha-plus';
+const SIM_SYNTHESIS = 'sim/beta-plus';
+
+/**
+ * The lane of a call. The `experience` tier is the express tier (spec 01: "`experience` (express)"), so it takes
+ * the express lane on every mode; otherwise the mode decides, and the classifier chooses when the mode allows.
+ */
+export function laneFor(config: ModeConfig, tier: Tier, classification: Pick<Classification, 'lane'>): Lane {
+  if (tier === 'experience' || config.express === 'always') return 'express';
+  return config.express === 'auto' && classification.lane === 'express' ? 'express' : 'panel';
+}
+
+/** The engines the mode designs for the call's seats: the express tier's one seat, or the tier's panel. */
+export function designedSeats(config: ModeConfig, tier: Tier, lane: Lane): string[] {
+  if (lane === 'express') return config.tiers.experience.seats;
+  return (config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience).seats;
+}
+
+function planned(spec: CatalogEngine, ownKey: boolean): PlannedEngine {
+  return { engineId: spec.id, inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok, ownKey };
+}
+
+/**
+ * The engine, then its backups, keeping those that can run: on the organisation's own key when it has one for the
+ * family, else the service's. When nothing of the design can run (no provider keys here), the tier's `sim` engines
+ * stand in, labelled `sim/` everywhere.
+ */
+function chainOf(ctx: PlanningContext, designed: string, ownFamilies: ReadonlySet<string>, simStandIn: string, notes: string[]): PlannedEngine[] {
+  const chain: PlannedEngine[] = [];
+  const seen = new Set<string>();
+  let id: string | undefined = designed;
+  while (id && !seen.has(id) && seen.size < CHAIN_LENGTH) {
+    seen.add(id);
+    const spec = ctx.find(id);
+    if (!spec) {
+      notes.push(`${id}: not in the engine catalog`);
+      break;
+    }
+    const own = ownFamilies.has(spec.family);
+    if (own || ctx.serviceCanRun(spec.id)) chain.push(planned(spec, own));
+    else notes.push(`${spec.id}: no ${spec.family} credentials configured`);
+    id = spec.backup;
+  }
+  if (chain.length > 0) return chain;
+  const sim = ctx.find(simStandIn);
+  if (!sim) throw new Error(`the catalog has no stand-in ${simStandIn}`);
+  const backup = sim.backup ? ctx.find(sim.backup) : undefined;
+  return backup ? [planned(sim, false), planned(backup, false)] : [planned(sim, false)];
+}
+
+/** Judge and synthesis run on the service's keys only; a configured backup comes right after the designed engine. */
+function staffPlan(ctx: PlanningContext, staff: { engine: string; backup?: string }, simStandIn: string, notes: string[]): StaffPlan {
+  if (ctx.simOnly) return { designed: staff.engine, chain: chainOf(ctx, simStandIn, new Set(), simStandIn, []) };
+  const chain = chainOf(ctx, staff.engine, new Set(), simStandIn, notes);
+  const extra = staff.backup ? ctx.find(staff.backup) : undefined;
+  if (extra && ctx.serviceCanRun(extra.id) && !chain.some((c) => c.engineId === extra.id)) chain.splice(1, 0, planned(extra, false));
+  return { designed: staff.engine, chain };
+}
+
+export function planSeats(config: ModeConfig, tier: Tier, lane: Lane, ctx: PlanningContext): Plan {
+  const notes: string[] = [];
+  const seatTier: Tier = lane === 'express' ? 'experience' : tier;
+  const seats = designedSeats(config, tier, lane).map((designed, i): SeatPlan => {
+    const simStandIn = `sim/${SIM_NAMES[i % SIM_NAMES.length]}-${seatTier}`;
+    const chain = ctx.simOnly ? chainOf(ctx, simStandIn, new Set(), simStandIn, []) : chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes);
+    return { role: ROLES[i], designed, chain };
+  });
+  return { seats, judge: staffPlan(ctx, config.staff.judge, SIM_JUDGE, notes), synthesis: staffPlan(ctx, config.staff.synthesis, SIM_SYNTHESIS, notes), notes };
+}
