@@ -49,12 +49,16 @@ export function judgePrompt(messages: readonly ChatMessage[], answers: readonly 
   ];
 }
 
+/** Marks a synthesis request, so the simulated engines can recognise it. */
+export const SYNTHESIS_TAG = 'QUORUM-SYNTHESIS-V1';
+
 export function synthesisPrompt(messages: readonly ChatMessage[], answers: readonly LabelledAnswer[], bestLabel: string, judgeNote: string): ChatMessage[] {
   return [
     {
       role: 'system',
       content:
-        'Write the single best answer to the question from the panel answers below. Keep what is correct, drop what is wrong, ' +
+        `${SYNTHESIS_TAG}\nWrite the single best answer to the question from the panel answers below.` +
+        ' Keep what is correct, drop what is wrong, ' +
         'resolve disagreements explicitly. Do not mention the panel, answers or labels; answer the user directly.',
     },
     {

@@ -3,7 +3,8 @@ import { simLatencyMs, type SimLatency } from '../../domain/sim-latency';
 import { countMessagesTokens, decodeTokens, encodeTokens } from '../../domain/tokens';
 import { classifyHeuristic } from '../../domain/classifier';
 import { lastUserText } from '../../domain/messages';
-import { CLASSIFY_TAG, JUDGE_TAG } from '../../domain/prompts';
+import { CLASSIFY_TAG, JUDGE_TAG, SYNTHESIS_TAG } from '../../domain/prompts';
+import { RUN_JUDGE_TAG } from '../../domain/run-judging';
 import { EngineError } from '../errors';
 import type { ChatMessage, KnownAnswer } from '../types';
 import type { AdapterCall, AdapterOutput } from './common';
@@ -22,8 +23,13 @@ export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | unde
 
   let full: string;
   const asked = (tag: string): boolean => call.messages.some((m) => m.role === 'system' && m.content.startsWith(tag));
+  const shownFinals = asked(SYNTHESIS_TAG) ? majorityFinal(call.messages) : undefined;
   if (asked(JUDGE_TAG)) {
     full = judgeVerdict(call.messages, rand);
+  } else if (asked(RUN_JUDGE_TAG)) {
+    full = runVerdict(call.messages, rand);
+  } else if (shownFinals !== undefined) {
+    full = knownAnswerText(shownFinals);
   } else if (asked(CLASSIFY_TAG)) {
     full = classification(call.messages, rand);
   } else if (knownAnswer) {
@@ -69,6 +75,49 @@ function judgeVerdict(messages: readonly ChatMessage[], rand: () => number): str
     contested: !converged && worst && worst.label !== best ? { label: worst.label, quote: worst.first.slice(0, 120), why: 'Its central claim is not supported by the other answers.' } : null,
     factual_conflict: !converged && rand() < 0.2,
   });
+}
+
+/** The labelled answers a judge or synthesiser was shown, each with its text up to the next label. */
+function shownAnswers(messages: readonly ChatMessage[]): { label: string; text: string }[] {
+  const shown = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+  return [...shown.matchAll(/^Answer ([A-Z]):\n([\s\S]*?)(?=\n\nAnswer [A-Z]:\n|\n\nThe judge preferred|(?![\s\S]))/gm)].map((m) => ({ label: m[1] ?? '?', text: m[2] ?? '' }));
+}
+
+/** The `Final answer:` line of a known-answer reply, normalised for comparison. */
+function finalOf(text: string): string | undefined {
+  return /Final answer:\s*(.+)\s*$/im.exec(text)?.[1]?.trim().toLowerCase().replace(/[.\s]+$/, '');
+}
+
+/**
+ * A simulated synthesiser over known-answer replies: the most common final answer among the seats (ties go to the
+ * judge's preferred answer), which is what makes a panel of independent engines beat its best seat alone.
+ * Undefined when the seats gave no final answers (a free-form question).
+ */
+function majorityFinal(messages: readonly ChatMessage[]): string | undefined {
+  const finals = shownAnswers(messages).map((a) => ({ label: a.label, final: finalOf(a.text) }));
+  if (finals.length === 0 || finals.some((f) => f.final === undefined)) return undefined;
+  const preferred = /The judge preferred answer ([A-Z])/.exec(messages.map((m) => m.content).join('\n'))?.[1];
+  const count = (v: string | undefined): number => finals.filter((f) => f.final === v).length;
+  const ranked = [...finals].sort((x, y) => count(y.final) - count(x.final) || Number(y.label === preferred) - Number(x.label === preferred));
+  return ranked[0].final;
+}
+
+/**
+ * A simulated run judge: it reads the reference answer and prefers an answer whose final answer matches it, and is
+ * right most of the time (85%); otherwise, and when the answers are equally right, it calls a tie or picks at random.
+ */
+function runVerdict(messages: readonly ChatMessage[], rand: () => number): string {
+  const reference = /Reference answer: ([^\n]*)/.exec(messages.map((m) => m.content).join('\n'))?.[1]?.trim().toLowerCase().replace(/[.\s]+$/, '');
+  const answers = shownAnswers(messages);
+  const right = answers.filter((a) => finalOf(a.text) === reference);
+  const draw = rand();
+  let winner: string;
+  if (answers.length === 0) winner = 'tie';
+  // One side is right: the judge sees it most of the time, else errs to a tie or a random pick.
+  else if (right.length > 0 && right.length < answers.length) winner = draw < 0.85 ? pick(right, rand).label : draw < 0.92 ? 'tie' : pick(answers, rand).label;
+  // Equally right or wrong: mostly a tie.
+  else winner = draw < 0.6 ? 'tie' : pick(answers, rand).label;
+  return JSON.stringify({ winner, why: winner === 'tie' ? 'The answers are equally good.' : `Answer ${winner} matches the reference best.` });
 }
 
 /** A simulated small classifier: the heuristic's reading of the prompt, with a little deterministic noise. */

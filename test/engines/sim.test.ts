@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { createEngines, enginesOf, type Difficulty, type EngineRequest } from '../../engines';
 import { engineCostMicros } from '../../domain/pricing';
 import { parseSimLatency, simLatencyMs } from '../../domain/sim-latency';
+import { synthesisPrompt } from '../../domain/prompts';
+import { readRunVerdict, runJudgePrompt } from '../../domain/run-judging';
 import { countMessagesTokens, countTokens } from '../../domain/tokens';
 import { captureLogger, engineFailure } from './helpers';
 
@@ -35,6 +37,32 @@ describe('engines: sim family', () => {
     assert.notEqual((await engines.call({ ...req, messages: [{ role: 'user', content: 'Why is the sky blue?' }] })).text, a.text);
     assert.match(a.text, /^\[sim\/alpha-plus\] /);
     assert.match(a.text, /leaves|colour|autumn|change/);
+  });
+
+  it("synthesises known-answer replies by majority (ties to the judge's pick), so a panel can beat its best seat", async () => {
+    const ask = [{ role: 'user' as const, content: 'What is 6 x 7? Answer with the number only.' }];
+    const reply = (n: string): string => `Working it out.\n\nFinal answer: ${n}`;
+    const synth = async (answers: string[], preferred: string): Promise<string> =>
+      (await engines.call({ engineId: 'sim/beta-plus', messages: synthesisPrompt(ask, answers.map((text, i) => ({ label: 'ABC'[i], text })), preferred, 'why'), maxOutputTokens: 500 })).text;
+    assert.match(await synth([reply('42'), reply('41'), reply('42')], 'B'), /Final answer: 42$/);
+    assert.match(await synth([reply('40'), reply('41')], 'B'), /Final answer: 41$/);
+    // Free-form answers have no final answer to count: the usual simulated prose.
+    assert.match(await synth(['Blue light scatters more.', 'Rayleigh scattering.'], 'A'), /^\[sim\/beta-plus\] /);
+  });
+
+  it('judges a run against the reference: prefers the matching answer most of the time, never names an unshown label', async () => {
+    let wins = 0;
+    for (let q = 0; q < 200; q++) {
+      const right = `Final answer: ${q}`;
+      const wrong = `Final answer: ${q + 1}`;
+      const modeAt = q % 2;
+      const shown = modeAt === 0 ? [right, wrong] : [wrong, right];
+      const r = await engines.call({ engineId: 'sim/gamma-plus', messages: runJudgePrompt('pairwise', `Question ${q}`, String(q), shown), maxOutputTokens: 200 });
+      const verdict = readRunVerdict(r.text, 2, modeAt);
+      assert.ok(verdict, r.text);
+      if (verdict === 'win') wins++;
+    }
+    assert.ok(wins > 150 && wins < 195, `the correct answer won ${wins} of 200`);
   });
 
   it('counts tokens honestly and prices them from the catalog', async () => {
