@@ -5,12 +5,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DEMO_ORG_ID } from '../db/seed';
-import { workflowIds } from '../domain/workflow-ids';
-import { freePort } from '../infra/free-port';
-import { stack } from './harness/stack';
+import { DEMO_ORG_ID } from '../../db/seed';
+import { workflowIds } from '../../domain/workflow-ids';
+import { freePort } from '../../infra/free-port';
+import { stack } from '../harness/stack';
 
-const root = path.join(__dirname, '..');
+const root = path.join(__dirname, '..', '..');
 
 interface Started {
   child: ChildProcess;
