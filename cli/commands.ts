@@ -10,8 +10,8 @@ import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories
 import { SCOPES } from '../domain/api-keys';
 import { microsToDecimal, microsToUsd, usdToMicros } from '../domain/money';
 import type { Logger } from '../infra/log';
+import { startTrialTimer } from '../starters/trial-credit';
 import type { CliResources } from './connect';
-import { startTrialTimer } from './trial-timers';
 
 /** Bad arguments: reported with the command's usage and exit code 2. */
 export class UsageError extends Error {

@@ -1,7 +1,7 @@
 import { QuorumError } from '../domain/errors';
-import { redact } from '../domain/redact';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
+import { redact } from '../infra/redact';
 import { COMMANDS, UsageError, type Command } from './commands';
 import { openResources } from './connect';
 

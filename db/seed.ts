@@ -1,5 +1,3 @@
-import type { Client } from '@temporalio/client';
-import { startTrialTimer } from '../cli/trial-timers';
 import { usdToMicros } from '../domain/money';
 import { createOrganisation, organisationExists } from './repositories/organisations';
 import type { DbOrTrx } from './repositories/shared';
@@ -8,11 +6,19 @@ export const DEMO_ORG_ID = 'org_demo';
 /** On top of the $5 trial, so a local demo does not run dry when the trial expires. */
 const DEMO_CREDIT_MICROS = usdToMicros('20');
 
+export interface SeededDemo {
+  orgId: string;
+  /** The owner key, only when this call created the organisation (it is shown once). */
+  apiKey?: string;
+  /** When this call created the organisation: its trial start, for the caller to start the trial timer with. */
+  trialStartedAt?: Date;
+}
+
 /**
- * Creates the demo organisation on first start. Returns its owner key only when this call created it
- * (the key is shown once); later starts get `apiKey: undefined`.
+ * Creates the demo organisation on first start; later starts get `{ orgId }` alone. Postgres only: the caller
+ * (the supervisor) starts the trial timer, and the worker's ensureTrialTimers catches up if that never happened.
  */
-export async function seedDemoOrganisation(db: DbOrTrx, client?: Client): Promise<{ orgId: string; apiKey?: string }> {
+export async function seedDemoOrganisation(db: DbOrTrx): Promise<SeededDemo> {
   if (await organisationExists(db, DEMO_ORG_ID)) return { orgId: DEMO_ORG_ID };
   let created;
   try {
@@ -22,6 +28,5 @@ export async function seedDemoOrganisation(db: DbOrTrx, client?: Client): Promis
     if ((err as { code?: unknown }).code === '23505') return { orgId: DEMO_ORG_ID };
     throw err;
   }
-  if (client) await startTrialTimer(db, client, { orgId: DEMO_ORG_ID, trialStartedAt: created.trialStartedAt.toISOString() });
-  return { orgId: DEMO_ORG_ID, apiKey: created.apiKey };
+  return { orgId: DEMO_ORG_ID, apiKey: created.apiKey, trialStartedAt: created.trialStartedAt };
 }

@@ -1,6 +1,6 @@
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { randomBytes } from 'node:crypto';
-import { registerSecret } from '../domain/redact';
+import { registerSecret } from '../infra/redact';
 import { awsEngineError, awsSecrets, type AwsCredentials } from './aws';
 import { EngineError } from './errors';
 

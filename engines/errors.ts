@@ -1,4 +1,4 @@
-import { redact } from '../domain/redact';
+import { redact } from '../infra/redact';
 
 export type EngineErrorKind =
   | 'rate_limited'

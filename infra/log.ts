@@ -1,4 +1,4 @@
-import { redact } from '../domain/redact';
+import { redact } from './redact';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };

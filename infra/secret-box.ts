@@ -1,10 +1,10 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { registerSecret } from '../domain/redact';
 import { loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './log';
 import { dataDir } from './paths';
+import { registerSecret } from './redact';
 
 /**
  * AES-256-GCM for provider keys at rest (DESIGN §6). The master key comes from `QUORUM_SECRET_KEY`:

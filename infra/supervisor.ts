@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createDb } from '../db/knex';
 import { prepareDatabase } from '../db/prepare';
 import { seedDemoOrganisation } from '../db/seed';
+import { startTrialTimer } from '../starters/trial-credit';
 import { loadConfig } from './config';
 import { dataDir, runtimeExecArgv, runtimeModule } from './paths';
 import { startEmbeddedPostgres, type EmbeddedPg } from './postgres';
@@ -13,8 +14,8 @@ import { resolveTemporalBinary } from './temporal-binary';
 import { spawnDevServer, waitForTemporal } from './temporal-server';
 
 /**
- * `npm start`: Temporal, Postgres, migrations, seed data, worker, API — in that order, each awaited —
- * then the URLs. SIGINT/SIGTERM stop every child this process started, in reverse order.
+ * `npm start`: Temporal, Postgres, migrations, seed data (the demo organisation and its trial timer), worker, API —
+ * in that order, each awaited — then the URLs. SIGINT/SIGTERM stop every child this process started, in reverse order.
  */
 const say = (line: string): void => void process.stdout.write(`[quorum] ${line}\n`);
 
@@ -133,9 +134,16 @@ async function main(): Promise<void> {
   const db = createDb(databaseUrl, 2);
   const { migrations } = await prepareDatabase(db);
   say(`postgres ready; ${migrations.length} migration(s) applied`);
-  const connection = await Connection.connect({ address: temporalAddress });
-  const demo = await seedDemoOrganisation(db, new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }));
-  await connection.close();
+  const demo = await seedDemoOrganisation(db);
+  if (demo.trialStartedAt) {
+    // A fresh demo organisation gets its 30-day trial timer now (Temporal is up: awaited above).
+    const connection = await Connection.connect({ address: temporalAddress });
+    try {
+      await startTrialTimer(db, new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), { orgId: demo.orgId, trialStartedAt: demo.trialStartedAt.toISOString() });
+    } finally {
+      await connection.close();
+    }
+  }
   await db.destroy();
 
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE };

@@ -2,13 +2,13 @@ import { Client, Connection } from '@temporalio/client';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
-import { ensureTrialTimers } from '../cli/trial-timers';
 import { createDb } from '../db/knex';
 import { warmTokenizer } from '../domain/tokens';
 import { createEngines } from '../engines';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
+import { ensureTrialTimers } from '../starters/trial-credit';
 import { bundleInChild } from './bundle';
 import { createWorkers } from './workers';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { QuorumError } from '../../domain/errors';
-import { registerSecret } from '../../domain/redact';
+import { registerSecret } from '../../infra/redact';
 import { secretBox } from '../../infra/secret-box';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 

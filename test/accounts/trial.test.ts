@@ -3,13 +3,14 @@ import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createAccountActivities } from '../../activities/accounts';
-import { ensureTrialTimers, startTrialTimer, trialWorkflowId } from '../../cli/trial-timers';
 import { getBalance, listLedger, reserve, settle, topUp } from '../../db/repositories/ledger';
 import { createOrganisation } from '../../db/repositories/organisations';
 import { expireTrialCredit } from '../../db/repositories/trial-credit';
 import { usdToMicros } from '../../domain/money';
 import { TRIAL_CREDIT_MICROS, trialExpiryDeductionMicros, unusedTrialCreditMicros } from '../../domain/trial';
+import { workflowIds } from '../../domain/workflow-ids';
 import { createLogger } from '../../infra/log';
+import { ensureTrialTimers, startTrialTimer } from '../../starters/trial-credit';
 import type { trialCreditWorkflow } from '../../workflows/trial-credit';
 import { stack } from '../harness/stack';
 import { assertLedgerMatchesBalance } from './fixtures/helpers';
@@ -97,7 +98,7 @@ describe('accounts: trial credit', () => {
     const deferred = await createOrganisation(db, { name: 'Deferred Co' });
     assert.ok((await ensureTrialTimers(db, env.client)) >= 1);
     assert.equal(await ensureTrialTimers(db, env.client), 0);
-    const handle = env.client.workflow.getHandle(trialWorkflowId(deferred.orgId));
+    const handle = env.client.workflow.getHandle(workflowIds.trialCredit(deferred.orgId));
     const first = await handle.describe();
     assert.equal(first.status.name, 'RUNNING');
     assert.equal(first.taskQueue, 'deliberation');
@@ -106,6 +107,6 @@ describe('accounts: trial credit', () => {
     // Once finished it is never restarted.
     await handle.terminate('test over');
     await startTrialTimer(db, env.client, { orgId: deferred.orgId, trialStartedAt: deferred.trialStartedAt.toISOString() });
-    assert.equal((await env.client.workflow.getHandle(trialWorkflowId(deferred.orgId)).describe()).runId, first.runId);
+    assert.equal((await env.client.workflow.getHandle(workflowIds.trialCredit(deferred.orgId)).describe()).runId, first.runId);
   });
 });

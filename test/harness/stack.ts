@@ -10,7 +10,18 @@ import { resolveTemporalBinary } from '../../infra/temporal-binary';
 import { dynamicConfigArgs } from '../../infra/temporal-server';
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
 
-/** One real Temporal dev server and one real Postgres for the whole mocha run, on free ports, torn down at the end. */
+/**
+ * One real Temporal dev server and one real Postgres for the whole mocha run, on free ports, torn down at the end,
+ * started only when a loaded test file needs them.
+ *
+ * How: a test file that needs the stack imports `stack` from this module (directly or through a helper). Mocha loads
+ * every test file before it runs any test, and while it loads them its `before`/`after` globals attach hooks to the
+ * suite being defined: at a module's top level, outside any `describe`, that is the root suite. So the first import
+ * of this module (module evaluation happens once per process) registers a root `before` that starts the stack and a
+ * root `after` that stops it; they run once, around all tests of the run. A run of pure files only (`npx mocha
+ * test/domain test/lint`) never imports this module, registers no hook and starts no process. Outside mocha (the
+ * benches call startStack/stopStack themselves) the globals do not exist and nothing is registered.
+ */
 export interface TestStack {
   db: Db;
   dbUrl: string;
@@ -24,7 +35,7 @@ let pg: EmbeddedPg | undefined;
 let tmp: string | undefined;
 
 export function stack(): TestStack {
-  if (!current) throw new Error('test stack not started: run tests through mocha with test/harness/hooks.ts');
+  if (!current) throw new Error('test stack not started: call stack() inside a test or hook of a mocha run (importing test/harness/stack.ts registers the hooks that start it)');
   return current;
 }
 
@@ -57,4 +68,21 @@ export async function stopStack(): Promise<void> {
   await pg?.stop();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   current = undefined;
+}
+
+/** The first start on a machine may build the Temporal binary from Go (minutes). */
+const FIRST_START_TIMEOUT_MS = 15 * 60_000;
+
+if (typeof before === 'function' && typeof after === 'function') {
+  before('start the test stack (Temporal, Postgres)', async function (this: Mocha.Context) {
+    // Registered on a nested suite (this module first imported inside a describe), the stack would stop after
+    // that suite while later files still need it: refuse rather than fail confusingly later.
+    if (this.test?.parent?.root !== true) throw new Error('test/harness/stack.ts must be imported at the top level of a test file, not inside a describe');
+    this.timeout(FIRST_START_TIMEOUT_MS);
+    await startStack();
+  });
+  after('stop the test stack', async function (this: Mocha.Context) {
+    this.timeout(60_000);
+    await stopStack();
+  });
 }

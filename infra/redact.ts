@@ -1,6 +1,7 @@
 /**
- * Secrets must never reach a log line or an error body. Known secret values are registered at start
+ * Secrets must never reach a log line or an error body. Known secret values are registered as they are read
  * (provider keys, the master key); key-shaped strings are masked by pattern as a second net.
+ * The registry is process state, which is why this lives in infra/ and not in the pure domain/.
  */
 const registered = new Set<string>();
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { QuorumError } from '../domain/errors';
-import { SYSTEM_MODES } from '../domain/modes';
-import { findMode, listModesForOrg, upsertMode } from '../db/repositories/modes';
-import { createOrganisation } from '../db/repositories/organisations';
-import { stack } from './harness/stack';
-import { uniqueTicker } from './harness/unique';
+import { QuorumError } from '../../domain/errors';
+import { SYSTEM_MODES } from '../../domain/modes';
+import { findMode, listModesForOrg, upsertMode } from '../../db/repositories/modes';
+import { createOrganisation } from '../../db/repositories/organisations';
+import { stack } from '../harness/stack';
+import { uniqueTicker } from '../harness/unique';
 
 describe('modes: stored, versioned, entitled', () => {
   it('seeds the system modes: a panel, a debate and an express-only mode, each disclosing its provider families', async () => {

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { TEMPORAL_DYNAMIC_CONFIG } from '../infra/temporal-server';
-import { quorumSearchAttributes } from '../workflows/search-attributes';
+import { TEMPORAL_DYNAMIC_CONFIG } from '../../infra/temporal-server';
+import { quorumSearchAttributes } from '../../workflows/search-attributes';
 
 // No Docker engine runs here, so the production topology is checked by reading it.
 const Service = z.object({
@@ -18,7 +18,7 @@ const Service = z.object({
 });
 const Compose = z.object({ services: z.record(z.string(), Service) });
 
-const root = path.join(__dirname, '..');
+const root = path.join(__dirname, '..', '..');
 const compose = Compose.parse(parse(fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }));
 const svc = (name: string): z.infer<typeof Service> => {
   const s = compose.services[name];

@@ -4,10 +4,13 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../infra/free-port';
-import { stack } from './harness/stack';
+import { Client, Connection } from '@temporalio/client';
+import { DEMO_ORG_ID } from '../../db/seed';
+import { workflowIds } from '../../domain/workflow-ids';
+import { freePort } from '../../infra/free-port';
+import { stack } from '../harness/stack';
 
-const root = path.join(__dirname, '..');
+const root = path.join(__dirname, '..', '..');
 
 interface Started {
   child: ChildProcess;
@@ -68,6 +71,16 @@ function processesMentioning(needle: string): string[] {
   return found;
 }
 
+async function describeTrialTimer(temporalPort: number): Promise<{ status: string; runId: string }> {
+  const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
+  try {
+    const d = await new Client({ connection }).workflow.getHandle(workflowIds.trialCredit(DEMO_ORG_ID)).describe();
+    return { status: d.status.name, runId: d.runId };
+  } finally {
+    await connection.close();
+  }
+}
+
 describe('npm start: the supervisor', function () {
   this.timeout(300_000);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-start-'));
@@ -88,6 +101,7 @@ describe('npm start: the supervisor', function () {
     delete env.DATABASE_URL;
     delete env.TEMPORAL_ADDRESS;
 
+    const trialRunIds: string[] = [];
     for (const round of [1, 2]) {
       const s = await startSupervisor(env);
       const health = await fetch(`http://127.0.0.1:${ports.PORT}/healthz`);
@@ -96,12 +110,17 @@ describe('npm start: the supervisor', function () {
       assert.equal(ui.status, 200);
       assert.match(s.output(), new RegExp(`Temporal UI +http://127\\.0\\.0\\.1:${ports.TEMPORAL_UI_PORT}`));
       if (round === 2) assert.match(s.output(), /0 migration\(s\) applied/, 'the second start must reuse the migrated database');
+      // The supervisor, not the seed, starts the demo organisation's trial timer, once: the second start keeps it.
+      const trial = await describeTrialTimer(ports.TEMPORAL_PORT);
+      assert.equal(trial.status, 'RUNNING');
+      trialRunIds.push(trial.runId);
 
       assert.equal(await stopWithSigint(s), 0, s.output());
       for (const port of Object.values(ports)) assert.equal(await portOpen(port), false, `port ${port} still bound after Ctrl-C`);
       assert.deepEqual(processesMentioning(dataDir), []);
       assert.equal(fs.existsSync(path.join(dataDir, 'stack.json')), false);
     }
+    assert.equal(trialRunIds[1], trialRunIds[0], 'the demo trial timer must not be started twice');
     assert.ok(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION')));
     assert.ok(fs.existsSync(path.join(dataDir, 'temporal.db')));
   });

@@ -2,10 +2,14 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { listOrganisationsAwaitingTrialTimer, markTrialTimerStarted } from '../db/repositories/trial-credit';
 import type { DbOrTrx } from '../db/repositories/shared';
+import { workflowIds } from '../domain/workflow-ids';
 import { TASK_QUEUES } from '../workflows/task-queues';
 import type { TrialCreditInput, trialCreditWorkflow } from '../workflows/trial-credit';
 
-export const trialWorkflowId = (orgId: string): string => `trial/${orgId}`;
+/*
+ * Starts the trial credit workflow (DESIGN §7). starters/ holds one module per workflow type, the only code that
+ * starts that workflow, so the CLI, the worker and the supervisor share it without importing one another.
+ */
 
 /**
  * Starts `trial/{org_id}` once. A running timer is reused (USE_EXISTING) and a finished one is never restarted
@@ -15,7 +19,7 @@ export async function startTrialTimer(db: DbOrTrx, client: Client, input: TrialC
   try {
     await client.workflow.start<typeof trialCreditWorkflow>('trialCreditWorkflow', {
       taskQueue: TASK_QUEUES.deliberation,
-      workflowId: trialWorkflowId(input.orgId),
+      workflowId: workflowIds.trialCredit(input.orgId),
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',

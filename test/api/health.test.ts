@@ -3,13 +3,13 @@ import type { Worker } from '@temporalio/worker';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createApp } from '../api/app';
-import { createDb } from '../db/knex';
-import { createEngines } from '../engines';
-import { createLogger } from '../infra/log';
-import { freePort } from '../infra/free-port';
-import { createWorkers } from '../worker/workers';
-import { stack } from './harness/stack';
+import { createApp } from '../../api/app';
+import { createDb } from '../../db/knex';
+import { createEngines } from '../../engines';
+import { createLogger } from '../../infra/log';
+import { freePort } from '../../infra/free-port';
+import { createWorkers } from '../../worker/workers';
+import { stack } from '../harness/stack';
 
 const log = createLogger('test', () => undefined);
 

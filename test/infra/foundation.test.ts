@@ -2,9 +2,9 @@ import { Worker } from '@temporalio/worker';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { stack } from './harness/stack';
-import { createProbeActivities } from './fixtures/probe-activities';
-import { probeWorkflow } from './fixtures/probe-workflow';
+import { stack } from '../harness/stack';
+import { createProbeActivities } from '../fixtures/probe-activities';
+import { probeWorkflow } from '../fixtures/probe-workflow';
 
 describe('foundation: the test stack is real', () => {
   it('round-trips a row through a real PostgreSQL', async () => {
@@ -26,7 +26,7 @@ describe('foundation: the test stack is real', () => {
       connection: env.nativeConnection,
       namespace,
       taskQueue,
-      workflowsPath: path.join(__dirname, 'fixtures', 'probe-workflow.ts'),
+      workflowsPath: path.join(__dirname, '..', 'fixtures', 'probe-workflow.ts'),
       activities: createProbeActivities(db),
     });
     const id = `org_${randomUUID()}`;
