@@ -16,6 +16,7 @@ import { createOrganisation } from '../../db/repositories/organisations';
 import { createEngines } from '../../engines';
 import { createLogger } from '../../infra/log';
 import { createWorkers } from '../../worker/workers';
+import { historiesDir } from '../harness/histories';
 import { stack } from '../harness/stack';
 import { uniqueTicker } from '../harness/unique';
 
@@ -99,8 +100,6 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
   };
   return runDeliberation({ db: stack().db, client: stack().env.client }, input);
 }
-
-export const historiesDir = path.join(__dirname, '..', 'histories');
 
 /**
  * With QUORUM_RECORD_HISTORIES=1, saves the run's event history (protobuf) under test/histories/, where the replay test

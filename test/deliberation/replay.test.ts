@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { workflowsPath } from '../../worker/workers';
-import { historiesDir } from './helpers';
+import { historiesDir } from '../harness/histories';
 
 /**
  * Determinism guard: the stored histories of real runs (recorded with QUORUM_RECORD_HISTORIES=1 from the
