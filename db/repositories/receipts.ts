@@ -1,6 +1,7 @@
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import type { Outcome } from '../../domain/outcome';
+import { storableJson } from '../../domain/storable-text';
 import * as ledger from './ledger';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
 
@@ -24,7 +25,8 @@ function unreadableAmounts(o: Outcome): string[] {
  * be written at all (a retry would fail the same way).
  */
 export async function settleOutcome(db: DbOrTrx, input: { outcome: Outcome; form: Form; billed: boolean; modeVersion: number }): Promise<void> {
-  const o = input.outcome;
+  // An engine's text is stored whatever characters it holds: a settle never fails on what a provider returned.
+  const o = storableJson(input.outcome);
   const unreadable = unreadableAmounts(o);
   if (unreadable.length > 0) throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
   await db

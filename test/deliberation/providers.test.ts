@@ -16,7 +16,7 @@ import {
   type RecordedRequest,
   type Reply,
 } from '../fixtures/providers';
-import { assertNothingBilled, customMode, deliberate, newOrg, startProductWorkers } from './helpers';
+import { assertNothingBilled, chargeCount, customMode, deliberate, newOrg, startProductWorkers } from './helpers';
 
 const SEAT_MAX = 256;
 
@@ -45,6 +45,7 @@ function openAiScript(req: RecordedRequest): Reply {
   if (text.includes('[[all-401]]') || (text.includes('[[critique-fails]]') && text.includes('Other panelists answered'))) return openAiError(401, 'Incorrect API key provided.');
   if (text.includes(JUDGE_TAG)) return openAiReply({ text: verdict(req) });
   if (text.includes('[[openai-404]]') && !text.includes('Write the single best answer')) return openAiError(404, 'The model `gpt-4.1` does not exist or you do not have access to it.');
+  if (text.includes('[[unstorable]]')) return openAiReply({ text: 'A NUL \u0000 and a lone surrogate \ud800 in the answer.' });
   if (text.includes('[[cut-once]]') && maxTokens(req) === SEAT_MAX) return openAiReply({ text: 'The answer begins but', finish: 'length', completionTokens: SEAT_MAX });
   return openAiReply({ text: 'First view: the sky is blue because of Rayleigh scattering.', completionTokens: 14 });
 }
@@ -103,6 +104,22 @@ describe('deliberation workflow against loopback providers', function () {
     const judgeCalls = anthropic.requests.filter((r) => r.bodyText.includes(JUDGE_TAG));
     assert.ok(judgeCalls.length >= 1);
     for (const r of judgeCalls) assert.doesNotMatch(JSON.stringify((r.body as { messages: unknown }).messages), /gpt|claude|openai|anthropic|seat\d/i);
+  });
+
+  it('settles an answer holding a NUL and a lone surrogate: stored with U+FFFD, billed once, replayed from the store', async () => {
+    const org = await newOrg();
+    const mode = await panelMode(org.orgId);
+    const call = { org, mode, content: 'Quote this back. [[unstorable]]', idempotencyKey: `unstorable-${org.orgId}` };
+    const { outcome: o } = await deliberate(call);
+    assert.equal(o.status, 'succeeded');
+    const seat1 = o.seatPasses.find((p) => p.role === 'seat1');
+    assert.equal(seat1?.content, 'A NUL \u0000 and a lone surrogate \ud800 in the answer.', 'the caller gets what the engine said');
+    const { outcome: replay, replayed } = await deliberate(call);
+    assert.equal(replayed, true);
+    assert.equal(replay.seatPasses.find((p) => p.role === 'seat1')?.content, 'A NUL \ufffd and a lone surrogate \ufffd in the answer.');
+    const stored = await stack().db('receipt_seats').where({ request_id: o.requestId, role: 'seat1' }).first('content');
+    assert.equal(stored.content, 'A NUL \ufffd and a lone surrogate \ufffd in the answer.');
+    assert.equal(await chargeCount(org.orgId), 1);
   });
 
   it('moves a seat whose engine fails permanently to its backup, and the receipt says so', async () => {
