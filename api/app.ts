@@ -13,7 +13,8 @@ import { completions } from './routes/completions';
 import { estimate } from './routes/estimate';
 import { models } from './routes/models';
 import { openApiDocument } from './routes/openapi';
-import { missingRequestId, receipt } from './routes/receipts';
+import { missingRequestId } from './operations/receipt';
+import { receipt } from './routes/receipts';
 
 export interface AppDeps extends HealthDeps {
   log: Logger;
@@ -47,7 +48,7 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = true;
   const router = new Router();
   const serialiser = serialiserFor(deps.form ?? 'B');
-  const routeDeps = { db: deps.db, client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }), serialiser };
+  const routeDeps = { db: deps.db, client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }), form: serialiser.form, serialiser };
   const openapi = openApiDocument(serialiser);
   // The first prompt should not pay for building the tokenizer.
   warmTokenizer();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalHash } from '../domain/canonical-json';
-import { runDeliberation } from '../api/deliberations';
+import { runDeliberation } from '../api/operations/run-deliberation';
 import { callCeilingMicros } from '../domain/fees';
 import type { ModeRecord } from '../domain/modes';
 import type { Outcome } from '../domain/outcome';

@@ -1,10 +1,7 @@
-import type { Client } from '@temporalio/client';
-import type { Db } from '../../db/knex';
 import type { FormSerialiser } from '../forms';
+import type { OperationDeps } from '../operations/deps';
 
-/** What every `/v1` handler works with. */
-export interface RouteDeps {
-  db: Db;
-  client: Client;
+/** What every `/v1` handler works with: the operations' dependencies and this deployment's serialiser. */
+export interface RouteDeps extends OperationDeps {
   serialiser: FormSerialiser;
 }

@@ -15,6 +15,14 @@ export const MessagesSchema = z.array(MessageSchema).min(1).describe('At least o
 export const ModelSchema = z.string().min(1);
 export const StreamSchema = z.literal(false).optional().describe('Only `false` is accepted; token streaming is not implemented.');
 export const TierSchema = z.enum(TIERS).optional().describe('Engine tier that fills the seats; default `plus`.');
+/** The `Idempotency-Key` a caller sent (a header, or a tool argument), validated; undefined when absent. */
+export function parseIdempotencyKey(raw: unknown): string | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = IdempotencyKeySchema.safeParse(raw);
+  if (!parsed.success) throw new QuorumError('invalid_request', 'Idempotency-Key must be 1-255 printable ASCII characters without spaces, sent once.', { param: 'Idempotency-Key' });
+  return parsed.data;
+}
+
 export const IdempotencyKeySchema = z
   .string()
   .min(1)

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { deliberationWorkflowId } from '../../api/deliberations';
+import { workflowIds } from '../../domain/workflow-ids';
 import { stack } from '../harness/stack';
 import { startLoopback, type Loopback } from '../fixtures/providers';
 import { deliberate, newOrg, startProductWorkers, systemMode } from './helpers';
@@ -15,7 +15,7 @@ const NEEDS_SEARCH = 'What is the latest population of Reykjavik according to th
 
 /** The messages each seat was sent, read back from the workflow's history. */
 async function seatInputs(orgId: string, key: string): Promise<string[]> {
-  const history = await stack().env.client.workflow.getHandle(deliberationWorkflowId(orgId, key)).fetchHistory();
+  const history = await stack().env.client.workflow.getHandle(workflowIds.deliberation(orgId, key)).fetchHistory();
   return (history.events ?? [])
     .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'seat')
     .map((e) => Buffer.from(e.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data ?? new Uint8Array()).toString('utf8'));

@@ -5,7 +5,8 @@ import type { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { deliberationWorkflowId, runDeliberation, type RunDeliberationInput } from '../../api/deliberations';
+import { workflowIds } from '../../domain/workflow-ids';
+import { runDeliberation, type RunDeliberationInput } from '../../api/operations/run-deliberation';
 import { countMessagesTokens } from '../../domain/tokens';
 import { callCeilingMicros } from '../../domain/fees';
 import type { ModeConfig, ModeRecord, Tier } from '../../domain/modes';
@@ -77,7 +78,7 @@ export async function deliberate(c: Call, record?: string): Promise<{ outcome: O
   try {
     return await deliberateOnce({ ...c, idempotencyKey });
   } finally {
-    if (record) await recordHistory(record, deliberationWorkflowId(c.org.orgId, idempotencyKey));
+    if (record) await recordHistory(record, workflowIds.deliberation(c.org.orgId, idempotencyKey));
   }
 }
 

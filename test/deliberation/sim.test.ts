@@ -4,7 +4,7 @@ import { QuorumError } from '../../domain/errors';
 import { SYSTEM_MODES } from '../../domain/modes';
 import { getBalance, topUp } from '../../db/repositories/ledger';
 import { claimRequest, getReceipt } from '../../db/repositories/requests';
-import { deliberationWorkflowId } from '../../api/deliberations';
+import { workflowIds } from '../../domain/workflow-ids';
 import { deliberationWorkflow, type DeliberationInput } from '../../workflows/deliberation';
 import { TASK_QUEUES } from '../../workflows/task-queues';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../../workflows/search-attributes';
@@ -177,7 +177,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     await assert.rejects(deliberate({ org, mode: await systemMode('quorum-debate'), ceilingMicros: 50_000_000, idempotencyKey: 'too-dear' }), (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance');
     assert.deepEqual(await getBalance(stack().db, org.orgId), before);
     assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 0);
-    await assert.rejects(stack().env.client.workflow.getHandle(deliberationWorkflowId(org.orgId, 'too-dear')).describe(), WorkflowNotFoundError);
+    await assert.rejects(stack().env.client.workflow.getHandle(workflowIds.deliberation(org.orgId, 'too-dear')).describe(), WorkflowNotFoundError);
   });
 
   it('insufficient_balance from the workflow\'s own hold, when the money went between the check and the hold', async () => {
@@ -186,7 +186,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const mode = await systemMode('quorum-panel');
     // The API's check passed; by the time the workflow holds the ceiling, the balance no longer covers it.
     const requestId = `req_race_${org.orgId}`;
-    const workflowId = deliberationWorkflowId(org.orgId, 'raced');
+    const workflowId = workflowIds.deliberation(org.orgId, 'raced');
     await claimRequest(stack().db, { id: requestId, orgId: org.orgId, apiKeyId: org.keyId, idempotencyKey: 'raced', workflowId, fingerprint: 'f', modeId: mode.id, model: mode.id }, { takeOver: [] });
     const messages = [{ role: 'user' as const, content: 'Compare two sorting algorithms step by step. Why? How?' }];
     const input: DeliberationInput = { requestId, orgId: org.orgId, keyMode: 'live', form: 'B', mode, tier: 'plus', messages, promptTokens: 20, ceilingMicros: Number(before.balanceMicros) + 1, createdAt: new Date().toISOString() };
@@ -214,7 +214,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const org = await newOrg();
     const mode = await systemMode('quorum-panel');
     const { outcome } = await deliberate({ org, mode, idempotencyKey: 'findable' });
-    const d = await stack().env.client.workflow.getHandle(deliberationWorkflowId(org.orgId, 'findable')).describe();
+    const d = await stack().env.client.workflow.getHandle(workflowIds.deliberation(org.orgId, 'findable')).describe();
     assert.equal(d.typedSearchAttributes.get(QuorumOrg), org.orgId);
     assert.equal(d.typedSearchAttributes.get(QuorumMode), mode.ticker);
     assert.equal(d.typedSearchAttributes.get(QuorumLane), outcome.lane);

@@ -2,17 +2,15 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotF
 import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { canonicalHash } from '../domain/canonical-json';
-import { QuorumError } from '../domain/errors';
-import type { Form } from '../domain/form';
-import type { ChatMessage } from '../domain/messages';
-import type { ModeRecord, Tier } from '../domain/modes';
-import type { Outcome } from '../domain/outcome';
-import { assertCovers } from '../db/repositories/ledger';
-import { claimRequest, findRequestByKey, markRequestFailed, outcomeOf, type RequestState } from '../db/repositories/requests';
-import { deliberationWorkflow } from '../workflows/deliberation';
-import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
-import { TASK_QUEUES } from '../workflows/task-queues';
+import { QuorumError } from '../../domain/errors';
+import type { Form } from '../../domain/form';
+import type { ChatMessage } from '../../domain/messages';
+import type { ModeRecord, Tier } from '../../domain/modes';
+import type { Outcome } from '../../domain/outcome';
+import { assertCovers } from '../../db/repositories/ledger';
+import { claimRequest, findRequestByKey, markRequestFailed, outcomeOf, type RequestState } from '../../db/repositories/requests';
+import { workflowIds } from '../../domain/workflow-ids';
+import { startDeliberation } from '../../starters/deliberation';
 
 export interface RunDeliberationInput {
   orgId: string;
@@ -34,15 +32,6 @@ export interface RunDeliberationInput {
 export interface RunDeliberationDeps {
   db: Knex;
   client: Client;
-}
-
-/** Spec: without the header, an identical repeat (same org, key, model and messages) is deduplicated. */
-export function derivedIdempotencyKey(orgId: string, apiKeyId: string, model: string, messages: readonly ChatMessage[]): string {
-  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages })}`;
-}
-
-export function deliberationWorkflowId(orgId: string, idempotencyKey: string): string {
-  return `dlb/${orgId}/${idempotencyKey}`;
 }
 
 /** A running row whose workflow is gone (the API died between claiming the key and starting) may be taken over. */
@@ -76,7 +65,7 @@ function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError
  */
 export async function runDeliberation(deps: RunDeliberationDeps, input: RunDeliberationInput): Promise<{ outcome: Outcome; replayed: boolean }> {
   const { db, client } = deps;
-  const workflowId = deliberationWorkflowId(input.orgId, input.idempotencyKey);
+  const workflowId = workflowIds.deliberation(input.orgId, input.idempotencyKey);
   const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
 
   const existing = await findRequestByKey(db, input.orgId, input.idempotencyKey);
@@ -102,33 +91,22 @@ export async function runDeliberation(deps: RunDeliberationDeps, input: RunDelib
 
   let handle;
   try {
-    handle = await client.workflow.start(deliberationWorkflow, {
-      taskQueue: TASK_QUEUES.deliberation,
-      workflowId,
-      workflowIdConflictPolicy: 'FAIL',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      args: [
-        {
-          requestId,
-          orgId: input.orgId,
-          keyMode: input.keyMode,
-          form: input.form,
-          mode: { id: input.mode.id, ticker: input.mode.ticker, version: input.mode.version, configHash: input.mode.configHash, config: input.mode.config },
-          tier: input.tier,
-          messages: input.messages,
-          promptTokens: input.promptTokens,
-          ceilingMicros: input.ceilingMicros,
-          createdAt: new Date().toISOString(),
-        },
-      ],
-      typedSearchAttributes: [
-        { key: QuorumOrg, value: input.orgId },
-        { key: QuorumMode, value: input.form === 'A' ? input.mode.id : input.mode.ticker },
-        { key: QuorumLane, value: 'pending' },
-        { key: QuorumStatus, value: 'running' },
-      ],
-      memo: { requestId, model: input.model, tier: input.tier },
-    });
+    handle = await startDeliberation(
+      client,
+      {
+        requestId,
+        orgId: input.orgId,
+        keyMode: input.keyMode,
+        form: input.form,
+        mode: { id: input.mode.id, ticker: input.mode.ticker, version: input.mode.version, configHash: input.mode.configHash, config: input.mode.config },
+        tier: input.tier,
+        messages: input.messages,
+        promptTokens: input.promptTokens,
+        ceilingMicros: input.ceilingMicros,
+        createdAt: new Date().toISOString(),
+      },
+      { idempotencyKey: input.idempotencyKey, model: input.model },
+    );
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', { retryAfter: 5 });

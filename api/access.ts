@@ -1,0 +1,40 @@
+import type { Db } from '../db/knex';
+import { authenticate, type AuthContext } from '../db/repositories/api-keys';
+import { countRequest } from '../db/repositories/limits';
+import type { Scope } from '../domain/api-keys';
+import { QuorumError } from '../domain/errors';
+
+/**
+ * Who is calling, and may they: the checks every edge (REST and MCP) runs first, in DESIGN §8's order —
+ * browser `Origin` (403) → key (401) → organisation (403) → scope (403) → requests per minute per key (429).
+ */
+export interface Credentials {
+  /** The `Authorization` header as sent. */
+  authorization?: string;
+  /** The `Origin` header, present when a browser sent the request. */
+  origin?: string;
+}
+
+export const DEFAULT_REQUESTS_PER_MINUTE = 60;
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+export async function authorize(db: Db, credentials: Credentials, scope: Scope): Promise<AuthContext> {
+  // A browser sends Origin on cross-origin fetches; a real key seen there is treated as leaked (spec 01, Authentication 3).
+  if (credentials.origin !== undefined) throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
+  const match = BEARER.exec(credentials.authorization ?? '');
+  if (!match) throw new QuorumError('invalid_api_key', 'Send the API key as `Authorization: Bearer <key>`.');
+  const auth = await authenticate(db, match[1]);
+  if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
+  const window = await countRequest(db, auth.keyId);
+  const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
+  if (window.count > limit) {
+    throw new QuorumError('rate_limit_exceeded', `More than ${limit} requests this minute for this key.`, { retryAfter: window.retryAfterSeconds });
+  }
+  return auth;
+}
+
+/** The key's own per-call ceiling in micro-dollars, when the service set one. */
+export function keyCeilingMicros(auth: AuthContext): number | undefined {
+  return auth.limits.maxCostMicros === null ? undefined : Number(auth.limits.maxCostMicros);
+}

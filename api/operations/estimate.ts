@@ -1,0 +1,54 @@
+import { performance } from 'node:perf_hooks';
+import type { AuthContext } from '../../db/repositories/api-keys';
+import type { Db } from '../../db/knex';
+import { recordEstimate } from '../../db/repositories/limits';
+import { recordedCallStats } from '../../db/repositories/requests';
+import { classifyHeuristic } from '../../domain/classifier';
+import { quote, tierRates, type TierRates } from '../../domain/estimate';
+import { TIERS, type ModeRecord } from '../../domain/modes';
+import type { TokenPrices } from '../../domain/pricing';
+import { findEngine } from '../../engines/catalog';
+import { keyCeilingMicros } from '../access';
+import type { EstimateView } from '../forms/shared';
+import type { EstimateInput } from '../schemas/common';
+import { checkInputTokens, resolveMode, withConcurrencySlot } from './checks';
+import type { OperationDeps } from './deps';
+
+export function catalogPrices(engineId: string): TokenPrices | undefined {
+  const spec = findEngine(engineId);
+  return spec && { inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok };
+}
+
+/** The mode's fee rate per tier, from its recorded calls (one query per tier, in parallel). */
+export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
+  const stats = await Promise.all(TIERS.map((tier) => recordedCallStats(db, mode.id, tier)));
+  return tierRates(mode.config, { experience: stats[0], plus: stats[1], pro: stats[2] });
+}
+
+/**
+ * The free quote: the same classifier as a real call, in process (no workflow); it never reads or touches the
+ * balance. Subject to the same rate and concurrency limits as a billed call (spec 01). `startedAt` is the
+ * `performance.now()` of the round trip's start, for its own timing.
+ */
+export async function estimate(deps: OperationDeps, auth: AuthContext, input: { requestId: string; body: EstimateInput; startedAt: number }): Promise<EstimateView> {
+  const { db, form } = deps;
+  const { body, requestId } = input;
+  const mode = await resolveMode(db, form, auth, body.model);
+  const promptTokens = checkInputTokens(auth, body.messages);
+  const tier = body.tier ?? 'plus';
+  // Read-only, so it may overlap the slot check; its failure surfaces where it is awaited.
+  const ratesRead = ratesOf(db, mode);
+  ratesRead.catch(() => undefined);
+  return withConcurrencySlot(db, auth, async () => {
+    const classifyStart = performance.now();
+    const classification = classifyHeuristic(body.messages);
+    const classify = Math.round(performance.now() - classifyStart);
+    const [rates] = await Promise.all([ratesRead, recordEstimate(db, auth.orgId, requestId)]);
+    const q = quote(
+      { form, config: mode.config, tier, classification, promptTokens, rate: rates[tier], source: 'service', keyCeilingMicros: keyCeilingMicros(auth), requestedCeilingMicros: undefined },
+      catalogPrices,
+    );
+    const total = Math.round(performance.now() - input.startedAt);
+    return { requestId, model: body.model, mode, classification, tier, rates, quote: q, timing: { total, classify } };
+  });
+}

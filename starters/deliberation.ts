@@ -1,0 +1,32 @@
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { workflowIds } from '../domain/workflow-ids';
+import type { deliberationWorkflow, DeliberationInput } from '../workflows/deliberation';
+import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
+import { TASK_QUEUES } from '../workflows/task-queues';
+
+/**
+ * Starts one deliberation under its idempotency key's workflow id (DESIGN §4). The caller decides from the request
+ * row whether a run may start; the server refuses a second live run under the same id (conflict policy FAIL), and
+ * a finished one may run again (a failed call, or a capped one on Form B).
+ */
+export function startDeliberation(
+  client: Client,
+  input: DeliberationInput,
+  opts: { idempotencyKey: string; model: string },
+): Promise<WorkflowHandleWithFirstExecutionRunId<typeof deliberationWorkflow>> {
+  return client.workflow.start<typeof deliberationWorkflow>('deliberationWorkflow', {
+    taskQueue: TASK_QUEUES.deliberation,
+    workflowId: workflowIds.deliberation(input.orgId, opts.idempotencyKey),
+    workflowIdConflictPolicy: 'FAIL',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    args: [input],
+    // Set once here and once at the end by the workflow, so an operator can find any call in the Temporal UI.
+    typedSearchAttributes: [
+      { key: QuorumOrg, value: input.orgId },
+      { key: QuorumMode, value: input.form === 'A' ? input.mode.id : input.mode.ticker },
+      { key: QuorumLane, value: 'pending' },
+      { key: QuorumStatus, value: 'running' },
+    ],
+    memo: { requestId: input.requestId, model: opts.model, tier: input.tier },
+  });
+}
