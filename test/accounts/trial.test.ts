@@ -1,7 +1,5 @@
-import { Worker } from '@temporalio/worker';
 import fc from 'fast-check';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { createAccountActivities } from '../../activities/accounts';
 import { getBalance, listLedger, reserve, settle, topUp } from '../../db/repositories/ledger';
 import { createOrganisation } from '../../db/repositories/organisations';
@@ -13,6 +11,7 @@ import { createLogger } from '../../infra/log';
 import { ensureTrialTimers, startTrialTimer } from '../../starters/trial-credit';
 import type { trialCreditWorkflow } from '../../workflows/trial-credit';
 import { stack } from '../harness/stack';
+import { testWorker } from '../harness/worker';
 import { assertLedgerMatchesBalance } from './fixtures/helpers';
 
 const usd = usdToMicros;
@@ -41,15 +40,8 @@ describe('accounts: trial credit', () => {
 
   it('the workflow sleeps the configured period on the real Temporal server, then deducts only the unused trial', async function () {
     this.timeout(60_000);
-    const { env, db, namespace } = stack();
-    const taskQueue = `trial-${randomUUID()}`;
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      namespace,
-      taskQueue,
-      workflowsPath: require.resolve('../../workflows/trial-credit'),
-      activities: createAccountActivities({ db, log: createLogger('test', () => undefined) }),
-    });
+    const { env, db } = stack();
+    const { worker, taskQueue } = await testWorker(require.resolve('../../workflows/trial-credit'), createAccountActivities({ db, log: createLogger('test', () => undefined) }));
 
     // Partly used: $1.25 net spent of the $5 trial, plus a $3 top-up → $3.75 deducted, the top-up untouched.
     const partly = await createOrganisation(db, { name: 'Partly Used Co' });
@@ -66,7 +58,7 @@ describe('accounts: trial credit', () => {
         [partly, spent].map((org) =>
           env.client.workflow.execute<typeof trialCreditWorkflow>('trialCreditWorkflow', {
             taskQueue,
-            workflowId: `trial/${org.orgId}`,
+            workflowId: workflowIds.trialCredit(org.orgId),
             args: [{ orgId: org.orgId, trialStartedAt: org.trialStartedAt.toISOString(), periodMs: 2000 }],
           }),
         ),

@@ -223,12 +223,17 @@ describe('deliberation workflow on sim engines (offline)', function () {
     assert.match(String(d.memo?.summary), /seats/);
   });
 
-  it('Form B: a capped call is not replayed: a retry with its key runs and bills again, and both receipts stay readable', async () => {
+  /** The same capped call made twice under one key. */
+  async function cappedTwice(form: 'A' | 'B', modeId: string, ceilingMicros: number) {
     const org = await newOrg();
-    const mode = await systemMode('quorum-panel');
-    const first = await deliberate({ org, mode, form: 'B', ceilingMicros: 500, idempotencyKey: 'capped-key' });
+    const call = { org, mode: await systemMode(modeId), form, ceilingMicros, idempotencyKey: `capped-${form}` };
+    const first = await deliberate(call);
+    return { org, first, second: await deliberate(call) };
+  }
+
+  it('Form B: a capped call is not replayed: a retry with its key runs and bills again, and both receipts stay readable', async () => {
+    const { org, first, second } = await cappedTwice('B', 'quorum-panel', 500);
     assert.equal(first.outcome.status, 'capped');
-    const second = await deliberate({ org, mode, form: 'B', ceilingMicros: 500, idempotencyKey: 'capped-key' });
     assert.equal(second.replayed, false);
     assert.notEqual(second.outcome.requestId, first.outcome.requestId);
     assert.equal(await chargeCount(org.orgId), 2);
@@ -236,11 +241,8 @@ describe('deliberation workflow on sim engines (offline)', function () {
   });
 
   it('Form A: a capped call is replayed like any succeeded one', async () => {
-    const org = await newOrg();
-    const mode = await systemMode('quorum-debate');
-    const first = await deliberate({ org, mode, form: 'A', ceilingMicros: 5_000, idempotencyKey: 'capped-a' });
+    const { first, second: again } = await cappedTwice('A', 'quorum-debate', 5_000);
     assert.equal(first.outcome.finishReason, 'cost_cap');
-    const again = await deliberate({ org, mode, form: 'A', ceilingMicros: 5_000, idempotencyKey: 'capped-a' });
     assert.equal(again.replayed, true);
     assert.equal(again.outcome.requestId, first.outcome.requestId);
   });

@@ -1,8 +1,8 @@
-import { Worker } from '@temporalio/worker';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { stack } from '../harness/stack';
+import { testWorker } from '../harness/worker';
 import { createProbeActivities } from '../fixtures/probe-activities';
 import { probeWorkflow } from '../fixtures/probe-workflow';
 
@@ -20,15 +20,8 @@ describe('foundation: the test stack is real', () => {
   });
 
   it('runs a workflow and its activity through the Temporal server, writing to Postgres', async () => {
-    const { env, db, namespace } = stack();
-    const taskQueue = `probe-${randomUUID()}`;
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      namespace,
-      taskQueue,
-      workflowsPath: path.join(__dirname, '..', 'fixtures', 'probe-workflow.ts'),
-      activities: createProbeActivities(db),
-    });
+    const { env, db } = stack();
+    const { worker, taskQueue } = await testWorker(path.join(__dirname, '..', 'fixtures', 'probe-workflow.ts'), createProbeActivities(db));
     const id = `org_${randomUUID()}`;
     const handle = await worker.runUntil(async () => {
       const h = await env.client.workflow.start(probeWorkflow, { taskQueue, workflowId: `probe/${id}`, args: [{ id, name: 'Probe' }] });
