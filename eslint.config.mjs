@@ -12,7 +12,21 @@ import tseslint from 'typescript-eslint';
  */
 
 /** Every top-level folder of project code. A new one goes here too, so domain/ and workflows/ keep refusing it. */
-const PROJECT_FOLDERS = ['activities', 'api', 'bench', 'bin', 'cli', 'db', 'domain', 'engines', 'infra', 'starters', 'test', 'worker', 'workflows'];
+const PROJECT_FOLDERS = [
+  'activities',
+  'api',
+  'bench',
+  'bin',
+  'cli',
+  'db',
+  'domain',
+  'engines',
+  'infra',
+  'starters',
+  'test',
+  'worker',
+  'workflows',
+];
 
 /** A relative import that reaches into one of `folders` from a sibling folder, at any depth: `../db`, `../../db/knex`. */
 const intoFolders = (folders) => `^(\\.\\./)+(${folders.join('|')})(/|$)`;
@@ -30,7 +44,8 @@ const domainImports = {
   patterns: [
     {
       regex: intoFolders(PROJECT_FOLDERS.filter((f) => f !== 'domain')),
-      message: 'domain/ is pure: it imports nothing from other project folders. Pass what it needs in as arguments, or move the code out of domain/.',
+      message:
+        'domain/ is pure: it imports nothing from other project folders. Pass what it needs in as arguments, or move the code out of domain/.',
     },
     {
       regex: `^node:(?!(${DOMAIN_NODE.join('|')})$)|${bareBuiltinRe}`,
@@ -50,11 +65,13 @@ const workflowImports = {
     {
       regex: intoFolders(['activities']),
       allowTypeImports: true,
-      message: 'workflows/ import activities only as types (`import type … from \'../activities/…\'`) and call them through proxyActivities: activity code does I/O and runs in the worker, outside the workflow sandbox.',
+      message:
+        "workflows/ import activities only as types (`import type … from '../activities/…'`) and call them through proxyActivities: activity code does I/O and runs in the worker, outside the workflow sandbox.",
     },
     {
       regex: intoFolders(PROJECT_FOLDERS.filter((f) => !['workflows', 'domain', 'activities'].includes(f))),
-      message: 'workflows/ are deterministic: they import only domain/ (pure), @temporalio/workflow, @temporalio/common and activity types. I/O happens in activities/; starting a workflow belongs in starters/.',
+      message:
+        'workflows/ are deterministic: they import only domain/ (pure), @temporalio/workflow, @temporalio/common and activity types. I/O happens in activities/; starting a workflow belongs in starters/.',
     },
     {
       regex: `^node:|${bareBuiltinRe}`,
@@ -62,7 +79,8 @@ const workflowImports = {
     },
     {
       regex: `^@temporalio/(?!(workflow|common)(/|$))`,
-      message: 'workflows/ run in the Temporal sandbox: of the SDK only @temporalio/workflow and @temporalio/common. Clients belong in starters/, api/ or cli/; workers in worker/; activity context in activities/.',
+      message:
+        'workflows/ run in the Temporal sandbox: of the SDK only @temporalio/workflow and @temporalio/common. Clients belong in starters/, api/ or cli/; workers in worker/; activity context in activities/.',
     },
     {
       regex: `^(?!\\.{1,2}(/|$)|node:|@temporalio/|(${bareBuiltins.map(escapeRe).join('|')})(/|$))`,
@@ -75,13 +93,17 @@ const innerImports = {
   patterns: [
     {
       regex: intoFolders(['api', 'cli']),
-      message: 'api/ and cli/ are edges: the inner layers (db/, worker/, engines/, activities/, starters/, infra/) never import them. Move the shared code down (e.g. a workflow start into starters/, pure logic into domain/).',
+      message:
+        'api/ and cli/ are edges: the inner layers (db/, worker/, engines/, activities/, starters/, infra/) never import them. Move the shared code down (e.g. a workflow start into starters/, pure logic into domain/).',
     },
   ],
 };
 
 /** Dynamic import() would slip past no-restricted-imports. */
-const noDynamicImport = (layer) => ['error', { selector: 'ImportExpression', message: `${layer}: no dynamic import(); static imports are what the layer rules check.` }];
+const noDynamicImport = (layer) => [
+  'error',
+  { selector: 'ImportExpression', message: `${layer}: no dynamic import(); static imports are what the layer rules check.` },
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', '.tools/**', 'dist/**'] },

@@ -6,7 +6,8 @@ export function createAccountActivities({ db, log }: Pick<ActivityDeps, 'db' | '
   return {
     async expireTrialCredit(input: { orgId: string }): Promise<{ deductedMicros: string }> {
       const result = await expireTrialCredit(db, input.orgId);
-      if (!result.alreadyExpired) log.info('trial credit expired', { orgId: input.orgId, deductedMicros: result.deductedMicros.toString() });
+      if (!result.alreadyExpired)
+        log.info('trial credit expired', { orgId: input.orgId, deductedMicros: result.deductedMicros.toString() });
       return { deductedMicros: result.deductedMicros.toString() };
     },
   };

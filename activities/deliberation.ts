@@ -88,14 +88,25 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
       credential =
         stored.kind === 'api_key'
           ? { kind: 'api_key', apiKey: stored.apiKey, source: 'own_key' }
-          : { kind: 'bedrock_role', roleArn: stored.roleArn, externalId: stored.externalId, region: env.AWS_REGION ?? 'us-east-1', source: 'own_key' };
+          : {
+              kind: 'bedrock_role',
+              roleArn: stored.roleArn,
+              externalId: stored.externalId,
+              region: env.AWS_REGION ?? 'us-east-1',
+              source: 'own_key',
+            };
     }
     const startedAt = new Date().toISOString();
     // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout.
     const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
     try {
       const r = await engines.call(
-        { engineId: input.engineId, messages: input.messages, maxOutputTokens: input.maxOutputTokens, signal: Context.current().cancellationSignal },
+        {
+          engineId: input.engineId,
+          messages: input.messages,
+          maxOutputTokens: input.maxOutputTokens,
+          signal: Context.current().cancellationSignal,
+        },
         credential,
       );
       return {
@@ -114,7 +125,12 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     } catch (err) {
       if (!isEngineError(err)) throw err;
       if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, ENGINE_PERMANENT, err.kind);
-      throw ApplicationFailure.create({ message: err.message, type: `Engine_${err.kind}`, nextRetryDelay: err.retryAfterMs, details: [err.kind] });
+      throw ApplicationFailure.create({
+        message: err.message,
+        type: `Engine_${err.kind}`,
+        nextRetryDelay: err.retryAfterMs,
+        details: [err.kind],
+      });
     } finally {
       clearInterval(heartbeat);
     }
@@ -127,11 +143,19 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
       // The receipt names this hash: run nothing unless the configuration about to run is the one it names.
       // (The API read both from the same stored version; a difference means that version's data is not what it says.)
       if (modeConfigHash(mode.config) !== mode.configHash) {
-        throw new QuorumError('mode_resolution_mismatch', `The configuration handed to the deliberation does not hash to version ${mode.version} of ${mode.id}; nothing was run or billed.`);
+        throw new QuorumError(
+          'mode_resolution_mismatch',
+          `The configuration handed to the deliberation does not hash to version ${mode.version} of ${mode.id}; nothing was run or billed.`,
+        );
       }
       const simOnly = input.keyMode === 'test';
       const ownFamilies = simOnly ? new Set<string>() : await ownProviderFamilies(db, input.orgId);
-      return planSeats(mode.config, input.tier, input.lane, { find: (id) => engines.find(id), serviceCanRun: (id) => engines.isAvailable(id), ownFamilies, simOnly });
+      return planSeats(mode.config, input.tier, input.lane, {
+        find: (id) => engines.find(id),
+        serviceCanRun: (id) => engines.isAvailable(id),
+        ownFamilies,
+        simOnly,
+      });
     },
 
     /**
@@ -141,7 +165,12 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     async classify(input: { messages: ChatMessage[]; engineId?: string }): Promise<Classification> {
       if (!input.engineId || !engines.isAvailable(input.engineId)) return classifyHeuristic(input.messages);
       try {
-        const r = await engines.call({ engineId: input.engineId, messages: classifierPrompt(input.messages), maxOutputTokens: 200, timeoutMs: CLASSIFIER_TIMEOUT_MS });
+        const r = await engines.call({
+          engineId: input.engineId,
+          messages: classifierPrompt(input.messages),
+          maxOutputTokens: 200,
+          timeoutMs: CLASSIFIER_TIMEOUT_MS,
+        });
         const judgment = parseModelJudgment(r.text);
         if (judgment) return classifyFromModel(input.messages, judgment);
         deps.log.warn('classifier model gave no usable answer; heuristic used', { engineId: input.engineId });
@@ -175,9 +204,15 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     /** The outcome recorded and billed once (see settleOutcome); a test key's call bills nothing. */
     async settle(input: { outcome: Outcome; form: Form; keyMode: 'live' | 'test'; modeVersion: number }): Promise<void> {
       try {
-        await settleOutcome(db, { outcome: input.outcome, form: input.form, billed: input.keyMode === 'live', modeVersion: input.modeVersion });
+        await settleOutcome(db, {
+          outcome: input.outcome,
+          form: input.form,
+          billed: input.keyMode === 'live',
+          modeVersion: input.modeVersion,
+        });
       } catch (err) {
-        if (err instanceof QuorumError) deps.log.error('settle: the outcome cannot be recorded', { requestId: input.outcome.requestId, err });
+        if (err instanceof QuorumError)
+          deps.log.error('settle: the outcome cannot be recorded', { requestId: input.outcome.requestId, err });
         throw err;
       }
     },

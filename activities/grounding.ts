@@ -14,7 +14,9 @@ export interface GroundingResult {
 const MAX_SNIPPETS = 3;
 const SNIPPET_CHARS = 600;
 
-const SearxReply = z.object({ results: z.array(z.object({ title: z.string().optional(), content: z.string().optional(), url: z.string().optional() })) });
+const SearxReply = z.object({
+  results: z.array(z.object({ title: z.string().optional(), content: z.string().optional(), url: z.string().optional() })),
+});
 
 /** A SearXNG instance's JSON search endpoint (`QUORUM_SEARXNG_URL`). */
 async function searxng(baseUrl: string, query: string): Promise<string[]> {

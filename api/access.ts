@@ -21,7 +21,8 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 export async function authorize(db: Db, credentials: Credentials, scope: Scope): Promise<AuthContext> {
   // A browser sends Origin on cross-origin fetches; a real key seen there is treated as leaked (spec 01, Authentication 3).
-  if (credentials.origin !== undefined) throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
+  if (credentials.origin !== undefined)
+    throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
   const match = BEARER.exec(credentials.authorization ?? '');
   if (!match) throw new QuorumError('invalid_api_key', 'Send the API key as `Authorization: Bearer <key>`.');
   const auth = await authenticate(db, match[1]);
@@ -29,7 +30,9 @@ export async function authorize(db: Db, credentials: Credentials, scope: Scope):
   const window = await countRequest(db, auth.keyId);
   const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
   if (window.count > limit) {
-    throw new QuorumError('rate_limit_exceeded', `More than ${limit} requests this minute for this key.`, { retryAfter: window.retryAfterSeconds });
+    throw new QuorumError('rate_limit_exceeded', `More than ${limit} requests this minute for this key.`, {
+      retryAfter: window.retryAfterSeconds,
+    });
   }
   return auth;
 }

@@ -48,7 +48,12 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = true;
   const router = new Router();
   const serialiser = serialiserFor(deps.form ?? 'B');
-  const routeDeps = { db: deps.db, client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }), form: serialiser.form, serialiser };
+  const routeDeps = {
+    db: deps.db,
+    client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }),
+    form: serialiser.form,
+    serialiser,
+  };
   const openapi = openApiDocument(serialiser);
   // The first prompt should not pay for building the tokenizer.
   warmTokenizer();

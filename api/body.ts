@@ -50,7 +50,9 @@ export async function readJsonObject(ctx: Context, maxBytes: number = MAX_BODY_B
     throw invalid(`The request body is not valid JSON: ${err instanceof Error ? err.message : 'parse error'}.`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw invalid(`The request body must be a JSON object, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}.`);
+    throw invalid(
+      `The request body must be a JSON object, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}.`,
+    );
   }
   return value as Record<string, unknown>;
 }

@@ -31,7 +31,8 @@ function isDependencyOutage(err: unknown): boolean {
 
 function asQuorumError(thrown: unknown): QuorumError {
   if (thrown instanceof QuorumError) return thrown;
-  if (isDependencyOutage(thrown)) return new QuorumError('service_unavailable', 'A service dependency is unreachable; retry shortly.', { retryAfter: 2 });
+  if (isDependencyOutage(thrown))
+    return new QuorumError('service_unavailable', 'A service dependency is unreachable; retry shortly.', { retryAfter: 2 });
   return new QuorumError('internal_error', 'The service failed; retry with the same Idempotency-Key.');
 }
 

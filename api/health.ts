@@ -33,10 +33,17 @@ function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
 }
 
 async function livePollers(deps: HealthDeps, taskQueue: string): Promise<number> {
-  const types = [temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY];
+  const types = [
+    temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  ];
   const counts = await Promise.all(
     types.map(async (taskQueueType) => {
-      const res = await deps.temporal.workflowService.describeTaskQueue({ namespace: deps.namespace, taskQueue: { name: taskQueue }, taskQueueType });
+      const res = await deps.temporal.workflowService.describeTaskQueue({
+        namespace: deps.namespace,
+        taskQueue: { name: taskQueue },
+        taskQueueType,
+      });
       const now = Date.now();
       return (res.pollers ?? []).filter((p) => {
         const seconds = Number(p.lastAccessTime?.seconds ?? 0);

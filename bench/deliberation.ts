@@ -35,7 +35,8 @@ interface Ctx {
 }
 
 // The classifier picks the lane: these prompts land in the panel lane and the express lane respectively.
-const PANEL_PROMPT = 'prove step by step why the sum of two odd numbers is even, and compare two approaches to caching and explain the trade-offs. Why? How?';
+const PANEL_PROMPT =
+  'prove step by step why the sum of two odd numbers is even, and compare two approaches to caching and explain the trade-offs. Why? How?';
 const EXPRESS_PROMPT = 'what is the capital of France?';
 
 /** One deliberation; throws when the classifier sent it down another lane, so a figure never measures the wrong path. */
@@ -92,7 +93,13 @@ const bundlePath = bundleInChild();
 async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promise<T> {
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
-  const workers = await createWorkers({ connection: env.nativeConnection, namespace, bundlePath, maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS, deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log } });
+  const workers = await createWorkers({
+    connection: env.nativeConnection,
+    namespace,
+    bundlePath,
+    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
+    deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log },
+  });
   const running = Promise.all(workers.map((w) => w.run()));
   try {
     return await work();
@@ -117,7 +124,9 @@ async function main(): Promise<void> {
     const started = performance.now();
     await pool(PANEL_CALLS, CONCURRENCY, (i) => call(ctx, panel, `Question ${i}: ${PANEL_PROMPT}`, 'panel'));
     const seconds = (performance.now() - started) / 1000;
-    console.log(`panel throughput, zero-latency engines, ${PANEL_CALLS} calls at ${CONCURRENCY} concurrent: ${(PANEL_CALLS / seconds).toFixed(1)} deliberations/s (target ≥ 30)`);
+    console.log(
+      `panel throughput, zero-latency engines, ${PANEL_CALLS} calls at ${CONCURRENCY} concurrent: ${(PANEL_CALLS / seconds).toFixed(1)} deliberations/s (target ≥ 30)`,
+    );
   });
 
   // Overhead: engines that take a fixed time, so 16 calls in flight do not saturate the machine (with zero-latency
@@ -132,7 +141,9 @@ async function main(): Promise<void> {
     // The pool's first wave starts 16 calls at one instant; later calls arrive staggered, as real traffic does.
     const burst = summary(panelOverhead.slice(0, CONCURRENCY));
     const o = summary(panelOverhead.slice(CONCURRENCY));
-    console.log(`panel orchestration overhead, ${ENGINE_MS} ms engines, ${OVERHEAD_CALLS - CONCURRENCY} calls at ${CONCURRENCY} concurrent: p50 ${fmt(o.p50)}  p90 ${fmt(o.p90)}  p99 ${fmt(o.p99)}  (target p50 ≤ 50 ms, p99 ≤ 250 ms)`);
+    console.log(
+      `panel orchestration overhead, ${ENGINE_MS} ms engines, ${OVERHEAD_CALLS - CONCURRENCY} calls at ${CONCURRENCY} concurrent: p50 ${fmt(o.p50)}  p90 ${fmt(o.p90)}  p99 ${fmt(o.p99)}  (target p50 ≤ 50 ms, p99 ≤ 250 ms)`,
+    );
     console.log(`  the first ${CONCURRENCY}, started at one instant: p50 ${fmt(burst.p50)}  max ${fmt(burst.max)}`);
     const expressOverhead = await pool(50, 1, async (i) => {
       const t = performance.now();
@@ -146,14 +157,18 @@ async function main(): Promise<void> {
   // Memory with many deliberations in flight: engines that take 20 s, so they are all waiting at once.
   await withWorkers('fixed:20000', async () => {
     const before = process.memoryUsage().rss;
-    const inFlight = Promise.allSettled(Array.from({ length: IN_FLIGHT }, (_, i) => call(ctx, panel, `In flight ${i}: ${PANEL_PROMPT}`, 'panel')));
+    const inFlight = Promise.allSettled(
+      Array.from({ length: IN_FLIGHT }, (_, i) => call(ctx, panel, `In flight ${i}: ${PANEL_PROMPT}`, 'panel')),
+    );
     let peak = before;
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       peak = Math.max(peak, process.memoryUsage().rss);
       await new Promise((r) => setTimeout(r, 250));
     }
-    console.log(`${IN_FLIGHT} deliberations in flight: API client + worker resident ${(peak / 2 ** 20).toFixed(0)} MB (before: ${(before / 2 ** 20).toFixed(0)} MB; target < 400 MB)`);
+    console.log(
+      `${IN_FLIGHT} deliberations in flight: API client + worker resident ${(peak / 2 ** 20).toFixed(0)} MB (before: ${(before / 2 ** 20).toFixed(0)} MB; target < 400 MB)`,
+    );
     // Measured. Waiting for them would take many minutes (20 s engines, 100 activity slots): end them instead.
     const { client } = stack().env;
     const running = client.workflow.list({ query: `QuorumOrg = "${ctx.orgId}" AND ExecutionStatus = "Running"` });

@@ -14,4 +14,6 @@ for (let i = 0; i < 500; i += 1) {
   times.push(performance.now() - t);
 }
 const s = summary(times);
-console.log(`tokenizer: first load ${fmt(loadMs)}; count of a ${prompt.length}-char prompt over ${s.n} runs: p50 ${fmt(s.p50)}, p90 ${fmt(s.p90)}, p99 ${fmt(s.p99)} (budget p50 ≤ 5 ms)`);
+console.log(
+  `tokenizer: first load ${fmt(loadMs)}; count of a ${prompt.length}-char prompt over ${s.n} runs: p50 ${fmt(s.p50)}, p90 ${fmt(s.p90)}, p99 ${fmt(s.p99)} (budget p50 ≤ 5 ms)`,
+);

@@ -65,14 +65,22 @@ function command<T>(spec: CommandSpec<T>): Command {
       let values: Record<string, unknown>;
       let positionals: string[];
       try {
-        ({ values, positionals } = parseArgs({ args, options: { ...spec.options, json: { type: 'boolean' } }, strict: true, allowPositionals: spec.positionals === true }));
+        ({ values, positionals } = parseArgs({
+          args,
+          options: { ...spec.options, json: { type: 'boolean' } },
+          strict: true,
+          allowPositionals: spec.positionals === true,
+        }));
       } catch (err) {
         throw new UsageError((err as Error).message, usage);
       }
       const { json, ...rest } = values;
       const parsed = spec.input.safeParse(spec.positionals ? { ...rest, files: positionals } : rest);
       if (!parsed.success) {
-        throw new UsageError(parsed.error.issues.map((i) => (i.path.length ? `--${i.path.join('.')} ${i.message}` : i.message)).join('; '), usage);
+        throw new UsageError(
+          parsed.error.issues.map((i) => (i.path.length ? `--${i.path.join('.')} ${i.message}` : i.message)).join('; '),
+          usage,
+        );
       }
       return { json: json === true, run: (ctx) => spec.run(parsed.data, ctx) };
     },
@@ -113,7 +121,10 @@ const orgCreate = command({
           return false;
         },
       ));
-    if (!started) log.warn('trial timer deferred: Temporal is not reachable; ensureTrialTimers starts it when the stack next starts', { orgId: org.orgId });
+    if (!started)
+      log.warn('trial timer deferred: Temporal is not reachable; ensureTrialTimers starts it when the stack next starts', {
+        orgId: org.orgId,
+      });
     return {
       json: { org_id: org.orgId, api_key: org.apiKey, balance_usd: microsToUsd(org.balanceMicros) },
       text: `Created organisation ${org.orgId} (${name}), balance ${dollars(org.balanceMicros)} including the trial credit.\nOwner key (shown once, store it now): ${org.apiKey}`,
@@ -146,7 +157,10 @@ const keyCreate = command({
   }),
   async run({ org, test, scopes, modes }, { resources }) {
     const { keyId, apiKey } = await createApiKey(resources.db, { orgId: org, mode: test ? 'test' : 'live', scopes, allowedModes: modes });
-    return { json: { key_id: keyId, api_key: apiKey }, text: `Created key ${keyId} for ${org}.\nKey (shown once, store it now): ${apiKey}` };
+    return {
+      json: { key_id: keyId, api_key: apiKey },
+      text: `Created key ${keyId} for ${org}.\nKey (shown once, store it now): ${apiKey}`,
+    };
   },
 });
 
@@ -168,7 +182,10 @@ const balanceAdd = command({
   input: z.object({ org: required, usd }),
   async run({ org, usd: amount }, { resources }) {
     const balance = await topUp(resources.db, { orgId: org, amountMicros: amount, note: 'operator top-up' });
-    return { json: { org_id: org, balance_usd: microsToUsd(balance.balanceMicros) }, text: `Added ${dollars(amount)} to ${org}; balance ${dollars(balance.balanceMicros)}.` };
+    return {
+      json: { org_id: org, balance_usd: microsToUsd(balance.balanceMicros) },
+      text: `Added ${dollars(amount)} to ${org}; balance ${dollars(balance.balanceMicros)}.`,
+    };
   },
 });
 
@@ -181,7 +198,14 @@ const balanceShow = command({
     const balance = await getBalance(resources.db, org);
     const entries = await listLedger(resources.db, org, limit);
     const lines = entries.map((e) =>
-      [e.createdAt.toISOString(), e.kind.padEnd(15), dollars(e.amountMicros).padStart(14), e.reservedDeltaMicros ? `reserved ${dollars(e.reservedDeltaMicros)}` : '', e.requestId ?? '', e.note ?? '']
+      [
+        e.createdAt.toISOString(),
+        e.kind.padEnd(15),
+        dollars(e.amountMicros).padStart(14),
+        e.reservedDeltaMicros ? `reserved ${dollars(e.reservedDeltaMicros)}` : '',
+        e.requestId ?? '',
+        e.note ?? '',
+      ]
         .filter(Boolean)
         .join('  '),
     );
@@ -213,19 +237,34 @@ const balanceShow = command({
 const byokSet = command({
   name: 'byok set',
   usage: '--org ORG_ID (--family openai|anthropic|google --key-file PATH | --family bedrock --role-arn ARN --external-id ID)',
-  options: { org: { type: 'string' }, family: { type: 'string' }, 'key-file': { type: 'string' }, 'role-arn': { type: 'string' }, 'external-id': { type: 'string' } },
+  options: {
+    org: { type: 'string' },
+    family: { type: 'string' },
+    'key-file': { type: 'string' },
+    'role-arn': { type: 'string' },
+    'external-id': { type: 'string' },
+  },
   input: z.discriminatedUnion(
     'family',
     [
-      z.strictObject({ org: required, family: z.enum(KEY_FAMILIES), 'key-file': required }, { error: 'is not an option for a key family (use --key-file)' }),
-      z.strictObject({ org: required, family: z.literal('bedrock'), 'role-arn': required, 'external-id': required }, { error: 'is not an option for bedrock' }),
+      z.strictObject(
+        { org: required, family: z.enum(KEY_FAMILIES), 'key-file': required },
+        { error: 'is not an option for a key family (use --key-file)' },
+      ),
+      z.strictObject(
+        { org: required, family: z.literal('bedrock'), 'role-arn': required, 'external-id': required },
+        { error: 'is not an option for bedrock' },
+      ),
     ],
     { error: 'must be openai, anthropic, google or bedrock' },
   ),
   async run(input, { resources }) {
     if (input.family === 'bedrock') {
       await setBedrockRole(resources.db, { orgId: input.org, roleArn: input['role-arn'], externalId: input['external-id'] });
-      return { json: { org_id: input.org, family: 'bedrock', role_arn: input['role-arn'] }, text: `Bedrock role ${input['role-arn']} set for ${input.org}.` };
+      return {
+        json: { org_id: input.org, family: 'bedrock', role_arn: input['role-arn'] },
+        text: `Bedrock role ${input['role-arn']} set for ${input.org}.`,
+      };
     }
     let apiKey: string;
     try {
@@ -235,7 +274,10 @@ const byokSet = command({
     }
     await setProviderKey(resources.db, { orgId: input.org, family: input.family, apiKey });
     // The key itself is never echoed.
-    return { json: { org_id: input.org, family: input.family, configured: true }, text: `${input.family} key stored encrypted for ${input.org}.` };
+    return {
+      json: { org_id: input.org, family: input.family, configured: true },
+      text: `${input.family} key stored encrypted for ${input.org}.`,
+    };
   },
 });
 
@@ -259,4 +301,14 @@ const docsAdd = command({
   },
 });
 
-export const COMMANDS: readonly Command[] = [orgCreate, orgStatus('suspend'), orgStatus('resume'), keyCreate, keyRevoke, balanceAdd, balanceShow, byokSet, docsAdd];
+export const COMMANDS: readonly Command[] = [
+  orgCreate,
+  orgStatus('suspend'),
+  orgStatus('resume'),
+  keyCreate,
+  keyRevoke,
+  balanceAdd,
+  balanceShow,
+  byokSet,
+  docsAdd,
+];

@@ -5,12 +5,18 @@ import { redact } from '../infra/redact';
 import { COMMANDS, UsageError, type Command } from './commands';
 import { openResources } from './connect';
 
-const OVERVIEW = ['usage: quorum <command> [options] [--json]', '', 'commands:', ...COMMANDS.map((c) => `  ${c.usage.replace(/^usage: quorum /, '')}`)].join('\n');
+const OVERVIEW = [
+  'usage: quorum <command> [options] [--json]',
+  '',
+  'commands:',
+  ...COMMANDS.map((c) => `  ${c.usage.replace(/^usage: quorum /, '')}`),
+].join('\n');
 
 function findCommand(argv: string[]): { command: Command; args: string[] } {
   const [group, action, ...args] = argv;
   const command = COMMANDS.find((c) => c.name === `${group} ${action}`);
-  if (!command) throw new UsageError(group ? `unknown command: ${[group, action].filter(Boolean).join(' ')}` : 'no command given', OVERVIEW);
+  if (!command)
+    throw new UsageError(group ? `unknown command: ${[group, action].filter(Boolean).join(' ')}` : 'no command given', OVERVIEW);
   return { command, args };
 }
 

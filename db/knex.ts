@@ -16,7 +16,13 @@ const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
  * source name, so a database migrated by one runtime is current for the other.
  */
 const migrationSource: Knex.MigrationSource<string> = {
-  getMigrations: () => Promise.resolve(fs.readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith(compiled ? '.js' : '.ts') && !f.endsWith('.d.ts')).sort()),
+  getMigrations: () =>
+    Promise.resolve(
+      fs
+        .readdirSync(MIGRATIONS_DIR)
+        .filter((f) => f.endsWith(compiled ? '.js' : '.ts') && !f.endsWith('.d.ts'))
+        .sort(),
+    ),
   getMigrationName: (file) => file.replace(/\.js$/, '.ts'),
   // require, not import(): the CLI registers tsx for CommonJS only, and our migrations compile to CommonJS.
   // eslint-disable-next-line @typescript-eslint/no-require-imports

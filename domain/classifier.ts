@@ -41,7 +41,15 @@ const KEYWORDS: Readonly<Record<Exclude<TaskType, 'other'>, RegExp>> = {
   factual: /\b(who|when|where|what is|what are|which|capital of|founded|population|born|define|definition)\b/i,
 };
 const ORDER: readonly Exclude<TaskType, 'other'>[] = ['code', 'math', 'reasoning', 'advice', 'writing', 'factual'];
-const TASK_WEIGHT: Readonly<Record<TaskType, number>> = { code: 0.25, math: 0.25, reasoning: 0.2, advice: 0.15, writing: 0.1, factual: 0.05, other: 0.05 };
+const TASK_WEIGHT: Readonly<Record<TaskType, number>> = {
+  code: 0.25,
+  math: 0.25,
+  reasoning: 0.2,
+  advice: 0.15,
+  writing: 0.1,
+  factual: 0.05,
+  other: 0.05,
+};
 
 const TIME_SENSITIVE = /\b(latest|current(ly)?|today|this (week|month|year)|recent(ly)?|news|now|price of|stock|20[2-9]\d)\b/i;
 const SPECIFICS = /\b(cite|citation|source|reference|statistic|exact(ly)?|quote|according to|study|studies)\b/i;
@@ -77,7 +85,10 @@ export function classifyFromModel(messages: readonly ChatMessage[], judgment: Mo
 }
 
 function classify(messages: readonly ChatMessage[], model?: ModelJudgment): Classification {
-  const userText = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+  const userText = messages
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content)
+    .join('\n');
   const text = userText || messages.map((m) => m.content).join('\n');
   const words = text.split(/\s+/).filter(Boolean).length;
 
@@ -87,25 +98,32 @@ function classify(messages: readonly ChatMessage[], model?: ModelJudgment): Clas
   const listItems = (text.match(/^\s*(\d+[.)]|[-*•])\s+/gm) ?? []).length;
   const codeBlocks = (text.match(/```/g) ?? []).length / 2;
 
-  const difficulty = model ? round3(clamp01(model.difficulty)) : round3(
-    clamp01(
-      0.05 +
-        Math.min(words / 300, 0.3) +
-        TASK_WEIGHT[taskType] +
-        Math.min(matchedTypes - 1, 3) * 0.05 +
-        Math.min(questions - 1, 3) * 0.04 +
-        Math.min(listItems, 5) * 0.02 +
-        Math.min(codeBlocks, 2) * 0.05 +
-        (HARD_MARKERS.test(text) ? 0.15 : 0) +
-        (messages.length > 3 ? 0.05 : 0),
-    ),
-  );
+  const difficulty = model
+    ? round3(clamp01(model.difficulty))
+    : round3(
+        clamp01(
+          0.05 +
+            Math.min(words / 300, 0.3) +
+            TASK_WEIGHT[taskType] +
+            Math.min(matchedTypes - 1, 3) * 0.05 +
+            Math.min(questions - 1, 3) * 0.04 +
+            Math.min(listItems, 5) * 0.02 +
+            Math.min(codeBlocks, 2) * 0.05 +
+            (HARD_MARKERS.test(text) ? 0.15 : 0) +
+            (messages.length > 3 ? 0.05 : 0),
+        ),
+      );
   const depth = depthFor(difficulty);
 
   const timeSensitive = TIME_SENSITIVE.test(text);
   const wantsSpecifics = SPECIFICS.test(text);
-  const hallucinationRisk: HallucinationRisk = model?.hallucinationRisk ??
-    ((taskType === 'factual' && (timeSensitive || wantsSpecifics)) || (wantsSpecifics && timeSensitive) ? 'high' : taskType === 'factual' || wantsSpecifics ? 'medium' : 'low');
+  const hallucinationRisk: HallucinationRisk =
+    model?.hallucinationRisk ??
+    ((taskType === 'factual' && (timeSensitive || wantsSpecifics)) || (wantsSpecifics && timeSensitive)
+      ? 'high'
+      : taskType === 'factual' || wantsSpecifics
+        ? 'medium'
+        : 'low');
   // Most prompts do not need a search: only factual ones about the present, or asking for sources.
   const grounding = model ? model.needsSearch : hallucinationRisk === 'high' && (timeSensitive || wantsSpecifics);
   const lane: Lane = difficulty < 0.25 && hallucinationRisk !== 'high' ? 'express' : 'panel';
@@ -120,7 +138,17 @@ function classify(messages: readonly ChatMessage[], model?: ModelJudgment): Clas
         ? { verdict: 'likely_hurts', reason: 'An easy prompt: one engine answers as well, faster and cheaper.', basis, evidence }
         : { verdict: 'unknown', reason: 'Neither clearly easy nor clearly hard.', basis, evidence };
 
-  return { difficulty, depth, taskType, hallucinationRisk, grounding, lane, minorityInsightLikely, deliberationValue, classifiedBy: model ? 'model' : 'heuristic' };
+  return {
+    difficulty,
+    depth,
+    taskType,
+    hallucinationRisk,
+    grounding,
+    lane,
+    minorityInsightLikely,
+    deliberationValue,
+    classifiedBy: model ? 'model' : 'heuristic',
+  };
 }
 
 const ModelReply = z.object({

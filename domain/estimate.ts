@@ -92,7 +92,10 @@ interface Call {
 }
 
 /** The calls a run is expected to make; undefined when an engine has no catalog price. */
-function expectedCalls(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): { calls: Call[]; lane: Lane; rounds: number } | undefined {
+function expectedCalls(
+  input: QuoteInput,
+  findPrices: (engineId: string) => TokenPrices | undefined,
+): { calls: Call[]; lane: Lane; rounds: number } | undefined {
   const lane = laneFor(input.config, input.tier, input.classification);
   const express = lane === 'express';
   const seats = designedSeats(input.config, input.tier, lane);
@@ -125,7 +128,10 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
   const modeFee =
     input.form === 'A'
       ? modeFeeMicros('A', input.config.fees, { depth: input.classification.depth, lane, tokensIn, tokensOut })
-      : engineCostMicros(tokensIn, tokensOut, { inputUsdPerMtok: input.rate.inputMicrosPerToken, outputUsdPerMtok: input.rate.outputMicrosPerToken });
+      : engineCostMicros(tokensIn, tokensOut, {
+          inputUsdPerMtok: input.rate.inputMicrosPerToken,
+          outputUsdPerMtok: input.rate.outputMicrosPerToken,
+        });
   const platformFee = platformFeeMicros(gatewayMicros, input.source);
   const ceilingMicros = callCeilingMicros(input.form, input.config, input.keyCeilingMicros, input.requestedCeilingMicros);
   const billed = bill(input.form, { gatewayMicros, platformFeeMicros: platformFee, modeFeeMicros: modeFee, ceilingMicros });

@@ -15,16 +15,28 @@ export function platformFeeMicros(costMicros: number, source: CallSource): numbe
 }
 
 /** The mode's fee: Form A a surcharge by depth (or the express one); Form B a per-Mtok rate with output at 4× input. */
-export function modeFeeMicros(form: Form, fees: ModeConfig['fees'], use: { depth: Depth; lane: Lane; tokensIn: number; tokensOut: number }): number {
+export function modeFeeMicros(
+  form: Form,
+  fees: ModeConfig['fees'],
+  use: { depth: Depth; lane: Lane; tokensIn: number; tokensOut: number },
+): number {
   if (form === 'A') return use.lane === 'express' ? fees.expressSurchargeMicros : fees.surchargeByDepthMicros[use.depth];
-  return engineCostMicros(use.tokensIn, use.tokensOut, { inputUsdPerMtok: fees.perMtokInputUsd, outputUsdPerMtok: fees.perMtokInputUsd * 4 });
+  return engineCostMicros(use.tokensIn, use.tokensOut, {
+    inputUsdPerMtok: fees.perMtokInputUsd,
+    outputUsdPerMtok: fees.perMtokInputUsd * 4,
+  });
 }
 
 /**
  * The call's ceiling. Form B: the key's own ceiling, else the higher of $2 and the mode's; `svc.max_cost_usd`
  * may only lower it. Form A: the mode's ceiling (or the key's).
  */
-export function callCeilingMicros(form: Form, config: ModeConfig, keyCeilingMicros: number | undefined, requestedMicros: number | undefined): number {
+export function callCeilingMicros(
+  form: Form,
+  config: ModeConfig,
+  keyCeilingMicros: number | undefined,
+  requestedMicros: number | undefined,
+): number {
   const base = keyCeilingMicros ?? (form === 'B' ? Math.max(FORM_B_MIN_CEILING_MICROS, config.ceilingMicros) : config.ceilingMicros);
   return requestedMicros !== undefined ? Math.min(base, requestedMicros) : base;
 }
@@ -36,7 +48,10 @@ export interface Bill {
 }
 
 /** Form B runs in full and credits back what passed the ceiling; Form A's charge is held at the ceiling. */
-export function bill(form: Form, parts: { gatewayMicros: number; platformFeeMicros: number; modeFeeMicros: number; ceilingMicros: number }): Bill {
+export function bill(
+  form: Form,
+  parts: { gatewayMicros: number; platformFeeMicros: number; modeFeeMicros: number; ceilingMicros: number },
+): Bill {
   const gross = parts.gatewayMicros + parts.platformFeeMicros + parts.modeFeeMicros;
   if (gross <= parts.ceilingMicros) return { capCreditMicros: 0, billedMicros: gross, capped: false };
   return form === 'B'

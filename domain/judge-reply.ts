@@ -20,5 +20,13 @@ export function parseJudgment(text: string, labels: readonly string[]): Judgment
   if (!r) return undefined;
   if (!labels.includes(r.best) || !labels.every((l) => typeof r.scores[l] === 'number')) return undefined;
   const contested = r.contested && labels.includes(r.contested.label) ? r.contested : null;
-  return { scores: r.scores, best: r.best, why: r.why, divergence: r.divergence, converged: r.converged, contested, factualConflict: r.factual_conflict ?? false };
+  return {
+    scores: r.scores,
+    best: r.best,
+    why: r.why,
+    divergence: r.divergence,
+    converged: r.converged,
+    contested,
+    factualConflict: r.factual_conflict ?? false,
+  };
 }

@@ -52,6 +52,16 @@ export function heuristicJudgment(answers: readonly LabelledAnswer[]): Judgment 
   const converged = divergence < CONVERGED_BELOW;
   const outlier = answers.reduce((w, a) => (scores[a.label] < scores[w.label] ? a : w), answers[0]);
   const contested =
-    !converged && answers.length > 1 ? { label: outlier.label, quote: outlier.text.slice(0, 160), why: 'This answer shares the least with the others.' } : null;
-  return { scores, best, why: `Answer ${best} agrees most with the rest of the panel (heuristic judge).`, divergence, converged, contested, factualConflict: false };
+    !converged && answers.length > 1
+      ? { label: outlier.label, quote: outlier.text.slice(0, 160), why: 'This answer shares the least with the others.' }
+      : null;
+  return {
+    scores,
+    best,
+    why: `Answer ${best} agrees most with the rest of the panel (heuristic judge).`,
+    divergence,
+    converged,
+    contested,
+    factualConflict: false,
+  };
 }

@@ -92,7 +92,8 @@ export const SYSTEM_MODES: readonly SystemModeSeed[] = [
     id: 'quorum-panel',
     ticker: 'QRM:PANL',
     name: 'Quorum Panel',
-    description: 'Three engines from three families answer independently; a judge scores them; one synthesis answer. Critique only when the seats split.',
+    description:
+      'Three engines from three families answer independently; a judge scores them; one synthesis answer. Critique only when the seats split.',
     useWhen: 'General questions where a second and third opinion are worth the cost.',
     config: {
       tiers: PANELS,

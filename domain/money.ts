@@ -31,7 +31,10 @@ export function microsToDecimal(micros: bigint): string {
   const sign = micros < 0n ? '-' : '';
   const abs = micros < 0n ? -micros : micros;
   const whole = abs / MICROS_PER_USD;
-  const frac = (abs % MICROS_PER_USD).toString().padStart(6, '0').replace(/0{1,4}$/, '');
+  const frac = (abs % MICROS_PER_USD)
+    .toString()
+    .padStart(6, '0')
+    .replace(/0{1,4}$/, '');
   return `${sign}${whole}.${frac.padEnd(2, '0')}`;
 }
 

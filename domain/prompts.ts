@@ -9,9 +9,10 @@ export interface LabelledAnswer {
   text: string;
 }
 
-
 function groundingBlock(snippets: readonly string[]): string {
-  return snippets.length ? `Search results that may help (cite only what they support):\n${snippets.map((s, i) => `[${i + 1}] ${s}`).join('\n')}` : '';
+  return snippets.length
+    ? `Search results that may help (cite only what they support):\n${snippets.map((s, i) => `[${i + 1}] ${s}`).join('\n')}`
+    : '';
 }
 
 /** Round 1: the caller's conversation, with grounding results ahead of it when the search fired. */
@@ -21,7 +22,12 @@ export function seatPrompt(messages: readonly ChatMessage[], snippets: readonly 
 }
 
 /** A critique round: the seat sees its own previous answer and the others' (anonymised), and revises. */
-export function critiquePrompt(messages: readonly ChatMessage[], snippets: readonly string[], own: string, others: readonly LabelledAnswer[]): ChatMessage[] {
+export function critiquePrompt(
+  messages: readonly ChatMessage[],
+  snippets: readonly string[],
+  own: string,
+  others: readonly LabelledAnswer[],
+): ChatMessage[] {
   const review = others.map((o) => `Answer ${o.label}:\n${o.text}`).join('\n\n');
   return [
     ...seatPrompt(messages, snippets),
@@ -45,14 +51,22 @@ export function judgePrompt(messages: readonly ChatMessage[], answers: readonly 
         'Reply with JSON only: {"scores":{"<label>":number,...},"best":"<label>","why":string,"divergence":number (0 = identical positions, 1 = incompatible),' +
         '"converged":boolean,"contested":{"label":string,"quote":string,"why":string}|null,"factual_conflict":boolean}',
     },
-    { role: 'user', content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}` },
+    {
+      role: 'user',
+      content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}`,
+    },
   ];
 }
 
 /** Marks a synthesis request, so the simulated engines can recognise it. */
 export const SYNTHESIS_TAG = 'QUORUM-SYNTHESIS-V1';
 
-export function synthesisPrompt(messages: readonly ChatMessage[], answers: readonly LabelledAnswer[], bestLabel: string, judgeNote: string): ChatMessage[] {
+export function synthesisPrompt(
+  messages: readonly ChatMessage[],
+  answers: readonly LabelledAnswer[],
+  bestLabel: string,
+  judgeNote: string,
+): ChatMessage[] {
   return [
     {
       role: 'system',

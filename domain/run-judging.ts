@@ -32,7 +32,11 @@ export interface JudgeAssignment {
  * and the next reserve (a pool engine beyond the slots) of another maker takes its place. When no reserve is free it
  * judges anyway and the recusal says so, so the run reports it rather than hiding it.
  */
-export function assignJudges(slots: readonly JudgeSlot[], pool: readonly JudgeCandidate[], answeringMakers: ReadonlySet<string>): JudgeAssignment[] {
+export function assignJudges(
+  slots: readonly JudgeSlot[],
+  pool: readonly JudgeCandidate[],
+  answeringMakers: ReadonlySet<string>,
+): JudgeAssignment[] {
   const defaults = slots.map((_, i) => pool[i % pool.length]);
   const reserves = pool.filter((c) => !defaults.includes(c));
   const used = new Set<string>();
@@ -42,7 +46,12 @@ export function assignJudges(slots: readonly JudgeSlot[], pool: readonly JudgeCa
     const free = reserves.find((c) => !answeringMakers.has(c.maker) && !used.has(c.engineId));
     if (free) used.add(free.engineId);
     const judge = free ?? own;
-    return { slot, engineId: judge.engineId, maker: judge.maker, recusal: { engineId: own.engineId, maker: own.maker, replacedBy: free?.engineId ?? null } };
+    return {
+      slot,
+      engineId: judge.engineId,
+      maker: judge.maker,
+      recusal: { engineId: own.engineId, maker: own.maker, replacedBy: free?.engineId ?? null },
+    };
   });
 }
 
@@ -79,7 +88,12 @@ export function answerLabel(position: number): string {
  * The judge sees the question, the reference answer and the anonymous answers in presentation order. Pairwise asks
  * which of two is better (or a tie); plurality asks for the best of all.
  */
-export function runJudgePrompt(protocol: JudgingProtocol, question: string, reference: string, answersInOrder: readonly string[]): ChatMessage[] {
+export function runJudgePrompt(
+  protocol: JudgingProtocol,
+  question: string,
+  reference: string,
+  answersInOrder: readonly string[],
+): ChatMessage[] {
   const ask =
     protocol === 'pairwise'
       ? 'Compare the two answers. Reply with JSON only: {"winner": "A" | "B" | "tie", "why": string}'

@@ -89,7 +89,13 @@ function planned(spec: CatalogEngine, ownKey: boolean): PlannedEngine {
  * family, else the service's. When nothing of the design can run (no provider keys here), the tier's `sim` engines
  * stand in, labelled `sim/` everywhere.
  */
-function chainOf(ctx: PlanningContext, designed: string, ownFamilies: ReadonlySet<string>, simStandIn: string, notes: string[]): PlannedEngine[] {
+function chainOf(
+  ctx: PlanningContext,
+  designed: string,
+  ownFamilies: ReadonlySet<string>,
+  simStandIn: string,
+  notes: string[],
+): PlannedEngine[] {
   const chain: PlannedEngine[] = [];
   const seen = new Set<string>();
   let id: string | undefined = designed;
@@ -126,8 +132,15 @@ export function planSeats(config: ModeConfig, tier: Tier, lane: Lane, ctx: Plann
   const seatTier: Tier = lane === 'express' ? 'experience' : tier;
   const seats = designedSeats(config, tier, lane).map((designed, i): SeatPlan => {
     const simStandIn = `sim/${SIM_NAMES[i % SIM_NAMES.length]}-${seatTier}`;
-    const chain = ctx.simOnly ? chainOf(ctx, simStandIn, new Set(), simStandIn, []) : chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes);
+    const chain = ctx.simOnly
+      ? chainOf(ctx, simStandIn, new Set(), simStandIn, [])
+      : chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes);
     return { role: ROLES[i], designed, chain };
   });
-  return { seats, judge: staffPlan(ctx, config.staff.judge, SIM_JUDGE, notes), synthesis: staffPlan(ctx, config.staff.synthesis, SIM_SYNTHESIS, notes), notes };
+  return {
+    seats,
+    judge: staffPlan(ctx, config.staff.judge, SIM_JUDGE, notes),
+    synthesis: staffPlan(ctx, config.staff.synthesis, SIM_SYNTHESIS, notes),
+    notes,
+  };
 }

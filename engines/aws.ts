@@ -28,7 +28,10 @@ function asSdkError(err: unknown): SdkErrorShape {
  * Classifies an AWS SDK failure (Bedrock or STS) like the HTTP adapters do: by the HTTP status the
  * service answered, or, without one, as a timeout, a cancellation or a dropped connection.
  */
-export function awsEngineError(err: unknown, ctx: { engineId: string; what: string; deadline: AbortSignal; signal?: AbortSignal; secrets: readonly string[] }): EngineError {
+export function awsEngineError(
+  err: unknown,
+  ctx: { engineId: string; what: string; deadline: AbortSignal; signal?: AbortSignal; secrets: readonly string[] },
+): EngineError {
   const e = asSdkError(err);
   const status = e.$metadata?.httpStatusCode;
   const make = (kind: EngineErrorKind, message: string, extra: { status?: number; retryAfterMs?: number } = {}): EngineError =>
@@ -37,7 +40,8 @@ export function awsEngineError(err: unknown, ctx: { engineId: string; what: stri
   if (ctx.deadline.aborted) return make('timeout', 'got no answer before the deadline');
   if (status === undefined) return make('connection', `failed: ${e.name}: ${e.message}`);
   // A 2xx that the SDK could not deserialise: the body was not what the protocol promises.
-  if (status >= 200 && status < 300) return make('malformed', `answered ${status} with a body that could not be read (${e.name})`, { status });
+  if (status >= 200 && status < 300)
+    return make('malformed', `answered ${status} with a body that could not be read (${e.name})`, { status });
   const headers = e.$response?.headers ?? {};
   return make(kindForStatus(status), `answered ${status}: ${e.name}: ${e.message}`, {
     status,

@@ -16,20 +16,156 @@ type Row = Omit<EngineSpec, 'id' | 'reasoning' | 'skill'> & { name: string; reas
 
 const REAL: readonly Row[] = [
   // experience: fast, cheap, one seat on the express lane
-  { family: 'openai', maker: 'openai', name: 'gpt-4.1-mini', model: 'gpt-4.1-mini', tier: 'experience', inputUsdPerMtok: 0.4, outputUsdPerMtok: 1.6, contextTokens: 1_047_576, maxOutputTokens: 32_768, backup: 'google/gemini-2.5-flash-lite' },
-  { family: 'anthropic', maker: 'anthropic', name: 'claude-3-5-haiku', model: 'claude-3-5-haiku-20241022', tier: 'experience', inputUsdPerMtok: 0.8, outputUsdPerMtok: 4, contextTokens: 200_000, maxOutputTokens: 8_192, backup: 'openai/gpt-4.1-mini' },
-  { family: 'google', maker: 'google', name: 'gemini-2.5-flash-lite', model: 'gemini-2.5-flash-lite', tier: 'experience', inputUsdPerMtok: 0.1, outputUsdPerMtok: 0.4, contextTokens: 1_048_576, maxOutputTokens: 65_536, backup: 'anthropic/claude-3-5-haiku', reasoning: true },
-  { family: 'bedrock', maker: 'meta', name: 'meta.llama3-1-8b-instruct', model: 'us.meta.llama3-1-8b-instruct-v1:0', tier: 'experience', inputUsdPerMtok: 0.22, outputUsdPerMtok: 0.22, contextTokens: 128_000, maxOutputTokens: 2_048, backup: 'openai/gpt-4.1-mini' },
+  {
+    family: 'openai',
+    maker: 'openai',
+    name: 'gpt-4.1-mini',
+    model: 'gpt-4.1-mini',
+    tier: 'experience',
+    inputUsdPerMtok: 0.4,
+    outputUsdPerMtok: 1.6,
+    contextTokens: 1_047_576,
+    maxOutputTokens: 32_768,
+    backup: 'google/gemini-2.5-flash-lite',
+  },
+  {
+    family: 'anthropic',
+    maker: 'anthropic',
+    name: 'claude-3-5-haiku',
+    model: 'claude-3-5-haiku-20241022',
+    tier: 'experience',
+    inputUsdPerMtok: 0.8,
+    outputUsdPerMtok: 4,
+    contextTokens: 200_000,
+    maxOutputTokens: 8_192,
+    backup: 'openai/gpt-4.1-mini',
+  },
+  {
+    family: 'google',
+    maker: 'google',
+    name: 'gemini-2.5-flash-lite',
+    model: 'gemini-2.5-flash-lite',
+    tier: 'experience',
+    inputUsdPerMtok: 0.1,
+    outputUsdPerMtok: 0.4,
+    contextTokens: 1_048_576,
+    maxOutputTokens: 65_536,
+    backup: 'anthropic/claude-3-5-haiku',
+    reasoning: true,
+  },
+  {
+    family: 'bedrock',
+    maker: 'meta',
+    name: 'meta.llama3-1-8b-instruct',
+    model: 'us.meta.llama3-1-8b-instruct-v1:0',
+    tier: 'experience',
+    inputUsdPerMtok: 0.22,
+    outputUsdPerMtok: 0.22,
+    contextTokens: 128_000,
+    maxOutputTokens: 2_048,
+    backup: 'openai/gpt-4.1-mini',
+  },
   // plus: the foundation panel
-  { family: 'openai', maker: 'openai', name: 'gpt-4.1', model: 'gpt-4.1', tier: 'plus', inputUsdPerMtok: 2, outputUsdPerMtok: 8, contextTokens: 1_047_576, maxOutputTokens: 32_768, backup: 'google/gemini-2.5-flash' },
-  { family: 'anthropic', maker: 'anthropic', name: 'claude-sonnet-4', model: 'claude-sonnet-4-20250514', tier: 'plus', inputUsdPerMtok: 3, outputUsdPerMtok: 15, contextTokens: 200_000, maxOutputTokens: 64_000, backup: 'openai/gpt-4.1' },
-  { family: 'google', maker: 'google', name: 'gemini-2.5-flash', model: 'gemini-2.5-flash', tier: 'plus', inputUsdPerMtok: 0.3, outputUsdPerMtok: 2.5, contextTokens: 1_048_576, maxOutputTokens: 65_536, backup: 'anthropic/claude-sonnet-4', reasoning: true },
-  { family: 'bedrock', maker: 'meta', name: 'meta.llama3-3-70b-instruct', model: 'us.meta.llama3-3-70b-instruct-v1:0', tier: 'plus', inputUsdPerMtok: 0.72, outputUsdPerMtok: 0.72, contextTokens: 128_000, maxOutputTokens: 2_048, backup: 'google/gemini-2.5-flash' },
+  {
+    family: 'openai',
+    maker: 'openai',
+    name: 'gpt-4.1',
+    model: 'gpt-4.1',
+    tier: 'plus',
+    inputUsdPerMtok: 2,
+    outputUsdPerMtok: 8,
+    contextTokens: 1_047_576,
+    maxOutputTokens: 32_768,
+    backup: 'google/gemini-2.5-flash',
+  },
+  {
+    family: 'anthropic',
+    maker: 'anthropic',
+    name: 'claude-sonnet-4',
+    model: 'claude-sonnet-4-20250514',
+    tier: 'plus',
+    inputUsdPerMtok: 3,
+    outputUsdPerMtok: 15,
+    contextTokens: 200_000,
+    maxOutputTokens: 64_000,
+    backup: 'openai/gpt-4.1',
+  },
+  {
+    family: 'google',
+    maker: 'google',
+    name: 'gemini-2.5-flash',
+    model: 'gemini-2.5-flash',
+    tier: 'plus',
+    inputUsdPerMtok: 0.3,
+    outputUsdPerMtok: 2.5,
+    contextTokens: 1_048_576,
+    maxOutputTokens: 65_536,
+    backup: 'anthropic/claude-sonnet-4',
+    reasoning: true,
+  },
+  {
+    family: 'bedrock',
+    maker: 'meta',
+    name: 'meta.llama3-3-70b-instruct',
+    model: 'us.meta.llama3-3-70b-instruct-v1:0',
+    tier: 'plus',
+    inputUsdPerMtok: 0.72,
+    outputUsdPerMtok: 0.72,
+    contextTokens: 128_000,
+    maxOutputTokens: 2_048,
+    backup: 'google/gemini-2.5-flash',
+  },
   // pro: the frontier panel
-  { family: 'openai', maker: 'openai', name: 'gpt-5', model: 'gpt-5', tier: 'pro', inputUsdPerMtok: 1.25, outputUsdPerMtok: 10, contextTokens: 400_000, maxOutputTokens: 128_000, backup: 'google/gemini-2.5-pro', reasoning: true },
-  { family: 'anthropic', maker: 'anthropic', name: 'claude-opus-4-1', model: 'claude-opus-4-1-20250805', tier: 'pro', inputUsdPerMtok: 15, outputUsdPerMtok: 75, contextTokens: 200_000, maxOutputTokens: 32_000, backup: 'openai/gpt-5' },
-  { family: 'google', maker: 'google', name: 'gemini-2.5-pro', model: 'gemini-2.5-pro', tier: 'pro', inputUsdPerMtok: 1.25, outputUsdPerMtok: 10, contextTokens: 1_048_576, maxOutputTokens: 65_536, backup: 'anthropic/claude-opus-4-1', reasoning: true },
-  { family: 'bedrock', maker: 'meta', name: 'meta.llama4-maverick-17b-instruct', model: 'us.meta.llama4-maverick-17b-instruct-v1:0', tier: 'pro', inputUsdPerMtok: 0.24, outputUsdPerMtok: 0.97, contextTokens: 1_000_000, maxOutputTokens: 8_192, backup: 'openai/gpt-5' },
+  {
+    family: 'openai',
+    maker: 'openai',
+    name: 'gpt-5',
+    model: 'gpt-5',
+    tier: 'pro',
+    inputUsdPerMtok: 1.25,
+    outputUsdPerMtok: 10,
+    contextTokens: 400_000,
+    maxOutputTokens: 128_000,
+    backup: 'google/gemini-2.5-pro',
+    reasoning: true,
+  },
+  {
+    family: 'anthropic',
+    maker: 'anthropic',
+    name: 'claude-opus-4-1',
+    model: 'claude-opus-4-1-20250805',
+    tier: 'pro',
+    inputUsdPerMtok: 15,
+    outputUsdPerMtok: 75,
+    contextTokens: 200_000,
+    maxOutputTokens: 32_000,
+    backup: 'openai/gpt-5',
+  },
+  {
+    family: 'google',
+    maker: 'google',
+    name: 'gemini-2.5-pro',
+    model: 'gemini-2.5-pro',
+    tier: 'pro',
+    inputUsdPerMtok: 1.25,
+    outputUsdPerMtok: 10,
+    contextTokens: 1_048_576,
+    maxOutputTokens: 65_536,
+    backup: 'anthropic/claude-opus-4-1',
+    reasoning: true,
+  },
+  {
+    family: 'bedrock',
+    maker: 'meta',
+    name: 'meta.llama4-maverick-17b-instruct',
+    model: 'us.meta.llama4-maverick-17b-instruct-v1:0',
+    tier: 'pro',
+    inputUsdPerMtok: 0.24,
+    outputUsdPerMtok: 0.97,
+    contextTokens: 1_000_000,
+    maxOutputTokens: 8_192,
+    backup: 'openai/gpt-5',
+  },
 ];
 
 /**
@@ -38,9 +174,30 @@ const REAL: readonly Row[] = [
  * rises with the tier and falls with the difficulty.
  */
 const SIM_TIERS: Readonly<Record<Tier, { prices: readonly [number, number][]; skill: Record<Difficulty, number> }>> = {
-  experience: { prices: [[0.2, 0.8], [0.15, 0.6], [0.4, 1.6]], skill: { light: 0.85, medium: 0.6, hard: 0.3 } },
-  plus: { prices: [[2, 8], [3, 15], [0.5, 2]], skill: { light: 0.92, medium: 0.75, hard: 0.5 } },
-  pro: { prices: [[1.25, 10], [5, 25], [2, 8]], skill: { light: 0.97, medium: 0.88, hard: 0.7 } },
+  experience: {
+    prices: [
+      [0.2, 0.8],
+      [0.15, 0.6],
+      [0.4, 1.6],
+    ],
+    skill: { light: 0.85, medium: 0.6, hard: 0.3 },
+  },
+  plus: {
+    prices: [
+      [2, 8],
+      [3, 15],
+      [0.5, 2],
+    ],
+    skill: { light: 0.92, medium: 0.75, hard: 0.5 },
+  },
+  pro: {
+    prices: [
+      [1.25, 10],
+      [5, 25],
+      [2, 8],
+    ],
+    skill: { light: 0.97, medium: 0.88, hard: 0.7 },
+  },
 };
 const SIM_NAMES = ['alpha', 'beta', 'gamma'] as const;
 /** Small per-engine offsets, so the three seats of a sim panel are not equally good. */
@@ -89,5 +246,7 @@ export function findEngine(id: string): EngineSpec | undefined {
 }
 
 export function enginesOf(filter: { tier?: Tier; family?: Family }): EngineSpec[] {
-  return CATALOG.filter((s) => (filter.tier === undefined || s.tier === filter.tier) && (filter.family === undefined || s.family === filter.family));
+  return CATALOG.filter(
+    (s) => (filter.tier === undefined || s.tier === filter.tier) && (filter.family === undefined || s.family === filter.family),
+  );
 }

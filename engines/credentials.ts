@@ -63,7 +63,12 @@ function bedrockFromEnv(env: NodeJS.ProcessEnv): BedrockServiceConfig | undefine
     registerSecret(sessionToken);
     return { region, credentials: { accessKeyId, secretAccessKey, sessionToken } };
   }
-  const chain = ['AWS_PROFILE', 'AWS_WEB_IDENTITY_TOKEN_FILE', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI'];
+  const chain = [
+    'AWS_PROFILE',
+    'AWS_WEB_IDENTITY_TOKEN_FILE',
+    'AWS_CONTAINER_CREDENTIALS_FULL_URI',
+    'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+  ];
   return chain.some((name) => env[name]?.trim()) ? { region } : undefined;
 }
 
@@ -110,7 +115,11 @@ export class RoleCredentialCache {
     return pending;
   }
 
-  private async assume(role: RoleRef, key: string, ctx: { engineId: string; deadline: AbortSignal; signal?: AbortSignal }): Promise<AwsCredentials> {
+  private async assume(
+    role: RoleRef,
+    key: string,
+    ctx: { engineId: string; deadline: AbortSignal; signal?: AbortSignal },
+  ): Promise<AwsCredentials> {
     const abortSignal = ctx.signal ? AbortSignal.any([ctx.deadline, ctx.signal]) : ctx.deadline;
     let out;
     try {
@@ -128,9 +137,16 @@ export class RoleCredentialCache {
     }
     const c = out.Credentials;
     if (!c?.AccessKeyId || !c.SecretAccessKey || !c.SessionToken || !c.Expiration) {
-      throw new EngineError('malformed', `${ctx.engineId}: STS AssumeRole answered without complete credentials`, { engineId: ctx.engineId });
+      throw new EngineError('malformed', `${ctx.engineId}: STS AssumeRole answered without complete credentials`, {
+        engineId: ctx.engineId,
+      });
     }
-    const creds: AwsCredentials = { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration };
+    const creds: AwsCredentials = {
+      accessKeyId: c.AccessKeyId,
+      secretAccessKey: c.SecretAccessKey,
+      sessionToken: c.SessionToken,
+      expiration: c.Expiration,
+    };
     this.cache.set(key, { creds, refreshAt: c.Expiration.getTime() - REFRESH_BEFORE_MS });
     return creds;
   }

@@ -1,16 +1,7 @@
 import { redact } from '../infra/redact';
 
 export type EngineErrorKind =
-  | 'rate_limited'
-  | 'server'
-  | 'timeout'
-  | 'connection'
-  | 'auth'
-  | 'bad_request'
-  | 'unknown_model'
-  | 'malformed'
-  | 'unavailable'
-  | 'aborted';
+  'rate_limited' | 'server' | 'timeout' | 'connection' | 'auth' | 'bad_request' | 'unknown_model' | 'malformed' | 'unavailable' | 'aborted';
 
 const RETRYABLE: Readonly<Record<EngineErrorKind, boolean>> = {
   rate_limited: true,
@@ -38,7 +29,11 @@ export class EngineError extends Error {
   readonly status?: number;
   readonly engineId?: string;
 
-  constructor(kind: EngineErrorKind, message: string, opts: { status?: number; retryAfterMs?: number; engineId?: string; secrets?: readonly string[] } = {}) {
+  constructor(
+    kind: EngineErrorKind,
+    message: string,
+    opts: { status?: number; retryAfterMs?: number; engineId?: string; secrets?: readonly string[] } = {},
+  ) {
     super(scrub(message, opts.secrets ?? []));
     this.name = 'EngineError';
     this.kind = kind;

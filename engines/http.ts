@@ -51,10 +51,14 @@ export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   }
 
   if (status < 200 || status >= 300) {
-    throw fail(opts.classify?.(status, bodyText) ?? kindForStatus(status), `provider answered ${status}: ${providerMessage(bodyText) || '(empty body)'}`, {
-      status,
-      retryAfterMs: retryAfterMs(header, bodyText),
-    });
+    throw fail(
+      opts.classify?.(status, bodyText) ?? kindForStatus(status),
+      `provider answered ${status}: ${providerMessage(bodyText) || '(empty body)'}`,
+      {
+        status,
+        retryAfterMs: retryAfterMs(header, bodyText),
+      },
+    );
   }
   let json: unknown;
   try {
@@ -64,7 +68,10 @@ export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   }
   const parsed = opts.schema.safeParse(json);
   if (!parsed.success) {
-    const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    const where = parsed.error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+      .join('; ');
     throw fail('malformed', `provider answered ${status} with an unexpected body (${where})`, { status });
   }
   return parsed.data;

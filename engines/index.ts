@@ -71,7 +71,8 @@ const API_KEY_ADAPTERS: Readonly<Record<ApiKeyFamily, (call: AdapterCall, target
 export function createEngines(opts: EnginesOptions = {}): Engines {
   const env = opts.env ?? process.env;
   const service: ServiceCredentials = readServiceCredentials(env);
-  const simLatency = typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero');
+  const simLatency =
+    typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero');
   const fetchImpl = opts.fetchImpl ?? fetch;
   const log = opts.logger ?? createLogger('engines');
   const bedrock = new BedrockAdapter();
@@ -95,7 +96,12 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     return service[s.family] !== undefined;
   };
 
-  const dispatch = async (s: EngineSpec, req: EngineRequest, call: AdapterCall, credential: Credential | undefined): Promise<AdapterOutput> => {
+  const dispatch = async (
+    s: EngineSpec,
+    req: EngineRequest,
+    call: AdapterCall,
+    credential: Credential | undefined,
+  ): Promise<AdapterOutput> => {
     const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
     if (s.family === 'sim') return callSim(call, req.knownAnswer, simLatency);
     if (s.family === 'bedrock') {
@@ -103,9 +109,19 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
       let target: BedrockTarget;
       if (credential?.kind === 'bedrock_role') {
         const creds = await roles.get(credential, { engineId: s.id, deadline: call.deadline, signal: call.signal });
-        target = { region: credential.region, credentials: creds, endpoint: service.bedrockEndpoint, identity: `role:${credential.roleArn}\n${credential.externalId}` };
+        target = {
+          region: credential.region,
+          credentials: creds,
+          endpoint: service.bedrockEndpoint,
+          identity: `role:${credential.roleArn}\n${credential.externalId}`,
+        };
       } else if (credential === undefined || credential.kind === 'bedrock_service') {
-        target = { region: credential?.region ?? service.bedrock.region, credentials: service.bedrock.credentials, endpoint: service.bedrockEndpoint, identity: 'service' };
+        target = {
+          region: credential?.region ?? service.bedrock.region,
+          credentials: service.bedrock.credentials,
+          endpoint: service.bedrockEndpoint,
+          identity: 'service',
+        };
       } else {
         throw unavailable('an API key cannot call Bedrock; it needs a role');
       }
@@ -114,7 +130,8 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     const family = s.family;
     let key: ApiKeyConfig | undefined;
     if (credential === undefined) key = service[family];
-    else if (credential.kind === 'api_key') key = { apiKey: credential.apiKey, baseUrl: credential.baseUrl ?? service[family]?.baseUrl ?? DEFAULT_BASE_URLS[family] };
+    else if (credential.kind === 'api_key')
+      key = { apiKey: credential.apiKey, baseUrl: credential.baseUrl ?? service[family]?.baseUrl ?? DEFAULT_BASE_URLS[family] };
     else throw unavailable(`a ${credential.kind} credential cannot call ${family}`);
     if (!key) throw unavailable(`no ${family} key is configured (QUORUM_${family.toUpperCase()}_API_KEY)`);
     return API_KEY_ADAPTERS[family](call, { key, fetchImpl });
@@ -148,11 +165,32 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
         source: s.family === 'sim' ? 'service' : (credential?.source ?? 'service'),
         engineId: s.id,
       };
-      log.debug('engine call', { engine: s.id, finish: result.finish, tokensIn: result.tokensIn, tokensOut: result.tokensOut, latencyMs: result.latencyMs, costMicros: result.costMicros, source: result.source });
+      log.debug('engine call', {
+        engine: s.id,
+        finish: result.finish,
+        tokensIn: result.tokensIn,
+        tokensOut: result.tokensOut,
+        latencyMs: result.latencyMs,
+        costMicros: result.costMicros,
+        source: result.source,
+      });
       return result;
     } catch (err) {
-      const e = err instanceof EngineError ? err : new EngineError('malformed', `${s.id}: unexpected failure: ${err instanceof Error ? err.message : String(err)}`, { engineId: s.id, secrets: secretsOf(credential) });
-      log.warn('engine call failed', { engine: s.id, kind: e.kind, retryable: e.retryable, status: e.status, retryAfterMs: e.retryAfterMs, error: e.message });
+      const e =
+        err instanceof EngineError
+          ? err
+          : new EngineError('malformed', `${s.id}: unexpected failure: ${err instanceof Error ? err.message : String(err)}`, {
+              engineId: s.id,
+              secrets: secretsOf(credential),
+            });
+      log.warn('engine call failed', {
+        engine: s.id,
+        kind: e.kind,
+        retryable: e.retryable,
+        status: e.status,
+        retryAfterMs: e.retryAfterMs,
+        error: e.message,
+      });
       throw e;
     }
   };

@@ -30,7 +30,6 @@ export interface EngineSpec {
   skill?: Readonly<Record<Difficulty, number>>;
 }
 
-
 export interface KnownAnswer {
   answer: string;
   difficulty: Difficulty;

@@ -52,7 +52,11 @@ export async function startEmbeddedPostgres(dir: string, opts: { port?: number }
   const exec = (file: string, args: string[]): Promise<{ stdout: string; stderr: string }> =>
     run(file, args, { ...owner, env: { ...process.env, LC_ALL: 'C' }, cwd: os.tmpdir() });
 
-  const isRunning = (): Promise<boolean> => exec(bin.pg_ctl, ['status', '-D', dir]).then(() => true, () => false);
+  const isRunning = (): Promise<boolean> =>
+    exec(bin.pg_ctl, ['status', '-D', dir]).then(
+      () => true,
+      () => false,
+    );
 
   const fresh = !fs.existsSync(path.join(dir, 'PG_VERSION'));
   if (fresh) {
@@ -62,7 +66,15 @@ export async function startEmbeddedPostgres(dir: string, opts: { port?: number }
     fs.writeFileSync(pwfile, PASSWORD + '\n', { mode: 0o644 });
     fs.chmodSync(path.dirname(pwfile), 0o755);
     try {
-      await exec(bin.initdb, [`--pgdata=${dir}`, `--username=${USER}`, `--pwfile=${pwfile}`, '--auth-local=trust', '--auth-host=scram-sha-256', '--encoding=UTF8', '--locale=C']);
+      await exec(bin.initdb, [
+        `--pgdata=${dir}`,
+        `--username=${USER}`,
+        `--pwfile=${pwfile}`,
+        '--auth-local=trust',
+        '--auth-host=scram-sha-256',
+        '--encoding=UTF8',
+        '--locale=C',
+      ]);
     } finally {
       fs.rmSync(path.dirname(pwfile), { recursive: true, force: true });
     }

@@ -23,7 +23,9 @@ export function redact(text: string): string {
   let out = text;
   for (const secret of registered) out = out.split(secret).join('[redacted]');
   for (const pattern of PATTERNS) {
-    out = out.replace(pattern, (_m: string, prefix: unknown) => (typeof prefix === 'string' && /bearer/i.test(prefix) ? `${prefix}[redacted]` : '[redacted]'));
+    out = out.replace(pattern, (_m: string, prefix: unknown) =>
+      typeof prefix === 'string' && /bearer/i.test(prefix) ? `${prefix}[redacted]` : '[redacted]',
+    );
   }
   return out;
 }

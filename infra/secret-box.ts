@@ -78,7 +78,10 @@ function localDevKey(log: Logger): string {
 }
 
 /** The master key from config; production refuses to run without one. Registered so it can never be logged. */
-export function loadSecretBox(config: Pick<Config, 'QUORUM_ENV' | 'QUORUM_SECRET_KEY'>, log: Logger = createLogger('secret-box')): SecretBox {
+export function loadSecretBox(
+  config: Pick<Config, 'QUORUM_ENV' | 'QUORUM_SECRET_KEY'>,
+  log: Logger = createLogger('secret-box'),
+): SecretBox {
   let text = config.QUORUM_SECRET_KEY;
   if (!text) {
     if (config.QUORUM_ENV === 'production') throw new Error('QUORUM_SECRET_KEY is required when QUORUM_ENV=production');

@@ -139,14 +139,22 @@ async function main(): Promise<void> {
     // A fresh demo organisation gets its 30-day trial timer now (Temporal is up: awaited above).
     const connection = await Connection.connect({ address: temporalAddress });
     try {
-      await startTrialTimer(db, new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), { orgId: demo.orgId, trialStartedAt: demo.trialStartedAt.toISOString() });
+      await startTrialTimer(db, new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), {
+        orgId: demo.orgId,
+        trialStartedAt: demo.trialStartedAt.toISOString(),
+      });
     } finally {
       await connection.close();
     }
   }
   await db.destroy();
 
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
+  };
   await startNodeChild('worker', 'worker/main', env);
   await startNodeChild('api', 'api/main', env);
   const apiUrl = `http://127.0.0.1:${config.PORT}`;

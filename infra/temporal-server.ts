@@ -38,13 +38,20 @@ function capitalise(type: string): string {
 /** Temporal's dev server with SQLite persistence and the Web UI, as a child of this process. */
 export function spawnDevServer(o: DevServerOptions): ChildProcess {
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(o.port),
-    '--ui-port', String(o.uiPort),
-    '--db-filename', o.dbFile,
-    '--namespace', o.namespace,
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(o.port),
+    '--ui-port',
+    String(o.uiPort),
+    '--db-filename',
+    o.dbFile,
+    '--namespace',
+    o.namespace,
+    '--log-level',
+    'warn',
     ...searchAttributeArgs(),
     ...dynamicConfigArgs(),
   ];

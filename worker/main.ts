@@ -20,12 +20,21 @@ async function main(): Promise<void> {
   loadSecretBox(config, log);
   warmTokenizer();
   // The SDK's own INFO lines (bundler output, state changes) drown ours; warnings and errors still show.
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+  });
 
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const bundlePath = config.QUORUM_WORKFLOW_BUNDLE ?? bundleInChild();
-  const workers = await createWorkers({ connection, namespace: config.TEMPORAL_NAMESPACE, deps: { db, engines: createEngines({ logger: log }), log }, bundlePath, maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS });
+  const workers = await createWorkers({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    deps: { db, engines: createEngines({ logger: log }), log },
+    bundlePath,
+    maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
+  });
   // The workers hold the code now; a bundle built for this start only is not kept.
   if (!config.QUORUM_WORKFLOW_BUNDLE) fs.rmSync(path.dirname(bundlePath), { recursive: true, force: true });
 

@@ -28,6 +28,8 @@ export async function createWorkers({ connection, namespace, deps, bundlePath, m
   const workflows = bundlePath ? { codePath: bundlePath } : await workflowBundle();
   const activities = createActivities(deps);
   return Promise.all(
-    Object.values(TASK_QUEUES).map((taskQueue) => Worker.create({ connection, namespace, taskQueue, workflowBundle: workflows, activities, maxCachedWorkflows })),
+    Object.values(TASK_QUEUES).map((taskQueue) =>
+      Worker.create({ connection, namespace, taskQueue, workflowBundle: workflows, activities, maxCachedWorkflows }),
+    ),
   );
 }

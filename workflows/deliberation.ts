@@ -1,4 +1,12 @@
-import { ActivityFailure, ApplicationFailure, isCancellation, proxyLocalActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  isCancellation,
+  proxyLocalActivities,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { DeliberationActivities } from '../activities/deliberation';
 import { CostMeter } from '../domain/cost-meter';
 import type { ErrorCode } from '../domain/errors';
@@ -63,13 +71,22 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
 
   const classification = await classify({ messages: input.messages, engineId: mode.config.staff.classifier?.engine });
   const lane = laneFor(mode.config, tier, classification);
-  upsertSearchAttributes([{ key: QuorumLane, value: lane }, { key: QuorumStatus, value: 'running' }]);
+  upsertSearchAttributes([
+    { key: QuorumLane, value: lane },
+    { key: QuorumStatus, value: 'running' },
+  ]);
 
   if (input.keyMode === 'live') await step('insufficient_balance', () => reserve({ orgId, requestId, amountMicros: input.ceilingMicros }));
   // Its only non-retryable failure: the mode handed over is not the stored version the API resolved.
   const plan = await step('mode_resolution_mismatch', () => planSeats({ orgId, keyMode: input.keyMode, mode, tier, lane }));
 
-  const meter = new CostMeter({ form: input.form, fees: mode.config.fees, depth: classification.depth, lane, ceilingMicros: input.ceilingMicros });
+  const meter = new CostMeter({
+    form: input.form,
+    fees: mode.config.fees,
+    depth: classification.depth,
+    lane,
+    ceilingMicros: input.ceilingMicros,
+  });
   const judgeSeed = Math.floor(Math.random() * 2 ** 31);
   const run = await runPanel({
     orgId,
@@ -83,7 +100,12 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     judgeSeed,
   });
   if (run.best === null) {
-    return abandon('mode_unavailable', `No seat could answer: ${unavailableSeats(run.seats).map((u) => `${u.role}: ${u.reason}`).join(' | ')}`);
+    return abandon(
+      'mode_unavailable',
+      `No seat could answer: ${unavailableSeats(run.seats)
+        .map((u) => `${u.role}: ${u.reason}`)
+        .join(' | ')}`,
+    );
   }
 
   const outcome = assembleOutcome({

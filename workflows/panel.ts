@@ -25,7 +25,13 @@ import type { Plan, SeatPlan } from '../domain/seat-plan';
 const { seat, judge, synthesize } = proxyActivities<DeliberationActivities>({
   startToCloseTimeout: '200 seconds',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 3, nonRetryableErrorTypes: ['EnginePermanent'] },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '20 seconds',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: ['EnginePermanent'],
+  },
 });
 // Grounding is a search: short, and the panel goes on without it if it keeps failing.
 const { ground } = proxyActivities<DeliberationActivities>({ startToCloseTimeout: '20 seconds', retry: { maximumAttempts: 2 } });
@@ -166,7 +172,14 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
     for (const engine of allowEngine ? plan.judge.chain : []) {
       if (!meter.affords([{ engine, tokensIn, maxOut: JUDGE_MAX_OUTPUT }])) break;
       try {
-        const r = await judge({ orgId, engineId: engine.engineId, ownKey: false, messages: prompt, maxOutputTokens: JUDGE_MAX_OUTPUT, labels: labelled.map((a) => a.label) });
+        const r = await judge({
+          orgId,
+          engineId: engine.engineId,
+          ownKey: false,
+          messages: prompt,
+          maxOutputTokens: JUDGE_MAX_OUTPUT,
+          labels: labelled.map((a) => a.label),
+        });
         meter.charge(r);
         judgeLatency += r.latencyMs;
         judgeCall = staffCall(r, plan.judge.designed, judgeLatency);
@@ -209,7 +222,11 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
     recordRound(1, judgment);
 
     // Critique rounds, as the mode says: always, or only while the seats are split.
-    while (rounds < config.rounds && answered.length > 1 && (config.critique === 'always' || (config.critique === 'when_split' && !judgment.converged))) {
+    while (
+      rounds < config.rounds &&
+      answered.length > 1 &&
+      (config.critique === 'always' || (config.critique === 'when_split' && !judgment.converged))
+    ) {
       const current = answered;
       const prompts = current.map((s) => {
         const others = current.filter((o) => o !== s).map((o) => ({ label: labels[o.plan.role] ?? '?', text: o.latest?.content ?? '' }));
@@ -259,7 +276,9 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
   run.finish = bestPass.finish;
 
   if (judgment && !(judgment.converged && config.skipSynthesisWhenConverged) && !meter.capped) {
-    const labelled = answered.map((s) => ({ label: labels[s.plan.role] ?? '?', text: s.latest?.content ?? '' })).sort((a, b) => a.label.localeCompare(b.label));
+    const labelled = answered
+      .map((s) => ({ label: labels[s.plan.role] ?? '?', text: s.latest?.content ?? '' }))
+      .sort((a, b) => a.label.localeCompare(b.label));
     const prompt = synthesisPrompt(input.messages, labelled, judgment.best, judgment.why);
     const tokensIn = readingAll(answered);
     let latency = 0;

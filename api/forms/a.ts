@@ -1,6 +1,15 @@
 import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../schemas/a';
-import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, usd, type FormSerialiser, type JsonObject } from './shared';
+import {
+  completionShape,
+  estimateShape,
+  receiptEnvelope,
+  receiptShape,
+  replayFields,
+  usd,
+  type FormSerialiser,
+  type JsonObject,
+} from './shared';
 
 /** Form A: modes by key, depth surcharges, provider families; `finish_reason: cost_cap` when the ceiling stopped the run. */
 const OWNER = 'quorum';

@@ -1,7 +1,17 @@
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../schemas/b';
-import { completionShape, estimateShape, ratesJson, receiptEnvelope, receiptShape, replayFields, usd, type FormSerialiser, type JsonObject } from './shared';
+import {
+  completionShape,
+  estimateShape,
+  ratesJson,
+  receiptEnvelope,
+  receiptShape,
+  replayFields,
+  usd,
+  type FormSerialiser,
+  type JsonObject,
+} from './shared';
 
 /** Form B: modes by ticker, per-Mtok mode fee, engines at actual cost plus the platform fee, cap credit over the ceiling. */
 
@@ -19,7 +29,12 @@ function netParts(m: Money): { gateway: number; platformFee: number; modeFee: nu
 }
 
 function deliberationJson(rounds: readonly RoundSummary[]): JsonObject[] {
-  return rounds.map((r) => ({ round: r.round, seats: r.seats.map((s) => ({ role: s.role, model: s.model, score: s.score })), divergence: r.divergence, converged: r.converged }));
+  return rounds.map((r) => ({
+    round: r.round,
+    seats: r.seats.map((s) => ({ role: s.role, model: s.model, score: s.score })),
+    divergence: r.divergence,
+    converged: r.converged,
+  }));
 }
 
 function completionSvc(o: Outcome): JsonObject {
@@ -34,7 +49,11 @@ function completionSvc(o: Outcome): JsonObject {
     converged: o.converged,
     capped: m.capCreditMicros > 0,
     remaining_friction: o.factualConflict ? 'factual_conflict' : null,
-    contested_passage: o.contestedPassage && { seat: o.contestedPassage.seat, quote: o.contestedPassage.quote, why: o.contestedPassage.why },
+    contested_passage: o.contestedPassage && {
+      seat: o.contestedPassage.seat,
+      quote: o.contestedPassage.quote,
+      why: o.contestedPassage.why,
+    },
     best_seat_rationale: o.bestSeatRationale,
     best_seat_judged_by: o.bestSeatJudgedBy,
     deliberation: deliberationJson(o.deliberation),
@@ -47,7 +66,12 @@ function completionSvc(o: Outcome): JsonObject {
     platform_fee_usd: usd(m.platformFeeMicros),
     cap_credit_usd: usd(m.capCreditMicros),
     billed_usd: usd(m.billedMicros),
-    billed_net: { gateway_usd: usd(net.gateway), token_charge_usd: usd(net.gateway), platform_fee_usd: usd(net.platformFee), mode_fee_usd: usd(net.modeFee) },
+    billed_net: {
+      gateway_usd: usd(net.gateway),
+      token_charge_usd: usd(net.gateway),
+      platform_fee_usd: usd(net.platformFee),
+      mode_fee_usd: usd(net.modeFee),
+    },
     latency_ms: o.latencyMs,
     engines: o.engines,
     substitutions: o.substitutions.map((s) => ({ role: s.role, original: s.original, used: s.used, reason: s.reason })),
@@ -133,7 +157,12 @@ export const formB: FormSerialiser = {
         includeTranscript,
         tokenChargeMicros: m.gatewayMicros,
         modeField: { mode: o.ticker },
-        seatExtra: (row) => ({ source: row.source, real_cost_usd: usd(row.realCostMicros), fee_rate: row.feeRatePpm / 1_000_000, fee_usd: usd(row.feeMicros) }),
+        seatExtra: (row) => ({
+          source: row.source,
+          real_cost_usd: usd(row.realCostMicros),
+          fee_rate: row.feeRatePpm / 1_000_000,
+          fee_usd: usd(row.feeMicros),
+        }),
         extra: {
           cap_credit_usd: usd(m.capCreditMicros),
           charges: {

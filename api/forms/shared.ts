@@ -12,7 +12,6 @@ export interface JsonObject {
   [key: string]: Json | undefined;
 }
 
-
 /** Micro-dollars → the USD number of a `*_usd` field: the one place money leaves integers. */
 export function usd(micros: number): number {
   return microsToUsd(BigInt(micros));
@@ -90,14 +89,25 @@ function seatRow(row: SeatPass, includeTranscript: boolean, extra: JsonObject): 
 }
 
 function staffCall(call: StaffCall | null): JsonObject | null {
-  return call && { model_used: call.modelUsed, latency_ms: call.latencyMs, fallback_used: call.fallbackUsed, original_model: call.originalModel };
+  return (
+    call && { model_used: call.modelUsed, latency_ms: call.latencyMs, fallback_used: call.fallbackUsed, original_model: call.originalModel }
+  );
 }
 
 /**
  * The receipt fields both Forms carry. `tokenChargeMicros` differs: Form A's pass-through half includes the
  * platform fee (so it and `q_surcharge_usd` sum to `billed_usd`), Form B's equals the engines' cost.
  */
-export function receiptShape(o: Outcome, opts: { includeTranscript: boolean; tokenChargeMicros: number; modeField: JsonObject; seatExtra: (row: SeatPass) => JsonObject; extra: JsonObject }): JsonObject {
+export function receiptShape(
+  o: Outcome,
+  opts: {
+    includeTranscript: boolean;
+    tokenChargeMicros: number;
+    modeField: JsonObject;
+    seatExtra: (row: SeatPass) => JsonObject;
+    extra: JsonObject;
+  },
+): JsonObject {
   return {
     request_id: o.requestId,
     ...opts.modeField,

@@ -25,7 +25,9 @@ export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: 
   if (!mode.published && !lab) {
     // Form A has no such code: an unpublished mode is simply not available.
     if (form === 'A') throw notFound;
-    throw new QuorumError('mode_not_published', `The mode \`${model}\` is not published; its author can call \`${model}:LAB\`.`, { param: 'model' });
+    throw new QuorumError('mode_not_published', `The mode \`${model}\` is not published; its author can call \`${model}:LAB\`.`, {
+      param: 'model',
+    });
   }
   if (!keyAllowsMode(auth.allowedModes, mode.id) && !keyAllowsMode(auth.allowedModes, mode.ticker)) {
     throw new QuorumError('insufficient_scope', `This key is limited to other modes than \`${model}\`.`, { param: 'model' });
@@ -38,7 +40,9 @@ export function checkInputTokens(auth: AuthContext, messages: readonly ChatMessa
   const limit = auth.limits.maxInputTokens ?? DEFAULT_MAX_INPUT_TOKENS;
   const tokens = countMessagesTokens(messages);
   if (tokens > limit) {
-    throw new QuorumError('context_length_exceeded', `The prompt is over this key's input limit of ${limit} tokens.`, { param: 'messages' });
+    throw new QuorumError('context_length_exceeded', `The prompt is over this key's input limit of ${limit} tokens.`, {
+      param: 'messages',
+    });
   }
   return tokens;
 }
@@ -48,12 +52,19 @@ export function checkInputTokens(auth: AuthContext, messages: readonly ChatMessa
  * says the work starts nothing new). The lease is renewed while the work runs and expires by itself if this
  * process dies, so a crash never leaks a slot.
  */
-export async function withConcurrencySlot<T>(db: Db, auth: AuthContext, work: () => Promise<T>, needsNoSlot?: () => Promise<boolean>): Promise<T> {
+export async function withConcurrencySlot<T>(
+  db: Db,
+  auth: AuthContext,
+  work: () => Promise<T>,
+  needsNoSlot?: () => Promise<boolean>,
+): Promise<T> {
   const limit = auth.limits.concurrency ?? DEFAULT_CONCURRENCY;
   const lease = await acquireLease(db, auth.orgId, limit);
   if (!lease) {
     if (needsNoSlot && (await needsNoSlot())) return work();
-    throw new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, { retryAfter: CONCURRENCY_RETRY_AFTER_S });
+    throw new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
+      retryAfter: CONCURRENCY_RETRY_AFTER_S,
+    });
   }
   const renew = setInterval(() => void renewLease(db, lease).catch(() => undefined), LEASE_TTL_MS / 3);
   try {

@@ -30,7 +30,11 @@ export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
  * balance. Subject to the same rate and concurrency limits as a billed call (spec 01). `startedAt` is the
  * `performance.now()` of the round trip's start, for its own timing.
  */
-export async function estimate(deps: OperationDeps, auth: AuthContext, input: { requestId: string; body: EstimateInput; startedAt: number }): Promise<EstimateView> {
+export async function estimate(
+  deps: OperationDeps,
+  auth: AuthContext,
+  input: { requestId: string; body: EstimateInput; startedAt: number },
+): Promise<EstimateView> {
   const { db, form } = deps;
   const { body, requestId } = input;
   const mode = await resolveMode(db, form, auth, body.model);
@@ -45,7 +49,17 @@ export async function estimate(deps: OperationDeps, auth: AuthContext, input: { 
     const classify = Math.round(performance.now() - classifyStart);
     const [rates] = await Promise.all([ratesRead, recordEstimate(db, auth.orgId, requestId)]);
     const q = quote(
-      { form, config: mode.config, tier, classification, promptTokens, rate: rates[tier], source: 'service', keyCeilingMicros: keyCeilingMicros(auth), requestedCeilingMicros: undefined },
+      {
+        form,
+        config: mode.config,
+        tier,
+        classification,
+        promptTokens,
+        rate: rates[tier],
+        source: 'service',
+        keyCeilingMicros: keyCeilingMicros(auth),
+        requestedCeilingMicros: undefined,
+      },
       catalogPrices,
     );
     const total = Math.round(performance.now() - input.startedAt);

@@ -10,6 +10,14 @@ import { ratesOf } from './estimate';
 /** The modes the organisation is entitled to, narrowed to those this key may call. */
 export async function listModels(deps: OperationDeps, auth: AuthContext): Promise<ModelView[]> {
   const { db, form } = deps;
-  const modes = (await listModesForOrg(db, auth.orgId)).filter((m) => keyAllowsMode(auth.allowedModes, m.id) || keyAllowsMode(auth.allowedModes, m.ticker));
-  return Promise.all(modes.map(async (mode) => ({ mode, rates: await ratesOf(db, mode), ceilingMicros: callCeilingMicros(form, mode.config, keyCeilingMicros(auth), undefined) })));
+  const modes = (await listModesForOrg(db, auth.orgId)).filter(
+    (m) => keyAllowsMode(auth.allowedModes, m.id) || keyAllowsMode(auth.allowedModes, m.ticker),
+  );
+  return Promise.all(
+    modes.map(async (mode) => ({
+      mode,
+      rates: await ratesOf(db, mode),
+      ceilingMicros: callCeilingMicros(form, mode.config, keyCeilingMicros(auth), undefined),
+    })),
+  );
 }

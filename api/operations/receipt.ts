@@ -7,7 +7,9 @@ import type { OperationDeps } from './deps';
 
 const ESTIMATE_REASON = 'The request was an estimate; estimates run no deliberation.';
 
-export type ReceiptView = { available: true; outcome: Outcome; includeTranscript: boolean } | { available: false; requestId: string; reason: string; status: string };
+export type ReceiptView =
+  | { available: true; outcome: Outcome; includeTranscript: boolean }
+  | { available: false; requestId: string; reason: string; status: string };
 
 export function missingRequestId(): QuorumError {
   return new QuorumError('missing_request_id', 'Put the request id in the path: /v1/receipts/{request_id}.', { param: 'request_id' });
@@ -21,7 +23,11 @@ export function parseIncludeTranscript(raw: unknown): boolean {
 }
 
 /** A past call's receipt, scoped to the caller's organisation: another one's id is simply not found. */
-export async function readReceipt(deps: OperationDeps, auth: AuthContext, input: { requestId: string; includeTranscript?: unknown }): Promise<ReceiptView> {
+export async function readReceipt(
+  deps: OperationDeps,
+  auth: AuthContext,
+  input: { requestId: string; includeTranscript?: unknown },
+): Promise<ReceiptView> {
   const requestId = input.requestId.trim();
   if (!requestId) throw missingRequestId();
   const includeTranscript = parseIncludeTranscript(input.includeTranscript);

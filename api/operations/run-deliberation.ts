@@ -47,15 +47,21 @@ async function workflowStillRunning(client: Client, workflowId: string): Promise
 
 async function replay(db: Knex, requestId: string): Promise<{ outcome: Outcome; replayed: true }> {
   const outcome = await outcomeOf(db, requestId);
-  if (!outcome) throw new QuorumError('internal_error', 'The stored answer for this key could not be read; retry with the same Idempotency-Key.', { requestId });
+  if (!outcome)
+    throw new QuorumError('internal_error', 'The stored answer for this key could not be read; retry with the same Idempotency-Key.', {
+      requestId,
+    });
   return { outcome, replayed: true };
 }
 
 /** Maps the workflow's failure to the spec's error; the failure type is the error code where the table has it. */
 function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError {
   const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.type && QuorumError.isCode(cause.type)) return new QuorumError(cause.type, cause.message, { requestId });
-  return new QuorumError('upstream_provider_error', 'The deliberation failed; nothing was billed. Retry with the same Idempotency-Key.', { requestId });
+  if (cause instanceof ApplicationFailure && cause.type && QuorumError.isCode(cause.type))
+    return new QuorumError(cause.type, cause.message, { requestId });
+  return new QuorumError('upstream_provider_error', 'The deliberation failed; nothing was billed. Retry with the same Idempotency-Key.', {
+    requestId,
+  });
 }
 
 /**
@@ -63,7 +69,10 @@ function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError
  * failed, or capped on Form B → a new run under the same workflow id. The caller's disconnect does not cancel
  * the workflow: it finishes, settles once, and a retry with the same key replays it.
  */
-export async function runDeliberation(deps: RunDeliberationDeps, input: RunDeliberationInput): Promise<{ outcome: Outcome; replayed: boolean }> {
+export async function runDeliberation(
+  deps: RunDeliberationDeps,
+  input: RunDeliberationInput,
+): Promise<{ outcome: Outcome; replayed: boolean }> {
   const { db, client } = deps;
   const workflowId = workflowIds.deliberation(input.orgId, input.idempotencyKey);
   const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
@@ -71,7 +80,9 @@ export async function runDeliberation(deps: RunDeliberationDeps, input: RunDelib
   const existing = await findRequestByKey(db, input.orgId, input.idempotencyKey);
   if (existing?.state === 'succeeded' || (existing?.state === 'capped' && input.form === 'A')) {
     if (input.form === 'A' && existing.fingerprint !== input.fingerprint) {
-      throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', { param: 'Idempotency-Key' });
+      throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', {
+        param: 'Idempotency-Key',
+      });
     }
     return replay(db, existing.id);
   }
@@ -84,10 +95,22 @@ export async function runDeliberation(deps: RunDeliberationDeps, input: RunDelib
   const requestId = `req_${randomBytes(12).toString('hex')}`;
   const claimed = await claimRequest(
     db,
-    { id: requestId, orgId: input.orgId, apiKeyId: input.apiKeyId, idempotencyKey: input.idempotencyKey, workflowId, fingerprint: input.fingerprint, modeId: input.mode.id, model: input.model },
+    {
+      id: requestId,
+      orgId: input.orgId,
+      apiKeyId: input.apiKeyId,
+      idempotencyKey: input.idempotencyKey,
+      workflowId,
+      fingerprint: input.fingerprint,
+      modeId: input.mode.id,
+      model: input.model,
+    },
     { takeOver },
   );
-  if (!claimed) throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', { retryAfter: 5 });
+  if (!claimed)
+    throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
+      retryAfter: 5,
+    });
 
   let handle;
   try {
@@ -98,7 +121,13 @@ export async function runDeliberation(deps: RunDeliberationDeps, input: RunDelib
         orgId: input.orgId,
         keyMode: input.keyMode,
         form: input.form,
-        mode: { id: input.mode.id, ticker: input.mode.ticker, version: input.mode.version, configHash: input.mode.configHash, config: input.mode.config },
+        mode: {
+          id: input.mode.id,
+          ticker: input.mode.ticker,
+          version: input.mode.version,
+          configHash: input.mode.configHash,
+          config: input.mode.config,
+        },
         tier: input.tier,
         messages: input.messages,
         promptTokens: input.promptTokens,
@@ -109,10 +138,15 @@ export async function runDeliberation(deps: RunDeliberationDeps, input: RunDelib
     );
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', { retryAfter: 5 });
+      throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
+        retryAfter: 5,
+      });
     }
     await markRequestFailed(db, requestId, 'service_unavailable');
-    throw new QuorumError('service_unavailable', 'The deliberation could not be started; retry with the same Idempotency-Key.', { requestId, retryAfter: 2 });
+    throw new QuorumError('service_unavailable', 'The deliberation could not be started; retry with the same Idempotency-Key.', {
+      requestId,
+      retryAfter: 2,
+    });
   }
 
   try {

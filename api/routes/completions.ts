@@ -9,8 +9,13 @@ import type { RouteDeps } from './context';
 export function completions(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const { serialiser } = deps;
-    const body = parseRequest(serialiser.requests.completion, await readJsonObject(ctx), { model: serialiser.requests.completionMissingModel });
-    const { outcome, replayed } = await createCompletion(deps, authOf(ctx), { body, idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']) });
+    const body = parseRequest(serialiser.requests.completion, await readJsonObject(ctx), {
+      model: serialiser.requests.completionMissingModel,
+    });
+    const { outcome, replayed } = await createCompletion(deps, authOf(ctx), {
+      body,
+      idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']),
+    });
     ctx.body = serialiser.completion(outcome, replayed);
   };
 }

@@ -10,6 +10,8 @@ export function estimate(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const { serialiser } = deps;
     const body = parseRequest(serialiser.requests.estimate, await readJsonObject(ctx));
-    ctx.body = serialiser.estimate(await runEstimate(deps, authOf(ctx), { requestId: String(ctx.state.requestId), body, startedAt: startedAt(ctx) }));
+    ctx.body = serialiser.estimate(
+      await runEstimate(deps, authOf(ctx), { requestId: String(ctx.state.requestId), body, startedAt: startedAt(ctx) }),
+    );
   };
 }

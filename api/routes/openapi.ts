@@ -25,7 +25,9 @@ function schemaOf(schema: z.ZodType): JsonObject {
 
 const json = (schema: JsonObject): JsonObject => ({ 'application/json': { schema } });
 const ok = (description: string): JsonObject => ({ description, content: json({ type: 'object' }) });
-const errors: JsonObject = { default: { description: 'An error in the spec shape.', content: json({ $ref: '#/components/schemas/ErrorBody' }) } };
+const errors: JsonObject = {
+  default: { description: 'An error in the spec shape.', content: json({ $ref: '#/components/schemas/ErrorBody' }) },
+};
 
 /** GET /openapi.json: generated from the zod schemas that validate the requests of this deployment's Form. */
 export function openApiDocument(serialiser: FormSerialiser): JsonObject {
@@ -48,9 +50,15 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         },
       },
       '/v1/estimate': {
-        post: { operationId: 'createEstimate', requestBody: body(serialiser.requests.estimate), responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors } },
+        post: {
+          operationId: 'createEstimate',
+          requestBody: body(serialiser.requests.estimate),
+          responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors },
+        },
       },
-      '/v1/models': { get: { operationId: 'listModels', responses: { '200': ok('`{object: list, data}` of callable modes.'), ...errors } } },
+      '/v1/models': {
+        get: { operationId: 'listModels', responses: { '200': ok('`{object: list, data}` of callable modes.'), ...errors } },
+      },
       '/v1/receipts/{request_id}': {
         get: {
           operationId: 'getReceipt',

@@ -9,6 +9,8 @@ export function receipt(deps: RouteDeps) {
     const { serialiser } = deps;
     const requestId = String((ctx.params as Record<string, string | undefined>).request_id ?? '');
     const view = await readReceipt(deps, authOf(ctx), { requestId, includeTranscript: ctx.query.include_transcript });
-    ctx.body = view.available ? serialiser.receipt(view.outcome, view.includeTranscript) : serialiser.noReceipt(view.requestId, view.reason, view.status);
+    ctx.body = view.available
+      ? serialiser.receipt(view.outcome, view.includeTranscript)
+      : serialiser.noReceipt(view.requestId, view.reason, view.status);
   };
 }

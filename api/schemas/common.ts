@@ -19,7 +19,10 @@ export const TierSchema = z.enum(TIERS).optional().describe('Engine tier that fi
 export function parseIdempotencyKey(raw: unknown): string | undefined {
   if (raw === undefined) return undefined;
   const parsed = IdempotencyKeySchema.safeParse(raw);
-  if (!parsed.success) throw new QuorumError('invalid_request', 'Idempotency-Key must be 1-255 printable ASCII characters without spaces, sent once.', { param: 'Idempotency-Key' });
+  if (!parsed.success)
+    throw new QuorumError('invalid_request', 'Idempotency-Key must be 1-255 printable ASCII characters without spaces, sent once.', {
+      param: 'Idempotency-Key',
+    });
   return parsed.data;
 }
 

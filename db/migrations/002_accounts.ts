@@ -69,7 +69,9 @@ export async function up(knex: Knex): Promise<void> {
     );
   });
   // One entry of each kind per request: a retried settle or release cannot write twice.
-  await knex.raw('create unique index ledger_entries_request_kind_uq on ledger_entries (org_id, request_id, kind) where request_id is not null');
+  await knex.raw(
+    'create unique index ledger_entries_request_kind_uq on ledger_entries (org_id, request_id, kind) where request_id is not null',
+  );
   await knex.raw(`
     create function ledger_entries_append_only() returns trigger language plpgsql as $$
     begin

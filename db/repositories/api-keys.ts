@@ -36,7 +36,10 @@ export interface CreateApiKeyInput {
 
 const positiveInt = z.number().int().positive().nullable().default(null);
 const CreateInput = z.object({
-  scopes: z.array(z.enum(SCOPES)).min(1).default([...SCOPES]),
+  scopes: z
+    .array(z.enum(SCOPES))
+    .min(1)
+    .default([...SCOPES]),
   allowedModes: z.array(z.string().min(1)).min(1).nullable().default(null),
   limits: z
     .object({
@@ -51,26 +54,29 @@ const CreateInput = z.object({
 /** Issues a key; the raw key is returned once and only its hash is stored. */
 export async function createApiKey(db: DbOrTrx, input: CreateApiKeyInput): Promise<{ keyId: string; apiKey: string }> {
   const parsed = CreateInput.safeParse({ scopes: input.scopes, allowedModes: input.allowedModes ?? null, limits: input.limits ?? {} });
-  if (!parsed.success) throw new QuorumError('invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw new QuorumError('invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   const { scopes, allowedModes, limits } = parsed.data;
   const apiKey = generateApiKey(input.mode);
   const keyId = `key_${randomBase62(20)}`;
-  await unknownOrgAsNotFound(input.orgId, () => db('api_keys').insert({
-    id: keyId,
-    org_id: input.orgId,
-    key_hash: hashApiKey(apiKey),
-    prefix: apiKey.slice(0, apiKey.lastIndexOf('_') + 1),
-    last4: apiKey.slice(-4),
-    mode: input.mode,
-    scopes: [...new Set(scopes)],
-    allowed_modes: allowedModes,
-    is_owner: input.isOwner ?? false,
-    requests_per_minute: limits.requestsPerMinute,
-    concurrency: limits.concurrency,
-    max_input_tokens: limits.maxInputTokens,
-    max_cost_micros: limits.maxCostMicros?.toString() ?? null,
-    expires_at: input.expiresAt ?? null,
-  }));
+  await unknownOrgAsNotFound(input.orgId, () =>
+    db('api_keys').insert({
+      id: keyId,
+      org_id: input.orgId,
+      key_hash: hashApiKey(apiKey),
+      prefix: apiKey.slice(0, apiKey.lastIndexOf('_') + 1),
+      last4: apiKey.slice(-4),
+      mode: input.mode,
+      scopes: [...new Set(scopes)],
+      allowed_modes: allowedModes,
+      is_owner: input.isOwner ?? false,
+      requests_per_minute: limits.requestsPerMinute,
+      concurrency: limits.concurrency,
+      max_input_tokens: limits.maxInputTokens,
+      max_cost_micros: limits.maxCostMicros?.toString() ?? null,
+      expires_at: input.expiresAt ?? null,
+    }),
+  );
   return { keyId, apiKey };
 }
 
@@ -133,6 +139,8 @@ export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthCon
 
 /** Revocation is permanent; revoking twice keeps the first time. Unknown key → `not_found`. */
 export async function revokeApiKey(db: DbOrTrx, keyId: string): Promise<void> {
-  const updated = await db('api_keys').where({ id: keyId }).update({ revoked_at: db.raw('coalesce(revoked_at, now())') });
+  const updated = await db('api_keys')
+    .where({ id: keyId })
+    .update({ revoked_at: db.raw('coalesce(revoked_at, now())') });
   if (updated === 0) throw new QuorumError('not_found', `no API key ${keyId}`);
 }

@@ -9,7 +9,16 @@ import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
  * the WHERE clause (and the table's check constraint behind it) makes an overspend impossible under any concurrency.
  */
 
-export const LEDGER_KINDS = ['top_up', 'trial_credit', 'trial_expiry', 'reservation', 'release', 'charge', 'cap_credit', 'test_run_charge'] as const;
+export const LEDGER_KINDS = [
+  'top_up',
+  'trial_credit',
+  'trial_expiry',
+  'reservation',
+  'release',
+  'charge',
+  'cap_credit',
+  'test_run_charge',
+] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
 export type ChargeKind = Extract<LedgerKind, 'charge' | 'test_run_charge'>;
 
@@ -90,7 +99,8 @@ export async function postEntries(trx: Knex.Transaction, orgId: string, entries:
   return toBalance(row);
 }
 
-const insufficientBalance = (): QuorumError => new QuorumError('insufficient_balance', 'The prepaid balance does not cover this call; add funds to continue.');
+const insufficientBalance = (): QuorumError =>
+  new QuorumError('insufficient_balance', 'The prepaid balance does not cover this call; add funds to continue.');
 
 /** `postEntries` that must succeed: a failed condition is `insufficient_balance` (or `not_found` for an unknown org). */
 async function postOrThrow(trx: Knex.Transaction, orgId: string, entries: readonly NewLedgerEntry[]): Promise<Balance> {
@@ -119,18 +129,20 @@ export async function createBalance(trx: Knex.Transaction, orgId: string): Promi
  */
 export async function reserve(db: DbOrTrx, input: { orgId: string; requestId: string; amountMicros: bigint }): Promise<void> {
   requireNonNegative('amountMicros', input.amountMicros);
-  await unknownOrgAsNotFound(input.orgId, () => db.transaction(async (trx) => {
-    const inserted = await trx('reservations')
-      .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: input.amountMicros.toString(), state: 'held' })
-      .onConflict(['org_id', 'request_id'])
-      .ignore()
-      .returning('request_id');
-    if (inserted.length === 0) return;
-    // A failure here rolls back the reservation row with it.
-    await postOrThrow(trx, input.orgId, [
-      { kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId },
-    ]);
-  }));
+  await unknownOrgAsNotFound(input.orgId, () =>
+    db.transaction(async (trx) => {
+      const inserted = await trx('reservations')
+        .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: input.amountMicros.toString(), state: 'held' })
+        .onConflict(['org_id', 'request_id'])
+        .ignore()
+        .returning('request_id');
+      if (inserted.length === 0) return;
+      // A failure here rolls back the reservation row with it.
+      await postOrThrow(trx, input.orgId, [
+        { kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId },
+      ]);
+    }),
+  );
 }
 
 interface ReservationRow {
@@ -150,29 +162,32 @@ export async function settle(
   const cap = input.capCreditMicros ?? 0n;
   requireNonNegative('chargeMicros', input.chargeMicros);
   requireNonNegative('capCreditMicros', cap);
-  if (cap > input.chargeMicros) throw new QuorumError('invalid_request', 'capCreditMicros exceeds chargeMicros', { param: 'capCreditMicros' });
-  return unknownOrgAsNotFound(input.orgId, () => db.transaction(async (trx) => {
-    // A settle with no prior reserve still needs a row to lock and to record that it happened.
-    await trx('reservations')
-      .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: '0', state: 'held' })
-      .onConflict(['org_id', 'request_id'])
-      .ignore();
-    const row = (await trx('reservations')
-      .where({ org_id: input.orgId, request_id: input.requestId })
-      .forUpdate()
-      .first('amount_micros', 'state')) as ReservationRow;
-    if (row.state === 'settled') return { alreadySettled: true };
-    const held = row.state === 'held' ? row.amount_micros : 0n;
-    const entries: NewLedgerEntry[] = [];
-    if (held > 0n) entries.push({ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId });
-    entries.push({ kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId });
-    if (cap > 0n) entries.push({ kind: 'cap_credit', amountMicros: cap, requestId: input.requestId });
-    await postOrThrow(trx, input.orgId, entries);
-    await trx('reservations')
-      .where({ org_id: input.orgId, request_id: input.requestId })
-      .update({ state: 'settled', charged_micros: (input.chargeMicros - cap).toString(), updated_at: trx.fn.now() });
-    return { alreadySettled: false };
-  }));
+  if (cap > input.chargeMicros)
+    throw new QuorumError('invalid_request', 'capCreditMicros exceeds chargeMicros', { param: 'capCreditMicros' });
+  return unknownOrgAsNotFound(input.orgId, () =>
+    db.transaction(async (trx) => {
+      // A settle with no prior reserve still needs a row to lock and to record that it happened.
+      await trx('reservations')
+        .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: '0', state: 'held' })
+        .onConflict(['org_id', 'request_id'])
+        .ignore();
+      const row = (await trx('reservations')
+        .where({ org_id: input.orgId, request_id: input.requestId })
+        .forUpdate()
+        .first('amount_micros', 'state')) as ReservationRow;
+      if (row.state === 'settled') return { alreadySettled: true };
+      const held = row.state === 'held' ? row.amount_micros : 0n;
+      const entries: NewLedgerEntry[] = [];
+      if (held > 0n) entries.push({ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId });
+      entries.push({ kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId });
+      if (cap > 0n) entries.push({ kind: 'cap_credit', amountMicros: cap, requestId: input.requestId });
+      await postOrThrow(trx, input.orgId, entries);
+      await trx('reservations')
+        .where({ org_id: input.orgId, request_id: input.requestId })
+        .update({ state: 'settled', charged_micros: (input.chargeMicros - cap).toString(), updated_at: trx.fn.now() });
+      return { alreadySettled: false };
+    }),
+  );
 }
 
 /** Gives a held reservation back (a failed or unbilled call). Idempotent; a no-op once settled or released. */

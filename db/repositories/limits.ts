@@ -35,12 +35,20 @@ export async function countRequest(db: DbOrTrx, keyId: string): Promise<WindowCo
 /** Takes one of the organisation's `limit` slots; the lease id, or undefined when all are in use. */
 export async function acquireLease(db: DbOrTrx, orgId: string, limit: number): Promise<string | undefined> {
   const id = `lease_${randomBase62(20)}`;
-  const res = await db.raw<{ rows: { ok: boolean }[] }>('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [orgId, id, limit, LEASE_TTL_MS]);
+  const res = await db.raw<{ rows: { ok: boolean }[] }>('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [
+    orgId,
+    id,
+    limit,
+    LEASE_TTL_MS,
+  ]);
   return res.rows[0].ok ? id : undefined;
 }
 
 export async function renewLease(db: DbOrTrx, leaseId: string): Promise<void> {
-  await db.raw(`update concurrency_leases set expires_at = now() + make_interval(secs => ? / 1000.0) where id = ?`, [LEASE_TTL_MS, leaseId]);
+  await db.raw(`update concurrency_leases set expires_at = now() + make_interval(secs => ? / 1000.0) where id = ?`, [
+    LEASE_TTL_MS,
+    leaseId,
+  ]);
 }
 
 export async function releaseLease(db: DbOrTrx, leaseId: string): Promise<void> {
@@ -49,7 +57,9 @@ export async function releaseLease(db: DbOrTrx, leaseId: string): Promise<void> 
 
 /** Live leases of an organisation (for tests and operators). */
 export async function leasesInFlight(db: DbOrTrx, orgId: string): Promise<number> {
-  const row = (await db('concurrency_leases').where('org_id', orgId).andWhere('expires_at', '>', db.fn.now()).count<{ n: string }[]>('* as n'))[0];
+  const row = (
+    await db('concurrency_leases').where('org_id', orgId).andWhere('expires_at', '>', db.fn.now()).count<{ n: string }[]>('* as n')
+  )[0];
   return Number(row.n);
 }
 

@@ -48,20 +48,31 @@ function withCurrentVersion(db: Conn): Knex.QueryBuilder {
 export async function upsertMode(db: Knex, mode: Omit<ModeRecord, 'version' | 'configHash'>): Promise<ModeRecord> {
   // The `:LAB` suffix names a mode's lab version at call time; it is never part of the stored ticker.
   if (!TICKER_RE.test(mode.ticker) || mode.ticker.endsWith(':LAB')) {
-    throw new QuorumError('invalid_request', `A ticker is COMPANY:MODE with a four-letter mode part, not ${JSON.stringify(mode.ticker)}.`, { param: 'ticker' });
+    throw new QuorumError('invalid_request', `A ticker is COMPANY:MODE with a four-letter mode part, not ${JSON.stringify(mode.ticker)}.`, {
+      param: 'ticker',
+    });
   }
   const config: ModeConfig = ModeConfigSchema.parse(mode.config);
   const hash = modeConfigHash(config);
   return db.transaction(async (trx) => {
     const existing = (await withCurrentVersion(trx).where('m.id', mode.id).forUpdate().first()) as ModeRow | undefined;
-    const fields = { ticker: mode.ticker, org_id: mode.orgId, name: mode.name, description: mode.description, use_when: mode.useWhen, published: mode.published };
+    const fields = {
+      ticker: mode.ticker,
+      org_id: mode.orgId,
+      name: mode.name,
+      description: mode.description,
+      use_when: mode.useWhen,
+      published: mode.published,
+    };
     if (!existing) {
       await trx('modes').insert({ id: mode.id, ...fields, current_version: 1 });
       await trx('mode_versions').insert({ mode_id: mode.id, version: 1, config, config_hash: hash });
     } else if (existing.config_hash !== hash) {
       const version = existing.current_version + 1;
       await trx('mode_versions').insert({ mode_id: mode.id, version, config, config_hash: hash });
-      await trx('modes').where({ id: mode.id }).update({ ...fields, current_version: version });
+      await trx('modes')
+        .where({ id: mode.id })
+        .update({ ...fields, current_version: version });
     } else {
       await trx('modes').where({ id: mode.id }).update(fields);
     }
@@ -100,7 +111,9 @@ export async function findMode(db: Conn, q: { orgId: string; form: Form; model: 
   const own = row.org_id === q.orgId;
   if (lab) {
     if (own) return toRecord(row);
-    throw new QuorumError('lab_not_available', `The lab version of \`${key}\` is open to its author's organisation only.`, { param: 'model' });
+    throw new QuorumError('lab_not_available', `The lab version of \`${key}\` is open to its author's organisation only.`, {
+      param: 'model',
+    });
   }
   if (!row.published && !own) return undefined;
   if (row.org_id !== null && !own) return undefined;

@@ -24,7 +24,9 @@ const ProviderKey = z
   .min(8, 'the provider key looks too short')
   .max(4096)
   .regex(/^\S+$/, 'the provider key must not contain whitespace');
-const RoleArn = z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, 'not an IAM role ARN (arn:aws:iam::<account>:role/<name>)');
+const RoleArn = z
+  .string()
+  .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/, 'not an IAM role ARN (arn:aws:iam::<account>:role/<name>)');
 // AWS's own constraint on sts:ExternalId.
 const ExternalId = z.string().regex(/^[\w+=,.@:/-]{2,1224}$/, 'external id must be 2–1224 characters of [A-Za-z0-9+=,.@:/_-]');
 
@@ -48,13 +50,29 @@ export async function setProviderKey(db: DbOrTrx, input: { orgId: string; family
   const apiKey = parse(ProviderKey, input.apiKey, 'apiKey');
   registerSecret(apiKey);
   const sealed = secretBox().seal(apiKey, sealContext(input.orgId, family));
-  await upsert(db, { org_id: input.orgId, family, ciphertext: sealed.ciphertext, iv: sealed.iv, tag: sealed.tag, role_arn: null, external_id: null });
+  await upsert(db, {
+    org_id: input.orgId,
+    family,
+    ciphertext: sealed.ciphertext,
+    iv: sealed.iv,
+    tag: sealed.tag,
+    role_arn: null,
+    external_id: null,
+  });
 }
 
 export async function setBedrockRole(db: DbOrTrx, input: { orgId: string; roleArn: string; externalId: string }): Promise<void> {
   const roleArn = parse(RoleArn, input.roleArn, 'roleArn');
   const externalId = parse(ExternalId, input.externalId, 'externalId');
-  await upsert(db, { org_id: input.orgId, family: 'bedrock', ciphertext: null, iv: null, tag: null, role_arn: roleArn, external_id: externalId });
+  await upsert(db, {
+    org_id: input.orgId,
+    family: 'bedrock',
+    ciphertext: null,
+    iv: null,
+    tag: null,
+    role_arn: roleArn,
+    external_id: externalId,
+  });
 }
 
 /** The families an organisation has its own provider access for (never their secrets). */
@@ -64,9 +82,10 @@ export async function ownProviderFamilies(db: DbOrTrx, orgId: string): Promise<S
 }
 
 export async function getProviderCredential(db: DbOrTrx, orgId: string, family: ProviderFamily): Promise<ProviderCredential | undefined> {
-  const row = (await db('provider_credentials').where({ org_id: orgId, family }).first('ciphertext', 'iv', 'tag', 'role_arn', 'external_id')) as
-    | { ciphertext: Buffer | null; iv: Buffer | null; tag: Buffer | null; role_arn: string | null; external_id: string | null }
-    | undefined;
+  const row = (await db('provider_credentials')
+    .where({ org_id: orgId, family })
+    .first('ciphertext', 'iv', 'tag', 'role_arn', 'external_id')) as
+    { ciphertext: Buffer | null; iv: Buffer | null; tag: Buffer | null; role_arn: string | null; external_id: string | null } | undefined;
   if (!row) return undefined;
   if (family === 'bedrock') {
     if (!row.role_arn || !row.external_id) throw new Error(`bedrock credential of ${orgId} lacks its role`);

@@ -13,9 +13,16 @@ function unreadableAmounts(o: Outcome): string[] {
     mode_fee: o.money.modeFeeMicros,
     cap_credit: o.money.capCreditMicros,
     billed: o.money.billedMicros,
-    ...Object.fromEntries(o.seatPasses.flatMap((p) => [[`${p.role}_r${p.round}_cost`, p.realCostMicros], [`${p.role}_r${p.round}_fee`, p.feeMicros]])),
+    ...Object.fromEntries(
+      o.seatPasses.flatMap((p) => [
+        [`${p.role}_r${p.round}_cost`, p.realCostMicros],
+        [`${p.role}_r${p.round}_fee`, p.feeMicros],
+      ]),
+    ),
   };
-  return Object.entries(amounts).filter(([, v]) => !Number.isSafeInteger(v) || v < 0).map(([k, v]) => `${k}=${v}`);
+  return Object.entries(amounts)
+    .filter(([, v]) => !Number.isSafeInteger(v) || v < 0)
+    .map(([k, v]) => `${k}=${v}`);
 }
 
 /**
@@ -24,11 +31,15 @@ function unreadableAmounts(o: Outcome): string[] {
  * held at the ceiling); a test key's call is recorded and bills nothing. `cost_unreadable` when the outcome cannot
  * be written at all (a retry would fail the same way).
  */
-export async function settleOutcome(db: DbOrTrx, input: { outcome: Outcome; form: Form; billed: boolean; modeVersion: number }): Promise<void> {
+export async function settleOutcome(
+  db: DbOrTrx,
+  input: { outcome: Outcome; form: Form; billed: boolean; modeVersion: number },
+): Promise<void> {
   // An engine's text is stored whatever characters it holds: a settle never fails on what a provider returned.
   const o = storableJson(input.outcome);
   const unreadable = unreadableAmounts(o);
-  if (unreadable.length > 0) throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
+  if (unreadable.length > 0)
+    throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
   await db
     .transaction(async (trx) => {
       const done = await trx('receipts').where({ request_id: o.requestId }).first('request_id');
@@ -36,7 +47,12 @@ export async function settleOutcome(db: DbOrTrx, input: { outcome: Outcome; form
       if (input.billed) {
         const gross = o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros;
         const charge = input.form === 'B' ? gross : o.money.billedMicros;
-        await ledger.settle(trx, { orgId: o.orgId, requestId: o.requestId, chargeMicros: BigInt(charge), capCreditMicros: BigInt(o.money.capCreditMicros) });
+        await ledger.settle(trx, {
+          orgId: o.orgId,
+          requestId: o.requestId,
+          chargeMicros: BigInt(charge),
+          capCreditMicros: BigInt(o.money.capCreditMicros),
+        });
       }
       await trx('receipts').insert({
         request_id: o.requestId,
@@ -96,6 +112,9 @@ export async function settleOutcome(db: DbOrTrx, input: { outcome: Outcome; form
     })
     .catch((err: unknown) => {
       if (!isDeterministicDbError(err)) throw err;
-      throw new QuorumError('cost_unreadable', 'The deliberation could not be recorded; nothing was billed. Retry with the same Idempotency-Key.');
+      throw new QuorumError(
+        'cost_unreadable',
+        'The deliberation could not be recorded; nothing was billed. Retry with the same Idempotency-Key.',
+      );
     });
 }

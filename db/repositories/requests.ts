@@ -18,7 +18,9 @@ export interface RequestRow {
 
 /** The live request for a key (not one a later run superseded). */
 export function findRequestByKey(db: DbOrTrx, orgId: string, idempotencyKey: string): Promise<RequestRow | undefined> {
-  return db('requests').where({ org_id: orgId, idempotency_key: idempotencyKey }).whereNull('superseded_at').first() as Promise<RequestRow | undefined>;
+  return db('requests').where({ org_id: orgId, idempotency_key: idempotencyKey }).whereNull('superseded_at').first() as Promise<
+    RequestRow | undefined
+  >;
 }
 
 /**
@@ -28,7 +30,16 @@ export function findRequestByKey(db: DbOrTrx, orgId: string, idempotencyKey: str
  */
 export async function claimRequest(
   db: Knex,
-  row: { id: string; orgId: string; apiKeyId: string; idempotencyKey: string; workflowId: string; fingerprint: string; modeId: string; model: string },
+  row: {
+    id: string;
+    orgId: string;
+    apiKeyId: string;
+    idempotencyKey: string;
+    workflowId: string;
+    fingerprint: string;
+    modeId: string;
+    model: string;
+  },
   opts: { takeOver: RequestState[] },
 ): Promise<RequestRow | undefined> {
   return db.transaction(async (trx) => {
@@ -94,17 +105,31 @@ export async function getReceipt(
   const row = (await db('requests as r')
     .leftJoin('receipts as x', 'x.request_id', 'r.id')
     .where({ 'r.id': requestId, 'r.org_id': orgId })
-    .first('r.state', 'r.error_code', 'x.outcome')) as { state: RequestState; error_code: string | null; outcome: Outcome | null } | undefined;
+    .first('r.state', 'r.error_code', 'x.outcome')) as
+    { state: RequestState; error_code: string | null; outcome: Outcome | null } | undefined;
   if (!row) return undefined;
   if (row.outcome) return { available: true, outcome: row.outcome };
-  return { available: false, reason: row.error_code ? `${NO_RECEIPT_REASON[row.state]} (${row.error_code})` : NO_RECEIPT_REASON[row.state], status: row.state };
+  return {
+    available: false,
+    reason: row.error_code ? `${NO_RECEIPT_REASON[row.state]} (${row.error_code})` : NO_RECEIPT_REASON[row.state],
+    status: row.state,
+  };
 }
 
 /** Recorded calls of a mode at a tier: the basis of Form B's per-Mtok quote once there are enough. */
-export async function recordedCallStats(db: DbOrTrx, modeId: string, tier: string): Promise<{ n: number; inputTokens: number; outputTokens: number; modeFeeMicros: number }> {
+export async function recordedCallStats(
+  db: DbOrTrx,
+  modeId: string,
+  tier: string,
+): Promise<{ n: number; inputTokens: number; outputTokens: number; modeFeeMicros: number }> {
   const row = (await db('receipts')
     .where({ mode_id: modeId, tier })
-    .first(db.raw('count(*)::int as n'), db.raw('coalesce(sum(prompt_tokens),0)::bigint as input'), db.raw('coalesce(sum(completion_tokens),0)::bigint as output'), db.raw('coalesce(sum(mode_fee_micros),0)::bigint as fee'))) as {
+    .first(
+      db.raw('count(*)::int as n'),
+      db.raw('coalesce(sum(prompt_tokens),0)::bigint as input'),
+      db.raw('coalesce(sum(completion_tokens),0)::bigint as output'),
+      db.raw('coalesce(sum(mode_fee_micros),0)::bigint as fee'),
+    )) as {
     n: number;
     input: bigint;
     output: bigint;

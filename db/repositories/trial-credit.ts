@@ -15,12 +15,15 @@ export interface TrialExpiry {
  */
 export async function expireTrialCredit(db: DbOrTrx, orgId: string): Promise<TrialExpiry> {
   return db.transaction(async (trx) => {
-    const org = (await trx('organisations').where({ id: orgId }).forUpdate().first('trial_credit_micros', 'trial_started_at', 'trial_expired_at')) as
-      | { trial_credit_micros: bigint; trial_started_at: Date; trial_expired_at: Date | null }
-      | undefined;
+    const org = (await trx('organisations')
+      .where({ id: orgId })
+      .forUpdate()
+      .first('trial_credit_micros', 'trial_started_at', 'trial_expired_at')) as
+      { trial_credit_micros: bigint; trial_started_at: Date; trial_expired_at: Date | null } | undefined;
     if (!org) throw new QuorumError('not_found', `no organisation ${orgId}`);
     if (org.trial_expired_at) {
-      const entry = (await trx('ledger_entries').where({ org_id: orgId, kind: 'trial_expiry' }).first('amount_micros')) as { amount_micros: bigint } | undefined;
+      const entry = (await trx('ledger_entries').where({ org_id: orgId, kind: 'trial_expiry' }).first('amount_micros')) as
+        { amount_micros: bigint } | undefined;
       return { deductedMicros: -(entry?.amount_micros ?? 0n), alreadyExpired: true };
     }
     const balance = (await trx('balances').where({ org_id: orgId }).forUpdate().first('balance_micros', 'reserved_micros')) as {
@@ -38,7 +41,9 @@ export async function expireTrialCredit(db: DbOrTrx, orgId: string): Promise<Tri
       availableMicros: balance.balance_micros - balance.reserved_micros,
     });
     // Recorded even when zero, so the ledger shows the trial ended.
-    const posted = await postEntries(trx, orgId, [{ kind: 'trial_expiry', amountMicros: -deduction, requestId: 'trial_expiry', note: 'unused trial credit' }]);
+    const posted = await postEntries(trx, orgId, [
+      { kind: 'trial_expiry', amountMicros: -deduction, requestId: 'trial_expiry', note: 'unused trial credit' },
+    ]);
     if (!posted) throw new Error(`trial deduction for ${orgId} exceeded the locked available balance`);
     await trx('organisations').where({ id: orgId }).update({ trial_expired_at: trx.fn.now() });
     return { deductedMicros: deduction, alreadyExpired: false };

@@ -37,7 +37,10 @@ export class BedrockAdapter {
           modelId: spec.model,
           messages: turns.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: [{ text: m.content }] })),
           ...(system !== undefined ? { system: [{ text: system }] } : {}),
-          inferenceConfig: { maxTokens: call.maxOutputTokens, ...(call.temperature !== undefined ? { temperature: call.temperature } : {}) },
+          inferenceConfig: {
+            maxTokens: call.maxOutputTokens,
+            ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+          },
         }),
         { abortSignal: call.signal ? AbortSignal.any([call.deadline, call.signal]) : call.deadline },
       );
@@ -46,8 +49,14 @@ export class BedrockAdapter {
     }
     const parsed = ConverseOutput.safeParse(out);
     if (!parsed.success) {
-      const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-      throw new EngineError('malformed', `${spec.id}: Bedrock Converse answered with an unexpected body (${where})`, { engineId: spec.id, status: 200 });
+      const where = parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+        .join('; ');
+      throw new EngineError('malformed', `${spec.id}: Bedrock Converse answered with an unexpected body (${where})`, {
+        engineId: spec.id,
+        status: 200,
+      });
     }
     const body = parsed.data;
     return {

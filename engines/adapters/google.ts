@@ -6,7 +6,9 @@ const GenerateContent = z.object({
   candidates: z
     .array(
       z.object({
-        content: z.object({ parts: z.array(z.object({ text: z.string().optional(), thought: z.boolean().optional() })).optional() }).optional(),
+        content: z
+          .object({ parts: z.array(z.object({ text: z.string().optional(), thought: z.boolean().optional() })).optional() })
+          .optional(),
         finishReason: z.string().optional(),
       }),
     )
@@ -32,7 +34,10 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
     body: {
       contents: turns.map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: [{ text: m.content }] })),
       ...(system !== undefined ? { systemInstruction: { parts: [{ text: system }] } } : {}),
-      generationConfig: { maxOutputTokens: call.maxOutputTokens, ...(call.temperature !== undefined ? { temperature: call.temperature } : {}) },
+      generationConfig: {
+        maxOutputTokens: call.maxOutputTokens,
+        ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+      },
     },
     schema: GenerateContent,
     deadline: call.deadline,

@@ -16,7 +16,11 @@ import type { AdapterCall, AdapterOutput } from './common';
  */
 export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | undefined, latency: SimLatency): Promise<AdapterOutput> {
   const { spec } = call;
-  const seed = createHash('sha256').update(spec.id).update('\0').update(JSON.stringify(call.messages.map((m) => [m.role, m.content]))).digest();
+  const seed = createHash('sha256')
+    .update(spec.id)
+    .update('\0')
+    .update(JSON.stringify(call.messages.map((m) => [m.role, m.content])))
+    .digest();
   const rand = seededRandom(seed);
   const correctDraw = rand();
   const delayMs = simLatencyMs(latency, rand(), rand());
@@ -57,7 +61,10 @@ export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | unde
  * with the JSON verdict the format asks for, deterministically like every sim answer.
  */
 function judgeVerdict(messages: readonly ChatMessage[], rand: () => number): string {
-  const shown = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+  const shown = messages
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content)
+    .join('\n');
   const answers = [...shown.matchAll(/^Answer ([A-Z]):\n([^\n]*)/gm)].map((m) => ({ label: m[1] ?? '?', first: m[2] ?? '' }));
   const scores: Record<string, number> = {};
   for (const a of answers) scores[a.label] = Math.round((4 + rand() * 6) * 10) / 10;
@@ -72,20 +79,33 @@ function judgeVerdict(messages: readonly ChatMessage[], rand: () => number): str
     why: `Answer ${best} is the most complete and internally consistent.`,
     divergence,
     converged,
-    contested: !converged && worst && worst.label !== best ? { label: worst.label, quote: worst.first.slice(0, 120), why: 'Its central claim is not supported by the other answers.' } : null,
+    contested:
+      !converged && worst && worst.label !== best
+        ? { label: worst.label, quote: worst.first.slice(0, 120), why: 'Its central claim is not supported by the other answers.' }
+        : null,
     factual_conflict: !converged && rand() < 0.2,
   });
 }
 
 /** The labelled answers a judge or synthesiser was shown, each with its text up to the next label. */
 function shownAnswers(messages: readonly ChatMessage[]): { label: string; text: string }[] {
-  const shown = messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
-  return [...shown.matchAll(/^Answer ([A-Z]):\n([\s\S]*?)(?=\n\nAnswer [A-Z]:\n|\n\nThe judge preferred|(?![\s\S]))/gm)].map((m) => ({ label: m[1] ?? '?', text: m[2] ?? '' }));
+  const shown = messages
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content)
+    .join('\n');
+  return [...shown.matchAll(/^Answer ([A-Z]):\n([\s\S]*?)(?=\n\nAnswer [A-Z]:\n|\n\nThe judge preferred|(?![\s\S]))/gm)].map((m) => ({
+    label: m[1] ?? '?',
+    text: m[2] ?? '',
+  }));
 }
 
 /** The `Final answer:` line of a known-answer reply, normalised for comparison. */
 function finalOf(text: string): string | undefined {
-  return /Final answer:\s*(.+)\s*$/im.exec(text)?.[1]?.trim().toLowerCase().replace(/[.\s]+$/, '');
+  return /Final answer:\s*(.+)\s*$/im
+    .exec(text)?.[1]
+    ?.trim()
+    .toLowerCase()
+    .replace(/[.\s]+$/, '');
 }
 
 /**
@@ -98,7 +118,9 @@ function majorityFinal(messages: readonly ChatMessage[]): string | undefined {
   if (finals.length === 0 || finals.some((f) => f.final === undefined)) return undefined;
   const preferred = /The judge preferred answer ([A-Z])/.exec(messages.map((m) => m.content).join('\n'))?.[1];
   const count = (v: string | undefined): number => finals.filter((f) => f.final === v).length;
-  const ranked = [...finals].sort((x, y) => count(y.final) - count(x.final) || Number(y.label === preferred) - Number(x.label === preferred));
+  const ranked = [...finals].sort(
+    (x, y) => count(y.final) - count(x.final) || Number(y.label === preferred) - Number(x.label === preferred),
+  );
   return ranked[0].final;
 }
 
@@ -107,17 +129,25 @@ function majorityFinal(messages: readonly ChatMessage[]): string | undefined {
  * right most of the time (85%); otherwise, and when the answers are equally right, it calls a tie or picks at random.
  */
 function runVerdict(messages: readonly ChatMessage[], rand: () => number): string {
-  const reference = /Reference answer: ([^\n]*)/.exec(messages.map((m) => m.content).join('\n'))?.[1]?.trim().toLowerCase().replace(/[.\s]+$/, '');
+  const reference = /Reference answer: ([^\n]*)/
+    .exec(messages.map((m) => m.content).join('\n'))?.[1]
+    ?.trim()
+    .toLowerCase()
+    .replace(/[.\s]+$/, '');
   const answers = shownAnswers(messages);
   const right = answers.filter((a) => finalOf(a.text) === reference);
   const draw = rand();
   let winner: string;
   if (answers.length === 0) winner = 'tie';
   // One side is right: the judge sees it most of the time, else errs to a tie or a random pick.
-  else if (right.length > 0 && right.length < answers.length) winner = draw < 0.85 ? pick(right, rand).label : draw < 0.92 ? 'tie' : pick(answers, rand).label;
+  else if (right.length > 0 && right.length < answers.length)
+    winner = draw < 0.85 ? pick(right, rand).label : draw < 0.92 ? 'tie' : pick(answers, rand).label;
   // Equally right or wrong: mostly a tie.
   else winner = draw < 0.6 ? 'tie' : pick(answers, rand).label;
-  return JSON.stringify({ winner, why: winner === 'tie' ? 'The answers are equally good.' : `Answer ${winner} matches the reference best.` });
+  return JSON.stringify({
+    winner,
+    why: winner === 'tie' ? 'The answers are equally good.' : `Answer ${winner} matches the reference best.`,
+  });
 }
 
 /** A simulated small classifier: the heuristic's reading of the prompt, with a little deterministic noise. */
@@ -170,7 +200,28 @@ export function plausibleWrong(answer: string, rand: () => number): string {
   return reversed.toLowerCase() !== trimmed.toLowerCase() ? reversed : `${trimmed}${pick(['s', 'e', 'x'], rand)}`;
 }
 
-const STOP_WORDS = new Set(['about', 'after', 'again', 'their', 'there', 'these', 'those', 'which', 'while', 'would', 'could', 'should', 'where', 'being', 'other', 'please', 'every', 'explain', 'answer', 'question']);
+const STOP_WORDS = new Set([
+  'about',
+  'after',
+  'again',
+  'their',
+  'there',
+  'these',
+  'those',
+  'which',
+  'while',
+  'would',
+  'could',
+  'should',
+  'where',
+  'being',
+  'other',
+  'please',
+  'every',
+  'explain',
+  'answer',
+  'question',
+]);
 
 const SENTENCES: readonly string[] = [
   'The central point is {a}: it shapes how {b} should be read.',

@@ -22,7 +22,8 @@ describe('accounts: bring-your-own provider keys', () => {
     assert.deepEqual(parseMasterKey(key.toString('hex')), key);
     assert.deepEqual(parseMasterKey(key.toString('base64')), key);
     assert.deepEqual(parseMasterKey(key.toString('base64url')), key);
-    for (const bad of ['', 'short', randomBytes(16).toString('hex'), randomBytes(31).toString('base64')]) assert.throws(() => parseMasterKey(bad), /QUORUM_SECRET_KEY/);
+    for (const bad of ['', 'short', randomBytes(16).toString('hex'), randomBytes(31).toString('base64')])
+      assert.throws(() => parseMasterKey(bad), /QUORUM_SECRET_KEY/);
     assert.throws(() => loadSecretBox({ QUORUM_ENV: 'production', QUORUM_SECRET_KEY: undefined }), /required when QUORUM_ENV=production/);
   });
 
@@ -43,7 +44,8 @@ describe('accounts: bring-your-own provider keys', () => {
     await setProviderKey(db, { orgId, family: 'google', apiKey: googleKey });
 
     const dump = await dumpDatabase(db);
-    for (const secret of [providerKey, googleKey]) for (const form of encodingsOf(secret)) assert.ok(!dump.includes(form), 'provider key found in the database dump');
+    for (const secret of [providerKey, googleKey])
+      for (const form of encodingsOf(secret)) assert.ok(!dump.includes(form), 'provider key found in the database dump');
     assert.deepEqual(await getProviderCredential(db, orgId, 'openai'), { kind: 'api_key', apiKey: providerKey });
 
     const lines: string[] = [];

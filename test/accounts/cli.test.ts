@@ -31,7 +31,13 @@ describe('accounts: the quorum operator CLI', () => {
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   function quorum(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-    const base: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: stack().dbUrl, QUORUM_DATA_DIR: dataDir, TEMPORAL_ADDRESS: undefined, QUORUM_SECRET_KEY: process.env.QUORUM_SECRET_KEY };
+    const base: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: stack().dbUrl,
+      QUORUM_DATA_DIR: dataDir,
+      TEMPORAL_ADDRESS: undefined,
+      QUORUM_SECRET_KEY: process.env.QUORUM_SECRET_KEY,
+    };
     return new Promise((resolve) => {
       execFile(process.execPath, [bin, ...args], { env: { ...base, ...env } }, (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
@@ -53,7 +59,10 @@ describe('accounts: the quorum operator CLI', () => {
     this.timeout(90_000);
     const { db, env } = stack();
     // With Temporal reachable the trial timer starts at once.
-    const org = await json(['org', 'create', '--name', 'CLI Co', '--credit', '12.50'], { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: stack().namespace });
+    const org = await json(['org', 'create', '--name', 'CLI Co', '--credit', '12.50'], {
+      TEMPORAL_ADDRESS: env.address,
+      TEMPORAL_NAMESPACE: stack().namespace,
+    });
     assert.deepEqual(Object.keys(org).sort(), ['api_key', 'balance_usd', 'org_id']);
     assert.equal(org.balance_usd, 17.5);
     const orgId = String(org.org_id);
@@ -80,7 +89,13 @@ describe('accounts: the quorum operator CLI', () => {
     assert.equal(shown.available_usd, 17.500001);
     assert.equal(shown.reserved_usd, 0);
     const entries = shown.entries as { kind: string; amount_usd: number }[];
-    assert.deepEqual(entries.map((e) => [e.kind, e.amount_usd]), [['top_up', 0.000001], ['top_up', 12.5]]);
+    assert.deepEqual(
+      entries.map((e) => [e.kind, e.amount_usd]),
+      [
+        ['top_up', 0.000001],
+        ['top_up', 12.5],
+      ],
+    );
 
     const human = await quorum(['balance', 'show', '--org', orgId]);
     assert.equal(human.code, 0);
@@ -107,7 +122,10 @@ describe('accounts: the quorum operator CLI', () => {
     try {
       const env = { DATABASE_URL: undefined, QUORUM_DATA_DIR: local };
       const org = await json(['org', 'create', '--name', 'Local Co'], env);
-      assert.deepEqual(await json(['balance', 'add', '--org', String(org.org_id), '--usd', '1'], env), { org_id: org.org_id, balance_usd: 6 });
+      assert.deepEqual(await json(['balance', 'add', '--org', String(org.org_id), '--usd', '1'], env), {
+        org_id: org.org_id,
+        balance_usd: 6,
+      });
       assert.ok(fs.existsSync(path.join(local, 'pg', 'PG_VERSION')));
     } finally {
       fs.rmSync(local, { recursive: true, force: true });
@@ -129,17 +147,23 @@ describe('accounts: the quorum operator CLI', () => {
     const bedrock = await json(['byok', 'set', '--org', orgId, '--family', 'bedrock', '--role-arn', arn, '--external-id', 'ext-42']);
     assert.deepEqual(bedrock, { org_id: orgId, family: 'bedrock', role_arn: arn });
 
-    for (const run of runs) for (const text of [run.stdout, run.stderr]) assert.ok(!text.includes(providerKey), 'provider key printed by the CLI');
+    for (const run of runs)
+      for (const text of [run.stdout, run.stderr]) assert.ok(!text.includes(providerKey), 'provider key printed by the CLI');
     const dump = await dumpDatabase(db);
     for (const form of encodingsOf(providerKey)) assert.ok(!dump.includes(form), 'provider key in the database');
     assert.deepEqual(await getProviderCredential(db, orgId, 'anthropic'), { kind: 'api_key', apiKey: providerKey });
 
     // Development without QUORUM_SECRET_KEY: a local key is made once under the data folder, with a warning.
-    const dev = await quorum(['byok', 'set', '--org', orgId, '--family', 'openai', '--key-file', keyFile, '--json'], { QUORUM_SECRET_KEY: undefined });
+    const dev = await quorum(['byok', 'set', '--org', orgId, '--family', 'openai', '--key-file', keyFile, '--json'], {
+      QUORUM_SECRET_KEY: undefined,
+    });
     assert.equal(dev.code, 0, dev.stderr);
     assert.match(dev.stderr, /QUORUM_SECRET_KEY is not set/);
     assert.equal(fs.statSync(path.join(dataDir, 'secret.key')).mode & 0o777, 0o600);
-    const prod = await quorum(['byok', 'set', '--org', orgId, '--family', 'openai', '--key-file', keyFile], { QUORUM_SECRET_KEY: undefined, QUORUM_ENV: 'production' });
+    const prod = await quorum(['byok', 'set', '--org', orgId, '--family', 'openai', '--key-file', keyFile], {
+      QUORUM_SECRET_KEY: undefined,
+      QUORUM_ENV: 'production',
+    });
     assert.equal(prod.code, 1);
     assert.match(prod.stderr, /QUORUM_SECRET_KEY is required when QUORUM_ENV=production/);
   });
@@ -156,7 +180,10 @@ describe('accounts: the quorum operator CLI', () => {
       [['balance', 'add', '--org', 'org_x', '--usd=-3'], /--usd must be a positive amount/],
       [['balance', 'add', '--org', 'org_x', '--usd', '-3'], /Option '--usd' argument is ambiguous/],
       [['balance', 'show', '--org', 'org_x', '--limit', 'lots'], /--limit/],
-      [['byok', 'set', '--org', 'org_x', '--family', 'mistral', '--key-file', 'k'], /--family must be openai, anthropic, google or bedrock/],
+      [
+        ['byok', 'set', '--org', 'org_x', '--family', 'mistral', '--key-file', 'k'],
+        /--family must be openai, anthropic, google or bedrock/,
+      ],
       [['byok', 'set', '--org', 'org_x', '--family', 'bedrock', '--key-file', 'k'], /--role-arn is required/],
     ];
     const runs = await Promise.all(cases.map(([args]) => quorum([...args, '--json'])));

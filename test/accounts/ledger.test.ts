@@ -19,14 +19,19 @@ describe('accounts: ledger and reservations', () => {
     const org = await createOrganisation(db, { name: 'Trial Co' });
     assert.equal(org.balanceMicros, 5_000_000n);
     const entries = await listLedger(db, org.orgId, 10);
-    assert.deepEqual(entries.map((e) => [e.kind, e.amountMicros]), [['trial_credit', 5_000_000n]]);
+    assert.deepEqual(
+      entries.map((e) => [e.kind, e.amountMicros]),
+      [['trial_credit', 5_000_000n]],
+    );
     await assertLedgerMatchesBalance(db, org.orgId);
   });
 
   it('50 concurrent reservations against a balance covering 10 → exactly 10 succeed', async () => {
     const { db } = stack();
     const { orgId } = await createOrganisation(db, { name: 'Race Co' });
-    const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => reserve(db, { orgId, requestId: `race-${i}`, amountMicros: TENTH })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, (_, i) => reserve(db, { orgId, requestId: `race-${i}`, amountMicros: TENTH })),
+    );
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 10);
     for (const r of results) if (r.status === 'rejected') assert.ok(isCode('insufficient_balance')(r.reason), String(r.reason));
     const balance = await getBalance(db, orgId);
@@ -40,7 +45,9 @@ describe('accounts: ledger and reservations', () => {
     const { orgId } = await createOrganisation(db, { name: 'Two Process Co' });
     const script = path.join(__dirname, 'fixtures', 'race-child.ts');
     const children = ['a', 'b'].map((prefix) =>
-      spawn(process.execPath, ['--import', 'tsx', script, dbUrl, orgId, `proc-${prefix}`, '25', TENTH.toString()], { stdio: ['pipe', 'pipe', 'inherit'] }),
+      spawn(process.execPath, ['--import', 'tsx', script, dbUrl, orgId, `proc-${prefix}`, '25', TENTH.toString()], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      }),
     );
     const lines = children.map((child) => {
       const out: string[] = [];
@@ -61,7 +68,9 @@ describe('accounts: ledger and reservations', () => {
     });
     assert.deepEqual(await Promise.all(lines.map((next) => next())), ['ready', 'ready']);
     for (const child of children) child.stdin.write('go\n');
-    const reports = (await Promise.all(lines.map((next) => next()))).map((l) => JSON.parse(l) as { ok: number; insufficient: number; other: number });
+    const reports = (await Promise.all(lines.map((next) => next()))).map(
+      (l) => JSON.parse(l) as { ok: number; insufficient: number; other: number },
+    );
     await Promise.all(children.map((c) => new Promise((resolve) => c.once('exit', resolve))));
     assert.equal(reports[0].ok + reports[1].ok, 10, JSON.stringify(reports));
     assert.equal(reports[0].insufficient + reports[1].insufficient, 40);
@@ -82,7 +91,9 @@ describe('accounts: ledger and reservations', () => {
     const { db } = stack();
     const { orgId } = await createOrganisation(db, { name: 'Settle Co' });
     await reserve(db, { orgId, requestId: 'r1', amountMicros: 2_000_000n });
-    const first = await Promise.all([1, 2].map(() => settle(db, { orgId, requestId: 'r1', chargeMicros: 2_500_000n, capCreditMicros: 500_000n })));
+    const first = await Promise.all(
+      [1, 2].map(() => settle(db, { orgId, requestId: 'r1', chargeMicros: 2_500_000n, capCreditMicros: 500_000n })),
+    );
     assert.deepEqual(first.map((r) => r.alreadySettled).sort(), [false, true]);
     assert.deepEqual(await settle(db, { orgId, requestId: 'r1', chargeMicros: 9n }), { alreadySettled: true });
     await release(db, { orgId, requestId: 'r1' });
@@ -98,7 +109,10 @@ describe('accounts: ledger and reservations', () => {
     await reserve(db, { orgId, requestId: 'r2', amountMicros: 4_000_000n });
     await Promise.all([release(db, { orgId, requestId: 'r2' }), release(db, { orgId, requestId: 'r2' })]);
     assert.equal((await getBalance(db, orgId)).reservedMicros, 0n);
-    await assert.rejects(settle(db, { orgId, requestId: 'direct', chargeMicros: 6_000_000n, kind: 'test_run_charge' }), isCode('insufficient_balance'));
+    await assert.rejects(
+      settle(db, { orgId, requestId: 'direct', chargeMicros: 6_000_000n, kind: 'test_run_charge' }),
+      isCode('insufficient_balance'),
+    );
     await settle(db, { orgId, requestId: 'direct', chargeMicros: 1_000_000n, kind: 'test_run_charge' });
     assert.equal((await getBalance(db, orgId)).balanceMicros, 4_000_000n);
     await assertLedgerMatchesBalance(db, orgId);

@@ -21,14 +21,21 @@ describe('accounts: trial credit', () => {
     assert.equal(TRIAL_CREDIT_MICROS, usd('5'));
     assert.equal(unusedTrialCreditMicros({ trialCreditMicros: usd('5'), spentSinceStartMicros: usd('1.25') }), usd('3.75'));
     assert.equal(unusedTrialCreditMicros({ trialCreditMicros: usd('5'), spentSinceStartMicros: usd('7') }), 0n);
-    assert.equal(trialExpiryDeductionMicros({ trialCreditMicros: usd('5'), spentSinceStartMicros: 0n, availableMicros: usd('2') }), usd('2'));
+    assert.equal(
+      trialExpiryDeductionMicros({ trialCreditMicros: usd('5'), spentSinceStartMicros: 0n, availableMicros: usd('2') }),
+      usd('2'),
+    );
     const micros = fc.bigInt({ min: 0n, max: 10n ** 12n });
     fc.assert(
       fc.property(micros, micros, micros, micros, (trial, spent, topUps, reserved) => {
         // Any reachable state: balance = trial + top-ups − spend ≥ reserved.
         fc.pre(trial + topUps >= spent + reserved);
         const balance = trial + topUps - spent;
-        const d = trialExpiryDeductionMicros({ trialCreditMicros: trial, spentSinceStartMicros: spent, availableMicros: balance - reserved });
+        const d = trialExpiryDeductionMicros({
+          trialCreditMicros: trial,
+          spentSinceStartMicros: spent,
+          availableMicros: balance - reserved,
+        });
         assert.ok(d >= 0n && d <= trial);
         assert.ok(balance - d >= reserved, 'deduction ate into reserved money');
         // Top-ups are never deducted: what remains covers every top-up not yet spent beyond the trial.
@@ -41,7 +48,10 @@ describe('accounts: trial credit', () => {
   it('the workflow sleeps the configured period on the real Temporal server, then deducts only the unused trial', async function () {
     this.timeout(60_000);
     const { env, db } = stack();
-    const { worker, taskQueue } = await testWorker(require.resolve('../../workflows/trial-credit'), createAccountActivities({ db, log: createLogger('test', () => undefined) }));
+    const { worker, taskQueue } = await testWorker(
+      require.resolve('../../workflows/trial-credit'),
+      createAccountActivities({ db, log: createLogger('test', () => undefined) }),
+    );
 
     // Partly used: $1.25 net spent of the $5 trial, plus a $3 top-up → $3.75 deducted, the top-up untouched.
     const partly = await createOrganisation(db, { name: 'Partly Used Co' });

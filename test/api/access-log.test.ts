@@ -9,7 +9,14 @@ describe('API access log', () => {
   it('writes one line per request with status, organisation and error code, and never the key', async () => {
     const lines: string[] = [];
     const { db, env, namespace } = stack();
-    const app = createApp({ db, temporal: env.connection, namespace, log: createLogger('api', (l) => lines.push(l)), form: 'B', client: env.client });
+    const app = createApp({
+      db,
+      temporal: env.connection,
+      namespace,
+      log: createLogger('api', (l) => lines.push(l)),
+      form: 'B',
+      client: env.client,
+    });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

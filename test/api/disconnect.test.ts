@@ -38,7 +38,9 @@ describe('a client that disconnects mid-call', function () {
     let state = 'running';
     while (state === 'running' && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 200));
-      state = (await stack().db('requests').where({ org_id: org.orgId, idempotency_key: 'hang-up' }).whereNull('superseded_at').first('state'))?.state ?? 'running';
+      state =
+        (await stack().db('requests').where({ org_id: org.orgId, idempotency_key: 'hang-up' }).whereNull('superseded_at').first('state'))
+          ?.state ?? 'running';
     }
     assert.equal(state, 'succeeded');
     assert.equal(await chargeCount(org.orgId), 1);

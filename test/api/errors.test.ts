@@ -13,7 +13,11 @@ const HIGH = { requestsPerMinute: 100_000 };
 
 function expectError(reply: Reply, status: number, type: string, code: string, param: string | null = null): void {
   assert.equal(reply.status, status, JSON.stringify(reply.body));
-  assert.deepEqual([reply.body.error?.type, reply.body.error?.code, reply.body.error?.param], [type, code, param], JSON.stringify(reply.body));
+  assert.deepEqual(
+    [reply.body.error?.type, reply.body.error?.code, reply.body.error?.param],
+    [type, code, param],
+    JSON.stringify(reply.body),
+  );
   assert.equal(typeof reply.body.error?.message, 'string');
 }
 
@@ -29,7 +33,10 @@ for (const form of FORMS) {
     let org: TestOrg;
     let key: string;
     let moneyBefore: string;
-    const valid = (): { model: string; messages: { role: 'user'; content: string }[] } => ({ model: PANEL[form], messages: USER('What is 2+2?') });
+    const valid = (): { model: string; messages: { role: 'user'; content: string }[] } => ({
+      model: PANEL[form],
+      messages: USER('What is 2+2?'),
+    });
 
     before(async () => {
       api = await startApi(form);
@@ -44,24 +51,53 @@ for (const form of FORMS) {
     });
 
     it('browser_origin_not_allowed: 403 on every endpoint, before the key is even read', async () => {
-      for (const [method, path] of [['POST', '/v1/chat/completions'], ['POST', '/v1/estimate'], ['GET', '/v1/models'], ['GET', '/v1/receipts/req_x']]) {
-        const reply = await call(api, method, path, { key, headers: { origin: 'https://example.com' }, body: method === 'POST' ? valid() : undefined });
+      for (const [method, path] of [
+        ['POST', '/v1/chat/completions'],
+        ['POST', '/v1/estimate'],
+        ['GET', '/v1/models'],
+        ['GET', '/v1/receipts/req_x'],
+      ]) {
+        const reply = await call(api, method, path, {
+          key,
+          headers: { origin: 'https://example.com' },
+          body: method === 'POST' ? valid() : undefined,
+        });
         expectError(reply, 403, 'permission_error', 'browser_origin_not_allowed');
       }
-      expectError(await call(api, 'GET', '/v1/models', { headers: { origin: 'null' } }), 403, 'permission_error', 'browser_origin_not_allowed');
+      expectError(
+        await call(api, 'GET', '/v1/models', { headers: { origin: 'null' } }),
+        403,
+        'permission_error',
+        'browser_origin_not_allowed',
+      );
     });
 
     it('invalid_api_key: missing, malformed, unknown', async () => {
       expectError(await call(api, 'GET', '/v1/models'), 401, 'authentication_error', 'invalid_api_key');
-      expectError(await call(api, 'GET', '/v1/models', { headers: { authorization: 'Basic abc' } }), 401, 'authentication_error', 'invalid_api_key');
+      expectError(
+        await call(api, 'GET', '/v1/models', { headers: { authorization: 'Basic abc' } }),
+        401,
+        'authentication_error',
+        'invalid_api_key',
+      );
       expectError(await call(api, 'GET', '/v1/models', { key: 'qrm_live_short' }), 401, 'authentication_error', 'invalid_api_key');
-      expectError(await call(api, 'POST', '/v1/estimate', { key: `qrm_live_${'A'.repeat(32)}`, body: valid() }), 401, 'authentication_error', 'invalid_api_key');
+      expectError(
+        await call(api, 'POST', '/v1/estimate', { key: `qrm_live_${'A'.repeat(32)}`, body: valid() }),
+        401,
+        'authentication_error',
+        'invalid_api_key',
+      );
     });
 
     it('revoked_api_key', async () => {
       const { keyId, apiKey } = await createApiKey(stack().db, { orgId: org.orgId, mode: 'live' });
       await revokeApiKey(stack().db, keyId);
-      expectError(await call(api, 'POST', '/v1/chat/completions', { key: apiKey, body: valid() }), 401, 'authentication_error', 'revoked_api_key');
+      expectError(
+        await call(api, 'POST', '/v1/chat/completions', { key: apiKey, body: valid() }),
+        401,
+        'authentication_error',
+        'revoked_api_key',
+      );
     });
 
     it('org_suspended', async () => {
@@ -72,19 +108,56 @@ for (const form of FORMS) {
 
     it('insufficient_scope: for the endpoint, and for a mode the key is not limited to', async () => {
       const modelsOnly = await newKey(org.orgId, { scopes: ['models'], limits: HIGH });
-      expectError(await call(api, 'POST', '/v1/chat/completions', { key: modelsOnly, body: valid() }), 403, 'permission_error', 'insufficient_scope');
-      expectError(await call(api, 'POST', '/v1/estimate', { key: modelsOnly, body: valid() }), 403, 'permission_error', 'insufficient_scope');
+      expectError(
+        await call(api, 'POST', '/v1/chat/completions', { key: modelsOnly, body: valid() }),
+        403,
+        'permission_error',
+        'insufficient_scope',
+      );
+      expectError(
+        await call(api, 'POST', '/v1/estimate', { key: modelsOnly, body: valid() }),
+        403,
+        'permission_error',
+        'insufficient_scope',
+      );
       expectError(await call(api, 'GET', '/v1/receipts/req_x', { key: modelsOnly }), 403, 'permission_error', 'insufficient_scope');
       const expressOnly = await newKey(org.orgId, { allowedModes: ['quorum-express'], limits: HIGH });
-      expectError(await call(api, 'POST', '/v1/chat/completions', { key: expressOnly, body: valid() }), 403, 'permission_error', 'insufficient_scope', 'model');
+      expectError(
+        await call(api, 'POST', '/v1/chat/completions', { key: expressOnly, body: valid() }),
+        403,
+        'permission_error',
+        'insufficient_scope',
+        'model',
+      );
       const list = await call(api, 'GET', '/v1/models', { key: expressOnly });
-      assert.deepEqual((list.body.data as { id: string }[]).map((m) => m.id), [EXPRESS[form]]);
+      assert.deepEqual(
+        (list.body.data as { id: string }[]).map((m) => m.id),
+        [EXPRESS[form]],
+      );
     });
 
     it('invalid_model: missing or not a string', async () => {
-      expectError(await call(api, 'POST', '/v1/estimate', { key, body: { messages: USER('hi') } }), 400, 'invalid_request_error', 'invalid_model', 'model');
-      expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: 7, messages: USER('hi') } }), 400, 'invalid_request_error', 'invalid_model', 'model');
-      expectError(await call(api, 'POST', '/v1/chat/completions', { key, body: { model: ['x'], messages: USER('hi') } }), 400, 'invalid_request_error', 'invalid_model', 'model');
+      expectError(
+        await call(api, 'POST', '/v1/estimate', { key, body: { messages: USER('hi') } }),
+        400,
+        'invalid_request_error',
+        'invalid_model',
+        'model',
+      );
+      expectError(
+        await call(api, 'POST', '/v1/estimate', { key, body: { model: 7, messages: USER('hi') } }),
+        400,
+        'invalid_request_error',
+        'invalid_model',
+        'model',
+      );
+      expectError(
+        await call(api, 'POST', '/v1/chat/completions', { key, body: { model: ['x'], messages: USER('hi') } }),
+        400,
+        'invalid_request_error',
+        'invalid_model',
+        'model',
+      );
     });
 
     it(`completions without model: ${form === 'B' ? 'invalid_messages (spec 01, Form B)' : 'invalid_model'}`, async () => {
@@ -93,21 +166,46 @@ for (const form of FORMS) {
     });
 
     it('invalid_messages: missing, empty, wrong role, non-string content', async () => {
-      for (const messages of [undefined, [], [{ role: 'robot', content: 'x' }], [{ role: 'user', content: 5 }], 'hello', [{ role: 'user', content: [{ type: 'text', text: 'x' }] }]]) {
+      for (const messages of [
+        undefined,
+        [],
+        [{ role: 'robot', content: 'x' }],
+        [{ role: 'user', content: 5 }],
+        'hello',
+        [{ role: 'user', content: [{ type: 'text', text: 'x' }] }],
+      ]) {
         const reply = await call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages } });
         expectError(reply, 400, 'invalid_request_error', 'invalid_messages', 'messages');
-        expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: PANEL[form], messages } }), 400, 'invalid_request_error', 'invalid_messages', 'messages');
+        expectError(
+          await call(api, 'POST', '/v1/estimate', { key, body: { model: PANEL[form], messages } }),
+          400,
+          'invalid_request_error',
+          'invalid_messages',
+          'messages',
+        );
       }
     });
 
     it('stream_not_supported', async () => {
-      expectError(await call(api, 'POST', '/v1/chat/completions', { key, body: { ...valid(), stream: true } }), 400, 'invalid_request_error', 'stream_not_supported', 'stream');
+      expectError(
+        await call(api, 'POST', '/v1/chat/completions', { key, body: { ...valid(), stream: true } }),
+        400,
+        'invalid_request_error',
+        'stream_not_supported',
+        'stream',
+      );
     });
 
     if (form === 'B') {
       it('invalid_tier (Form B)', async () => {
         for (const tier of ['ultra', 3, null, 'PLUS']) {
-          expectError(await call(api, 'POST', '/v1/chat/completions', { key, body: { ...valid(), tier } }), 400, 'invalid_request_error', 'invalid_tier', 'tier');
+          expectError(
+            await call(api, 'POST', '/v1/chat/completions', { key, body: { ...valid(), tier } }),
+            400,
+            'invalid_request_error',
+            'invalid_tier',
+            'tier',
+          );
         }
       });
 
@@ -119,28 +217,73 @@ for (const form of FORMS) {
       });
 
       it('mode_not_published (Form B) for an own unpublished mode; Form A would say model_not_found', async () => {
-        const mode = await upsertMode(stack().db, { id: `draft-${org.orgId.slice(4, 12).toLowerCase()}`, ticker: uniqueTicker('DRFT'), orgId: org.orgId, name: 'Draft', description: null, useWhen: 'never', published: false, config: systemModeConfig() });
-        expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: mode.ticker, messages: USER('hi') } }), 403, 'permission_error', 'mode_not_published', 'model');
+        const mode = await upsertMode(stack().db, {
+          id: `draft-${org.orgId.slice(4, 12).toLowerCase()}`,
+          ticker: uniqueTicker('DRFT'),
+          orgId: org.orgId,
+          name: 'Draft',
+          description: null,
+          useWhen: 'never',
+          published: false,
+          config: systemModeConfig(),
+        });
+        expectError(
+          await call(api, 'POST', '/v1/estimate', { key, body: { model: mode.ticker, messages: USER('hi') } }),
+          403,
+          'permission_error',
+          'mode_not_published',
+          'model',
+        );
       });
     } else {
       it('Form A has no tier or max_cost_usd: they are ignored, not rejected', async () => {
         // A key whose input limit stops every prompt shows the body passed validation.
         const tiny = await newKey(org.orgId, { limits: { ...HIGH, maxInputTokens: 1 } });
-        const reply = await call(api, 'POST', '/v1/chat/completions', { key: tiny, body: { ...valid(), tier: 'ultra', svc: { max_cost_usd: -1 } } });
+        const reply = await call(api, 'POST', '/v1/chat/completions', {
+          key: tiny,
+          body: { ...valid(), tier: 'ultra', svc: { max_cost_usd: -1 } },
+        });
         expectError(reply, 413, 'invalid_request_error', 'context_length_exceeded', 'messages');
       });
     }
 
-    it('model_not_found: unknown, the other Form\'s name, another organisation\'s mode', async () => {
+    it("model_not_found: unknown, the other Form's name, another organisation's mode", async () => {
       const other = form === 'A' ? PANEL.B : PANEL.A;
       for (const model of ['nope', other, 'QRM:ZZZZ']) {
-        expectError(await call(api, 'POST', '/v1/chat/completions', { key, body: { model, messages: USER('hi') } }), 404, 'invalid_request_error', 'model_not_found', 'model');
-        expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model, messages: USER('hi') } }), 404, 'invalid_request_error', 'model_not_found', 'model');
+        expectError(
+          await call(api, 'POST', '/v1/chat/completions', { key, body: { model, messages: USER('hi') } }),
+          404,
+          'invalid_request_error',
+          'model_not_found',
+          'model',
+        );
+        expectError(
+          await call(api, 'POST', '/v1/estimate', { key, body: { model, messages: USER('hi') } }),
+          404,
+          'invalid_request_error',
+          'model_not_found',
+          'model',
+        );
       }
       const stranger = await newOrg();
-      const theirs = await upsertMode(stack().db, { id: `theirs-${stranger.orgId.slice(4, 12).toLowerCase()}`, ticker: uniqueTicker('MINE'), orgId: stranger.orgId, name: 'Theirs', description: null, useWhen: 'x', published: true, config: systemModeConfig() });
+      const theirs = await upsertMode(stack().db, {
+        id: `theirs-${stranger.orgId.slice(4, 12).toLowerCase()}`,
+        ticker: uniqueTicker('MINE'),
+        orgId: stranger.orgId,
+        name: 'Theirs',
+        description: null,
+        useWhen: 'x',
+        published: true,
+        config: systemModeConfig(),
+      });
       const name = form === 'A' ? theirs.id : theirs.ticker;
-      expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: name, messages: USER('hi') } }), 404, 'invalid_request_error', 'model_not_found', 'model');
+      expectError(
+        await call(api, 'POST', '/v1/estimate', { key, body: { model: name, messages: USER('hi') } }),
+        404,
+        'invalid_request_error',
+        'model_not_found',
+        'model',
+      );
       // Another organisation's lab version: Form B says so (403 lab_not_available); Form A has no tickers at all.
       const lab = await call(api, 'POST', '/v1/estimate', { key, body: { model: `${theirs.ticker}:LAB`, messages: USER('hi') } });
       if (form === 'B') expectError(lab, 403, 'permission_error', 'lab_not_available', 'model');
@@ -153,12 +296,37 @@ for (const form of FORMS) {
       expectError(await call(api, 'GET', '/v1/receipts/%20', { key }), 400, 'invalid_request_error', 'missing_request_id', 'request_id');
     });
 
-    it('receipt_not_found: unknown id, and another organisation\'s request (never partial)', async () => {
-      expectError(await call(api, 'GET', '/v1/receipts/req_unknown', { key }), 404, 'invalid_request_error', 'receipt_not_found', 'request_id');
+    it("receipt_not_found: unknown id, and another organisation's request (never partial)", async () => {
+      expectError(
+        await call(api, 'GET', '/v1/receipts/req_unknown', { key }),
+        404,
+        'invalid_request_error',
+        'receipt_not_found',
+        'request_id',
+      );
       const owner = await newOrg();
       const requestId = `req_${owner.orgId.slice(4)}${form}`;
-      await claimRequest(stack().db, { id: requestId, orgId: owner.orgId, apiKeyId: owner.keyId, idempotencyKey: requestId, workflowId: `dlb/${owner.orgId}/${requestId}`, fingerprint: 'f', modeId: 'quorum-panel', model: PANEL[form] }, { takeOver: [] });
-      expectError(await call(api, 'GET', `/v1/receipts/${requestId}`, { key }), 404, 'invalid_request_error', 'receipt_not_found', 'request_id');
+      await claimRequest(
+        stack().db,
+        {
+          id: requestId,
+          orgId: owner.orgId,
+          apiKeyId: owner.keyId,
+          idempotencyKey: requestId,
+          workflowId: `dlb/${owner.orgId}/${requestId}`,
+          fingerprint: 'f',
+          modeId: 'quorum-panel',
+          model: PANEL[form],
+        },
+        { takeOver: [] },
+      );
+      expectError(
+        await call(api, 'GET', `/v1/receipts/${requestId}`, { key }),
+        404,
+        'invalid_request_error',
+        'receipt_not_found',
+        'request_id',
+      );
       // Its own organisation sees that no receipt exists yet.
       const own = await call(api, 'GET', `/v1/receipts/${requestId}`, { key: owner.ownerKey });
       assert.equal(own.status, 200);
@@ -178,22 +346,42 @@ for (const form of FORMS) {
       expectError(await call(api, 'GET', '/v1/nothing', { key }), 404, 'invalid_request_error', 'not_found');
     });
 
-    it('context_length_exceeded: over the default 8,000 tokens, and over a key\'s own limit', async () => {
+    it("context_length_exceeded: over the default 8,000 tokens, and over a key's own limit", async () => {
       const long = 'lorem ipsum dolor sit amet '.repeat(2_000);
-      expectError(await call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(long) } }), 413, 'invalid_request_error', 'context_length_exceeded', 'messages');
+      expectError(
+        await call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(long) } }),
+        413,
+        'invalid_request_error',
+        'context_length_exceeded',
+        'messages',
+      );
       const small = await newKey(org.orgId, { limits: { ...HIGH, maxInputTokens: 20 } });
-      const reply = await call(api, 'POST', '/v1/chat/completions', { key: small, body: { model: PANEL[form], messages: USER('one two three four five six seven eight nine ten eleven twelve thirteen fourteen') } });
+      const reply = await call(api, 'POST', '/v1/chat/completions', {
+        key: small,
+        body: { model: PANEL[form], messages: USER('one two three four five six seven eight nine ten eleven twelve thirteen fourteen') },
+      });
       expectError(reply, 413, 'invalid_request_error', 'context_length_exceeded', 'messages');
       assert.match(String(reply.body.svc?.request_id), /^req_/);
       // A pathological unbroken run is refused quickly, not tokenised for seconds.
       const started = Date.now();
-      expectError(await call(api, 'POST', '/v1/estimate', { key, body: { model: PANEL[form], messages: USER('é'.repeat(120_000)) } }), 413, 'invalid_request_error', 'context_length_exceeded', 'messages');
+      expectError(
+        await call(api, 'POST', '/v1/estimate', { key, body: { model: PANEL[form], messages: USER('é'.repeat(120_000)) } }),
+        413,
+        'invalid_request_error',
+        'context_length_exceeded',
+        'messages',
+      );
       assert.ok(Date.now() - started < 2_000, `took ${Date.now() - started} ms`);
     });
 
     it('invalid_request: not JSON, not an object, too large, bad Idempotency-Key', async () => {
       for (const raw of ['{', 'null', '[1]', '"x"', '']) {
-        expectError(await call(api, 'POST', '/v1/chat/completions', { key, raw, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request_error', 'invalid_request');
+        expectError(
+          await call(api, 'POST', '/v1/chat/completions', { key, raw, headers: { 'content-type': 'application/json' } }),
+          400,
+          'invalid_request_error',
+          'invalid_request',
+        );
       }
       const huge = JSON.stringify({ model: PANEL[form], messages: USER('x'.repeat(300_000)) });
       expectError(await call(api, 'POST', '/v1/estimate', { key, raw: huge }), 400, 'invalid_request_error', 'invalid_request');
@@ -227,7 +415,10 @@ describe('API limits (Postgres-backed, shared by every API process)', function (
     await insideOneMinute();
     const replies: Reply[] = [];
     for (let i = 0; i < 5; i++) replies.push(await call(i % 2 ? b : a, 'GET', '/v1/models', { key }));
-    assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 429, 429]);
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      [200, 200, 200, 429, 429],
+    );
     expectError(replies[3], 429, 'rate_limit_error', 'rate_limit_exceeded');
     expectRetryAfter(replies[3], 60);
     // Another key of the same organisation has its own window.
@@ -237,7 +428,11 @@ describe('API limits (Postgres-backed, shared by every API process)', function (
   it('the default is 60 per minute', async () => {
     const org = await newOrg();
     await insideOneMinute();
-    const statuses = await Promise.all(Array.from({ length: 62 }, (_, i) => call(i % 2 ? a : b, 'GET', '/v1/receipts/req_none', { key: org.ownerKey }).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 62 }, (_, i) =>
+        call(i % 2 ? a : b, 'GET', '/v1/receipts/req_none', { key: org.ownerKey }).then((r) => r.status),
+      ),
+    );
     assert.equal(statuses.filter((s) => s === 404).length, 60);
     assert.equal(statuses.filter((s) => s === 429).length, 2);
   });
@@ -256,7 +451,12 @@ describe('API limits (Postgres-backed, shared by every API process)', function (
     // The default is 5 per organisation.
     const other = await newOrg();
     for (let i = 0; i < 5; i++) assert.ok(await acquireLease(stack().db, other.orgId, 5));
-    expectError(await call(b, 'POST', '/v1/estimate', { key: other.ownerKey, body: { model: PANEL.B, messages: USER('hi') } }), 429, 'rate_limit_error', 'concurrency_limit_exceeded');
+    expectError(
+      await call(b, 'POST', '/v1/estimate', { key: other.ownerKey, body: { model: PANEL.B, messages: USER('hi') } }),
+      429,
+      'rate_limit_error',
+      'concurrency_limit_exceeded',
+    );
   });
 
   it('an expired lease (a crashed API process) frees its slot', async () => {
@@ -264,7 +464,10 @@ describe('API limits (Postgres-backed, shared by every API process)', function (
     const key = await newKey(org.orgId, { limits: { concurrency: 1 } });
     const lease = await acquireLease(stack().db, org.orgId, 1);
     assert.ok(lease);
-    await stack().db('concurrency_leases').where({ id: lease }).update({ expires_at: stack().db.raw("now() - interval '1 second'") });
+    await stack()
+      .db('concurrency_leases')
+      .where({ id: lease })
+      .update({ expires_at: stack().db.raw("now() - interval '1 second'") });
     assert.equal((await call(a, 'POST', '/v1/estimate', { key, body: { model: PANEL.A, messages: USER('hi') } })).status, 200);
   });
 });

@@ -27,7 +27,11 @@ describe('API edge: health and unknown routes', () => {
 
   before(async () => {
     const { env, db, namespace } = stack();
-    workers = await createWorkers({ connection: env.nativeConnection, namespace, deps: { db, engines: createEngines({ logger: log }), log } });
+    workers = await createWorkers({
+      connection: env.nativeConnection,
+      namespace,
+      deps: { db, engines: createEngines({ logger: log }), log },
+    });
     running = Promise.all(workers.map((w) => w.run()));
     ({ url, server } = await listen(createApp({ db, temporal: env.connection, namespace, log })));
   });
@@ -63,7 +67,9 @@ describe('API edge: health and unknown routes', () => {
       assert.equal(body.postgres, 'down');
       assert.ok(body.down.includes('postgres'));
       // The access check cannot run without its database: it fails closed, 503 and retryable.
-      const models = await fetch(`${dead.url}/v1/models`, { headers: { authorization: 'Bearer qrm_live_00000000000000000000000000000000' } });
+      const models = await fetch(`${dead.url}/v1/models`, {
+        headers: { authorization: 'Bearer qrm_live_00000000000000000000000000000000' },
+      });
       assert.equal(models.status, 503);
       assert.equal(((await models.json()) as { error: { code: string } }).error.code, 'service_unavailable');
     } finally {

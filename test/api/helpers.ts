@@ -23,7 +23,14 @@ export interface Api {
 /** The product's app for one Form on a free port, against the shared test stack. */
 export async function startApi(form: Form): Promise<Api> {
   const { db, env, namespace } = stack();
-  const app = createApp({ db, temporal: env.connection, namespace, log: createLogger('test-api', () => undefined), form, client: env.client });
+  const app = createApp({
+    db,
+    temporal: env.connection,
+    namespace,
+    log: createLogger('test-api', () => undefined),
+    form,
+    client: env.client,
+  });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   return {
@@ -40,21 +47,35 @@ export interface TestOrg {
 }
 
 export async function newOrg(creditUsd = 20): Promise<TestOrg> {
-  const org = await createOrganisation(stack().db, { name: `API ${randomUUID().slice(0, 8)}`, creditMicros: BigInt(creditUsd * 1_000_000) });
+  const org = await createOrganisation(stack().db, {
+    name: `API ${randomUUID().slice(0, 8)}`,
+    creditMicros: BigInt(creditUsd * 1_000_000),
+  });
   return { orgId: org.orgId, ownerKey: org.apiKey, keyId: org.keyId };
 }
 
-export async function newKey(orgId: string, opts: Omit<CreateApiKeyInput, 'orgId' | 'mode'> & { mode?: 'live' | 'test' } = {}): Promise<string> {
+export async function newKey(
+  orgId: string,
+  opts: Omit<CreateApiKeyInput, 'orgId' | 'mode'> & { mode?: 'live' | 'test' } = {},
+): Promise<string> {
   return (await createApiKey(stack().db, { orgId, mode: opts.mode ?? 'live', ...opts })).apiKey;
 }
 
 export interface Reply {
   status: number;
   headers: Headers;
-  body: Record<string, unknown> & { error?: { message: string; type: string; code: string; param: string | null }; svc?: Record<string, unknown> };
+  body: Record<string, unknown> & {
+    error?: { message: string; type: string; code: string; param: string | null };
+    svc?: Record<string, unknown>;
+  };
 }
 
-export async function call(api: Api, method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function call(
+  api: Api,
+  method: string,
+  path: string,
+  opts: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   let payload: string | undefined = opts.raw;

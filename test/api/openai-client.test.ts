@@ -12,7 +12,21 @@ type WithSvc = OpenAI.Chat.Completions.ChatCompletion & { svc: Svc };
 /** Fields one Form names that must never leak into the other's `svc`. */
 const ONLY: Readonly<Record<'A' | 'B', readonly string[]>> = {
   A: ['mode_key', 'mode_config_hash'],
-  B: ['mode', 'remaining_friction', 'contested_passage', 'best_seat_rationale', 'best_seat_judged_by', 'deliberation', 'pricing_rule', 'gateway_usd', 'token_charge_usd', 'platform_fee_usd', 'cap_credit_usd', 'billed_net', 'substitutions'],
+  B: [
+    'mode',
+    'remaining_friction',
+    'contested_passage',
+    'best_seat_rationale',
+    'best_seat_judged_by',
+    'deliberation',
+    'pricing_rule',
+    'gateway_usd',
+    'token_charge_usd',
+    'platform_fee_usd',
+    'cap_credit_usd',
+    'billed_net',
+    'substitutions',
+  ],
 };
 const cents = (x: unknown): number => Math.round(Number(x) * 1_000_000);
 
@@ -33,14 +47,20 @@ describe('end to end through the official openai client', function () {
 
   for (const form of FORMS) {
     describe(`Form ${form}`, () => {
-      const client = (key: string): OpenAI => new OpenAI({ baseURL: `${apis[form]?.url}/v1`, apiKey: key, maxRetries: 0, timeout: 120_000 });
-      const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: `Explain why the sky is blue, and compare Rayleigh with Mie scattering step by step. ${randomUUID()}` }];
+      const client = (key: string): OpenAI =>
+        new OpenAI({ baseURL: `${apis[form]?.url}/v1`, apiKey: key, maxRetries: 0, timeout: 120_000 });
+      const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+        { role: 'user', content: `Explain why the sky is blue, and compare Rayleigh with Mie scattering step by step. ${randomUUID()}` },
+      ];
 
-      it('a completion carries svc with this Form\'s fields only; a replay with the same Idempotency-Key is free and marked', async () => {
+      it("a completion carries svc with this Form's fields only; a replay with the same Idempotency-Key is free and marked", async () => {
         const org = await newOrg();
         const openai = client(org.ownerKey);
         const idem = randomUUID();
-        const res = (await openai.chat.completions.create({ model: PANEL[form], messages }, { headers: { 'Idempotency-Key': idem } })) as WithSvc;
+        const res = (await openai.chat.completions.create(
+          { model: PANEL[form], messages },
+          { headers: { 'Idempotency-Key': idem } },
+        )) as WithSvc;
         assert.equal(res.object, 'chat.completion');
         assert.equal(res.model, PANEL[form]);
         assert.ok(res.choices[0].message.content);
@@ -52,14 +72,23 @@ describe('end to end through the official openai client', function () {
         for (const field of ONLY[form === 'A' ? 'B' : 'A']) assert.equal(field in svc, false, `${field} leaked into Form ${form}`);
         for (const field of ONLY[form]) assert.ok(field in svc, `${field} missing from Form ${form}`);
         if (form === 'B') {
-          assert.equal(cents(svc.billed_usd), cents(svc.token_charge_usd) + cents(svc.platform_fee_usd) + cents(svc.surcharge_usd) - cents(svc.cap_credit_usd));
+          assert.equal(
+            cents(svc.billed_usd),
+            cents(svc.token_charge_usd) + cents(svc.platform_fee_usd) + cents(svc.surcharge_usd) - cents(svc.cap_credit_usd),
+          );
           const net = svc.billed_net as Svc;
           assert.equal(cents(svc.billed_usd), cents(net.gateway_usd) + cents(net.platform_fee_usd) + cents(net.mode_fee_usd));
-          assert.equal(typeof (res.usage as unknown as { completion_tokens_details: { reasoning_tokens: unknown } }).completion_tokens_details, 'object');
+          assert.equal(
+            typeof (res.usage as unknown as { completion_tokens_details: { reasoning_tokens: unknown } }).completion_tokens_details,
+            'object',
+          );
         }
         const paid = await getBalance(stack().db, org.orgId);
 
-        const again = (await openai.chat.completions.create({ model: PANEL[form], messages }, { headers: { 'Idempotency-Key': idem } })) as WithSvc;
+        const again = (await openai.chat.completions.create(
+          { model: PANEL[form], messages },
+          { headers: { 'Idempotency-Key': idem } },
+        )) as WithSvc;
         assert.equal(again.choices[0].message.content, res.choices[0].message.content);
         assert.equal(again.choices[0].finish_reason, res.choices[0].finish_reason);
         assert.equal(again.svc.replayed, true);
@@ -82,14 +111,19 @@ describe('end to end through the official openai client', function () {
         const seats = receipt.seats as Svc[];
         assert.ok(seats.length > 0 && seats.every((s) => !('content' in s)));
         assert.equal((form === 'B') === 'charges' in receipt, true);
-        const full = await call(apis[form] as Api, 'GET', `/v1/receipts/${String(svc.request_id)}?include_transcript=true`, { key: org.ownerKey });
+        const full = await call(apis[form] as Api, 'GET', `/v1/receipts/${String(svc.request_id)}?include_transcript=true`, {
+          key: org.ownerKey,
+        });
         assert.ok(((full.body.receipt as Svc).seats as Svc[]).every((s) => typeof s.content === 'string'));
         // Another organisation cannot see it.
         const stranger = await newOrg();
-        assert.equal((await call(apis[form] as Api, 'GET', `/v1/receipts/${String(svc.request_id)}`, { key: stranger.ownerKey })).status, 404);
+        assert.equal(
+          (await call(apis[form] as Api, 'GET', `/v1/receipts/${String(svc.request_id)}`, { key: stranger.ownerKey })).status,
+          404,
+        );
       });
 
-      it('a concurrent duplicate gets 409 request_in_progress through the client\'s APIError', async () => {
+      it("a concurrent duplicate gets 409 request_in_progress through the client's APIError", async () => {
         const org = await newOrg();
         const openai = client(org.ownerKey);
         const idem = randomUUID();
@@ -115,34 +149,47 @@ describe('end to end through the official openai client', function () {
         assert.equal(two.svc.request_id, one.svc.request_id);
       });
 
-      it(form === 'A' ? 'the same Idempotency-Key with another body is 422 idempotency_key_reused' : 'the same Idempotency-Key with another body replays the first answer (Form B matches on the key alone)', async () => {
-        const org = await newOrg();
-        const openai = client(org.ownerKey);
-        const idem = randomUUID();
-        const first = (await openai.chat.completions.create({ model: PANEL[form], messages }, { headers: { 'Idempotency-Key': idem } })) as WithSvc;
-        const before = await moneySnapshot(org.orgId);
-        const other: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'A different question entirely.' }];
-        const again = openai.chat.completions.create({ model: PANEL[form], messages: other }, { headers: { 'Idempotency-Key': idem } });
-        if (form === 'A') {
-          const err = await again.then(() => undefined, (e: unknown) => e);
-          assert.ok(err instanceof APIError, String(err));
-          assert.equal(err.status, 422);
-          assert.equal(err.code, 'idempotency_key_reused');
-        } else {
-          const replay = (await again) as WithSvc;
-          assert.equal(replay.svc.replayed, true);
-          assert.equal(replay.svc.request_id, first.svc.request_id);
-          assert.equal(replay.choices[0].message.content, first.choices[0].message.content);
-        }
-        assert.deepEqual(await moneySnapshot(org.orgId), before, 'neither answer bills again');
-      });
+      it(
+        form === 'A'
+          ? 'the same Idempotency-Key with another body is 422 idempotency_key_reused'
+          : 'the same Idempotency-Key with another body replays the first answer (Form B matches on the key alone)',
+        async () => {
+          const org = await newOrg();
+          const openai = client(org.ownerKey);
+          const idem = randomUUID();
+          const first = (await openai.chat.completions.create(
+            { model: PANEL[form], messages },
+            { headers: { 'Idempotency-Key': idem } },
+          )) as WithSvc;
+          const before = await moneySnapshot(org.orgId);
+          const other: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'A different question entirely.' }];
+          const again = openai.chat.completions.create({ model: PANEL[form], messages: other }, { headers: { 'Idempotency-Key': idem } });
+          if (form === 'A') {
+            const err = await again.then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            assert.ok(err instanceof APIError, String(err));
+            assert.equal(err.status, 422);
+            assert.equal(err.code, 'idempotency_key_reused');
+          } else {
+            const replay = (await again) as WithSvc;
+            assert.equal(replay.svc.replayed, true);
+            assert.equal(replay.svc.request_id, first.svc.request_id);
+            assert.equal(replay.choices[0].message.content, first.choices[0].message.content);
+          }
+          assert.deepEqual(await moneySnapshot(org.orgId), before, 'neither answer bills again');
+        },
+      );
 
       if (form === 'B') {
-        it('svc.max_cost_usd lowers the call\'s ceiling: the call runs in full, is capped and bills the lowered ceiling', async () => {
+        it("svc.max_cost_usd lowers the call's ceiling: the call runs in full, is capped and bills the lowered ceiling", async () => {
           const org = await newOrg();
           const openai = client(org.ownerKey);
           const body = { model: PANEL.B, messages, svc: { max_cost_usd: 0.0001 } };
-          const res = (await openai.chat.completions.create(body as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)) as WithSvc;
+          const res = (await openai.chat.completions.create(
+            body as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
+          )) as WithSvc;
           assert.equal(res.svc.capped, true);
           assert.equal(cents(res.svc.billed_usd), 100);
           assert.ok(cents(res.svc.cap_credit_usd) > 0);

@@ -14,19 +14,27 @@ const ENDPOINTS: readonly [string, string][] = [
 
 /** Values of every JSON type, plus the near-miss ones validators get wrong. */
 const anyValue = fc.oneof(fc.jsonValue(), fc.constantFrom(true, false, 0, -1, 1e308, '', 'plus', 'QRM:PANL', 'quorum-panel', null));
-const message = fc.oneof(fc.record({ role: fc.constantFrom('system', 'user', 'assistant', 'robot', ''), content: fc.oneof(fc.string(), anyValue) }, { requiredKeys: [] }), anyValue);
-const body = fc.oneof(
+const message = fc.oneof(
   fc.record(
-    {
-      model: fc.oneof(fc.constantFrom(PANEL.A, PANEL.B, EXPRESS.A, EXPRESS.B, 'QRM:PANL:LAB'), anyValue),
-      messages: fc.oneof(fc.array(message, { maxLength: 4 }), anyValue),
-      stream: anyValue,
-      tier: fc.oneof(fc.constantFrom('experience', 'plus', 'pro'), anyValue),
-      svc: fc.oneof(fc.record({ max_cost_usd: anyValue }, { requiredKeys: [] }), anyValue),
-      extra: anyValue,
-    },
+    { role: fc.constantFrom('system', 'user', 'assistant', 'robot', ''), content: fc.oneof(fc.string(), anyValue) },
     { requiredKeys: [] },
-  ).map((v) => JSON.stringify(v)),
+  ),
+  anyValue,
+);
+const body = fc.oneof(
+  fc
+    .record(
+      {
+        model: fc.oneof(fc.constantFrom(PANEL.A, PANEL.B, EXPRESS.A, EXPRESS.B, 'QRM:PANL:LAB'), anyValue),
+        messages: fc.oneof(fc.array(message, { maxLength: 4 }), anyValue),
+        stream: anyValue,
+        tier: fc.oneof(fc.constantFrom('experience', 'plus', 'pro'), anyValue),
+        svc: fc.oneof(fc.record({ max_cost_usd: anyValue }, { requiredKeys: [] }), anyValue),
+        extra: anyValue,
+      },
+      { requiredKeys: [] },
+    )
+    .map((v) => JSON.stringify(v)),
   fc.jsonValue().map((v) => JSON.stringify(v)),
   fc.string(),
   fc.constantFrom('{', '{"model":', '\u0000', '[]', 'null', '{"messages":[{"role":"user","content":"\\ud800"}]}'),
@@ -35,7 +43,12 @@ const token = fc.stringMatching(/^[\x21-\x7e]{0,40}$/);
 const headers = fc.record(
   {
     'idempotency-key': token,
-    'content-type': fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1'),
+    'content-type': fc.constantFrom(
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/json; charset=latin1',
+    ),
     'content-encoding': fc.constantFrom('gzip', 'identity', 'br'),
     accept: token,
     'x-forwarded-for': token,
@@ -87,15 +100,27 @@ describe('property: malformed requests never 5xx and never move money', function
     assert.equal(await moneySnapshot(org.orgId), before);
   });
 
-  it('the bounded token count equals the tokenizer\'s on ordinary text', () => {
+  it("the bounded token count equals the tokenizer's on ordinary text", () => {
     const auth = { limits: { maxInputTokens: 1_000_000 } } as AuthContext;
-    const words = fc.array(fc.oneof(fc.constantFrom('the', 'quorum', ' ', '\n', '  ', 'naïve', '日本語', '42', '3.14', '—', "don't", '```js', 'https://x.io/a?b=c'), fc.string({ maxLength: 12 })), { maxLength: 60 });
+    const words = fc.array(
+      fc.oneof(
+        fc.constantFrom('the', 'quorum', ' ', '\n', '  ', 'naïve', '日本語', '42', '3.14', '—', "don't", '```js', 'https://x.io/a?b=c'),
+        fc.string({ maxLength: 12 }),
+      ),
+      { maxLength: 60 },
+    );
     fc.assert(
-      fc.property(fc.array(fc.record({ role: fc.constantFrom('user', 'system'), content: words.map((w) => w.join(' ')) }), { minLength: 1, maxLength: 3 }), (messages) => {
-        // Within the slice length the counts are exactly the tokenizer's.
-        fc.pre(messages.every((m) => m.content.split(/\s/).every((w) => w.length <= 31)));
-        assert.equal(checkInputTokens(auth, messages), countMessagesTokens(messages));
-      }),
+      fc.property(
+        fc.array(fc.record({ role: fc.constantFrom('user', 'system'), content: words.map((w) => w.join(' ')) }), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        (messages) => {
+          // Within the slice length the counts are exactly the tokenizer's.
+          fc.pre(messages.every((m) => m.content.split(/\s/).every((w) => w.length <= 31)));
+          assert.equal(checkInputTokens(auth, messages), countMessagesTokens(messages));
+        },
+      ),
       { numRuns: 300 },
     );
   });

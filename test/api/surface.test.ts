@@ -18,9 +18,12 @@ for (const form of FORMS) {
     });
     after(() => api.close());
 
-    it('estimate: the classifier\'s view and a quote, free, with this round trip\'s timing', async () => {
+    it("estimate: the classifier's view and a quote, free, with this round trip's timing", async () => {
       const before = await moneySnapshot(org.orgId);
-      const reply = await call(api, 'POST', '/v1/estimate', { key, body: { model: PANEL[form], messages: USER('Prove step by step that the sum of two even integers is even, and explain why.') } });
+      const reply = await call(api, 'POST', '/v1/estimate', {
+        key,
+        body: { model: PANEL[form], messages: USER('Prove step by step that the sum of two even integers is even, and explain why.') },
+      });
       assert.equal(reply.status, 200, JSON.stringify(reply.body));
       const b = reply.body as Obj;
       assert.match(String(b.request_id), /^est_/);
@@ -62,7 +65,7 @@ for (const form of FORMS) {
       assert.equal((await call(api, 'GET', `/v1/receipts/${String(b.request_id)}`, { key: stranger.ownerKey })).status, 404);
     });
 
-    it('models: the entitled modes, in this Form\'s shape', async () => {
+    it("models: the entitled modes, in this Form's shape", async () => {
       const reply = await call(api, 'GET', '/v1/models', { key });
       assert.equal(reply.status, 200);
       assert.equal(reply.body.object, 'list');
@@ -93,7 +96,13 @@ for (const form of FORMS) {
 
     it('GET /openapi.json is OpenAPI 3.1 generated from the request schemas', async () => {
       const res = await fetch(`${api.url}/openapi.json`);
-      const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties: Obj; required: string[] } }> } }>> };
+      const doc = (await res.json()) as {
+        openapi: string;
+        paths: Record<
+          string,
+          Record<string, { requestBody?: { content: Record<string, { schema: { properties: Obj; required: string[] } }> } }>
+        >;
+      };
       assert.equal(doc.openapi, '3.1.0');
       const schema = doc.paths['/v1/chat/completions'].post.requestBody?.content['application/json'].schema;
       assert.deepEqual(schema?.required, ['model', 'messages']);

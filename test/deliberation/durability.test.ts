@@ -19,7 +19,15 @@ function isSeatCall(req: RecordedRequest): boolean {
 function script(req: RecordedRequest): Reply {
   if (req.bodyText.includes(JUDGE_TAG)) {
     const labels = [...new Set([...req.bodyText.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))];
-    const text = JSON.stringify({ scores: Object.fromEntries(labels.map((l) => [l, 8])), best: labels[0], why: 'All agree.', divergence: 0.1, converged: true, contested: null, factual_conflict: false });
+    const text = JSON.stringify({
+      scores: Object.fromEntries(labels.map((l) => [l, 8])),
+      best: labels[0],
+      why: 'All agree.',
+      divergence: 0.1,
+      converged: true,
+      contested: null,
+      factual_conflict: false,
+    });
     return openAiReply({ text });
   }
   // Seat calls are slow, so the worker can be killed while they are in flight.
@@ -28,7 +36,11 @@ function script(req: RecordedRequest): Reply {
 
 /** The product's worker entry point as its own OS process, as `npm start` runs it. */
 function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = fork(path.join(root, 'worker/main.ts'), [], { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  const child = fork(path.join(root, 'worker/main.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    env,
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve(child));
     child.once('exit', (code) => reject(new Error(`worker exited (${String(code)}) before it was ready`)));

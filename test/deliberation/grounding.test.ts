@@ -35,7 +35,9 @@ describe('grounding', function () {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-docs-'));
       const file = path.join(dir, 'reykjavik-census.txt');
       fs.writeFileSync(file, 'The 2026 census counted the population of Reykjavik at 139,875 residents, up from 135,688.');
-      const { stdout } = await run(process.execPath, [path.join(root, 'bin/quorum.js'), 'docs', 'add', file, '--json'], { env: { ...process.env, DATABASE_URL: stack().dbUrl } });
+      const { stdout } = await run(process.execPath, [path.join(root, 'bin/quorum.js'), 'docs', 'add', file, '--json'], {
+        env: { ...process.env, DATABASE_URL: stack().dbUrl },
+      });
       assert.deepEqual(JSON.parse(stdout).added, 1);
 
       const org = await newOrg();
@@ -58,8 +60,15 @@ describe('grounding', function () {
     let workers: { stop(): Promise<void> };
     before(async () => {
       searx = await startLoopback({
-        check: (req) => (req.path === '/search' && req.query.get('format') === 'json' && req.query.get('q') ? undefined : { reason: `bad search ${req.path}`, reply: { status: 400, text: 'bad' } }),
-        script: { json: { results: [{ title: 'Statistics Iceland', content: 'Reykjavik population 139,875 (2026).', url: 'https://example.org/census' }] } },
+        check: (req) =>
+          req.path === '/search' && req.query.get('format') === 'json' && req.query.get('q')
+            ? undefined
+            : { reason: `bad search ${req.path}`, reply: { status: 400, text: 'bad' } },
+        script: {
+          json: {
+            results: [{ title: 'Statistics Iceland', content: 'Reykjavik population 139,875 (2026).', url: 'https://example.org/census' }],
+          },
+        },
       });
       workers = await startProductWorkers({ QUORUM_SEARXNG_URL: searx.baseUrl });
     });

@@ -25,7 +25,11 @@ import { uniqueTicker } from '../harness/unique';
 export async function startProductWorkers(env: NodeJS.ProcessEnv = {}): Promise<{ stop(): Promise<void> }> {
   const { env: t, db, namespace } = stack();
   const log = createLogger('test-worker', () => undefined);
-  const workers: Worker[] = await createWorkers({ connection: t.nativeConnection, namespace, deps: { db, engines: createEngines({ env, logger: log }), log, env } });
+  const workers: Worker[] = await createWorkers({
+    connection: t.nativeConnection,
+    namespace,
+    deps: { db, engines: createEngines({ env, logger: log }), log, env },
+  });
   const running = Promise.all(workers.map((w) => w.run()));
   return {
     stop: async () => {
@@ -36,7 +40,10 @@ export async function startProductWorkers(env: NodeJS.ProcessEnv = {}): Promise<
 }
 
 export async function newOrg(creditUsd = 100): Promise<{ orgId: string; keyId: string }> {
-  const org = await createOrganisation(stack().db, { name: `Org ${randomUUID().slice(0, 8)}`, creditMicros: BigInt(creditUsd * 1_000_000) });
+  const org = await createOrganisation(stack().db, {
+    name: `Org ${randomUUID().slice(0, 8)}`,
+    creditMicros: BigInt(creditUsd * 1_000_000),
+  });
   return { orgId: org.orgId, keyId: org.keyId };
 }
 
@@ -84,7 +91,9 @@ export async function deliberate(c: Call, record?: string): Promise<{ outcome: O
 
 function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome: Outcome; replayed: boolean }> {
   const form = c.form ?? 'B';
-  const messages = [{ role: 'user' as const, content: c.content ?? 'Explain why the sky is blue and compare Rayleigh with Mie scattering, step by step.' }];
+  const messages = [
+    { role: 'user' as const, content: c.content ?? 'Explain why the sky is blue and compare Rayleigh with Mie scattering, step by step.' },
+  ];
   const input: RunDeliberationInput = {
     orgId: c.org.orgId,
     apiKeyId: c.org.keyId,

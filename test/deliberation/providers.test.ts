@@ -42,17 +42,21 @@ function maxTokens(req: RecordedRequest): number {
 /** Provider behaviour is chosen by markers in the prompt, so one pair of servers serves every case. */
 function openAiScript(req: RecordedRequest): Reply {
   const text = req.bodyText;
-  if (text.includes('[[all-401]]') || (text.includes('[[critique-fails]]') && text.includes('Other panelists answered'))) return openAiError(401, 'Incorrect API key provided.');
+  if (text.includes('[[all-401]]') || (text.includes('[[critique-fails]]') && text.includes('Other panelists answered')))
+    return openAiError(401, 'Incorrect API key provided.');
   if (text.includes(JUDGE_TAG)) return openAiReply({ text: verdict(req) });
-  if (text.includes('[[openai-404]]') && !text.includes('Write the single best answer')) return openAiError(404, 'The model `gpt-4.1` does not exist or you do not have access to it.');
+  if (text.includes('[[openai-404]]') && !text.includes('Write the single best answer'))
+    return openAiError(404, 'The model `gpt-4.1` does not exist or you do not have access to it.');
   if (text.includes('[[unstorable]]')) return openAiReply({ text: 'A NUL \u0000 and a lone surrogate \ud800 in the answer.' });
-  if (text.includes('[[cut-once]]') && maxTokens(req) === SEAT_MAX) return openAiReply({ text: 'The answer begins but', finish: 'length', completionTokens: SEAT_MAX });
+  if (text.includes('[[cut-once]]') && maxTokens(req) === SEAT_MAX)
+    return openAiReply({ text: 'The answer begins but', finish: 'length', completionTokens: SEAT_MAX });
   return openAiReply({ text: 'First view: the sky is blue because of Rayleigh scattering.', completionTokens: 14 });
 }
 
 function anthropicScript(req: RecordedRequest): Reply {
   const text = req.bodyText;
-  if (text.includes('[[all-401]]') || (text.includes('[[critique-fails]]') && text.includes('Other panelists answered'))) return anthropicError(401, 'invalid x-api-key');
+  if (text.includes('[[all-401]]') || (text.includes('[[critique-fails]]') && text.includes('Other panelists answered')))
+    return anthropicError(401, 'invalid x-api-key');
   if (text.includes(JUDGE_TAG)) return anthropicReply({ text: verdict(req) });
   return anthropicReply({ text: 'Second view: Rayleigh scattering makes the sky blue.', outputTokens: 12 });
 }
@@ -79,7 +83,11 @@ describe('deliberation workflow against loopback providers', function () {
     await anthropic.close();
   });
   afterEach(() => {
-    assert.deepEqual([...openai.rejected, ...anthropic.rejected].map((r) => r.reason), [], 'every provider request must be well formed');
+    assert.deepEqual(
+      [...openai.rejected, ...anthropic.rejected].map((r) => r.reason),
+      [],
+      'every provider request must be well formed',
+    );
   });
 
   const panelMode = (orgId: string): ReturnType<typeof customMode> =>
@@ -103,7 +111,8 @@ describe('deliberation workflow against loopback providers', function () {
     assert.equal(o.seatPasses.filter((r) => r.fallbackUsed).length, 0);
     const judgeCalls = anthropic.requests.filter((r) => r.bodyText.includes(JUDGE_TAG));
     assert.ok(judgeCalls.length >= 1);
-    for (const r of judgeCalls) assert.doesNotMatch(JSON.stringify((r.body as { messages: unknown }).messages), /gpt|claude|openai|anthropic|seat\d/i);
+    for (const r of judgeCalls)
+      assert.doesNotMatch(JSON.stringify((r.body as { messages: unknown }).messages), /gpt|claude|openai|anthropic|seat\d/i);
   });
 
   it('settles an answer holding a NUL and a lone surrogate: stored with U+FFFD, billed once, replayed from the store', async () => {
@@ -124,26 +133,40 @@ describe('deliberation workflow against loopback providers', function () {
 
   it('moves a seat whose engine fails permanently to its backup, and the receipt says so', async () => {
     const org = await newOrg();
-    const { outcome: o } = await deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[openai-404]]' }, 'providers-fallback');
+    const { outcome: o } = await deliberate(
+      { org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[openai-404]]' },
+      'providers-fallback',
+    );
     const seat1 = o.seatPasses.find((r) => r.role === 'seat1');
     assert.equal(seat1?.fallbackUsed, true);
     assert.equal(seat1?.originalModel, 'openai/gpt-4.1');
     assert.equal(seat1?.modelUsed, 'anthropic/claude-sonnet-4');
-    assert.deepEqual(o.substitutions.map((s) => [s.role, s.original, s.used]), [['seat1', 'openai/gpt-4.1', 'anthropic/claude-sonnet-4']]);
+    assert.deepEqual(
+      o.substitutions.map((s) => [s.role, s.original, s.used]),
+      [['seat1', 'openai/gpt-4.1', 'anthropic/claude-sonnet-4']],
+    );
     assert.match(o.substitutions[0].reason, /does not exist/);
     assert.equal(o.seatsAnswered, 2);
     // A permanent failure is not retried: one 404 for the seat.
-    const seatCalls404 = openai.requests.filter((r) => r.bodyText.includes('[[openai-404]]') && !r.bodyText.includes(JUDGE_TAG) && !r.bodyText.includes('Write the single best answer'));
+    const seatCalls404 = openai.requests.filter(
+      (r) =>
+        r.bodyText.includes('[[openai-404]]') && !r.bodyText.includes(JUDGE_TAG) && !r.bodyText.includes('Write the single best answer'),
+    );
     assert.equal(seatCalls404.length, 1);
   });
 
   it('retries a cut-off seat once with more room; the retry answering counts it as answered', async () => {
     const org = await newOrg();
-    const { outcome: o } = await deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[cut-once]]' }, 'providers-cut-seat');
+    const { outcome: o } = await deliberate(
+      { org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[cut-once]]' },
+      'providers-cut-seat',
+    );
     const seat1 = o.seatPasses.find((r) => r.role === 'seat1');
     assert.equal(seat1?.finish, 'stop');
     assert.equal(o.seatsAnswered, 2);
-    const tries = openai.requests.filter((r) => r.bodyText.includes('[[cut-once]]') && !r.bodyText.includes(JUDGE_TAG) && !r.bodyText.includes('Write the single best answer'));
+    const tries = openai.requests.filter(
+      (r) => r.bodyText.includes('[[cut-once]]') && !r.bodyText.includes(JUDGE_TAG) && !r.bodyText.includes('Write the single best answer'),
+    );
     assert.deepEqual(tries.map(maxTokens), [SEAT_MAX, SEAT_MAX * 2]);
     assert.equal(o.finishReason, 'stop');
   });
@@ -151,12 +174,15 @@ describe('deliberation workflow against loopback providers', function () {
   it('answers mode_unavailable when no seat can answer, bills nothing and releases the reservation', async () => {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
-    await assert.rejects(deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[all-401]]' }, 'providers-all-down'), (e: unknown) => {
-      assert.ok(e instanceof QuorumError);
-      assert.equal(e.code, 'mode_unavailable');
-      assert.ok(e.requestId);
-      return true;
-    });
+    await assert.rejects(
+      deliberate({ org, mode: await panelMode(org.orgId), content: 'Why is the sky blue? [[all-401]]' }, 'providers-all-down'),
+      (e: unknown) => {
+        assert.ok(e instanceof QuorumError);
+        assert.equal(e.code, 'mode_unavailable');
+        assert.ok(e.requestId);
+        return true;
+      },
+    );
     await assertNothingBilled(org.orgId, before, 'mode_unavailable');
   });
 

@@ -16,7 +16,10 @@ describe('deliberation workflow replays its stored histories', function () {
   it('replays every stored history without nondeterminism', async () => {
     const files = fs.readdirSync(historiesDir).filter((f) => f.endsWith('.pb'));
     assert.ok(files.length >= 11, `expected the recorded histories in ${historiesDir}`);
-    const histories = files.map((f) => ({ workflowId: f.replace(/\.pb$/, ''), history: temporal.api.history.v1.History.decode(fs.readFileSync(path.join(historiesDir, f))) }));
+    const histories = files.map((f) => ({
+      workflowId: f.replace(/\.pb$/, ''),
+      history: temporal.api.history.v1.History.decode(fs.readFileSync(path.join(historiesDir, f))),
+    }));
     const failures: string[] = [];
     let replayed = 0;
     for await (const result of Worker.runReplayHistories({ workflowsPath }, histories)) {

@@ -9,7 +9,17 @@ import { deliberationWorkflow, type DeliberationInput } from '../../workflows/de
 import { TASK_QUEUES } from '../../workflows/task-queues';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../../workflows/search-attributes';
 import { stack } from '../harness/stack';
-import { assertNothingBilled, chargeCount, customMode, ledgerSum, deliberate, newOrg, startProductWorkers, systemMode, withReceiptsRefused } from './helpers';
+import {
+  assertNothingBilled,
+  chargeCount,
+  customMode,
+  ledgerSum,
+  deliberate,
+  newOrg,
+  startProductWorkers,
+  systemMode,
+  withReceiptsRefused,
+} from './helpers';
 
 describe('deliberation workflow on sim engines (offline)', function () {
   this.timeout(120_000);
@@ -74,7 +84,10 @@ describe('deliberation workflow on sim engines (offline)', function () {
 
   it('runs the express lane: one seat, no judge, no synthesis, converged null', async () => {
     const org = await newOrg();
-    const { outcome: o } = await deliberate({ org, mode: await systemMode('quorum-express'), content: 'What is the capital of France?' }, 'express');
+    const { outcome: o } = await deliberate(
+      { org, mode: await systemMode('quorum-express'), content: 'What is the capital of France?' },
+      'express',
+    );
     assert.equal(o.lane, 'express');
     assert.equal(o.seats, 1);
     assert.equal(o.rounds, 1);
@@ -92,7 +105,11 @@ describe('deliberation workflow on sim engines (offline)', function () {
       // A hard prompt: the classifier alone would send it to a panel.
       const { outcome: o } = await deliberate({ org, mode: await systemMode(seed.id), tier: 'experience' });
       assert.equal(o.lane, 'express', seed.id);
-      assert.deepEqual([o.seats, o.rounds, o.converged, o.staff.judge, o.staff.synthesis, o.bestSeatJudgedBy], [1, 1, null, null, null, 'express_lane'], seed.id);
+      assert.deepEqual(
+        [o.seats, o.rounds, o.converged, o.staff.judge, o.staff.synthesis, o.bestSeatJudgedBy],
+        [1, 1, null, null, null, 'express_lane'],
+        seed.id,
+      );
       assert.match(o.seatPasses[0].modelUsed, /^sim\/.*-experience$/, seed.id);
       const row = await stack().db('receipts').where({ request_id: o.requestId }).first('lane', 'tier');
       assert.deepEqual(row, { lane: 'express', tier: 'experience' }, seed.id);
@@ -166,7 +183,10 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
     const { outcome: o } = await deliberate({ org, mode: await systemMode('quorum-panel'), keyMode: 'test' });
-    assert.deepEqual([o.money.billedMicros, o.money.gatewayMicros, o.money.platformFeeMicros, o.money.modeFeeMicros, o.money.capCreditMicros], [0, 0, 0, 0, 0]);
+    assert.deepEqual(
+      [o.money.billedMicros, o.money.gatewayMicros, o.money.platformFeeMicros, o.money.modeFeeMicros, o.money.capCreditMicros],
+      [0, 0, 0, 0, 0],
+    );
     assert.ok(o.seatPasses.every((r) => r.modelUsed.startsWith('sim/')));
     assert.deepEqual(await getBalance(stack().db, org.orgId), before);
   });
@@ -174,37 +194,74 @@ describe('deliberation workflow on sim engines (offline)', function () {
   it('insufficient_balance before anything runs: no request row, no workflow, nothing charged', async () => {
     const org = await newOrg(0);
     const before = await getBalance(stack().db, org.orgId);
-    await assert.rejects(deliberate({ org, mode: await systemMode('quorum-debate'), ceilingMicros: 50_000_000, idempotencyKey: 'too-dear' }), (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance');
+    await assert.rejects(
+      deliberate({ org, mode: await systemMode('quorum-debate'), ceilingMicros: 50_000_000, idempotencyKey: 'too-dear' }),
+      (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance',
+    );
     assert.deepEqual(await getBalance(stack().db, org.orgId), before);
     assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 0);
-    await assert.rejects(stack().env.client.workflow.getHandle(workflowIds.deliberation(org.orgId, 'too-dear')).describe(), WorkflowNotFoundError);
+    await assert.rejects(
+      stack().env.client.workflow.getHandle(workflowIds.deliberation(org.orgId, 'too-dear')).describe(),
+      WorkflowNotFoundError,
+    );
   });
 
-  it('insufficient_balance from the workflow\'s own hold, when the money went between the check and the hold', async () => {
+  it("insufficient_balance from the workflow's own hold, when the money went between the check and the hold", async () => {
     const org = await newOrg(0);
     const before = await getBalance(stack().db, org.orgId);
     const mode = await systemMode('quorum-panel');
     // The API's check passed; by the time the workflow holds the ceiling, the balance no longer covers it.
     const requestId = `req_race_${org.orgId}`;
     const workflowId = workflowIds.deliberation(org.orgId, 'raced');
-    await claimRequest(stack().db, { id: requestId, orgId: org.orgId, apiKeyId: org.keyId, idempotencyKey: 'raced', workflowId, fingerprint: 'f', modeId: mode.id, model: mode.id }, { takeOver: [] });
+    await claimRequest(
+      stack().db,
+      {
+        id: requestId,
+        orgId: org.orgId,
+        apiKeyId: org.keyId,
+        idempotencyKey: 'raced',
+        workflowId,
+        fingerprint: 'f',
+        modeId: mode.id,
+        model: mode.id,
+      },
+      { takeOver: [] },
+    );
     const messages = [{ role: 'user' as const, content: 'Compare two sorting algorithms step by step. Why? How?' }];
-    const input: DeliberationInput = { requestId, orgId: org.orgId, keyMode: 'live', form: 'B', mode, tier: 'plus', messages, promptTokens: 20, ceilingMicros: Number(before.balanceMicros) + 1, createdAt: new Date().toISOString() };
-    await assert.rejects(stack().env.client.workflow.execute(deliberationWorkflow, { taskQueue: TASK_QUEUES.deliberation, workflowId, args: [input] }), (e: unknown) => {
-      assert.ok(e instanceof WorkflowFailedError && e.cause instanceof ApplicationFailure);
-      assert.equal(e.cause.type, 'insufficient_balance');
-      return true;
-    });
+    const input: DeliberationInput = {
+      requestId,
+      orgId: org.orgId,
+      keyMode: 'live',
+      form: 'B',
+      mode,
+      tier: 'plus',
+      messages,
+      promptTokens: 20,
+      ceilingMicros: Number(before.balanceMicros) + 1,
+      createdAt: new Date().toISOString(),
+    };
+    await assert.rejects(
+      stack().env.client.workflow.execute(deliberationWorkflow, { taskQueue: TASK_QUEUES.deliberation, workflowId, args: [input] }),
+      (e: unknown) => {
+        assert.ok(e instanceof WorkflowFailedError && e.cause instanceof ApplicationFailure);
+        assert.equal(e.cause.type, 'insufficient_balance');
+        return true;
+      },
+    );
     await assertNothingBilled(org.orgId, before, 'insufficient_balance');
   });
 
-  it('asks the mode\'s small classifier model when configured and says which classifier ran; the heuristic answers when it cannot run', async () => {
+  it("asks the mode's small classifier model when configured and says which classifier ran; the heuristic answers when it cannot run", async () => {
     const org = await newOrg();
     const base = await systemMode('quorum-panel');
-    const withModel = await customMode(org.orgId, 'quorum-panel', { staff: { ...base.config.staff, classifier: { engine: 'sim/alpha-experience' } } });
+    const withModel = await customMode(org.orgId, 'quorum-panel', {
+      staff: { ...base.config.staff, classifier: { engine: 'sim/alpha-experience' } },
+    });
     assert.equal((await deliberate({ org, mode: withModel })).outcome.classification.classifiedBy, 'model');
     // No OpenAI key here: that classifier cannot run, so the heuristic answers on the same scale.
-    const unreachable = await customMode(org.orgId, 'quorum-panel', { staff: { ...base.config.staff, classifier: { engine: 'openai/gpt-4.1-mini' } } });
+    const unreachable = await customMode(org.orgId, 'quorum-panel', {
+      staff: { ...base.config.staff, classifier: { engine: 'openai/gpt-4.1-mini' } },
+    });
     const h = (await deliberate({ org, mode: unreachable })).outcome.classification;
     assert.equal(h.classifiedBy, 'heuristic');
     assert.ok(h.difficulty >= 0 && h.difficulty <= 1);
@@ -251,13 +308,19 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const org = await newOrg(0);
     const mode = await systemMode('quorum-panel');
     const ceilingMicros = 20_000_000;
-    await assert.rejects(deliberate({ org, mode, ceilingMicros, idempotencyKey: 'after-top-up' }), (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance');
+    await assert.rejects(
+      deliberate({ org, mode, ceilingMicros, idempotencyKey: 'after-top-up' }),
+      (e: unknown) => e instanceof QuorumError && e.code === 'insufficient_balance',
+    );
     await topUp(stack().db, { orgId: org.orgId, amountMicros: 50_000_000n });
     const { outcome, replayed } = await deliberate({ org, mode, ceilingMicros, idempotencyKey: 'after-top-up' });
     assert.equal(replayed, false);
     assert.equal(outcome.status, 'succeeded');
     const rows = await stack().db('requests').where({ org_id: org.orgId, idempotency_key: 'after-top-up' }).orderBy('created_at');
-    assert.deepEqual(rows.map((r: { state: string; superseded_at: Date | null }) => [r.state, r.superseded_at !== null]), [['succeeded', false]]);
+    assert.deepEqual(
+      rows.map((r: { state: string; superseded_at: Date | null }) => [r.state, r.superseded_at !== null]),
+      [['succeeded', false]],
+    );
   });
 
   it('mode_resolution_mismatch: a configuration that does not hash to its version runs nothing and bills nothing', async () => {
@@ -265,7 +328,10 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const before = await getBalance(stack().db, org.orgId);
     const stored = await systemMode('quorum-panel');
     const altered = { ...stored, config: { ...stored.config, rounds: stored.config.rounds + 1 } };
-    await assert.rejects(deliberate({ org, mode: altered }, 'mode-mismatch'), (e: unknown) => e instanceof QuorumError && e.code === 'mode_resolution_mismatch' && Boolean(e.requestId));
+    await assert.rejects(
+      deliberate({ org, mode: altered }, 'mode-mismatch'),
+      (e: unknown) => e instanceof QuorumError && e.code === 'mode_resolution_mismatch' && Boolean(e.requestId),
+    );
     await assertNothingBilled(org.orgId, before, 'mode_resolution_mismatch');
   });
 

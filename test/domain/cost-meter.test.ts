@@ -3,7 +3,14 @@ import { CostMeter, type MeterTerms } from '../../domain/cost-meter';
 import { SYSTEM_MODES } from '../../domain/modes';
 
 const fees = SYSTEM_MODES[0].config.fees; // light 2,000 / medium 5,000 / deep 10,000; express 1,000; $0.5 per Mtok input
-const terms = (over: Partial<MeterTerms> = {}): MeterTerms => ({ form: 'A', fees, depth: 'medium', lane: 'panel', ceilingMicros: 100_000, ...over });
+const terms = (over: Partial<MeterTerms> = {}): MeterTerms => ({
+  form: 'A',
+  fees,
+  depth: 'medium',
+  lane: 'panel',
+  ceilingMicros: 100_000,
+  ...over,
+});
 const engine = { inputUsdPerMtok: 2, outputUsdPerMtok: 8, ownKey: false };
 
 describe('cost meter: what each call cost, and whether the next step is affordable', () => {

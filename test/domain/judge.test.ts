@@ -4,11 +4,28 @@ import { parseJudgment } from '../../domain/judge-reply';
 
 const LABELS = ['A', 'B', 'C'];
 const reply = (over: Record<string, unknown> = {}): string =>
-  JSON.stringify({ scores: { A: 8, B: 6, C: 3 }, best: 'A', why: 'most complete', divergence: 0.4, converged: false, contested: { label: 'C', quote: 'x', why: 'wrong' }, factual_conflict: true, ...over });
+  JSON.stringify({
+    scores: { A: 8, B: 6, C: 3 },
+    best: 'A',
+    why: 'most complete',
+    divergence: 0.4,
+    converged: false,
+    contested: { label: 'C', quote: 'x', why: 'wrong' },
+    factual_conflict: true,
+    ...over,
+  });
 
 describe('judge: reading a verdict and the heuristic fallback', () => {
   it('reads a verdict, also when wrapped in prose or a code fence', () => {
-    const expected = { scores: { A: 8, B: 6, C: 3 }, best: 'A', why: 'most complete', divergence: 0.4, converged: false, contested: { label: 'C', quote: 'x', why: 'wrong' }, factualConflict: true };
+    const expected = {
+      scores: { A: 8, B: 6, C: 3 },
+      best: 'A',
+      why: 'most complete',
+      divergence: 0.4,
+      converged: false,
+      contested: { label: 'C', quote: 'x', why: 'wrong' },
+      factualConflict: true,
+    };
     assert.deepEqual(parseJudgment(reply(), LABELS), expected);
     assert.deepEqual(parseJudgment(`Here is my verdict:\n\`\`\`json\n${reply()}\n\`\`\``, LABELS), expected);
   });
@@ -26,10 +43,18 @@ describe('judge: reading a verdict and the heuristic fallback', () => {
 
   it('heuristic: agreeing answers converge; the outlier scores lowest and is the contested one', () => {
     const same = 'Water boils at 100 degrees Celsius at sea level';
-    const agree = heuristicJudgment([{ label: 'A', text: same }, { label: 'B', text: same }, { label: 'C', text: same }]);
+    const agree = heuristicJudgment([
+      { label: 'A', text: same },
+      { label: 'B', text: same },
+      { label: 'C', text: same },
+    ]);
     assert.equal(agree.divergence, 0);
     assert.ok(agree.converged);
-    const split = heuristicJudgment([{ label: 'A', text: same }, { label: 'B', text: same }, { label: 'C', text: 'Bananas are yellow fruit' }]);
+    const split = heuristicJudgment([
+      { label: 'A', text: same },
+      { label: 'B', text: same },
+      { label: 'C', text: 'Bananas are yellow fruit' },
+    ]);
     assert.ok(split.divergence >= CONVERGED_BELOW && !split.converged);
     assert.equal(split.contested?.label, 'C');
     assert.ok(split.scores.C < split.scores.A && split.best !== 'C');

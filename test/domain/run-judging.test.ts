@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict';
-import { assignJudges, JUDGE_SLOTS, presentationOrder, readRunVerdict, runJudgePrompt, verdictScore, RUN_JUDGE_TAG } from '../../domain/run-judging';
+import {
+  assignJudges,
+  JUDGE_SLOTS,
+  presentationOrder,
+  readRunVerdict,
+  runJudgePrompt,
+  verdictScore,
+  RUN_JUDGE_TAG,
+} from '../../domain/run-judging';
 
 const pool = [
   { engineId: 'anthropic/claude-sonnet-4', maker: 'anthropic' },
@@ -10,11 +18,14 @@ const pool = [
 
 describe('run judging: judges, recusal, order, verdicts', () => {
   it('fills judge_a..c from the pool; a judge of the baseline maker recuses itself for a reserve of another maker', () => {
-    assert.deepEqual(assignJudges(JUDGE_SLOTS, pool, new Set(['sim'])).map((j) => [j.slot, j.engineId, j.recusal]), [
-      ['judge_a', 'anthropic/claude-sonnet-4', null],
-      ['judge_b', 'openai/gpt-4.1', null],
-      ['judge_c', 'google/gemini-2.5-flash', null],
-    ]);
+    assert.deepEqual(
+      assignJudges(JUDGE_SLOTS, pool, new Set(['sim'])).map((j) => [j.slot, j.engineId, j.recusal]),
+      [
+        ['judge_a', 'anthropic/claude-sonnet-4', null],
+        ['judge_b', 'openai/gpt-4.1', null],
+        ['judge_c', 'google/gemini-2.5-flash', null],
+      ],
+    );
     const recused = assignJudges(JUDGE_SLOTS, pool, new Set(['openai']));
     assert.equal(recused[1].engineId, 'bedrock/meta.llama3-3-70b-instruct');
     assert.deepEqual(recused[1].recusal, { engineId: 'openai/gpt-4.1', maker: 'openai', replacedBy: 'bedrock/meta.llama3-3-70b-instruct' });
@@ -25,7 +36,11 @@ describe('run judging: judges, recusal, order, verdicts', () => {
     assert.equal(a.recusal?.replacedBy, 'bedrock/meta.llama3-3-70b-instruct');
     assert.deepEqual([b.engineId, b.recusal?.replacedBy], ['openai/gpt-4.1', null]);
     assert.deepEqual([c.engineId, c.recusal?.replacedBy], ['google/gemini-2.5-flash', null]);
-    assert.deepEqual(assignJudges(['judge_a'], pool, new Set()).map((j) => j.slot), ['judge_a'], 'only the slots asked for');
+    assert.deepEqual(
+      assignJudges(['judge_a'], pool, new Set()).map((j) => j.slot),
+      ['judge_a'],
+      'only the slots asked for',
+    );
   });
 
   it('orders answers per judge and repeat from the seed, mirrored on the second repeat; the same inputs give the same order', () => {
@@ -34,7 +49,8 @@ describe('run judging: judges, recusal, order, verdicts', () => {
     assert.deepEqual(presentationOrder('seed', 'q1', 'judge_a', 2, 4), [...r1].reverse());
     assert.deepEqual(presentationOrder('seed', 'q1', 'judge_a', 1, 4), r1);
     // Over many questions, each judge's first repeat puts the mode first about half the time, and judges differ.
-    const first = (slot: 'judge_a' | 'judge_b'): boolean[] => Array.from({ length: 400 }, (_, q) => presentationOrder('s', `q${q}`, slot, 1, 2)[0] === 0);
+    const first = (slot: 'judge_a' | 'judge_b'): boolean[] =>
+      Array.from({ length: 400 }, (_, q) => presentationOrder('s', `q${q}`, slot, 1, 2)[0] === 0);
     const a = first('judge_a');
     const share = a.filter(Boolean).length / a.length;
     assert.ok(share > 0.4 && share < 0.6, `mode first ${share}`);
@@ -47,7 +63,10 @@ describe('run judging: judges, recusal, order, verdicts', () => {
     assert.equal(readRunVerdict('{"winner":"tie"}', 2, 1), 'tie');
     assert.equal(readRunVerdict('{"winner":"C"}', 2, 0), undefined, 'a label that was not shown');
     assert.equal(readRunVerdict('A is better', 2, 0), undefined);
-    assert.deepEqual(['win', 'tie', 'loss'].map((v) => verdictScore(v as 'win')), [1, 0.5, 0]);
+    assert.deepEqual(
+      ['win', 'tie', 'loss'].map((v) => verdictScore(v as 'win')),
+      [1, 0.5, 0],
+    );
   });
 
   it('shows the judge the reference and the anonymous answers in order, tagged so any engine knows what is asked', () => {

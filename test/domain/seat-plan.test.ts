@@ -35,8 +35,14 @@ describe('seat planning: one lane rule, one seat plan', () => {
 
   it("with no provider keys, the tier's sim engines stand in and the receipt notes say why", () => {
     const plan = planSeats(panel, 'plus', 'panel', context());
-    assert.deepEqual(plan.seats.map((s) => s.role), ['seat1', 'seat2', 'seat3']);
-    assert.deepEqual(plan.seats.map((s) => s.designed), panel.tiers.plus?.seats);
+    assert.deepEqual(
+      plan.seats.map((s) => s.role),
+      ['seat1', 'seat2', 'seat3'],
+    );
+    assert.deepEqual(
+      plan.seats.map((s) => s.designed),
+      panel.tiers.plus?.seats,
+    );
     assert.deepEqual(ids(plan.seats[0].chain), ['sim/alpha-plus', 'sim/beta-plus']);
     assert.deepEqual(ids(plan.seats[2].chain), ['sim/gamma-plus', 'sim/alpha-plus']);
     assert.ok(plan.notes.includes('openai/gpt-4.1: no openai credentials configured'));
@@ -47,14 +53,31 @@ describe('seat planning: one lane rule, one seat plan', () => {
   });
 
   it("follows backups to engines that can run, seats the organisation's own-key families on its key, staff on the service's", () => {
-    const plan = planSeats(panel, 'plus', 'panel', context({ serviceCanRun: (id) => id.startsWith('openai/'), ownFamilies: new Set(['google']) }));
+    const plan = planSeats(
+      panel,
+      'plus',
+      'panel',
+      context({ serviceCanRun: (id) => id.startsWith('openai/'), ownFamilies: new Set(['google']) }),
+    );
     assert.deepEqual(plan.seats[0].chain, [
       { engineId: 'openai/gpt-4.1', inputUsdPerMtok: 2, outputUsdPerMtok: 8, ownKey: false },
       { engineId: 'google/gemini-2.5-flash', inputUsdPerMtok: 0.3, outputUsdPerMtok: 2.5, ownKey: true },
     ]);
     // claude-sonnet-4 cannot run; its backup gpt-4.1 can, whose backup gemini-2.5-flash runs on the organisation's key.
-    assert.deepEqual(plan.seats[1].chain.map((e) => [e.engineId, e.ownKey]), [['openai/gpt-4.1', false], ['google/gemini-2.5-flash', true]]);
-    assert.deepEqual(plan.seats[2].chain.map((e) => [e.engineId, e.ownKey]), [['google/gemini-2.5-flash', true], ['openai/gpt-4.1', false]]);
+    assert.deepEqual(
+      plan.seats[1].chain.map((e) => [e.engineId, e.ownKey]),
+      [
+        ['openai/gpt-4.1', false],
+        ['google/gemini-2.5-flash', true],
+      ],
+    );
+    assert.deepEqual(
+      plan.seats[2].chain.map((e) => [e.engineId, e.ownKey]),
+      [
+        ['google/gemini-2.5-flash', true],
+        ['openai/gpt-4.1', false],
+      ],
+    );
     assert.ok(plan.notes.includes('anthropic/claude-sonnet-4: no anthropic credentials configured'));
     // The judge (claude-sonnet-4) cannot run; its configured backup gpt-4.1 can. Own keys never judge.
     assert.deepEqual(ids(plan.judge.chain), ['openai/gpt-4.1']);
@@ -63,7 +86,11 @@ describe('seat planning: one lane rule, one seat plan', () => {
 
   it('a test key plans every seat and staff engine on sim, even where real engines could run', () => {
     const plan = planSeats(panel, 'pro', 'panel', context({ serviceCanRun: () => true, simOnly: true }));
-    for (const s of [...plan.seats, plan.judge, plan.synthesis]) assert.ok(ids(s.chain).every((id) => id.startsWith('sim/')), s.designed);
+    for (const s of [...plan.seats, plan.judge, plan.synthesis])
+      assert.ok(
+        ids(s.chain).every((id) => id.startsWith('sim/')),
+        s.designed,
+      );
     assert.deepEqual(plan.notes, []);
   });
 });

@@ -35,7 +35,10 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
   async function withService(script: Script): Promise<{ engines: Engines; bedrock: Loopback }> {
     const bedrock = await startBedrockLoopback(script, SERVICE);
     servers.push(bedrock);
-    return { engines: createEngines({ env: serviceEnv({ QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl }), logger: captureLogger().logger }), bedrock };
+    return {
+      engines: createEngines({ env: serviceEnv({ QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl }), logger: captureLogger().logger }),
+      bedrock,
+    };
   }
   const call = (e: Engines, extra: { timeoutMs?: number } = {}, credential?: Credential): ReturnType<Engines['call']> =>
     e.call({ engineId: ENGINE, messages: MESSAGES, maxOutputTokens: 100, temperature: 0.2, ...extra }, credential);
@@ -48,7 +51,10 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
     const req = bedrock.requests[0] as RecordedRequest;
     assert.equal(req.method, 'POST');
     assert.equal(converseModelId(req), 'us.meta.llama3-3-70b-instruct-v1:0');
-    assert.match(header(req, 'authorization') ?? '', new RegExp(`^AWS4-HMAC-SHA256 Credential=${SERVICE.accessKeyId}/\\d{8}/${REGION}/bedrock/aws4_request, `));
+    assert.match(
+      header(req, 'authorization') ?? '',
+      new RegExp(`^AWS4-HMAC-SHA256 Credential=${SERVICE.accessKeyId}/\\d{8}/${REGION}/bedrock/aws4_request, `),
+    );
     assert.deepEqual(req.body, {
       messages: [{ role: 'user', content: [{ text: 'What is the capital of France?' }] }],
       system: [{ text: 'You are a careful assistant.' }],
@@ -65,10 +71,16 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
   it('the loopback recomputes the signature: a wrong secret key is refused', async () => {
     const bedrock = await startBedrockLoopback(bedrockReply(), SERVICE);
     servers.push(bedrock);
-    const env = serviceEnv({ QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl, AWS_SECRET_ACCESS_KEY: 'notTheRightSecretKeyAtAll0000000000000000' });
+    const env = serviceEnv({
+      QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl,
+      AWS_SECRET_ACCESS_KEY: 'notTheRightSecretKeyAtAll0000000000000000',
+    });
     const err = await engineFailure(call(createEngines({ env, logger: captureLogger().logger })));
     assert.equal(err.kind, 'auth');
-    assert.deepEqual(bedrock.rejected.map((r) => r.reason), ['signature does not match']);
+    assert.deepEqual(
+      bedrock.rejected.map((r) => r.reason),
+      ['signature does not match'],
+    );
   });
 
   it('stopReason max_tokens is length', async () => {
@@ -80,7 +92,7 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
     const { engines: e } = await withService([
       bedrockError(429, 'ThrottlingException', 'Too many requests, please wait before trying again.', { 'retry-after': '3' }),
       bedrockError(500, 'InternalServerException', 'Internal server error'),
-      bedrockError(403, 'AccessDeniedException', 'You don\'t have access to the model with the specified model ID.'),
+      bedrockError(403, 'AccessDeniedException', "You don't have access to the model with the specified model ID."),
       bedrockError(404, 'ResourceNotFoundException', 'Could not resolve the foundation model.'),
       bedrockError(400, 'ValidationException', 'The provided request is not valid'),
     ]);
@@ -121,10 +133,24 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
   });
 
   describe('an organisation role assumed with STS', () => {
-    const ROLE: Credential = { kind: 'bedrock_role', roleArn: 'arn:aws:iam::210987654321:role/QuorumBedrock', externalId: 'qrm-ext-7d1c2b', region: 'us-west-2', source: 'own_key' };
-    const ASSUMED = { accessKeyId: 'ASIAZLOOPBACKASSUMED', secretAccessKey: 'assumedSecretKey/0123456789abcdefghijklmnop', sessionToken: 'FwoGZXIvYXdzEloopbackSessionToken0123456789', expiration: new Date(Date.now() + 3600_000) };
+    const ROLE: Credential = {
+      kind: 'bedrock_role',
+      roleArn: 'arn:aws:iam::210987654321:role/QuorumBedrock',
+      externalId: 'qrm-ext-7d1c2b',
+      region: 'us-west-2',
+      source: 'own_key',
+    };
+    const ASSUMED = {
+      accessKeyId: 'ASIAZLOOPBACKASSUMED',
+      secretAccessKey: 'assumedSecretKey/0123456789abcdefghijklmnop',
+      sessionToken: 'FwoGZXIvYXdzEloopbackSessionToken0123456789',
+      expiration: new Date(Date.now() + 3600_000),
+    };
 
-    async function withRole(stsScript: Script, bedrockScript: Script): Promise<{ engines: Engines; sts: Loopback; bedrock: Loopback; lines: string[] }> {
+    async function withRole(
+      stsScript: Script,
+      bedrockScript: Script,
+    ): Promise<{ engines: Engines; sts: Loopback; bedrock: Loopback; lines: string[] }> {
       const sts = await startStsLoopback(stsScript, { ...SERVICE, region: 'us-west-2' });
       const bedrock = await startBedrockLoopback(bedrockScript, { ...ASSUMED, region: 'us-west-2' });
       servers.push(sts, bedrock);
@@ -147,10 +173,16 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
       assert.equal(params.get('Action'), 'AssumeRole');
       assert.equal(params.get('RoleArn'), 'arn:aws:iam::210987654321:role/QuorumBedrock');
       assert.equal(params.get('ExternalId'), 'qrm-ext-7d1c2b');
-      assert.match(header(sts.requests[0] as RecordedRequest, 'authorization') ?? '', new RegExp(`Credential=${SERVICE.accessKeyId}/\\d{8}/us-west-2/sts/aws4_request`));
+      assert.match(
+        header(sts.requests[0] as RecordedRequest, 'authorization') ?? '',
+        new RegExp(`Credential=${SERVICE.accessKeyId}/\\d{8}/us-west-2/sts/aws4_request`),
+      );
       assert.equal(bedrock.requests.length, 2);
       for (const req of bedrock.requests) {
-        assert.match(header(req, 'authorization') ?? '', new RegExp(`^AWS4-HMAC-SHA256 Credential=${ASSUMED.accessKeyId}/\\d{8}/us-west-2/bedrock/aws4_request`));
+        assert.match(
+          header(req, 'authorization') ?? '',
+          new RegExp(`^AWS4-HMAC-SHA256 Credential=${ASSUMED.accessKeyId}/\\d{8}/us-west-2/bedrock/aws4_request`),
+        );
         assert.equal(header(req, 'x-amz-security-token'), ASSUMED.sessionToken);
       }
     });
@@ -170,7 +202,11 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
     });
 
     it('a refused AssumeRole is a permanent auth failure without the secrets', async () => {
-      const { engines: e, bedrock, lines } = await withRole(stsError(403, 'AccessDenied', 'User is not authorized to perform: sts:AssumeRole'), bedrockReply());
+      const {
+        engines: e,
+        bedrock,
+        lines,
+      } = await withRole(stsError(403, 'AccessDenied', 'User is not authorized to perform: sts:AssumeRole'), bedrockReply());
       const err = await engineFailure(call(e, {}, ROLE));
       assert.deepEqual([err.kind, err.retryable], ['auth', false]);
       assert.match(err.message, /not authorized to perform: sts:AssumeRole/);

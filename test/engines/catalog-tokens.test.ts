@@ -20,7 +20,11 @@ describe('engines: catalog', () => {
 
   it('offers at least three real families per tier, meta only through bedrock', () => {
     for (const tier of ['experience', 'plus', 'pro'] as const) {
-      const families = new Set(enginesOf({ tier }).filter((s) => s.family !== 'sim').map((s) => s.family));
+      const families = new Set(
+        enginesOf({ tier })
+          .filter((s) => s.family !== 'sim')
+          .map((s) => s.family),
+      );
       assert.ok(families.size >= 3, `${tier}: ${[...families].join(', ')}`);
     }
     for (const s of CATALOG.filter((e) => e.maker === 'meta')) assert.equal(s.family, 'bedrock');
@@ -41,7 +45,10 @@ describe('domain: engine cost and tokens', () => {
     assert.equal(countTokens(''), 0);
     assert.equal(countTokens('hello world'), 2);
     assert.ok(countTokens('<|endoftext|>') > 1, 'special tokens in user text are plain text');
-    const messages = [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: 'hello world' }];
+    const messages = [
+      { role: 'system' as const, content: 'Be brief.' },
+      { role: 'user' as const, content: 'hello world' },
+    ];
     assert.equal(countMessagesTokens(messages), 3 + 4 + countTokens('Be brief.') + 4 + 2);
   });
 });

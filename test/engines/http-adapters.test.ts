@@ -40,7 +40,8 @@ const PROTOCOLS: readonly Protocol[] = [
     engineId: 'openai/gpt-4.1',
     key: OPENAI_TEST_KEY,
     start: (s) => startOpenAiLoopback(s),
-    ok: (o) => openAiReply({ text: o.text, finish: o.truncated ? 'length' : 'stop', promptTokens: o.tokensIn, completionTokens: o.tokensOut }),
+    ok: (o) =>
+      openAiReply({ text: o.text, finish: o.truncated ? 'length' : 'stop', promptTokens: o.tokensIn, completionTokens: o.tokensOut }),
     error: openAiError,
     request: {
       path: '/v1/chat/completions',
@@ -53,7 +54,8 @@ const PROTOCOLS: readonly Protocol[] = [
     engineId: 'anthropic/claude-sonnet-4',
     key: ANTHROPIC_TEST_KEY,
     start: (s) => startAnthropicLoopback(s),
-    ok: (o) => anthropicReply({ text: o.text, stop: o.truncated ? 'max_tokens' : 'end_turn', inputTokens: o.tokensIn, outputTokens: o.tokensOut }),
+    ok: (o) =>
+      anthropicReply({ text: o.text, stop: o.truncated ? 'max_tokens' : 'end_turn', inputTokens: o.tokensIn, outputTokens: o.tokensOut }),
     error: anthropicError,
     request: {
       path: '/v1/messages',
@@ -72,7 +74,8 @@ const PROTOCOLS: readonly Protocol[] = [
     engineId: 'google/gemini-2.5-flash',
     key: GOOGLE_TEST_KEY,
     start: (s) => startGoogleLoopback(s),
-    ok: (o) => googleReply({ text: o.text, finish: o.truncated ? 'MAX_TOKENS' : 'STOP', promptTokens: o.tokensIn, candidateTokens: o.tokensOut }),
+    ok: (o) =>
+      googleReply({ text: o.text, finish: o.truncated ? 'MAX_TOKENS' : 'STOP', promptTokens: o.tokensIn, candidateTokens: o.tokensOut }),
     error: (status, message, headers) => googleError(status, message, { headers }),
     // The key travels in its header, never in the query string.
     request: {
@@ -129,7 +132,10 @@ for (const p of PROTOCOLS) {
 
     it('reports length only from the provider truncation flag', async () => {
       const long = 'word '.repeat(400);
-      const { engines: e } = await engines([p.ok({ text: 'Par', truncated: true, tokensIn: 21, tokensOut: 100 }), p.ok({ text: long, tokensIn: 21, tokensOut: 400 })]);
+      const { engines: e } = await engines([
+        p.ok({ text: 'Par', truncated: true, tokensIn: 21, tokensOut: 100 }),
+        p.ok({ text: long, tokensIn: 21, tokensOut: 400 }),
+      ]);
       const cut = await call(e);
       assert.equal(cut.finish, 'length');
       assert.equal(cut.text, 'Par');

@@ -40,7 +40,11 @@ describe('engines: no credential in any log line or error', () => {
       },
       logger,
     });
-    for (const [engineId, key, server] of [['openai/gpt-4.1', OPENAI_TEST_KEY, openai], ['anthropic/claude-sonnet-4', ANTHROPIC_TEST_KEY, anthropic], ['google/gemini-2.5-flash', GOOGLE_TEST_KEY, google]] as const) {
+    for (const [engineId, key, server] of [
+      ['openai/gpt-4.1', OPENAI_TEST_KEY, openai],
+      ['anthropic/claude-sonnet-4', ANTHROPIC_TEST_KEY, anthropic],
+      ['google/gemini-2.5-flash', GOOGLE_TEST_KEY, google],
+    ] as const) {
       const err = await engineFailure(e.call({ engineId, messages: MESSAGES, maxOutputTokens: 10 }));
       assert.equal(err.kind, 'auth');
       assert.equal(server.rejected.length, 1, 'the provider saw and refused the key');
@@ -54,7 +58,9 @@ describe('engines: no credential in any log line or error', () => {
   it("an organisation's own key, however it looks, is scrubbed from errors and logs", async () => {
     const ownKey = 'orgplainkey93kf82jd7s6a5q4w';
     const server = await startOpenAiLoopback({}, { apiKey: 'sk-expected-something-else-000' });
-    const echo500 = await startOpenAiLoopback((req) => ({ status: 500, text: `upstream failed for ${req.headers.authorization ?? ''}` }), { apiKey: ownKey });
+    const echo500 = await startOpenAiLoopback((req) => ({ status: 500, text: `upstream failed for ${req.headers.authorization ?? ''}` }), {
+      apiKey: ownKey,
+    });
     servers.push(server, echo500);
     const { logger, lines } = captureLogger();
     const e = createEngines({ env: {}, logger });

@@ -75,7 +75,10 @@ describe('engines: provider-specific mappings', () => {
     assert.deepEqual([r.tokensOut, r.reasoningTokens, r.finish], [43, 40, 'length']);
     const limited = await engineFailure(e.call({ engineId: 'google/gemini-2.5-flash', messages: MESSAGES, maxOutputTokens: 43 }));
     assert.deepEqual([limited.kind, limited.retryAfterMs], ['rate_limited', 37_000]);
-    const wrongKey = createEngines({ env: { QUORUM_GOOGLE_API_KEY: 'AIzaWrongWrongWrongWrongWrong00000', QUORUM_GOOGLE_BASE_URL: s.baseUrl }, logger: quiet() });
+    const wrongKey = createEngines({
+      env: { QUORUM_GOOGLE_API_KEY: 'AIzaWrongWrongWrongWrongWrong00000', QUORUM_GOOGLE_BASE_URL: s.baseUrl },
+      logger: quiet(),
+    });
     const auth = await engineFailure(wrongKey.call({ engineId: 'google/gemini-2.5-flash', messages: MESSAGES, maxOutputTokens: 43 }));
     assert.deepEqual([auth.kind, auth.retryable, auth.status], ['auth', false, 400]);
   });
@@ -83,7 +86,10 @@ describe('engines: provider-specific mappings', () => {
   it('anthropic: 529 overloaded is retryable; a wrong key is refused by the server as 401', async () => {
     const s = await startAnthropicLoopback(anthropicError(529, 'Overloaded'));
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl }, logger: quiet() });
+    const e = createEngines({
+      env: { QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl },
+      logger: quiet(),
+    });
     const over = await engineFailure(e.call({ engineId: 'anthropic/claude-3-5-haiku', messages: MESSAGES, maxOutputTokens: 20 }));
     assert.deepEqual([over.kind, over.retryable, over.status], ['server', true, 529]);
     const own = { kind: 'api_key' as const, apiKey: 'sk-ant-not-the-right-key-000000', baseUrl: s.baseUrl, source: 'own_key' as const };

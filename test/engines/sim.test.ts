@@ -28,7 +28,11 @@ describe('engines: sim family', () => {
   });
 
   it('is deterministic: the same engine and prompt give the same answer; another engine or prompt differs', async () => {
-    const req = { engineId: 'sim/alpha-plus', messages: [{ role: 'user' as const, content: 'Why do leaves change colour in autumn?' }], maxOutputTokens: 1000 };
+    const req = {
+      engineId: 'sim/alpha-plus',
+      messages: [{ role: 'user' as const, content: 'Why do leaves change colour in autumn?' }],
+      maxOutputTokens: 1000,
+    };
     const a = await engines.call(req);
     const b = await createEngines({ env: {} }).call(req);
     assert.equal(a.text, b.text);
@@ -43,7 +47,18 @@ describe('engines: sim family', () => {
     const ask = [{ role: 'user' as const, content: 'What is 6 x 7? Answer with the number only.' }];
     const reply = (n: string): string => `Working it out.\n\nFinal answer: ${n}`;
     const synth = async (answers: string[], preferred: string): Promise<string> =>
-      (await engines.call({ engineId: 'sim/beta-plus', messages: synthesisPrompt(ask, answers.map((text, i) => ({ label: 'ABC'[i], text })), preferred, 'why'), maxOutputTokens: 500 })).text;
+      (
+        await engines.call({
+          engineId: 'sim/beta-plus',
+          messages: synthesisPrompt(
+            ask,
+            answers.map((text, i) => ({ label: 'ABC'[i], text })),
+            preferred,
+            'why',
+          ),
+          maxOutputTokens: 500,
+        })
+      ).text;
     assert.match(await synth([reply('42'), reply('41'), reply('42')], 'B'), /Final answer: 42$/);
     assert.match(await synth([reply('40'), reply('41')], 'B'), /Final answer: 41$/);
     // Free-form answers have no final answer to count: the usual simulated prose.
@@ -57,7 +72,11 @@ describe('engines: sim family', () => {
       const wrong = `Final answer: ${q + 1}`;
       const modeAt = q % 2;
       const shown = modeAt === 0 ? [right, wrong] : [wrong, right];
-      const r = await engines.call({ engineId: 'sim/gamma-plus', messages: runJudgePrompt('pairwise', `Question ${q}`, String(q), shown), maxOutputTokens: 200 });
+      const r = await engines.call({
+        engineId: 'sim/gamma-plus',
+        messages: runJudgePrompt('pairwise', `Question ${q}`, String(q), shown),
+        maxOutputTokens: 200,
+      });
       const verdict = readRunVerdict(r.text, 2, modeAt);
       assert.ok(verdict, r.text);
       if (verdict === 'win') wins++;
@@ -78,7 +97,9 @@ describe('engines: sim family', () => {
   });
 
   it('truncates to maxOutputTokens and flags length', async () => {
-    const messages = [{ role: 'user' as const, content: 'Explain photosynthesis in detail, covering light reactions and the Calvin cycle.' }];
+    const messages = [
+      { role: 'user' as const, content: 'Explain photosynthesis in detail, covering light reactions and the Calvin cycle.' },
+    ];
     const whole = await engines.call({ engineId: 'sim/alpha-pro', messages, maxOutputTokens: 1000 });
     assert.ok(whole.tokensOut > 10);
     const cut = await engines.call({ engineId: 'sim/alpha-pro', messages, maxOutputTokens: 8 });
@@ -90,7 +111,11 @@ describe('engines: sim family', () => {
 
   it('answers known-answer questions correctly at the configured rate (2,000 prompts, ±4 standard errors)', async () => {
     const n = 2000;
-    for (const [engineId, difficulty] of [['sim/beta-plus', 'medium'], ['sim/alpha-pro', 'hard'], ['sim/gamma-experience', 'light']] as const) {
+    for (const [engineId, difficulty] of [
+      ['sim/beta-plus', 'medium'],
+      ['sim/alpha-pro', 'hard'],
+      ['sim/gamma-experience', 'light'],
+    ] as const) {
       const skill = engines.spec(engineId).skill?.[difficulty as Difficulty] ?? NaN;
       let correct = 0;
       for (let i = 0; i < n; i += 1) {
@@ -111,7 +136,12 @@ describe('engines: sim family', () => {
     for (const answer of ['2024-02-29', '3.75', 'racecar level', 'banana']) {
       let sawWrong = false;
       for (let i = 0; i < 40 && !sawWrong; i += 1) {
-        const r = await engines.call({ engineId: 'sim/gamma-experience', messages: question(i), maxOutputTokens: 200, knownAnswer: { answer, difficulty: 'hard' } });
+        const r = await engines.call({
+          engineId: 'sim/gamma-experience',
+          messages: question(i),
+          maxOutputTokens: 200,
+          knownAnswer: { answer, difficulty: 'hard' },
+        });
         const given = /Final answer: (.+)$/.exec(r.text)?.[1] ?? '';
         if (given !== answer) {
           sawWrong = true;
@@ -142,7 +172,11 @@ describe('engines: sim family', () => {
       for (let i = 0; i < k; i += 1) for (let j = 0; j < k; j += 1) draws.push(simLatencyMs(model, (i + 0.5) / k, (j + 0.5) / k));
       draws.sort((a, b) => a - b);
       const q = (p: number): number => draws[Math.floor(p * draws.length)] ?? NaN;
-      for (const [p, target] of [[0.5, 28_500], [0.9, 88_200], [0.99, 229_300]] as const) {
+      for (const [p, target] of [
+        [0.5, 28_500],
+        [0.9, 88_200],
+        [0.99, 229_300],
+      ] as const) {
         assert.ok(Math.abs(q(p) / target - 1) < 0.05, `p${p * 100}: ${q(p).toFixed(0)} ms vs ${target} ms`);
       }
       assert.equal(simLatencyMs(parseSimLatency('spec:1000'), 0.3, 0.7), simLatencyMs(model, 0.3, 0.7) / 1000);
@@ -165,7 +199,11 @@ describe('engines: sim family', () => {
 
     it('QUORUM_SIM_LATENCY configures the family from the environment', async () => {
       const started = Date.now();
-      await createEngines({ env: { QUORUM_SIM_LATENCY: 'fixed:80' } }).call({ engineId: 'sim/beta-pro', messages: question(2), maxOutputTokens: 50 });
+      await createEngines({ env: { QUORUM_SIM_LATENCY: 'fixed:80' } }).call({
+        engineId: 'sim/beta-pro',
+        messages: question(2),
+        maxOutputTokens: 50,
+      });
       assert.ok(Date.now() - started >= 70);
     });
   });

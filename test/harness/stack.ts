@@ -35,7 +35,10 @@ let pg: EmbeddedPg | undefined;
 let tmp: string | undefined;
 
 export function stack(): TestStack {
-  if (!current) throw new Error('test stack not started: call stack() inside a test or hook of a mocha run (importing test/harness/stack.ts registers the hooks that start it)');
+  if (!current)
+    throw new Error(
+      'test stack not started: call stack() inside a test or hook of a mocha run (importing test/harness/stack.ts registers the hooks that start it)',
+    );
   return current;
 }
 
@@ -77,7 +80,8 @@ if (typeof before === 'function' && typeof after === 'function') {
   before('start the test stack (Temporal, Postgres)', async function (this: Mocha.Context) {
     // Registered on a nested suite (this module first imported inside a describe), the stack would stop after
     // that suite while later files still need it: refuse rather than fail confusingly later.
-    if (this.test?.parent?.root !== true) throw new Error('test/harness/stack.ts must be imported at the top level of a test file, not inside a describe');
+    if (this.test?.parent?.root !== true)
+      throw new Error('test/harness/stack.ts must be imported at the top level of a test file, not inside a describe');
     this.timeout(FIRST_START_TIMEOUT_MS);
     await startStack();
   });

@@ -25,7 +25,8 @@ const svc = (name: string): z.infer<typeof Service> => {
   assert.ok(s, `service ${name} missing`);
   return s;
 };
-const env = (name: string): Record<string, string> => Object.fromEntries(Object.entries(svc(name).environment ?? {}).map(([k, v]) => [k, String(v)]));
+const env = (name: string): Record<string, string> =>
+  Object.fromEntries(Object.entries(svc(name).environment ?? {}).map(([k, v]) => [k, String(v)]));
 const deps = (name: string): string[] => {
   const d = svc(name).depends_on ?? [];
   return Array.isArray(d) ? d : Object.keys(d);
@@ -34,7 +35,8 @@ const commandText = (name: string): string => [svc(name).command ?? []].flat().j
 
 describe('docker-compose.yml: the production topology', () => {
   it('has every service the stack needs', () => {
-    for (const name of ['postgres', 'temporal', 'temporal-postgres', 'temporal-setup', 'temporal-ui', 'migrate', 'api', 'worker']) svc(name);
+    for (const name of ['postgres', 'temporal', 'temporal-postgres', 'temporal-setup', 'temporal-ui', 'migrate', 'api', 'worker'])
+      svc(name);
   });
 
   it('runs Temporal on Postgres persistence and points the UI at it', () => {
@@ -47,7 +49,9 @@ describe('docker-compose.yml: the production topology', () => {
   it('gives Temporal the same dynamic config as the dev server and the test harness', () => {
     const mount = svc('temporal').volumes?.find((v) => v.endsWith(`/etc/temporal/${env('temporal').DYNAMIC_CONFIG_FILE_PATH}:ro`));
     assert.ok(mount, 'the dynamic config file is mounted where DYNAMIC_CONFIG_FILE_PATH points');
-    const file = z.record(z.string(), z.array(z.object({ value: z.number() })).length(1)).parse(parse(fs.readFileSync(path.join(root, mount.split(':')[0]), 'utf8')));
+    const file = z
+      .record(z.string(), z.array(z.object({ value: z.number() })).length(1))
+      .parse(parse(fs.readFileSync(path.join(root, mount.split(':')[0]), 'utf8')));
     assert.deepEqual(Object.fromEntries(Object.entries(file).map(([key, [entry]]) => [key, entry?.value])), TEMPORAL_DYNAMIC_CONFIG);
   });
 
@@ -75,7 +79,19 @@ describe('docker-compose.yml: the production topology', () => {
     assert.equal(commandText('migrate'), 'node dist/db/migrate.js');
     const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
     assert.match(dockerfile, /npm run build/);
-    for (const name of ['api', 'worker', 'migrate']) assert.ok(fs.existsSync(path.join(root, commandText(name).split(' ')[1].replace(/^dist\//, '').replace(/\.js$/, '.ts'))), `${name}: its entry point's source exists`);
+    for (const name of ['api', 'worker', 'migrate'])
+      assert.ok(
+        fs.existsSync(
+          path.join(
+            root,
+            commandText(name)
+              .split(' ')[1]
+              .replace(/^dist\//, '')
+              .replace(/\.js$/, '.ts'),
+          ),
+        ),
+        `${name}: its entry point's source exists`,
+      );
     assert.ok(svc('api').ports?.some((p) => p.endsWith(':8080')));
   });
 });

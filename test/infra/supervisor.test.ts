@@ -19,7 +19,11 @@ interface Started {
 
 /** `npm start`'s own entry point (the compiled supervisor), with its state in a scratch folder and every port free. */
 async function startSupervisor(env: NodeJS.ProcessEnv): Promise<Started> {
-  const child = spawn(process.execPath, [path.join(root, 'dist/infra/supervisor.js')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(root, 'dist/infra/supervisor.js')], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -85,7 +89,9 @@ describe('npm start: the supervisor', function () {
   this.timeout(300_000);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-start-'));
   // `npm start` runs `npm run build` first; so does this suite, then runs what it built.
-  before(() => execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' }));
+  before(() =>
+    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' }),
+  );
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   it('brings the stack up healthy with the Temporal UI, and Ctrl-C leaves nothing running; a second start reuses the data', async () => {

@@ -13,8 +13,13 @@ async function layerErrors(filePath: string, code: string): Promise<string[]> {
   const [result] = await eslint.lintText(code, { filePath });
   assert.ok(result, 'ESLint returned no result');
   // An unknown file or a parse error would pass every check below for the wrong reason.
-  assert.ok(result.messages.every((m) => !m.fatal), `${filePath} did not parse: ${JSON.stringify(result.messages)}`);
-  return result.messages.filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports' || m.ruleId === 'no-restricted-syntax').map((m) => m.message);
+  assert.ok(
+    result.messages.every((m) => !m.fatal),
+    `${filePath} did not parse: ${JSON.stringify(result.messages)}`,
+  );
+  return result.messages
+    .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports' || m.ruleId === 'no-restricted-syntax')
+    .map((m) => m.message);
 }
 
 async function refused(filePath: string, code: string, why: RegExp): Promise<void> {
@@ -33,7 +38,11 @@ describe('lint: layers are enforced', function () {
 
   describe('domain/ is pure', () => {
     it('refuses other project folders', async () => {
-      await refused('domain/bad.ts', "import { createDb } from '../db/knex';\nexport const x = createDb;\n", /domain\/ is pure: it imports nothing from other project folders/);
+      await refused(
+        'domain/bad.ts',
+        "import { createDb } from '../db/knex';\nexport const x = createDb;\n",
+        /domain\/ is pure: it imports nothing from other project folders/,
+      );
       await refused('domain/bad.ts', "import { redact } from '../infra/redact';\nexport const x = redact;\n", /domain\/ is pure/);
       await refused('domain/nested/bad.ts', "import type { Db } from '../../db/knex';\nexport type X = Db;\n", /domain\/ is pure/);
       await refused('domain/bad.ts', "export * from '../api/app';\n", /domain\/ is pure/);
@@ -49,7 +58,11 @@ describe('lint: layers are enforced', function () {
     it('refuses database, Temporal and HTTP packages', async () => {
       await refused('domain/bad.ts', "import knex from 'knex';\nexport const x = knex;\n", /domain\/ is pure: of npm packages/);
       await refused('domain/bad.ts', "import { Pool } from 'pg';\nexport const x = Pool;\n", /domain\/ is pure: of npm packages/);
-      await refused('domain/bad.ts', "import { sleep } from '@temporalio/workflow';\nexport const x = sleep;\n", /domain\/ is pure: of npm packages/);
+      await refused(
+        'domain/bad.ts',
+        "import { sleep } from '@temporalio/workflow';\nexport const x = sleep;\n",
+        /domain\/ is pure: of npm packages/,
+      );
     });
 
     it('accepts its own modules, node:crypto and the pure libraries', async () => {
@@ -63,25 +76,59 @@ describe('lint: layers are enforced', function () {
 
   describe('workflows/ are deterministic', () => {
     it('refuses a value import of an activity module', async () => {
-      await refused('workflows/bad.ts', "import { createDeliberationActivities } from '../activities/deliberation';\nexport const x = createDeliberationActivities;\n", /import activities only as types/);
+      await refused(
+        'workflows/bad.ts',
+        "import { createDeliberationActivities } from '../activities/deliberation';\nexport const x = createDeliberationActivities;\n",
+        /import activities only as types/,
+      );
       await refused('workflows/bad.ts', "import '../activities/deliberation';\n", /import activities only as types/);
     });
 
     it('accepts activity modules imported as types', async () => {
-      await accepted('workflows/good.ts', "import type { DeliberationActivities } from '../activities/deliberation';\nexport type X = DeliberationActivities;\n");
-      await accepted('workflows/good.ts', "import { type AccountActivities } from '../activities/accounts';\nexport type X = AccountActivities;\n");
+      await accepted(
+        'workflows/good.ts',
+        "import type { DeliberationActivities } from '../activities/deliberation';\nexport type X = DeliberationActivities;\n",
+      );
+      await accepted(
+        'workflows/good.ts',
+        "import { type AccountActivities } from '../activities/accounts';\nexport type X = AccountActivities;\n",
+      );
     });
 
     it('refuses the Temporal client, worker and activity packages', async () => {
-      await refused('workflows/bad.ts', "import { Client } from '@temporalio/client';\nexport const x = Client;\n", /workflows\/ run in the Temporal sandbox/);
-      await refused('workflows/bad.ts', "import { Context } from '@temporalio/activity';\nexport const x = Context;\n", /workflows\/ run in the Temporal sandbox/);
+      await refused(
+        'workflows/bad.ts',
+        "import { Client } from '@temporalio/client';\nexport const x = Client;\n",
+        /workflows\/ run in the Temporal sandbox/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import { Context } from '@temporalio/activity';\nexport const x = Context;\n",
+        /workflows\/ run in the Temporal sandbox/,
+      );
     });
 
     it('refuses Node modules, I/O folders and other packages', async () => {
-      await refused('workflows/bad.ts', "import { randomUUID } from 'node:crypto';\nexport const x = randomUUID;\n", /workflows\/ are deterministic and run in the Temporal sandbox: no Node module/);
-      await refused('workflows/bad.ts', "import { createDb } from '../db/knex';\nexport const x = createDb;\n", /workflows\/ are deterministic: they import only domain/);
-      await refused('workflows/bad.ts', "import { startTrialTimer } from '../starters/trial-credit';\nexport const x = startTrialTimer;\n", /workflows\/ are deterministic/);
-      await refused('workflows/bad.ts', "import knex from 'knex';\nexport const x = knex;\n", /workflows\/ are deterministic: of npm packages/);
+      await refused(
+        'workflows/bad.ts',
+        "import { randomUUID } from 'node:crypto';\nexport const x = randomUUID;\n",
+        /workflows\/ are deterministic and run in the Temporal sandbox: no Node module/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import { createDb } from '../db/knex';\nexport const x = createDb;\n",
+        /workflows\/ are deterministic: they import only domain/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import { startTrialTimer } from '../starters/trial-credit';\nexport const x = startTrialTimer;\n",
+        /workflows\/ are deterministic/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import knex from 'knex';\nexport const x = knex;\n",
+        /workflows\/ are deterministic: of npm packages/,
+      );
     });
 
     it('accepts domain/, its own modules and the workflow SDK', async () => {
@@ -95,18 +142,32 @@ describe('lint: layers are enforced', function () {
   describe('inner layers never import the edges (api/, cli/)', () => {
     for (const folder of ['db', 'worker', 'engines', 'activities', 'starters', 'infra']) {
       it(`${folder}/ refuses api/ and cli/`, async () => {
-        await refused(`${folder}/bad.ts`, "import { createApp } from '../api/app';\nexport const x = createApp;\n", /api\/ and cli\/ are edges/);
+        await refused(
+          `${folder}/bad.ts`,
+          "import { createApp } from '../api/app';\nexport const x = createApp;\n",
+          /api\/ and cli\/ are edges/,
+        );
         await refused(`${folder}/bad.ts`, "import { main } from '../cli/main';\nexport const x = main;\n", /api\/ and cli\/ are edges/);
       });
     }
 
     it('db/repositories/ refuses them at any depth, and accepts the layers below', async () => {
-      await refused('db/repositories/bad.ts', "import type { Api } from '../../api/app';\nexport type X = Api;\n", /api\/ and cli\/ are edges/);
-      await accepted('db/good.ts', "import { usdToMicros } from '../domain/money';\nimport { loadConfig } from '../infra/config';\nexport const x = [usdToMicros, loadConfig];\n");
+      await refused(
+        'db/repositories/bad.ts',
+        "import type { Api } from '../../api/app';\nexport type X = Api;\n",
+        /api\/ and cli\/ are edges/,
+      );
+      await accepted(
+        'db/good.ts',
+        "import { usdToMicros } from '../domain/money';\nimport { loadConfig } from '../infra/config';\nexport const x = [usdToMicros, loadConfig];\n",
+      );
     });
 
     it('the edges themselves may import anything below them', async () => {
-      await accepted('cli/good.ts', "import { createApp } from '../api/app';\nimport { createDb } from '../db/knex';\nexport const x = [createApp, createDb];\n");
+      await accepted(
+        'cli/good.ts',
+        "import { createApp } from '../api/app';\nimport { createDb } from '../db/knex';\nexport const x = [createApp, createDb];\n",
+      );
     });
   });
 });
