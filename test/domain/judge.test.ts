@@ -3,29 +3,20 @@ import { CONVERGED_BELOW, heuristicJudgment } from '../../domain/judge';
 import { parseJudgment } from '../../domain/judge-reply';
 
 const LABELS = ['A', 'B', 'C'];
-const reply = (over: Record<string, unknown> = {}): string =>
-  JSON.stringify({
-    scores: { A: 8, B: 6, C: 3 },
-    best: 'A',
-    why: 'most complete',
-    divergence: 0.4,
-    converged: false,
-    contested: { label: 'C', quote: 'x', why: 'wrong' },
-    factual_conflict: true,
-    ...over,
-  });
+/** A verdict as the judge prompt asks for it; the reply adds its snake_case flag. */
+const VERDICT = {
+  scores: { A: 8, B: 6, C: 3 },
+  best: 'A',
+  why: 'most complete',
+  divergence: 0.4,
+  converged: false,
+  contested: { label: 'C', quote: 'x', why: 'wrong' },
+};
+const reply = (over: Record<string, unknown> = {}): string => JSON.stringify({ ...VERDICT, factual_conflict: true, ...over });
 
 describe('judge: reading a verdict and the heuristic fallback', () => {
   it('reads a verdict, also when wrapped in prose or a code fence', () => {
-    const expected = {
-      scores: { A: 8, B: 6, C: 3 },
-      best: 'A',
-      why: 'most complete',
-      divergence: 0.4,
-      converged: false,
-      contested: { label: 'C', quote: 'x', why: 'wrong' },
-      factualConflict: true,
-    };
+    const expected = { ...VERDICT, factualConflict: true };
     assert.deepEqual(parseJudgment(reply(), LABELS), expected);
     assert.deepEqual(parseJudgment(`Here is my verdict:\n\`\`\`json\n${reply()}\n\`\`\``, LABELS), expected);
   });
