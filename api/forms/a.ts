@@ -1,15 +1,7 @@
 import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../schemas/a';
-import {
-  completionShape,
-  estimateShape,
-  receiptEnvelope,
-  receiptShape,
-  replayFields,
-  usd,
-  type FormSerialiser,
-  type JsonObject,
-} from './shared';
+import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, usd } from './shared';
+import type { FormSerialiser, JsonObject } from './shared';
 
 /** Form A: modes by key, depth surcharges, provider families; `finish_reason: cost_cap` when the ceiling stopped the run. */
 const OWNER = 'quorum';

@@ -1,17 +1,8 @@
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../schemas/b';
-import {
-  completionShape,
-  estimateShape,
-  ratesJson,
-  receiptEnvelope,
-  receiptShape,
-  replayFields,
-  usd,
-  type FormSerialiser,
-  type JsonObject,
-} from './shared';
+import { completionShape, estimateShape, ratesJson, receiptEnvelope, receiptShape, replayFields, usd } from './shared';
+import type { FormSerialiser, JsonObject } from './shared';
 
 /** Form B: modes by ticker, per-Mtok mode fee, engines at actual cost plus the platform fee, cap credit over the ceiling. */
 
