@@ -43,6 +43,17 @@ function accessLog(log: Logger): Koa.Middleware {
   };
 }
 
+/**
+ * The API is server-to-server only (spec 01): a browser `Origin` on `/v1` or `/mcp` is refused whatever the method or
+ * path, preflights and unknown paths included, before anything else is looked at.
+ */
+const refuseBrowsers: Koa.Middleware = async (ctx, next) => {
+  if (ctx.headers.origin !== undefined && /^\/(v1|mcp)(\/|$)/.test(ctx.path)) {
+    throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
+  }
+  await next();
+};
+
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa();
   app.proxy = true;
@@ -76,10 +87,13 @@ export function createApp(deps: AppDeps): Koa {
 
   app.use(accessLog(deps.log));
   app.use(errorMiddleware(deps.log));
+  app.use(refuseBrowsers);
   app.use(router.routes());
   app.use((ctx) => {
-    // No route took the request: a known path with another method is 405, anything else 404.
-    if (router.match(ctx.path, ctx.method).path.length > 0) {
+    // No route took the request: a known path with another method is 405 with the methods it has (RFC 9110), anything else 404.
+    const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];
+    if (allowed.length > 0) {
+      ctx.set('Allow', allowed.join(', '));
       throw new QuorumError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`);
     }
     throw new QuorumError('not_found', `No endpoint at ${ctx.method} ${ctx.path}.`);

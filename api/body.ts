@@ -6,6 +6,11 @@ export const MAX_BODY_BYTES = 256 * 1024;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Spec 01 names this condition `request_too_large` (413). */
+function tooLarge(message: string): QuorumError {
+  return new QuorumError('request_too_large', message);
+}
+
 function invalid(message: string): QuorumError {
   return new QuorumError('invalid_request', message);
 }
@@ -13,14 +18,14 @@ function invalid(message: string): QuorumError {
 /** Collects the raw body, refusing (400) as soon as it passes the cap instead of buffering it all. */
 async function readRaw(ctx: Context, maxBytes: number): Promise<Buffer> {
   const declared = Number(ctx.get('content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes) throw invalid(`The request body is ${declared} bytes; the limit is ${maxBytes}.`);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(`The request body is ${declared} bytes; the limit is ${maxBytes}.`);
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of ctx.req) {
       const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
       size += buf.length;
-      if (size > maxBytes) throw invalid(`The request body is larger than the limit of ${maxBytes} bytes.`);
+      if (size > maxBytes) throw tooLarge(`The request body is larger than the limit of ${maxBytes} bytes.`);
       chunks.push(buf);
     }
   } catch (err) {

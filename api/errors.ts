@@ -46,7 +46,9 @@ export function errorMiddleware(log: Logger) {
       if (!(thrown instanceof QuorumError)) log.error('request failed', { path: ctx.path, code: err.code, err: thrown });
       ctx.status = ERROR_TABLE[err.code].status;
       if (err.retryAfter !== undefined) ctx.set('Retry-After', String(Math.max(1, Math.ceil(err.retryAfter))));
-      const requestId = err.requestId ?? (typeof ctx.state.requestId === 'string' ? ctx.state.requestId : undefined);
+      // Every /v1 error says which request it belongs to, `null` where none exists (spec 01, Error body).
+      const requestId =
+        err.requestId ?? (typeof ctx.state.requestId === 'string' ? ctx.state.requestId : ctx.path.startsWith('/v1') ? null : undefined);
       ctx.body = errorBody(err, requestId);
     }
   };

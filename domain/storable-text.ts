@@ -10,6 +10,12 @@ export function storableText(text: string): string {
   return text.replace(UNSTORABLE, '\ufffd');
 }
 
+/** Whether Postgres can store the text as it is. */
+export function isStorableText(text: string): boolean {
+  // search(), unlike test(), ignores the global pattern's lastIndex.
+  return text.search(UNSTORABLE) === -1;
+}
+
 /** A JSON value with every string in it made storable (keys included). */
 export function storableJson<T>(value: T): T {
   return JSON.parse(JSON.stringify(value), (_key, v: unknown) => (typeof v === 'string' ? storableText(v) : v)) as T;

@@ -22,8 +22,10 @@ function completion(o: Outcome, replayed: boolean): JsonObject {
     // One seat alone has nothing to disagree with.
     converged: o.converged ?? true,
     capped: o.status === 'capped',
-    surcharge_usd: usd(o.money.modeFeeMicros),
-    billed_usd: usd(o.money.billedMicros),
+    // What this request billed: a replay bills nothing (the receipt keeps the original charge), so a client summing
+    // `billed_usd` over its calls counts each charge once.
+    surcharge_usd: replayed ? 0 : usd(o.money.modeFeeMicros),
+    billed_usd: replayed ? 0 : usd(o.money.billedMicros),
     latency_ms: o.latencyMs,
     engines: families(o.engines),
     persisted: true,

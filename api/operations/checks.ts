@@ -6,6 +6,7 @@ import { keyAllowsMode } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { ModeRecord } from '../../domain/modes';
 import type { ChatMessage } from '../../domain/messages';
+import { isStorableText } from '../../domain/storable-text';
 import { countMessagesTokens } from '../../domain/tokens';
 import type { Form } from '../../domain/form';
 
@@ -18,8 +19,16 @@ export const CONCURRENCY_RETRY_AFTER_S = 5;
 
 /** The mode `model` names, if this caller may call it. */
 export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: string): Promise<ModeRecord> {
+  const notFound = new QuorumError(
+    'model_not_found',
+    `No mode \`${JSON.stringify(model).slice(1, -1)}\` is available to this organisation.`,
+    {
+      param: 'model',
+    },
+  );
+  // Text no mode can be named (a NUL, an unpaired surrogate) is not found without asking the database, which refuses it.
+  if (!isStorableText(model)) throw notFound;
   const mode = await findMode(db, { orgId: auth.orgId, form, model });
-  const notFound = new QuorumError('model_not_found', `No mode \`${model}\` is available to this organisation.`, { param: 'model' });
   if (!mode) throw notFound;
   const lab = form === 'B' && model.endsWith(':LAB');
   if (!mode.published && !lab) {

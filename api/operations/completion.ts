@@ -2,7 +2,6 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import { findRequestByKey } from '../../db/repositories/requests';
 import { canonicalHash } from '../../domain/canonical-json';
 import { callCeilingMicros } from '../../domain/fees';
-import type { ChatMessage } from '../../domain/messages';
 import type { Outcome } from '../../domain/outcome';
 import { keyCeilingMicros } from '../access';
 import type { CompletionInput } from '../schemas/common';
@@ -18,9 +17,13 @@ function requestedCeilingMicros(usd: number | undefined): number | undefined {
   return usd === undefined ? undefined : Math.max(1, Math.floor(Math.min(usd, MAX_REQUESTED_USD) * 1_000_000));
 }
 
-/** Spec: without the header, an identical repeat (same org, key, model and messages) is deduplicated. */
-export function derivedIdempotencyKey(orgId: string, apiKeyId: string, model: string, messages: readonly ChatMessage[]): string {
-  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages })}`;
+/**
+ * Spec: without the header, an identical repeat is deduplicated. Identical means the same organisation, key, model,
+ * messages, tier and per-call overrides: the same messages asked again at another tier are another call.
+ */
+export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: CompletionInput): string {
+  const { model, messages, tier = 'plus', svc = null } = body;
+  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages, tier, svc })}`;
 }
 
 /**
@@ -38,7 +41,7 @@ export async function createCompletion(
   const promptTokens = checkInputTokens(auth, body.messages);
   const tier = body.tier ?? 'plus';
   const requested = requestedCeilingMicros(body.svc?.max_cost_usd);
-  const idempotencyKey = input.idempotencyKey ?? derivedIdempotencyKey(auth.orgId, auth.keyId, body.model, body.messages);
+  const idempotencyKey = input.idempotencyKey ?? derivedIdempotencyKey(auth.orgId, auth.keyId, body);
   const run = () =>
     runDeliberation(
       { db, client },

@@ -3,6 +3,7 @@ import { isEstimate } from '../../db/repositories/limits';
 import { getReceipt } from '../../db/repositories/requests';
 import { QuorumError } from '../../domain/errors';
 import type { Outcome } from '../../domain/outcome';
+import { isStorableText } from '../../domain/storable-text';
 import type { OperationDeps } from './deps';
 
 const ESTIMATE_REASON = 'The request was an estimate; estimates run no deliberation.';
@@ -28,12 +29,21 @@ export async function readReceipt(
   auth: AuthContext,
   input: { requestId: string; includeTranscript?: unknown },
 ): Promise<ReceiptView> {
-  const requestId = input.requestId.trim();
-  if (!requestId) throw missingRequestId();
+  const { requestId } = input;
+  if (!requestId.trim()) throw missingRequestId();
   const includeTranscript = parseIncludeTranscript(input.includeTranscript);
+  const notFound = new QuorumError(
+    'receipt_not_found',
+    `No receipt \`${JSON.stringify(requestId).slice(1, -1)}\` under this organisation.`,
+    {
+      param: 'request_id',
+    },
+  );
+  // Looked up exactly as sent (`req_… ` is not `req_…`); text no id can hold (a NUL) is not found without asking.
+  if (!isStorableText(requestId)) throw notFound;
   const found = await getReceipt(deps.db, auth.orgId, requestId);
   if (found?.available) return { available: true, outcome: found.outcome, includeTranscript };
   if (found) return { available: false, requestId, reason: found.reason, status: found.status };
   if (await isEstimate(deps.db, auth.orgId, requestId)) return { available: false, requestId, reason: ESTIMATE_REASON, status: 'estimate' };
-  throw new QuorumError('receipt_not_found', `No receipt \`${requestId}\` under this organisation.`, { param: 'request_id' });
+  throw notFound;
 }

@@ -64,6 +64,15 @@ function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError
   });
 }
 
+/** 409 naming the running call's request id, so the caller can read its receipt once it ends. */
+async function inProgress(db: Knex, input: RunDeliberationInput): Promise<QuorumError> {
+  const running = await findRequestByKey(db, input.orgId, input.idempotencyKey);
+  return new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
+    retryAfter: 5,
+    requestId: running?.id,
+  });
+}
+
 /**
  * DESIGN §4: the idempotency key is the workflow's identity. running → 409; succeeded → the stored answer;
  * failed, or capped on Form B → a new run under the same workflow id. The caller's disconnect does not cancel
@@ -89,8 +98,8 @@ export async function runDeliberation(
   if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
   // DESIGN §8: after idempotency (a call still in progress is 409 whatever the balance), 402 before anything
   // runs, so a refused call leaves no request row and starts no workflow.
-  const inProgress = existing?.state === 'running' && !takeOver.includes('running');
-  if (input.keyMode === 'live' && !inProgress) await assertCovers(db, input.orgId, BigInt(input.ceilingMicros));
+  const stillRunning = existing?.state === 'running' && !takeOver.includes('running');
+  if (input.keyMode === 'live' && !stillRunning) await assertCovers(db, input.orgId, BigInt(input.ceilingMicros));
 
   const requestId = `req_${randomBytes(12).toString('hex')}`;
   const claimed = await claimRequest(
@@ -107,10 +116,7 @@ export async function runDeliberation(
     },
     { takeOver },
   );
-  if (!claimed)
-    throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
-      retryAfter: 5,
-    });
+  if (!claimed) throw await inProgress(db, input);
 
   let handle;
   try {
@@ -137,11 +143,7 @@ export async function runDeliberation(
       { idempotencyKey: input.idempotencyKey, model: input.model },
     );
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
-        retryAfter: 5,
-      });
-    }
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw await inProgress(db, input);
     await markRequestFailed(db, requestId, 'service_unavailable');
     throw new QuorumError('service_unavailable', 'The deliberation could not be started; retry with the same Idempotency-Key.', {
       requestId,

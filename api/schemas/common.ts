@@ -1,20 +1,47 @@
 import { z } from 'zod';
 import { QuorumError, type ErrorCode } from '../../domain/errors';
-import { CHAT_ROLES, type ChatMessage } from '../../domain/messages';
+import { CHAT_ROLES, type ChatMessage, type ChatRole } from '../../domain/messages';
+import { isStorableText } from '../../domain/storable-text';
 import { TIERS, type Tier } from '../../domain/modes';
 
 /** Request pieces both Forms share; each Form's file assembles its own validators from them (DESIGN §9). */
+const ContentPartSchema = z.looseObject({ type: z.string(), text: z.unknown().optional() });
+
+/**
+ * Message text as OpenAI clients send it: a string, or an array of parts whose text parts are joined in order (a
+ * part of another type is refused by name). Text holding a NUL or an unpaired surrogate is refused before anything
+ * runs: no store accepts it, and a call that could never be recorded must not reach an engine.
+ */
+const ContentSchema = z
+  .union([z.string(), z.array(ContentPartSchema).min(1)])
+  .transform((content, ctx) => {
+    if (typeof content === 'string') return content;
+    const texts: string[] = [];
+    for (const [i, part] of content.entries()) {
+      if (part.type !== 'text' || typeof part.text !== 'string') {
+        ctx.addIssue({ code: 'custom', path: [i], message: `part ${i} is of type \`${part.type}\`; only text parts are accepted` });
+        return z.NEVER;
+      }
+      texts.push(part.text);
+    }
+    return texts.join('\n');
+  })
+  .refine(isStorableText, 'holds a NUL character or an unpaired surrogate');
+
 export const MessageSchema = z
   .object({
-    role: z.enum(CHAT_ROLES),
-    content: z.string(),
+    // `developer` is what newer OpenAI clients call the system role.
+    role: z.enum([...CHAT_ROLES, 'developer']).transform((role): ChatRole => (role === 'developer' ? 'system' : role)),
+    content: ContentSchema,
   })
   .describe('A chat message.');
 
 export const MessagesSchema = z.array(MessageSchema).min(1).describe('At least one message.');
 export const ModelSchema = z.string().min(1);
-export const StreamSchema = z.literal(false).optional().describe('Only `false` is accepted; token streaming is not implemented.');
-export const TierSchema = z.enum(TIERS).optional().describe('Engine tier that fills the seats; default `plus`.');
+/** `null` means absent, as clients send it for an unset option. */
+const absentWhenNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
+export const StreamSchema = absentWhenNull(z.literal(false)).describe('Only `false` is accepted; token streaming is not implemented.');
+export const TierSchema = absentWhenNull(z.enum(TIERS)).describe('Engine tier that fills the seats; default `plus`.');
 /** The `Idempotency-Key` a caller sent (a header, or a tool argument), validated; undefined when absent. */
 export function parseIdempotencyKey(raw: unknown): string | undefined {
   if (raw === undefined) return undefined;
@@ -80,7 +107,8 @@ export function parseRequest<T>(schema: z.ZodType<T>, body: Record<string, unkno
   const matched = FIELD_CODES.find(([prefix]) => where === prefix || where.startsWith(`${prefix}.`) || where.startsWith(`${prefix}[`));
   const absent = issue.path.length === 1 && body[field] === undefined;
   const code = (absent ? missing[field] : undefined) ?? matched?.[1] ?? 'invalid_request';
-  const param = matched?.[0] ?? (field || null);
+  // A message's own problem names that message (`messages[2].content`); other fields name themselves.
+  const param = matched?.[0] === 'messages' && where.startsWith('messages[') ? where : (matched?.[0] ?? (field || null));
   const message = absent ? `\`${field}\` is required.` : `\`${where || 'body'}\`: ${issue.message}.`;
   throw new QuorumError(code, message, { param });
 }

@@ -172,17 +172,16 @@ for (const form of FORMS) {
         [{ role: 'robot', content: 'x' }],
         [{ role: 'user', content: 5 }],
         'hello',
-        [{ role: 'user', content: [{ type: 'text', text: 'x' }] }],
+        [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.invalid/a.png' } }] }],
       ]) {
-        const reply = await call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages } });
-        expectError(reply, 400, 'invalid_request_error', 'invalid_messages', 'messages');
-        expectError(
-          await call(api, 'POST', '/v1/estimate', { key, body: { model: PANEL[form], messages } }),
-          400,
-          'invalid_request_error',
-          'invalid_messages',
-          'messages',
-        );
+        // The whole field, or the one message at fault.
+        const param = Array.isArray(messages) && messages.length > 0 ? /^messages\[0\]\.(role|content)/ : /^messages$/;
+        for (const path of ['/v1/chat/completions', '/v1/estimate']) {
+          const reply = await call(api, 'POST', path, { key, body: { model: PANEL[form], messages } });
+          assert.equal(reply.status, 400, JSON.stringify(reply.body));
+          assert.equal(reply.body.error?.code, 'invalid_messages');
+          assert.match(reply.body.error?.param ?? '', param);
+        }
       }
     });
 
@@ -198,7 +197,8 @@ for (const form of FORMS) {
 
     if (form === 'B') {
       it('invalid_tier (Form B)', async () => {
-        for (const tier of ['ultra', 3, null, 'PLUS']) {
+        // `null` means absent (as clients send an unset option), so it is not among these.
+        for (const tier of ['ultra', 3, 'PLUS']) {
           expectError(
             await call(api, 'POST', '/v1/chat/completions', { key, body: { ...valid(), tier } }),
             400,
@@ -374,7 +374,7 @@ for (const form of FORMS) {
       assert.ok(Date.now() - started < 2_000, `took ${Date.now() - started} ms`);
     });
 
-    it('invalid_request: not JSON, not an object, too large, bad Idempotency-Key', async () => {
+    it('invalid_request: not JSON, not an object, bad Idempotency-Key; request_too_large over the body limit', async () => {
       for (const raw of ['{', 'null', '[1]', '"x"', '']) {
         expectError(
           await call(api, 'POST', '/v1/chat/completions', { key, raw, headers: { 'content-type': 'application/json' } }),
@@ -384,7 +384,7 @@ for (const form of FORMS) {
         );
       }
       const huge = JSON.stringify({ model: PANEL[form], messages: USER('x'.repeat(300_000)) });
-      expectError(await call(api, 'POST', '/v1/estimate', { key, raw: huge }), 400, 'invalid_request_error', 'invalid_request');
+      expectError(await call(api, 'POST', '/v1/estimate', { key, raw: huge }), 413, 'invalid_request_error', 'request_too_large');
       const reply = await call(api, 'POST', '/v1/chat/completions', { key, body: valid(), headers: { 'idempotency-key': 'has space' } });
       expectError(reply, 400, 'invalid_request_error', 'invalid_request', 'Idempotency-Key');
     });
