@@ -148,3 +148,27 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
     ceilingMicros,
   };
 }
+
+/**
+ * The least a call can cost, whatever its answers: each first-round seat reading the prompt and writing nothing,
+ * with the platform fee and the mode's fee on that. A ceiling below it is refused (it would buy a panel for nothing).
+ */
+export function minimumCallMicros(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): number | undefined {
+  const lane = laneFor(input.config, input.tier, input.classification);
+  const seats = designedSeats(input.config, input.tier, lane);
+  let gatewayMicros = 0;
+  for (const engine of seats) {
+    const prices = findPrices(engine);
+    if (!prices) return undefined;
+    gatewayMicros += engineCostMicros(input.promptTokens, 0, prices);
+  }
+  const tokensIn = seats.length * input.promptTokens;
+  const modeFee =
+    input.form === 'A'
+      ? modeFeeMicros('A', input.config.fees, { depth: input.classification.depth, lane, tokensIn, tokensOut: 0 })
+      : engineCostMicros(tokensIn, 0, {
+          inputUsdPerMtok: input.rate.inputMicrosPerToken,
+          outputUsdPerMtok: input.rate.outputMicrosPerToken,
+        });
+  return gatewayMicros + platformFeeMicros(gatewayMicros, input.source) + modeFee;
+}

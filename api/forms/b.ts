@@ -133,7 +133,7 @@ export const formB: FormSerialiser = {
         covers: 'mode_fee',
         engines: 'actual_cost_plus_platform_fee',
         tiers: ratesJson(rates),
-        rate_note: RATE_NOTE,
+        rate_note: `${RATE_NOTE} Until ${MIN_SAMPLE} calls are recorded on a tier, its rate is the configured ${mode.config.fees.perMtokInputUsd} USD per 1M input tokens and ${mode.config.fees.perMtokInputUsd * 4} per 1M output tokens.`,
         per_call_cost_ceiling_usd: usd(ceilingMicros),
       },
       provider_families: mode.config.providerFamilies,

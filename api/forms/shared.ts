@@ -153,6 +153,8 @@ function perMtok(microsPerToken: number): number {
 
 /** Per-Mtok rates as USD numbers (a rate in micro-dollars per token is USD per 1M tokens). */
 export function rateJson(rate: TierRate): JsonObject {
+  // Spec 01: with too little data the rates are null, `n: 0` and a reason; the configured rate is in `rate_note`.
+  if (rate.reason) return { input_usd_per_mtok: null, output_usd_per_mtok: null, n: 0, basis: rate.basis, reason: rate.reason };
   return {
     input_usd_per_mtok: perMtok(rate.inputMicrosPerToken),
     output_usd_per_mtok: perMtok(rate.outputMicrosPerToken),

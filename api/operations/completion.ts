@@ -1,12 +1,19 @@
 import type { AuthContext } from '../../db/repositories/api-keys';
 import { findRequestByKey } from '../../db/repositories/requests';
 import { canonicalHash } from '../../domain/canonical-json';
+import { minimumCallMicros } from '../../domain/estimate';
 import { callCeilingMicros } from '../../domain/fees';
+import { classifyHeuristic } from '../../domain/classifier';
+import { QuorumError } from '../../domain/errors';
+import type { ChatMessage } from '../../domain/messages';
+import type { ModeRecord, Tier } from '../../domain/modes';
+import { microsToDecimal } from '../../domain/money';
 import type { Outcome } from '../../domain/outcome';
 import { keyCeilingMicros } from '../access';
 import type { CompletionInput } from '../schemas/common';
 import { checkInputTokens, resolveMode, withConcurrencySlot } from './checks';
 import type { OperationDeps } from './deps';
+import { callQuoteInput, catalogPrices, ratesOf } from './estimate';
 import { runDeliberation } from './run-deliberation';
 
 /** Far above any real ceiling; keeps the conversion of an absurd `max_cost_usd` exact. */
@@ -27,6 +34,29 @@ export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: Com
 }
 
 /**
+ * A ceiling below the least the call can cost would let a caller run a whole panel for next to nothing (Form B runs
+ * in full and credits back the excess), so `svc.max_cost_usd` must be at least that minimum.
+ */
+async function refuseCeilingBelowQuote(
+  deps: OperationDeps,
+  auth: AuthContext,
+  call: { mode: ModeRecord; tier: Tier; messages: ChatMessage[]; promptTokens: number; requested: number },
+): Promise<void> {
+  const rates = await ratesOf(deps.db, call.mode);
+  const minimum = minimumCallMicros(
+    callQuoteInput(deps.form, auth, { ...call, classification: classifyHeuristic(call.messages), rates }),
+    catalogPrices,
+  );
+  if (minimum !== undefined && call.requested < minimum) {
+    throw new QuorumError(
+      'invalid_max_cost_usd',
+      `\`svc.max_cost_usd\` must be at least this call's minimum cost, ${microsToDecimal(BigInt(minimum))} USD (every seat reading the prompt); it lowers the ceiling, not the price.`,
+      { param: 'svc.max_cost_usd' },
+    );
+  }
+}
+
+/**
  * A chat completion, after the body was read: model and entitlement (404/403) → input tokens (413) → idempotency
  * (409 / replay / 422, in runDeliberation) → concurrency (429) → balance (402) → run.
  */
@@ -40,7 +70,9 @@ export async function createCompletion(
   const mode = await resolveMode(db, form, auth, body.model);
   const promptTokens = checkInputTokens(auth, body.messages);
   const tier = body.tier ?? 'plus';
-  const requested = requestedCeilingMicros(body.svc?.max_cost_usd);
+  // Form A has no per-call ceiling: the field is ignored there, not read.
+  const requested = form === 'B' ? requestedCeilingMicros(body.svc?.max_cost_usd) : undefined;
+  if (requested !== undefined) await refuseCeilingBelowQuote(deps, auth, { mode, tier, messages: body.messages, promptTokens, requested });
   const idempotencyKey = input.idempotencyKey ?? derivedIdempotencyKey(auth.orgId, auth.keyId, body);
   const run = () =>
     runDeliberation(

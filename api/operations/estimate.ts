@@ -3,9 +3,10 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Db } from '../../db/knex';
 import { recordEstimate } from '../../db/repositories/limits';
 import { recordedCallStats } from '../../db/repositories/requests';
-import { classifyHeuristic } from '../../domain/classifier';
-import { quote, tierRates, type TierRates } from '../../domain/estimate';
-import { TIERS, type ModeRecord } from '../../domain/modes';
+import { classifyHeuristic, type Classification } from '../../domain/classifier';
+import type { Form } from '../../domain/form';
+import { quote, tierRates, type QuoteInput, type TierRates } from '../../domain/estimate';
+import { TIERS, type ModeRecord, type Tier } from '../../domain/modes';
 import type { TokenPrices } from '../../domain/pricing';
 import { findEngine } from '../../engines/catalog';
 import { keyCeilingMicros } from '../access';
@@ -23,6 +24,26 @@ export function catalogPrices(engineId: string): TokenPrices | undefined {
 export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
   const stats = await Promise.all(TIERS.map((tier) => recordedCallStats(db, mode.id, tier)));
   return tierRates(mode.config, { experience: stats[0], plus: stats[1], pro: stats[2] });
+}
+
+/** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies). */
+export function callQuoteInput(
+  form: Form,
+  auth: AuthContext,
+  call: { mode: ModeRecord; tier: Tier; classification: Classification; promptTokens: number; rates: TierRates },
+): QuoteInput {
+  const { mode, tier, classification, promptTokens, rates } = call;
+  return {
+    form,
+    config: mode.config,
+    tier,
+    classification,
+    promptTokens,
+    rate: rates[tier],
+    source: 'service',
+    keyCeilingMicros: keyCeilingMicros(auth),
+    requestedCeilingMicros: undefined,
+  };
 }
 
 /**
@@ -48,20 +69,7 @@ export async function estimate(
     const classification = classifyHeuristic(body.messages);
     const classify = Math.round(performance.now() - classifyStart);
     const [rates] = await Promise.all([ratesRead, recordEstimate(db, auth.orgId, requestId)]);
-    const q = quote(
-      {
-        form,
-        config: mode.config,
-        tier,
-        classification,
-        promptTokens,
-        rate: rates[tier],
-        source: 'service',
-        keyCeilingMicros: keyCeilingMicros(auth),
-        requestedCeilingMicros: undefined,
-      },
-      catalogPrices,
-    );
+    const q = quote(callQuoteInput(form, auth, { mode, tier, classification, promptTokens, rates }), catalogPrices);
     const total = Math.round(performance.now() - input.startedAt);
     return { requestId, model: body.model, mode, classification, tier, rates, quote: q, timing: { total, classify } };
   });

@@ -140,7 +140,34 @@ for (const form of FORMS) {
       assert.equal(third.body.svc?.replayed, undefined);
     });
 
+    if (form === 'B') {
+      it('a ceiling below the least the call can cost is invalid_max_cost_usd with that minimum; nothing runs', async () => {
+        const before = await moneySnapshot(org.orgId);
+        const body = {
+          model: PANEL.B,
+          messages: USER('Explain, step by step, why ice floats on water.'),
+          tier: 'pro',
+          svc: { max_cost_usd: 1e-9 },
+        };
+        const reply = await call(api, 'POST', '/v1/chat/completions', { key, body });
+        assert.deepEqual(
+          [reply.status, reply.body.error?.code, reply.body.error?.param],
+          [400, 'invalid_max_cost_usd', 'svc.max_cost_usd'],
+        );
+        assert.match(reply.body.error?.message ?? '', /at least this call's minimum cost, 0\.\d+ USD/);
+        assert.equal(await moneySnapshot(org.orgId), before);
+      });
+    }
+
     if (form === 'A') {
+      it('svc.max_cost_usd is not a Form A field: ignored, never a ceiling', async () => {
+        const testKey = await newKey(org.orgId, { mode: 'test', limits: HIGH });
+        const body = { model: PANEL.A, messages: USER('Explain, step by step, why ice floats on water.'), svc: { max_cost_usd: 1e-9 } };
+        const reply = await call(api, 'POST', '/v1/chat/completions', { key: testKey, body });
+        assert.equal(reply.status, 200, JSON.stringify(reply.body));
+        assert.notEqual(reply.body.choices && (reply.body.choices as { finish_reason: string }[])[0].finish_reason, 'cost_cap');
+      });
+
       it('a replay reports what this request billed: nothing; the receipt keeps the original charge', async () => {
         const headers = { 'idempotency-key': `replay-${org.orgId}` };
         const body = { model: EXPRESS.A, messages: USER('Name a planet.') };

@@ -186,12 +186,13 @@ describe('end to end through the official openai client', function () {
         it("svc.max_cost_usd lowers the call's ceiling: the call runs in full, is capped and bills the lowered ceiling", async () => {
           const org = await newOrg();
           const openai = client(org.ownerKey);
-          const body = { model: PANEL.B, messages, svc: { max_cost_usd: 0.0001 } };
+          // Above the call's minimum (its seats reading the prompt), below what the panel spends.
+          const body = { model: PANEL.B, messages, svc: { max_cost_usd: 0.001 } };
           const res = (await openai.chat.completions.create(
             body as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
           )) as WithSvc;
           assert.equal(res.svc.capped, true);
-          assert.equal(cents(res.svc.billed_usd), 100);
+          assert.equal(cents(res.svc.billed_usd), 1_000);
           assert.ok(cents(res.svc.cap_credit_usd) > 0);
           assert.equal(res.choices[0].finish_reason, 'stop');
         });

@@ -50,6 +50,7 @@ for (const form of FORMS) {
         const tiers = e.per_mtok_by_tier as Record<string, Obj>;
         assert.deepEqual(Object.keys(tiers).sort(), ['experience', 'plus', 'pro']);
         assert.equal(tiers.plus.reason, 'below_min_sample');
+        assert.deepEqual([tiers.plus.input_usd_per_mtok, tiers.plus.output_usd_per_mtok, tiers.plus.n], [null, null, 0]);
         assert.equal(tiers.plus.basis, 'api_calls');
         assert.equal((e.basis as Obj).kind, 'engine_rates');
         const dv = b.deliberation_value as Obj;
@@ -89,6 +90,11 @@ for (const form of FORMS) {
           assert.equal(pricing.basis, 'per_mtok');
           assert.equal(pricing.covers, 'mode_fee');
           assert.equal(Number(pricing.per_call_cost_ceiling_usd) >= 2, true);
+          const plus = (pricing.tiers as Record<string, Obj>).plus;
+          if (plus.reason === 'below_min_sample') {
+            assert.deepEqual([plus.input_usd_per_mtok, plus.n], [null, 0]);
+            assert.match(String(pricing.rate_note), /Until 20 calls are recorded on a tier, its rate is the configured/);
+          }
           for (const f of ['mode_key', 'providers', 'price_tier']) assert.equal(f in svc, false, f);
         }
       }
