@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
 import { authenticate, type AuthContext } from '../db/repositories/api-keys';
-import { countRequest } from '../db/repositories/limits';
+import { admitRequest } from '../db/repositories/limits';
 import type { Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 
@@ -27,11 +27,11 @@ export async function authorize(db: Db, credentials: Credentials, scope: Scope):
   if (!match) throw new QuorumError('invalid_api_key', 'Send the API key as `Authorization: Bearer <key>`.');
   const auth = await authenticate(db, match[1]);
   if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
-  const window = await countRequest(db, auth.keyId);
   const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
-  if (window.count > limit) {
-    throw new QuorumError('rate_limit_exceeded', `More than ${limit} requests this minute for this key.`, {
-      retryAfter: window.retryAfterSeconds,
+  const admission = await admitRequest(db, auth.keyId, limit);
+  if (!admission.allowed) {
+    throw new QuorumError('rate_limit_exceeded', `More than ${limit} requests in the last minute for this key.`, {
+      retryAfter: admission.retryAfterSeconds,
     });
   }
   return auth;

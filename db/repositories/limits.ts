@@ -9,27 +9,23 @@ import type { DbOrTrx } from './shared';
 /** A lease not renewed within this long is treated as a crashed process's slot and reclaimed. */
 export const LEASE_TTL_MS = 60_000;
 
-export interface WindowCount {
-  count: number;
-  /** Whole seconds until the current window closes (≥ 1). */
+export const RATE_WINDOW_MS = 60_000;
+
+export interface Admission {
+  allowed: boolean;
+  /** Whole seconds until a refused request would be admitted (≥ 1); 0 when admitted. */
   retryAfterSeconds: number;
 }
 
-/** Counts one request in the key's current one-minute window (and drops the key's older windows). */
-export async function countRequest(db: DbOrTrx, keyId: string): Promise<WindowCount> {
-  const res = await db.raw<{ rows: { count: number; retry_after: number }[] }>(
-    `with pruned as (
-       delete from rate_limit_windows where key_id = :keyId and window_start < date_trunc('minute', now())
-     ), hit as (
-       insert into rate_limit_windows (key_id, window_start, count) values (:keyId, date_trunc('minute', now()), 1)
-       on conflict (key_id, window_start) do update set count = rate_limit_windows.count + 1
-       returning count, window_start
-     )
-     select count, greatest(1, ceil(extract(epoch from (window_start + interval '1 minute' - now()))))::int as retry_after from hit`,
-    { keyId },
-  );
+/** Admits one request of the key when fewer than `limit` were admitted in the last `windowMs` (a sliding window). */
+export async function admitRequest(db: DbOrTrx, keyId: string, limit: number, windowMs: number = RATE_WINDOW_MS): Promise<Admission> {
+  const res = await db.raw<{ rows: { allowed: boolean; retry_after_ms: number }[] }>('select * from admit_request(?, ?, ?)', [
+    keyId,
+    limit,
+    windowMs,
+  ]);
   const row = res.rows[0];
-  return { count: row.count, retryAfterSeconds: row.retry_after };
+  return { allowed: row.allowed, retryAfterSeconds: row.allowed ? 0 : Math.max(1, Math.ceil(row.retry_after_ms / 1000)) };
 }
 
 /** Takes one of the organisation's `limit` slots; the lease id, or undefined when all are in use. */
