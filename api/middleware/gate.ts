@@ -4,6 +4,8 @@ import { performance } from 'node:perf_hooks';
 import type { Db } from '../../db/knex';
 import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
+import { recordRefusal } from '../../db/repositories/limits';
+import { QuorumError } from '../../domain/errors';
 import { authorize } from '../access';
 
 /** What the gate leaves on `ctx.state` for the handlers behind it. */
@@ -26,13 +28,22 @@ export function startedAt(ctx: Context): number {
   return (ctx.state as ApiState).startedAt ?? performance.now();
 }
 
-/** The REST edge of `authorize`: it also gives the request its id and the start of its timing. */
+/** The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals. */
 export function gate(db: Db, scope: Scope, requestIdPrefix?: 'req' | 'est'): Middleware {
   return async (ctx: Context, next: Next): Promise<void> => {
     const state = ctx.state as ApiState;
     state.startedAt = performance.now();
     if (requestIdPrefix) state.requestId = `${requestIdPrefix}_${randomBytes(12).toString('hex')}`;
-    state.auth = await authorize(db, { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin }, scope);
-    await next();
+    const auth = await authorize(db, { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin }, scope);
+    state.auth = auth;
+    try {
+      await next();
+    } catch (err) {
+      // Refused before it ran, under this request's own id: recorded so its receipt lookup says so (best effort).
+      if (state.requestId && err instanceof QuorumError && err.requestId === undefined) {
+        await recordRefusal(db, auth.orgId, state.requestId, err.code).catch(() => undefined);
+      }
+      throw err;
+    }
   };
 }

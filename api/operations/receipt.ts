@@ -1,5 +1,5 @@
 import type { AuthContext } from '../../db/repositories/api-keys';
-import { isEstimate } from '../../db/repositories/limits';
+import { isEstimate, refusalCode } from '../../db/repositories/limits';
 import { getReceipt } from '../../db/repositories/requests';
 import { QuorumError } from '../../domain/errors';
 import type { Outcome } from '../../domain/outcome';
@@ -45,5 +45,14 @@ export async function readReceipt(
   if (found?.available) return { available: true, outcome: found.outcome, includeTranscript };
   if (found) return { available: false, requestId, reason: found.reason, status: found.status };
   if (await isEstimate(deps.db, auth.orgId, requestId)) return { available: false, requestId, reason: ESTIMATE_REASON, status: 'estimate' };
+  const refused = await refusalCode(deps.db, auth.orgId, requestId);
+  if (refused) {
+    return {
+      available: false,
+      requestId,
+      reason: `The request was refused before it ran (${refused}); nothing was billed.`,
+      status: 'failed',
+    };
+  }
   throw notFound;
 }

@@ -67,3 +67,13 @@ export async function recordEstimate(db: DbOrTrx, orgId: string, requestId: stri
 export async function isEstimate(db: DbOrTrx, orgId: string, requestId: string): Promise<boolean> {
   return (await db('estimate_requests').where({ id: requestId, org_id: orgId }).first('id')) !== undefined;
 }
+
+/** A request refused before it ran, so a receipt lookup of its id can say so. A repeat of the id is ignored. */
+export async function recordRefusal(db: DbOrTrx, orgId: string, requestId: string, code: string): Promise<void> {
+  await db('refused_requests').insert({ id: requestId, org_id: orgId, code }).onConflict('id').ignore();
+}
+
+export async function refusalCode(db: DbOrTrx, orgId: string, requestId: string): Promise<string | undefined> {
+  const row = (await db('refused_requests').where({ id: requestId, org_id: orgId }).first('code')) as { code: string } | undefined;
+  return row?.code;
+}

@@ -93,6 +93,28 @@ for (const form of FORMS) {
       assert.equal((await call(api, 'GET', `/v1/receipts/${id}%20`, { key })).status, 404);
     });
 
+    it('the id of a request refused before it ran reads as a receipt that is not available, with the reason', async () => {
+      const poor = await newOrg(0);
+      // Drain the trial credit so the balance cannot cover a call.
+      await stack().db.raw('update balances set reserved_micros = balance_micros where org_id = ?', [poor.orgId]);
+      const refused = [
+        await call(api, 'POST', '/v1/chat/completions', { key: poor.ownerKey, body: { model: PANEL[form], messages: [] } }),
+        await call(api, 'POST', '/v1/chat/completions', { key: poor.ownerKey, body: { model: PANEL[form], messages: USER('Hi') } }),
+      ];
+      assert.deepEqual(
+        refused.map((r) => [r.status, r.body.error?.code]),
+        [
+          [400, 'invalid_messages'],
+          [402, 'insufficient_balance'],
+        ],
+      );
+      for (const r of refused) {
+        const receipt = await call(api, 'GET', `/v1/receipts/${String(r.body.svc?.request_id)}`, { key: poor.ownerKey });
+        assert.deepEqual([receipt.status, receipt.body.receipt_available, 'receipt' in receipt.body], [200, false, false]);
+        assert.match(String(receipt.body.reason), new RegExp(`refused before it ran \\(${String(r.body.error?.code)}\\)`));
+      }
+    });
+
     it('a body over the limit is 413 request_too_large with the limit in the message', async () => {
       const reply = await call(api, 'POST', '/v1/chat/completions', {
         key,
