@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
-import { classifyFromModel, classifyHeuristic, parseModelJudgment, type Classification, type Lane } from '../domain/classifier';
+import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
 import type { Form } from '../domain/form';
 import type { Judgment } from '../domain/judge';
@@ -8,7 +8,6 @@ import { parseJudgment } from '../domain/judge-reply';
 import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
 import type { CallSource, Outcome } from '../domain/outcome';
-import { classifierPrompt } from '../domain/prompts';
 import { planSeats, type Plan } from '../domain/seat-plan';
 import * as ledger from '../db/repositories/ledger';
 import { getProviderCredential, ownProviderFamilies, type ProviderFamily } from '../db/repositories/provider-credentials';
@@ -16,6 +15,7 @@ import { settleOutcome } from '../db/repositories/receipts';
 import { abandonRequest } from '../db/repositories/requests';
 import type { Credential, Engines, Family } from '../engines';
 import { isEngineError } from '../engines';
+import { classifyPrompt } from '../engines/classify';
 import type { Logger } from '../infra/log';
 import { searchGrounding, type GroundingResult } from './grounding';
 
@@ -59,8 +59,6 @@ export interface JudgeCallResult extends EngineCallResult {
 }
 
 const HEARTBEAT_EVERY_MS = 2_000;
-/** The classifier is a small, fast model: past this the heuristic answers instead. */
-const CLASSIFIER_TIMEOUT_MS = 8_000;
 
 /** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
 export const ENGINE_PERMANENT = 'EnginePermanent';
@@ -163,21 +161,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
      * model and falls back to the heuristic on any failure; `classifiedBy` says which ran.
      */
     async classify(input: { messages: ChatMessage[]; engineId?: string }): Promise<Classification> {
-      if (!input.engineId || !engines.isAvailable(input.engineId)) return classifyHeuristic(input.messages);
-      try {
-        const r = await engines.call({
-          engineId: input.engineId,
-          messages: classifierPrompt(input.messages),
-          maxOutputTokens: 200,
-          timeoutMs: CLASSIFIER_TIMEOUT_MS,
-        });
-        const judgment = parseModelJudgment(r.text);
-        if (judgment) return classifyFromModel(input.messages, judgment);
-        deps.log.warn('classifier model gave no usable answer; heuristic used', { engineId: input.engineId });
-      } catch (err) {
-        deps.log.warn('classifier model failed; heuristic used', { engineId: input.engineId, err });
-      }
-      return classifyHeuristic(input.messages);
+      return classifyPrompt(engines, deps.log, input.messages, input.engineId);
     },
 
     async ground(input: { query: string }): Promise<GroundingResult> {

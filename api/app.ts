@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Client } from '@temporalio/client';
+import { createEngines, type Engines } from '../engines';
 import { QuorumError } from '../domain/errors';
 import { warmTokenizer } from '../domain/tokens';
 import type { Logger } from '../infra/log';
@@ -22,6 +23,8 @@ export interface AppDeps extends HealthDeps {
   form?: Form;
   /** Starts and awaits deliberations; default: a client on `temporal` in `namespace`. */
   client?: Client;
+  /** The estimate's classifier model, when a mode names one; default: engines configured from the environment. */
+  engines?: Engines;
 }
 
 /** One line per request: what an operator needs to follow a call (its request id leads to the Temporal UI). */
@@ -63,6 +66,8 @@ export function createApp(deps: AppDeps): Koa {
     db: deps.db,
     client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }),
     form: serialiser.form,
+    engines: deps.engines ?? createEngines({ logger: deps.log }),
+    log: deps.log,
     serialiser,
   };
   const openapi = openApiDocument(serialiser);

@@ -3,12 +3,13 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Db } from '../../db/knex';
 import { recordEstimate } from '../../db/repositories/limits';
 import { recordedCallStats } from '../../db/repositories/requests';
-import { classifyHeuristic, type Classification } from '../../domain/classifier';
+import type { Classification } from '../../domain/classifier';
 import type { Form } from '../../domain/form';
 import { quote, tierRates, type QuoteInput, type TierRates } from '../../domain/estimate';
 import { TIERS, type ModeRecord, type Tier } from '../../domain/modes';
 import type { TokenPrices } from '../../domain/pricing';
 import { findEngine } from '../../engines/catalog';
+import { classifyPrompt } from '../../engines/classify';
 import { keyCeilingMicros } from '../access';
 import type { EstimateView } from '../forms/shared';
 import type { EstimateInput } from '../schemas/common';
@@ -66,7 +67,7 @@ export async function estimate(
   ratesRead.catch(() => undefined);
   return withConcurrencySlot(db, auth, async () => {
     const classifyStart = performance.now();
-    const classification = classifyHeuristic(body.messages);
+    const classification = await classifyPrompt(deps.engines, deps.log, body.messages, mode.config.staff.classifier?.engine);
     const classify = Math.round(performance.now() - classifyStart);
     const [rates] = await Promise.all([ratesRead, recordEstimate(db, auth.orgId, requestId)]);
     const q = quote(callQuoteInput(form, auth, { mode, tier, classification, promptTokens, rates }), catalogPrices);
