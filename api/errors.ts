@@ -15,6 +15,7 @@ export function errorBody(err: QuorumError, requestId?: string | null): ErrorBod
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
 const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
 
 /**
  * Postgres or Temporal could not be reached (or went away mid-query): the request could not be checked or run,
@@ -25,7 +26,11 @@ function isDependencyOutage(err: unknown): boolean {
   const e = err as Error & { code?: unknown; cause?: unknown };
   if (typeof e.code === 'string' && (NETWORK_CODES.has(e.code) || /^08|^57P0[123]$/.test(e.code))) return true;
   if (e.name === 'KnexTimeoutError') return true;
-  if (e.name === 'ServiceError' && (e.cause as { code?: unknown } | undefined)?.code === GRPC_UNAVAILABLE) return true;
+  // node-postgres' client-side timers (knex prefixes the SQL): a query or a connection the server did not answer in time.
+  if (/Query read timeout|Connection terminated due to connection timeout|timeout exceeded when trying to connect/.test(e.message))
+    return true;
+  const grpc = (e.cause as { code?: unknown } | undefined)?.code;
+  if (e.name === 'ServiceError' && (grpc === GRPC_UNAVAILABLE || grpc === GRPC_DEADLINE_EXCEEDED)) return true;
   return e.cause !== undefined && e.cause !== err && isDependencyOutage(e.cause);
 }
 

@@ -1,6 +1,6 @@
 import { Connection } from '@temporalio/client';
 import type { Server } from 'node:http';
-import { createDb } from '../db/knex';
+import { createDb, REQUEST_PATH_DB_TIMEOUTS } from '../db/knex';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { createApp } from './app';
@@ -9,7 +9,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger('api');
   if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) throw new Error('api needs DATABASE_URL and TEMPORAL_ADDRESS');
-  const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
+  const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX, REQUEST_PATH_DB_TIMEOUTS);
   const temporal = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const app = createApp({ db, temporal, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });
 

@@ -29,13 +29,32 @@ const migrationSource: Knex.MigrationSource<string> = {
   getMigration: (file) => Promise.resolve(require(path.join(MIGRATIONS_DIR, file)) as Knex.Migration),
 };
 
-export function createDb(url: string, poolMax = 10): Db {
+/**
+ * Bounds for a process that answers requests (the API): a stalled Postgres (paused, not down) gets no answer from
+ * the server, so only client-side timers notice; the request is answered 503 within seconds and the pool recovers
+ * by itself once the server answers again (node-postgres completes the abandoned query and moves on).
+ */
+export const REQUEST_PATH_DB_TIMEOUTS = { queryMs: 4_000, acquireMs: 3_000, connectMs: 3_000 } as const;
+
+export interface DbTimeouts {
+  /** Client-side deadline of one query; none by default (a worker's settle may wait for a database to return). */
+  queryMs?: number;
+  acquireMs?: number;
+  connectMs?: number;
+}
+
+export function createDb(url: string, poolMax = 10, timeouts: DbTimeouts = {}): Db {
   return knex({
     client: 'pg',
-    connection: { connectionString: url, application_name: 'quorum' },
+    connection: {
+      connectionString: url,
+      application_name: 'quorum',
+      query_timeout: timeouts.queryMs,
+      connectionTimeoutMillis: timeouts.connectMs,
+    },
     pool: { min: 0, max: poolMax },
     // An unreachable database answers 503 within seconds rather than holding requests for knex's default minute.
-    acquireConnectionTimeout: 10_000,
+    acquireConnectionTimeout: timeouts.acquireMs ?? 10_000,
     migrations: { migrationSource, tableName: 'knex_migrations' },
   });
 }

@@ -4,6 +4,9 @@ import type { deliberationWorkflow, DeliberationInput } from '../workflows/delib
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
 import { TASK_QUEUES } from '../workflows/task-queues';
 
+/** A start is one server round trip (milliseconds when healthy). */
+const START_DEADLINE_MS = 5_000;
+
 /**
  * Starts one deliberation under its idempotency key's workflow id (DESIGN §4). The caller decides from the request
  * row whether a run may start; the server refuses a second live run under the same id (conflict policy FAIL), and
@@ -14,19 +17,22 @@ export function startDeliberation(
   input: DeliberationInput,
   opts: { idempotencyKey: string; model: string },
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof deliberationWorkflow>> {
-  return client.workflow.start<typeof deliberationWorkflow>('deliberationWorkflow', {
-    taskQueue: TASK_QUEUES.deliberation,
-    workflowId: workflowIds.deliberation(input.orgId, opts.idempotencyKey),
-    workflowIdConflictPolicy: 'FAIL',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    args: [input],
-    // Set once here and once at the end by the workflow, so an operator can find any call in the Temporal UI.
-    typedSearchAttributes: [
-      { key: QuorumOrg, value: input.orgId },
-      { key: QuorumMode, value: input.form === 'A' ? input.mode.id : input.mode.ticker },
-      { key: QuorumLane, value: 'pending' },
-      { key: QuorumStatus, value: 'running' },
-    ],
-    memo: { requestId: input.requestId, model: opts.model, tier: input.tier },
-  });
+  // A stalled Temporal must not hold the caller: past the deadline the API answers 503 and the key may be retried.
+  return client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+    client.workflow.start<typeof deliberationWorkflow>('deliberationWorkflow', {
+      taskQueue: TASK_QUEUES.deliberation,
+      workflowId: workflowIds.deliberation(input.orgId, opts.idempotencyKey),
+      workflowIdConflictPolicy: 'FAIL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      args: [input],
+      // Set once here and once at the end by the workflow, so an operator can find any call in the Temporal UI.
+      typedSearchAttributes: [
+        { key: QuorumOrg, value: input.orgId },
+        { key: QuorumMode, value: input.form === 'A' ? input.mode.id : input.mode.ticker },
+        { key: QuorumLane, value: 'pending' },
+        { key: QuorumStatus, value: 'running' },
+      ],
+      memo: { requestId: input.requestId, model: opts.model, tier: input.tier },
+    }),
+  );
 }
