@@ -2,12 +2,11 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
-import type { Form } from '../domain/form';
 import type { Judgment } from '../domain/judge';
 import { parseJudgment } from '../domain/judge-reply';
 import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
-import type { CallSource, Outcome } from '../domain/outcome';
+import type { CallSource, Settlement } from '../domain/outcome';
 import { planSeats, type Plan } from '../domain/seat-plan';
 import * as ledger from '../db/repositories/ledger';
 import { getProviderCredential, ownProviderFamilies, type ProviderFamily } from '../db/repositories/provider-credentials';
@@ -181,19 +180,14 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     },
 
     /** A run that ends without an answer: nothing billed, the hold released, the request marked failed. */
-    async failRequest(input: { orgId: string; requestId: string; code: string }): Promise<void> {
+    async failRequest(input: { orgId: string; requestId: string; code: string; unsettled?: Settlement }): Promise<void> {
       await abandonRequest(db, input);
     },
 
     /** The outcome recorded and billed once (see settleOutcome); a test key's call bills nothing. */
-    async settle(input: { outcome: Outcome; form: Form; keyMode: 'live' | 'test'; modeVersion: number }): Promise<void> {
+    async settle(input: Settlement): Promise<void> {
       try {
-        await settleOutcome(db, {
-          outcome: input.outcome,
-          form: input.form,
-          billed: input.keyMode === 'live',
-          modeVersion: input.modeVersion,
-        });
+        await settleOutcome(db, input);
       } catch (err) {
         if (err instanceof QuorumError)
           deps.log.error('settle: the outcome cannot be recorded', { requestId: input.outcome.requestId, err });

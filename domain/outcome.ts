@@ -1,4 +1,5 @@
 import type { Classification, Lane } from './classifier';
+import type { Form } from './form';
 import type { Judgment } from './judge';
 import type { Tier } from './modes';
 
@@ -154,4 +155,14 @@ export interface PanelRun {
   notes: string[];
   /** Seeds the judge's answer order, recorded so the order can be reproduced. */
   judgeSeed: number;
+}
+
+/** What a settle records: the outcome, and how to bill it. Kept on the request when the database refused it. */
+export interface Settlement {
+  outcome: Outcome;
+  form: Form;
+  /** A live key's call is charged; a test key's bills nothing. */
+  billed: boolean;
+  /** The mode version that ran (the receipt names it). */
+  modeVersion: number;
 }

@@ -13,7 +13,7 @@ import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode, Tier } from '../domain/modes';
-import type { Outcome } from '../domain/outcome';
+import type { Outcome, Settlement } from '../domain/outcome';
 import { assembleOutcome, unavailableSeats } from '../domain/outcome-assembly';
 import { laneFor } from '../domain/seat-plan';
 import { runPanel } from './panel';
@@ -54,18 +54,18 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   const { orgId, requestId, mode, tier } = input;
 
   /** Ends the call without an answer: the hold is released, the request marked failed, nothing billed. */
-  const abandon = async (code: AbandonCode, message: string): Promise<never> => {
-    await failRequest({ orgId, requestId, code });
+  const abandon = async (code: AbandonCode, message: string, unsettled?: Settlement): Promise<never> => {
+    await failRequest({ orgId, requestId, code, unsettled });
     upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
     throw ApplicationFailure.nonRetryable(message, code);
   };
   /** A step whose (non-retryable) failure ends the call with `code`; a cancellation passes through. */
-  const step = async <T>(code: AbandonCode, run: () => Promise<T>): Promise<T> => {
+  const step = async <T>(code: AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
     try {
       return await run();
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return abandon(code, failureReason(err));
+      return abandon(code, failureReason(err), unsettled);
     }
   };
 
@@ -125,7 +125,9 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     completedMs: Date.now(),
   });
   // Settle retries through database outages; it fails for good only when the outcome cannot be written at all.
-  await step('cost_unreadable', () => settle({ outcome, form: input.form, keyMode: input.keyMode, modeVersion: mode.version }));
+  // A settle the database refuses for good keeps the outcome on the request: a retry settles it, not a second run.
+  const settlement: Settlement = { outcome, form: input.form, billed: input.keyMode === 'live', modeVersion: mode.version };
+  await step('cost_unreadable', () => settle(settlement), settlement);
   upsertSearchAttributes([{ key: QuorumStatus, value: outcome.status }]);
   upsertMemo({
     summary: `${lane} · ${outcome.rounds} round(s) · ${outcome.seatsAnswered}/${outcome.seats} seats · judged by ${outcome.bestSeatJudgedBy} · finish ${outcome.finishReason}`,

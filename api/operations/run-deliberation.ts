@@ -6,9 +6,17 @@ import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import type { ChatMessage } from '../../domain/messages';
 import type { ModeRecord, Tier } from '../../domain/modes';
-import type { Outcome } from '../../domain/outcome';
+import type { Outcome, Settlement } from '../../domain/outcome';
 import { assertCovers } from '../../db/repositories/ledger';
-import { claimRequest, findRequestByKey, markRequestFailed, outcomeOf, type RequestState } from '../../db/repositories/requests';
+import { settleOutcome } from '../../db/repositories/receipts';
+import {
+  claimRequest,
+  findRequestByKey,
+  markRequestFailed,
+  outcomeOf,
+  unsettledOf,
+  type RequestState,
+} from '../../db/repositories/requests';
 import { workflowIds } from '../../domain/workflow-ids';
 import { startDeliberation } from '../../starters/deliberation';
 
@@ -64,6 +72,18 @@ function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError
   });
 }
 
+/** A stored outcome settled now, once; a database that still refuses it is 502 again, and nothing ran. */
+async function settleAgain(db: Knex, unsettled: Settlement): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const requestId = unsettled.outcome.requestId;
+  try {
+    await settleOutcome(db, unsettled);
+  } catch (err) {
+    if (err instanceof QuorumError) throw new QuorumError(err.code, err.message, { requestId });
+    throw err;
+  }
+  return { outcome: unsettled.outcome, replayed: false };
+}
+
 /** 409 naming the running call's request id, so the caller can read its receipt once it ends. */
 async function inProgress(db: Knex, input: RunDeliberationInput): Promise<QuorumError> {
   const running = await findRequestByKey(db, input.orgId, input.idempotencyKey);
@@ -94,6 +114,12 @@ export async function runDeliberation(
       });
     }
     return replay(db, existing.id);
+  }
+  // The engines ran but the database refused the outcome: settle what they said, never pay them for a second run.
+  const sameBody = input.form === 'B' || existing?.fingerprint === input.fingerprint;
+  if (existing?.state === 'failed' && existing.error_code === 'cost_unreadable' && sameBody) {
+    const unsettled = await unsettledOf(db, existing.id);
+    if (unsettled) return settleAgain(db, unsettled);
   }
   if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
   // DESIGN §8: after idempotency (a call still in progress is 409 whatever the balance), 402 before anything

@@ -1,6 +1,5 @@
 import { QuorumError } from '../../domain/errors';
-import type { Form } from '../../domain/form';
-import type { Outcome } from '../../domain/outcome';
+import type { Outcome, Settlement } from '../../domain/outcome';
 import { storableJson } from '../../domain/storable-text';
 import * as ledger from './ledger';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
@@ -31,10 +30,8 @@ function unreadableAmounts(o: Outcome): string[] {
  * held at the ceiling); a test key's call is recorded and bills nothing. `cost_unreadable` when the outcome cannot
  * be written at all (a retry would fail the same way).
  */
-export async function settleOutcome(
-  db: DbOrTrx,
-  input: { outcome: Outcome; form: Form; billed: boolean; modeVersion: number },
-): Promise<void> {
+
+export async function settleOutcome(db: DbOrTrx, input: Settlement): Promise<void> {
   // An engine's text is stored whatever characters it holds: a settle never fails on what a provider returned.
   const o = storableJson(input.outcome);
   const unreadable = unreadableAmounts(o);

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
-import type { Outcome } from '../../domain/outcome';
+import type { Outcome, Settlement } from '../../domain/outcome';
 import { release } from './ledger';
-import type { DbOrTrx } from './shared';
+import { storableJson } from '../../domain/storable-text';
+import { isDeterministicDbError, type DbOrTrx } from './shared';
 
 export type RequestState = 'running' | 'succeeded' | 'failed' | 'capped';
 
@@ -77,11 +78,33 @@ export async function markRequestFailed(db: DbOrTrx, requestId: string, code: st
 }
 
 /** A run that ends without an answer: its hold released and the request failed with `code`, together; nothing billed. */
-export async function abandonRequest(db: Knex, input: { orgId: string; requestId: string; code: string }): Promise<void> {
-  await db.transaction(async (trx) => {
-    await release(trx, { orgId: input.orgId, requestId: input.requestId });
-    await trx('requests').where({ id: input.requestId }).update({ state: 'failed', error_code: input.code, completed_at: trx.fn.now() });
+export async function abandonRequest(
+  db: Knex,
+  input: { orgId: string; requestId: string; code: string; unsettled?: Settlement },
+): Promise<void> {
+  const write = (unsettled: Settlement | undefined): Promise<void> =>
+    db.transaction(async (trx) => {
+      await release(trx, { orgId: input.orgId, requestId: input.requestId });
+      await trx('requests')
+        .where({ id: input.requestId })
+        .update({
+          state: 'failed',
+          error_code: input.code,
+          completed_at: trx.fn.now(),
+          unsettled: unsettled ? JSON.stringify(storableJson(unsettled)) : null,
+        });
+    });
+  // An outcome even this row refuses is dropped rather than retried forever: the failure itself must be recorded.
+  await write(input.unsettled).catch((err: unknown) => {
+    if (input.unsettled && isDeterministicDbError(err)) return write(undefined);
+    throw err;
   });
+}
+
+/** The outcome a deterministic settle failure left on the live request of a key, if any. */
+export async function unsettledOf(db: DbOrTrx, requestId: string): Promise<Settlement | undefined> {
+  const row = (await db('requests').where({ id: requestId }).first('unsettled')) as { unsettled: Settlement | null } | undefined;
+  return row?.unsettled ?? undefined;
 }
 
 export async function outcomeOf(db: DbOrTrx, requestId: string): Promise<Outcome | undefined> {

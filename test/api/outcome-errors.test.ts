@@ -76,7 +76,7 @@ for (const form of FORMS) {
       await assertNothingBilled(org.orgId, before);
     });
 
-    it('cost_unreadable: 502 when the outcome cannot be recorded; the same Idempotency-Key then runs again', async () => {
+    it('cost_unreadable: 502 when the outcome cannot be recorded; the same Idempotency-Key then settles it without a second run', async () => {
       const org = await newOrg();
       const before = await getBalance(stack().db, org.orgId);
       const request = {
@@ -90,9 +90,12 @@ for (const form of FORMS) {
         'cost_unreadable',
       );
       await assertNothingBilled(org.orgId, before);
+      const failed = await stack().db('requests').where({ org_id: org.orgId }).first('id');
       const retry = await call(api, 'POST', '/v1/chat/completions', request);
       assert.equal(retry.status, 200, JSON.stringify(retry.body));
-      assert.equal(await chargeCount(org.orgId), 1, 'the retry ran and was billed once');
+      assert.equal(retry.body.svc?.request_id, failed.id, "the first run's answer");
+      assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 1, 'the engines did not run again');
+      assert.equal(await chargeCount(org.orgId), 1, 'billed once');
     });
   });
 }

@@ -335,7 +335,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
     await assertNothingBilled(org.orgId, before, 'mode_resolution_mismatch');
   });
 
-  it('cost_unreadable: an outcome the database refuses is not billed, the hold is released, and the same key runs again', async () => {
+  it('cost_unreadable: an outcome the database refuses is not billed and keeps its hold released; the same key settles it, no second run', async () => {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
     const mode = await systemMode('quorum-panel');
@@ -348,9 +348,13 @@ describe('deliberation workflow on sim engines (offline)', function () {
       }),
     );
     await assertNothingBilled(org.orgId, before, 'cost_unreadable');
+    const failed = await stack().db('requests').where({ org_id: org.orgId }).first('id');
     const { outcome, replayed } = await deliberate({ org, mode, idempotencyKey: 'unrecordable' });
     assert.equal(replayed, false);
     assert.equal(outcome.status, 'succeeded');
+    assert.equal(outcome.requestId, failed.id, "the first run's answer, settled now");
+    assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 1, 'no second run');
     assert.equal(await chargeCount(org.orgId), 1);
+    assert.equal((await getReceipt(stack().db, org.orgId, failed.id))?.available, true);
   });
 });
