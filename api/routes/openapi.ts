@@ -25,9 +25,16 @@ function schemaOf(schema: z.ZodType): JsonObject {
 
 const json = (schema: JsonObject): JsonObject => ({ 'application/json': { schema } });
 const ok = (description: string): JsonObject => ({ description, content: json({ type: 'object' }) });
-const errors: JsonObject = {
-  default: { description: 'An error in the spec shape.', content: json({ $ref: '#/components/schemas/ErrorBody' }) },
-};
+/** The failure statuses an operation may answer (spec 01 per endpoint, plus 413 for an oversized body), each in the error shape. */
+const errors = (...statuses: number[]): JsonObject =>
+  Object.fromEntries(
+    statuses.map((s) => [
+      String(s),
+      { description: 'An error in the spec shape.', content: json({ $ref: '#/components/schemas/ErrorBody' }) },
+    ]),
+  );
+/** Every endpoint can refuse the caller (401, 403), limit it (429) and fail on the service side (500, 503). */
+const ALWAYS = [401, 403, 429, 500, 503];
 
 /** GET /openapi.json: generated from the zod schemas that validate the requests of this deployment's Form. */
 export function openApiDocument(serialiser: FormSerialiser): JsonObject {
@@ -46,18 +53,18 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
           operationId: 'createChatCompletion',
           parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }],
           requestBody: body(serialiser.requests.completion),
-          responses: { '200': ok('A chat completion with the `svc` block.'), ...errors },
+          responses: { '200': ok('A chat completion with the `svc` block.'), ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502) },
         },
       },
       '/v1/estimate': {
         post: {
           operationId: 'createEstimate',
           requestBody: body(serialiser.requests.estimate),
-          responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors },
+          responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors(...ALWAYS, 400, 404, 413, 502) },
         },
       },
       '/v1/models': {
-        get: { operationId: 'listModels', responses: { '200': ok('`{object: list, data}` of callable modes.'), ...errors } },
+        get: { operationId: 'listModels', responses: { '200': ok('`{object: list, data}` of callable modes.'), ...errors(...ALWAYS) } },
       },
       '/v1/receipts/{request_id}': {
         get: {
@@ -66,7 +73,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
             { name: 'request_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
             { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
           ],
-          responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors },
+          responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors(...ALWAYS, 400, 404) },
         },
       },
     },
