@@ -1,11 +1,9 @@
-import type { AddressInfo } from 'node:net';
-import { createApp } from '../api/app';
 import { createApiKey } from '../db/repositories/api-keys';
 import { upsertMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
 import { SYSTEM_MODES } from '../domain/modes';
 import { warmTokenizer } from '../domain/tokens';
-import { createLogger } from '../infra/log';
+import { startApi } from '../test/api/helpers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { fmt, summary } from './stats';
 
@@ -15,18 +13,9 @@ const CALLS = Number(process.env.BENCH_ESTIMATE_CALLS ?? 500);
 async function main(): Promise<void> {
   warmTokenizer();
   await startStack();
-  const { db, env, namespace } = stack();
-  const app = createApp({
-    db,
-    temporal: env.connection,
-    namespace,
-    log: createLogger('bench', () => undefined),
-    form: 'B',
-    client: env.client,
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/estimate`;
+  const { db } = stack();
+  const api = await startApi('B');
+  const url = `${api.url}/v1/estimate`;
   const org = await createOrganisation(db, { name: 'Estimate bench' });
   // A key whose per-minute limit does not stop a benchmark.
   const { apiKey } = await createApiKey(db, { orgId: org.orgId, mode: 'live', limits: { requestsPerMinute: 1_000_000 } });
@@ -66,7 +55,7 @@ async function main(): Promise<void> {
       `estimate, ${label}, ${CALLS} sequential calls: client round trip p50 ${fmt(c.p50)} p99 ${fmt(c.p99)}; server timing_ms.total p50 ${fmt(srv.p50)} p99 ${fmt(srv.p99)}; classify p50 ${fmt(cls.p50)}${budget}`,
     );
   }
-  server.close();
+  await api.close();
   await stopStack();
 }
 

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
+import type { Db } from '../../db/knex';
 import type { Form } from '../../domain/form';
 import { createApiKey, type CreateApiKeyInput } from '../../db/repositories/api-keys';
 import { getBalance, listLedger } from '../../db/repositories/ledger';
@@ -20,9 +21,10 @@ export interface Api {
   close(): Promise<void>;
 }
 
-/** The product's app for one Form on a free port, against the shared test stack. */
-export async function startApi(form: Form): Promise<Api> {
-  const { db, env, namespace } = stack();
+/** The product's app for one Form on a free port, against the shared test stack (or a pool of the caller's). */
+export async function startApi(form: Form, opts: { db?: Db } = {}): Promise<Api> {
+  const { env, namespace } = stack();
+  const db = opts.db ?? stack().db;
   const app = createApp({
     db,
     temporal: env.connection,

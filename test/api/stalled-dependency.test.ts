@@ -2,12 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { createApp } from '../../api/app';
 import { createDb, REQUEST_PATH_DB_TIMEOUTS, type Db } from '../../db/knex';
-import { createLogger } from '../../infra/log';
 import { stack } from '../harness/stack';
-import { moneySnapshot, newOrg } from './helpers';
+import { moneySnapshot, newOrg, startApi } from './helpers';
 
 /** Every process of the test Postgres: the postmaster (from its pid file) and its children. */
 async function postgresPids(db: Db): Promise<number[]> {
@@ -34,20 +31,11 @@ describe('a stalled dependency: the request path fails closed promptly and recov
   this.timeout(60_000);
 
   it('Postgres paused: 503 service_unavailable with Retry-After within a few seconds, then 200 once it runs again', async () => {
-    const { env, namespace, dbUrl } = stack();
+    const { dbUrl } = stack();
     const org = await newOrg();
     const db = createDb(dbUrl, 4, REQUEST_PATH_DB_TIMEOUTS);
-    const app = createApp({
-      db,
-      temporal: env.connection,
-      namespace,
-      log: createLogger('test', () => undefined),
-      form: 'B',
-      client: env.client,
-    });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/models`;
+    const api = await startApi('B', { db });
+    const url = `${api.url}/v1/models`;
     const models = (): Promise<Response> => fetch(url, { headers: { authorization: `Bearer ${org.ownerKey}` } });
     try {
       assert.equal((await models()).status, 200);
@@ -73,25 +61,16 @@ describe('a stalled dependency: the request path fails closed promptly and recov
       }
       assert.equal(recovered, 200);
     } finally {
-      server.close();
+      await api.close();
       await db.destroy();
     }
   });
 
   it('Temporal paused: a completion is refused 503 within the start deadline, nothing billed, its key free to retry', async () => {
-    const { env, namespace, db } = stack();
+    const { db } = stack();
     const org = await newOrg();
-    const app = createApp({
-      db,
-      temporal: env.connection,
-      namespace,
-      log: createLogger('test', () => undefined),
-      form: 'B',
-      client: env.client,
-    });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`;
+    const api = await startApi('B');
+    const url = `${api.url}/v1/chat/completions`;
     const complete = (): Promise<Response> =>
       fetch(url, {
         method: 'POST',
@@ -118,7 +97,7 @@ describe('a stalled dependency: the request path fails closed promptly and recov
       const request = await db('requests').where({ org_id: org.orgId }).first('state', 'error_code');
       assert.deepEqual(request, { state: 'failed', error_code: 'service_unavailable' }, 'the key may run again');
     } finally {
-      server.close();
+      await api.close();
     }
   });
 });
