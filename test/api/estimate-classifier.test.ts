@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { upsertMode } from '../../db/repositories/modes';
-import { stack } from '../harness/stack';
-import { uniqueTicker } from '../harness/unique';
+import { customMode } from '../deliberation/helpers';
 import { systemModeConfig } from './fixtures';
 import { call, newKey, newOrg, PANEL, startApi, USER, type Api } from './helpers';
 
@@ -15,17 +13,8 @@ describe('estimate: the same classifier as a real call', () => {
   it("asks the mode's classifier model when it names one, and the heuristic otherwise", async () => {
     const org = await newOrg();
     const key = await newKey(org.orgId, { limits: { requestsPerMinute: 1_000 } });
-    const config = { ...systemModeConfig(), staff: { ...systemModeConfig().staff, classifier: { engine: 'sim/alpha-experience' } } };
-    const mode = await upsertMode(stack().db, {
-      id: `classified-${org.orgId.slice(4, 12).toLowerCase()}`,
-      ticker: uniqueTicker('CLSF'),
-      orgId: org.orgId,
-      name: 'Classified',
-      description: null,
-      useWhen: 'Tests.',
-      published: true,
-      config,
-    });
+    const panel = systemModeConfig();
+    const mode = await customMode(org.orgId, 'quorum-panel', { staff: { ...panel.staff, classifier: { engine: 'sim/alpha-experience' } } });
     const messages = USER('Compare two sorting algorithms step by step, with their trade-offs.');
     const byModel = await call(api, 'POST', '/v1/estimate', { key, body: { model: mode.ticker, messages } });
     assert.equal(byModel.status, 200, JSON.stringify(byModel.body));
