@@ -137,7 +137,16 @@ describe('end to end through the official openai client', function () {
         assert.equal(dup.status, 409);
         assert.equal(dup.code, 'request_in_progress');
         assert.equal(dup.type, 'invalid_request_error');
-        assert.ok((await first).choices[0].message.content);
+        // The 409 names the running call, so its receipt can be read once it ends.
+        const raw = await call(apis[form] as Api, 'POST', '/v1/chat/completions', {
+          key: org.ownerKey,
+          body: { model: PANEL[form], messages },
+          headers: { 'idempotency-key': idem },
+        });
+        assert.equal(raw.status, 409);
+        const done = (await first) as WithSvc;
+        assert.ok(done.choices[0].message.content);
+        assert.equal(raw.body.svc?.request_id, done.svc.request_id);
       });
 
       it('without a header, an identical repeat is deduplicated by the derived key', async () => {
