@@ -1,4 +1,3 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
@@ -6,45 +5,25 @@ import type { Judgment } from '../domain/judge';
 import { parseJudgment } from '../domain/judge-reply';
 import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
-import type { CallSource, Settlement } from '../domain/outcome';
+import type { Settlement } from '../domain/outcome';
 import { planSeats, type Plan } from '../domain/seat-plan';
 import * as ledger from '../db/repositories/ledger';
-import { getProviderCredential, ownProviderFamilies, type ProviderFamily } from '../db/repositories/provider-credentials';
+import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { settleOutcome } from '../db/repositories/receipts';
 import { abandonRequest } from '../db/repositories/requests';
-import type { Credential, Engines, Family } from '../engines';
-import { isEngineError } from '../engines';
+import type { Engines } from '../engines';
 import { classifyPrompt } from '../engines/classify';
 import type { Logger } from '../infra/log';
+import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
+
+export type { EngineCallInput, EngineCallResult };
 
 export interface DeliberationDeps {
   db: Knex;
   engines: Engines;
   log: Logger;
   env?: NodeJS.ProcessEnv;
-}
-
-export interface EngineCallInput {
-  orgId: string;
-  engineId: string;
-  ownKey: boolean;
-  messages: ChatMessage[];
-  maxOutputTokens: number;
-}
-
-export interface EngineCallResult {
-  engineId: string;
-  text: string;
-  finish: 'stop' | 'length';
-  tokensIn: number;
-  tokensOut: number;
-  reasoningTokens: number | null;
-  latencyMs: number;
-  costMicros: number;
-  source: CallSource;
-  startedAt: string;
-  endedAt: string;
 }
 
 export interface JudgeCallInput extends EngineCallInput {
@@ -57,81 +36,10 @@ export interface JudgeCallResult extends EngineCallResult {
   judgment: Judgment | null;
 }
 
-const HEARTBEAT_EVERY_MS = 2_000;
-
-/** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
-export const ENGINE_PERMANENT = 'EnginePermanent';
-
-function keyedFamily(family: Family): ProviderFamily | undefined {
-  return family === 'sim' ? undefined : family;
-}
-
 export function createDeliberationActivities(deps: DeliberationDeps) {
   const { db, engines } = deps;
   const env = deps.env ?? process.env;
-
-  /**
-   * One provider call. Retryable failures are thrown for Temporal's retry policy (honouring the provider's
-   * retry-after); permanent ones are non-retryable `EnginePermanent` failures the workflow answers with a backup.
-   * Registered as `seat`, `judge` (which also reads the verdict) and `synthesize` so each step is named in the workflow's history.
-   */
-  const engineCall = async (input: EngineCallInput): Promise<EngineCallResult> => {
-    let credential: Credential | undefined;
-    if (input.ownKey) {
-      const family = keyedFamily(engines.spec(input.engineId).family);
-      const stored = family ? await getProviderCredential(db, input.orgId, family) : undefined;
-      if (!stored) throw ApplicationFailure.nonRetryable(`${input.engineId}: the organisation's own key was removed`, ENGINE_PERMANENT);
-      // Decrypted here and only here; it never enters workflow history.
-      credential =
-        stored.kind === 'api_key'
-          ? { kind: 'api_key', apiKey: stored.apiKey, source: 'own_key' }
-          : {
-              kind: 'bedrock_role',
-              roleArn: stored.roleArn,
-              externalId: stored.externalId,
-              region: env.AWS_REGION ?? 'us-east-1',
-              source: 'own_key',
-            };
-    }
-    const startedAt = new Date().toISOString();
-    // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout.
-    const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
-    try {
-      const r = await engines.call(
-        {
-          engineId: input.engineId,
-          messages: input.messages,
-          maxOutputTokens: input.maxOutputTokens,
-          signal: Context.current().cancellationSignal,
-        },
-        credential,
-      );
-      return {
-        engineId: r.engineId,
-        text: r.text,
-        finish: r.finish,
-        tokensIn: r.tokensIn,
-        tokensOut: r.tokensOut,
-        reasoningTokens: r.reasoningTokens,
-        latencyMs: r.latencyMs,
-        costMicros: r.costMicros,
-        source: r.source,
-        startedAt,
-        endedAt: new Date().toISOString(),
-      };
-    } catch (err) {
-      if (!isEngineError(err)) throw err;
-      if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, ENGINE_PERMANENT, err.kind);
-      throw ApplicationFailure.create({
-        message: err.message,
-        type: `Engine_${err.kind}`,
-        nextRetryDelay: err.retryAfterMs,
-        details: [err.kind],
-      });
-    } finally {
-      clearInterval(heartbeat);
-    }
-  };
+  const engineCall = createEngineCall({ db, engines, env });
 
   return {
     /** Which engine sits where for this call; reads the organisation's own-key settings (never their secrets). */

@@ -2,6 +2,7 @@ import type { Db } from '../db/knex';
 import type { Engines } from '../engines';
 import type { Logger } from '../infra/log';
 import { createAccountActivities } from './accounts';
+import { createBenchmarkActivities } from './benchmark';
 import { createDeliberationActivities } from './deliberation';
 
 /** What activities need from the outside world; built once per worker process. */
@@ -15,7 +16,7 @@ export interface ActivityDeps {
 
 /** Temporal samples' habit: a factory closing over dependencies, so tests pass real ones of their own. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createAccountActivities(deps), ...createDeliberationActivities(deps) };
+  return { ...createAccountActivities(deps), ...createDeliberationActivities(deps), ...createBenchmarkActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -16,6 +16,8 @@ import { models } from './routes/models';
 import { openApiDocument } from './routes/openapi';
 import { missingRequestId } from './operations/receipt';
 import { receipt } from './routes/receipts';
+import { launchCertify, launchTests, poll } from './routes/runs';
+import { runSettingsFromEnv, type RunSettings } from './operations/runs';
 
 export interface AppDeps extends HealthDeps {
   log: Logger;
@@ -25,6 +27,8 @@ export interface AppDeps extends HealthDeps {
   client?: Client;
   /** The estimate's classifier model, when a mode names one; default: engines configured from the environment. */
   engines?: Engines;
+  /** Daily launch limits and questions in flight per run; default: from the environment (QUORUM_TEST_RUNS_PER_DAY…). */
+  runs?: RunSettings;
 }
 
 /** One line per request: what an operator needs to follow a call (its request id leads to the Temporal UI). */
@@ -69,6 +73,7 @@ export function createApp(deps: AppDeps): Koa {
     engines: deps.engines ?? createEngines({ logger: deps.log }),
     log: deps.log,
     serialiser,
+    runs: deps.runs ?? runSettingsFromEnv(process.env),
   };
   const openapi = openApiDocument(serialiser);
   // The first prompt should not pay for building the tokenizer.
@@ -89,6 +94,10 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/v1/receipts', gate(deps.db, 'receipts'), () => {
     throw missingRequestId();
   });
+  router.post('/v1/tests', gate(deps.db, 'tests'), launchTests(routeDeps));
+  router.get('/v1/tests', gate(deps.db, 'tests'), poll(routeDeps, 'test'));
+  router.post('/v1/certify', gate(deps.db, 'certify'), launchCertify(routeDeps));
+  router.get('/v1/certify', gate(deps.db, 'certify'), poll(routeDeps, 'certification'));
 
   app.use(accessLog(deps.log));
   app.use(errorMiddleware(deps.log));

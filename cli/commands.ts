@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 import { createApiKey, revokeApiKey } from '../db/repositories/api-keys';
 import { addDocument } from '../db/repositories/documents';
@@ -8,100 +7,12 @@ import { getBalance, listLedger, topUp } from '../db/repositories/ledger';
 import { createOrganisation, setOrganisationStatus } from '../db/repositories/organisations';
 import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories/provider-credentials';
 import { SCOPES } from '../domain/api-keys';
-import { microsToDecimal, microsToUsd, usdToMicros } from '../domain/money';
-import type { Logger } from '../infra/log';
+import { microsToUsd } from '../domain/money';
 import { startTrialTimer } from '../starters/trial-credit';
-import type { CliResources } from './connect';
+import { runCommands } from './run-commands';
 
-/** Bad arguments: reported with the command's usage and exit code 2. */
-export class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly usage?: string,
-  ) {
-    super(message);
-  }
-}
-
-export interface CommandContext {
-  resources: CliResources;
-  log: Logger;
-}
-
-/** `json` is the one object printed with `--json`; `text` the human-readable rendering. */
-export interface CommandOutput {
-  json: Record<string, unknown>;
-  text: string;
-}
-
-export interface Invocation {
-  json: boolean;
-  run(ctx: CommandContext): Promise<CommandOutput>;
-}
-
-export interface Command {
-  name: string;
-  usage: string;
-  parse(args: string[]): Invocation;
-}
-
-interface CommandSpec<T> {
-  name: string;
-  usage: string;
-  options: NonNullable<ParseArgsConfig['options']>;
-  /** Takes positional arguments, validated as `files`. */
-  positionals?: boolean;
-  /** Validates parseArgs' values (keys are the option names), so every check happens before anything connects. */
-  input: z.ZodType<T>;
-  run(input: T, ctx: CommandContext): Promise<CommandOutput>;
-}
-
-function command<T>(spec: CommandSpec<T>): Command {
-  const usage = `usage: quorum ${spec.name} ${spec.usage} [--json]`;
-  return {
-    name: spec.name,
-    usage,
-    parse(args) {
-      let values: Record<string, unknown>;
-      let positionals: string[];
-      try {
-        ({ values, positionals } = parseArgs({
-          args,
-          options: { ...spec.options, json: { type: 'boolean' } },
-          strict: true,
-          allowPositionals: spec.positionals === true,
-        }));
-      } catch (err) {
-        throw new UsageError((err as Error).message, usage);
-      }
-      const { json, ...rest } = values;
-      const parsed = spec.input.safeParse(spec.positionals ? { ...rest, files: positionals } : rest);
-      if (!parsed.success) {
-        throw new UsageError(
-          parsed.error.issues.map((i) => (i.path.length ? `--${i.path.join('.')} ${i.message}` : i.message)).join('; '),
-          usage,
-        );
-      }
-      return { json: json === true, run: (ctx) => spec.run(parsed.data, ctx) };
-    },
-  };
-}
-
-const required = z.string({ error: 'is required' }).trim().min(1, 'must not be empty');
-const usd = required.transform((text, ctx) => {
-  try {
-    const micros = usdToMicros(text);
-    if (micros > 0n) return micros;
-    ctx.addIssue({ code: 'custom', message: 'must be a positive amount' });
-  } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be a USD amount with at most 6 decimals, e.g. 12.50' });
-  }
-  return z.NEVER;
-});
-const list = <T>(item: z.ZodType<T, string>) =>
-  required.transform((text) => text.split(',').map((s) => s.trim())).pipe(z.array(item).min(1));
-
-const dollars = (micros: bigint): string => `$${microsToDecimal(micros)}`;
+export { UsageError, type Command } from './command';
+import { command, dollars, list, required, usd, UsageError, type Command } from './command';
 
 const orgCreate = command({
   name: 'org create',
@@ -311,4 +222,5 @@ export const COMMANDS: readonly Command[] = [
   balanceShow,
   byokSet,
   docsAdd,
+  ...runCommands,
 ];

@@ -1,10 +1,13 @@
+import type { Knex } from 'knex';
+import { simDemoModes } from '../domain/modes';
 import { usdToMicros } from '../domain/money';
+import { setListed, upsertMode } from './repositories/modes';
 import { createOrganisation, organisationExists } from './repositories/organisations';
 import type { DbOrTrx } from './repositories/shared';
 
 export const DEMO_ORG_ID = 'org_demo';
-/** On top of the $5 trial, so a local demo does not run dry when the trial expires. */
-const DEMO_CREDIT_MICROS = usdToMicros('20');
+/** On top of the $5 trial: enough for a local demo to certify both simulated demo modes ($50 each) and keep calling. */
+const DEMO_CREDIT_MICROS = usdToMicros('120');
 
 export interface SeededDemo {
   orgId: string;
@@ -18,7 +21,21 @@ export interface SeededDemo {
  * Creates the demo organisation on first start; later starts get `{ orgId }` alone. Postgres only: the caller
  * (the supervisor) starts the trial timer, and the worker's ensureTrialTimers catches up if that never happened.
  */
-export async function seedDemoOrganisation(db: DbOrTrx): Promise<SeededDemo> {
+export async function seedDemoOrganisation(db: Knex): Promise<SeededDemo> {
+  const seeded = await createDemoOrganisation(db);
+  await seedDemoModes(db, DEMO_ORG_ID);
+  return seeded;
+}
+
+/** The simulated strong and weak demo modes, owned by `orgId`, published and listed (so Form B may certify them). */
+export async function seedDemoModes(db: Knex, orgId: string, owner = { idPrefix: 'demo', company: 'DEMO' }): Promise<void> {
+  for (const mode of simDemoModes(owner)) {
+    await upsertMode(db, { ...mode, orgId, published: true });
+    await setListed(db, mode.id, true);
+  }
+}
+
+async function createDemoOrganisation(db: DbOrTrx): Promise<SeededDemo> {
   if (await organisationExists(db, DEMO_ORG_ID)) return { orgId: DEMO_ORG_ID };
   let created;
   try {

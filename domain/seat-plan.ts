@@ -80,6 +80,11 @@ export function designedSeats(config: ModeConfig, tier: Tier, lane: Lane): strin
   return (config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience).seats;
 }
 
+/** A mode designed on `sim` engines keeps them under a test key; only real engines are replaced by stand-ins. */
+export function isSimEngine(engineId: string): boolean {
+  return engineId.startsWith('sim/');
+}
+
 function planned(spec: CatalogEngine, ownKey: boolean): PlannedEngine {
   return { engineId: spec.id, inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok, ownKey };
 }
@@ -120,7 +125,11 @@ function chainOf(
 
 /** Judge and synthesis run on the service's keys only; a configured backup comes right after the designed engine. */
 function staffPlan(ctx: PlanningContext, staff: { engine: string; backup?: string }, simStandIn: string, notes: string[]): StaffPlan {
-  if (ctx.simOnly) return { designed: staff.engine, chain: chainOf(ctx, simStandIn, new Set(), simStandIn, []) };
+  if (ctx.simOnly)
+    return {
+      designed: staff.engine,
+      chain: chainOf(ctx, isSimEngine(staff.engine) ? staff.engine : simStandIn, new Set(), simStandIn, []),
+    };
   const chain = chainOf(ctx, staff.engine, new Set(), simStandIn, notes);
   const extra = staff.backup ? ctx.find(staff.backup) : undefined;
   if (extra && ctx.serviceCanRun(extra.id) && !chain.some((c) => c.engineId === extra.id)) chain.splice(1, 0, planned(extra, false));
@@ -133,7 +142,7 @@ export function planSeats(config: ModeConfig, tier: Tier, lane: Lane, ctx: Plann
   const seats = designedSeats(config, tier, lane).map((designed, i): SeatPlan => {
     const simStandIn = `sim/${SIM_NAMES[i % SIM_NAMES.length]}-${seatTier}`;
     const chain = ctx.simOnly
-      ? chainOf(ctx, simStandIn, new Set(), simStandIn, [])
+      ? chainOf(ctx, isSimEngine(designed) ? designed : simStandIn, new Set(), simStandIn, [])
       : chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes);
     return { role: ROLES[i], designed, chain };
   });

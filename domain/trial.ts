@@ -2,7 +2,7 @@
  * Trial credit (spec 01 item 11): a new organisation gets $5; any part unused after 30 days is deducted.
  *
  * "Unused" is defined as: the trial credit minus everything spent since the trial began, never below zero,
- * where "spent" is the net of charges (`charge`, `test_run_charge`) less `cap_credit` refunds. Spending is thus
+ * where "spent" is the net of charges (`charge`, `test_run_charge`) less `cap_credit` and `run_refund` credits. Spending is thus
  * taken from the trial credit first, so a top-up is never deducted while trial credit remains, and a spend
  * larger than the trial credit leaves nothing to deduct.
  *

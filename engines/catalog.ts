@@ -234,9 +234,30 @@ function clamp01(x: number): number {
   return Math.min(1, Math.max(0, Math.round(x * 1000) / 1000));
 }
 
+/**
+ * Two weak simulated engines trained alike: they make the same mistake on the same question, so together they
+ * outvote a stronger seat. The demo mode built to lose its certification seats them beside a strong engine.
+ */
+const SIM_NOVICES: readonly EngineSpec[] = (['novice-a', 'novice-b'] as const).map((model, i) => ({
+  id: `sim/${model}`,
+  family: 'sim',
+  maker: 'sim',
+  model,
+  tier: 'experience',
+  inputUsdPerMtok: 0.1,
+  outputUsdPerMtok: 0.4,
+  contextTokens: 128_000,
+  maxOutputTokens: 8_192,
+  backup: i === 0 ? 'sim/novice-b' : 'sim/novice-a',
+  reasoning: false,
+  skill: { light: 0.35, medium: 0.2, hard: 0.1 },
+  mistakeGroup: 'novices',
+}));
+
 export const CATALOG: readonly EngineSpec[] = Object.freeze([
   ...REAL.map(({ name, reasoning, ...row }): EngineSpec => ({ ...row, id: `${row.family}/${name}`, reasoning: reasoning ?? false })),
   ...simRows(),
+  ...SIM_NOVICES,
 ]);
 
 const BY_ID: ReadonlyMap<string, EngineSpec> = new Map(CATALOG.map((s) => [s.id, s]));

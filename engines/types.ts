@@ -28,6 +28,8 @@ export interface EngineSpec {
   reasoning: boolean;
   /** Sim only: probability of a correct answer on a known-answer question, per difficulty. */
   skill?: Readonly<Record<Difficulty, number>>;
+  /** Sim only: engines of one group give the same wrong answer to a question (correlated mistakes). */
+  mistakeGroup?: string;
 }
 
 export interface KnownAnswer {

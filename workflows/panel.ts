@@ -1,5 +1,5 @@
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
-import type { DeliberationActivities, EngineCallResult } from '../activities/deliberation';
+import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
 import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
@@ -59,6 +59,8 @@ export interface PanelInput {
   meter: CostMeter;
   /** Seeds the judge's answer order; drawn by the caller from the workflow's deterministic random. */
   judgeSeed: number;
+  /** A run's question: every seat pass carries its reference for `sim` engines (never sent to a provider). */
+  knownAnswer?: EngineCallInput['knownAnswer'];
 }
 
 interface SeatState {
@@ -131,7 +133,7 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
   const runSeat = async (s: SeatState, round: number, messages: ChatMessage[]): Promise<SeatPass | undefined> => {
     while (s.at < s.plan.chain.length) {
       const engine = s.plan.chain[s.at];
-      const call = { orgId, engineId: engine.engineId, ownKey: engine.ownKey, messages };
+      const call = { orgId, engineId: engine.engineId, ownKey: engine.ownKey, messages, knownAnswer: input.knownAnswer };
       try {
         const first = await seat({ ...call, maxOutputTokens: seatMax });
         meter.charge(first);

@@ -6,4 +6,7 @@ export const QuorumMode = defineSearchAttributeKey('QuorumMode', SearchAttribute
 export const QuorumLane = defineSearchAttributeKey('QuorumLane', SearchAttributeType.KEYWORD);
 export const QuorumStatus = defineSearchAttributeKey('QuorumStatus', SearchAttributeType.KEYWORD);
 
-export const quorumSearchAttributes = [QuorumOrg, QuorumMode, QuorumLane, QuorumStatus] as const;
+/** A run's kind: `test` or `certification`. */
+export const QuorumKind = defineSearchAttributeKey('QuorumKind', SearchAttributeType.KEYWORD);
+
+export const quorumSearchAttributes = [QuorumOrg, QuorumMode, QuorumLane, QuorumStatus, QuorumKind] as const;

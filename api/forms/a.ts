@@ -2,6 +2,7 @@ import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../schemas/a';
 import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, usd } from './shared';
 import type { FormSerialiser, JsonObject } from './shared';
+import { runSerialiser } from './runs';
 
 /** Form A: modes by key, depth surcharges, provider families; `finish_reason: cost_cap` when the ceiling stopped the run. */
 const OWNER = 'quorum';
@@ -78,4 +79,5 @@ export const formA: FormSerialiser = {
       }),
     ),
   noReceipt: (_requestId, reason) => ({ ok: true, receipt_available: false, reason }),
+  runs: runSerialiser({ bucket: { light: 'light', medium: 'medium', hard: 'hard' }, modeKey: (m) => m.id }),
 };

@@ -3,6 +3,7 @@ import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../schemas/b';
 import { completionShape, estimateShape, ratesJson, receiptEnvelope, receiptShape, replayFields, usd } from './shared';
 import type { FormSerialiser, JsonObject } from './shared';
+import { runSerialiser } from './runs';
 
 /** Form B: modes by ticker, per-Mtok mode fee, engines at actual cost plus the platform fee, cap credit over the ceiling. */
 
@@ -173,4 +174,5 @@ export const formB: FormSerialiser = {
     );
   },
   noReceipt: (requestId, reason, status) => ({ ok: true, receipt_available: false, reason, request_id: requestId, status }),
+  runs: runSerialiser({ bucket: { light: 'easy', medium: 'medium', hard: 'hard' }, modeKey: (m) => m.ticker }),
 };

@@ -5,6 +5,7 @@ import type { Outcome, SeatPass, StaffCall } from '../../domain/outcome';
 import type { Quote, TierRate, TierRates } from '../../domain/estimate';
 import type { Classification } from '../../domain/classifier';
 import type { RequestSchemas } from '../schemas/common';
+import type { RunSerialiser } from './runs';
 
 /** JSON as the serialisers emit it; an `undefined` member is left out of the body. */
 export type Json = string | number | boolean | null | Json[] | JsonObject;
@@ -44,6 +45,7 @@ export interface FormSerialiser {
   model(view: ModelView): JsonObject;
   receipt(outcome: Outcome, includeTranscript: boolean): JsonObject;
   noReceipt(requestId: string, reason: string, status: string): JsonObject;
+  runs: RunSerialiser;
 }
 
 /** The chat-completion shape both Forms share; each Form supplies its `finish_reason`, usage extras and `svc`. */

@@ -3,6 +3,8 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Db } from '../../db/knex';
 import { recordEstimate } from '../../db/repositories/limits';
 import { recordedCallStats } from '../../db/repositories/requests';
+import { latestRunSummary } from '../../db/repositories/runs';
+import { runEvidence } from '../../domain/run-summary';
 import type { Classification } from '../../domain/classifier';
 import type { Form } from '../../domain/form';
 import { quote, tierRates, type QuoteInput, type TierRates } from '../../domain/estimate';
@@ -65,11 +67,16 @@ export async function estimate(
   // Read-only, so it may overlap the slot check; its failure surfaces where it is awaited.
   const ratesRead = ratesOf(db, mode);
   ratesRead.catch(() => undefined);
+  const evidenceRead = latestRunSummary(db, mode.id);
+  evidenceRead.catch(() => undefined);
   return withConcurrencySlot(db, auth, async () => {
     const classifyStart = performance.now();
-    const classification = await classifyPrompt(deps.engines, deps.log, body.messages, mode.config.staff.classifier?.engine);
+    const classified = await classifyPrompt(deps.engines, deps.log, body.messages, mode.config.staff.classifier?.engine);
     const classify = Math.round(performance.now() - classifyStart);
-    const [rates] = await Promise.all([ratesRead, recordEstimate(db, auth.orgId, requestId)]);
+    const [rates, runs] = await Promise.all([ratesRead, evidenceRead, recordEstimate(db, auth.orgId, requestId)]);
+    // DESIGN §10: once the mode has finished runs, they decide whether a panel helps on questions like this one.
+    const fromRuns = runs && runEvidence(runs.summary, classified.depth, runs.runId);
+    const classification = fromRuns ? { ...classified, deliberationValue: fromRuns } : classified;
     const q = quote(callQuoteInput(form, auth, { mode, tier, classification, promptTokens, rates }), catalogPrices);
     const total = Math.round(performance.now() - input.startedAt);
     return { requestId, model: body.model, mode, classification, tier, rates, quote: q, timing: { total, classify } };

@@ -3,6 +3,7 @@ import { ERROR_TABLE } from '../../domain/errors';
 import type { FormSerialiser } from '../forms';
 import { IdempotencyKeySchema } from '../schemas/common';
 import type { JsonObject } from '../forms/shared';
+import { CertifyPollSchema, CertifyRequestSchema, LaunchSchema, TestPollSchema, testRunRequestSchema } from '../schemas/run-resources';
 
 /** The error body every failure uses (spec 01 "Error body"); documented from the same table that builds it. */
 const ErrorBodySchema = z.object({
@@ -25,6 +26,8 @@ function schemaOf(schema: z.ZodType): JsonObject {
 
 const json = (schema: JsonObject): JsonObject => ({ 'application/json': { schema } });
 const ok = (description: string): JsonObject => ({ description, content: json({ type: 'object' }) });
+const okOf = (description: string, ref: string): JsonObject => ({ description, content: json({ $ref: `#/components/schemas/${ref}` }) });
+const batchId = { name: 'batch_id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } };
 /** The failure statuses an operation may answer (spec 01 per endpoint, plus 413 for an oversized body), each in the error shape. */
 const errors = (...statuses: number[]): JsonObject =>
   Object.fromEntries(
@@ -45,7 +48,12 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
     security: [{ bearer: [] }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: { ErrorBody: schemaOf(ErrorBodySchema) },
+      schemas: {
+        ErrorBody: schemaOf(ErrorBodySchema),
+        RunAccepted: schemaOf(LaunchSchema),
+        TestRunPoll: schemaOf(TestPollSchema),
+        CertificationPoll: schemaOf(CertifyPollSchema),
+      },
     },
     paths: {
       '/v1/chat/completions': {
@@ -74,6 +82,47 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
             { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
           ],
           responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors(...ALWAYS, 400, 404) },
+        },
+      },
+      '/v1/tests': {
+        post: {
+          operationId: 'launchTestRun',
+          parameters:
+            serialiser.form === 'B'
+              ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }]
+              : [],
+          requestBody: body(testRunRequestSchema(serialiser.form)),
+          responses: {
+            '200': okOf('Launched (charged up front), or priced when `dry_run`.', 'RunAccepted'),
+            ...errors(...ALWAYS, 400, 404, 413, ...(serialiser.form === 'B' ? [402, 409, 422] : [])),
+          },
+        },
+        get: {
+          operationId: 'getTestRun',
+          parameters: [batchId],
+          responses: { '200': okOf('Progress, and results once the run has ended.', 'TestRunPoll'), ...errors(...ALWAYS, 400, 404) },
+        },
+      },
+      '/v1/certify': {
+        post: {
+          operationId: 'launchCertification',
+          parameters:
+            serialiser.form === 'B'
+              ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }]
+              : [],
+          requestBody: body(CertifyRequestSchema),
+          responses: {
+            '200': okOf('150 questions, three judges, two repeats; $50 flat.', 'RunAccepted'),
+            ...errors(...ALWAYS, 400, 404, 413, ...(serialiser.form === 'B' ? [402, 409, 422] : [])),
+          },
+        },
+        get: {
+          operationId: 'getCertification',
+          parameters: [batchId],
+          responses: {
+            '200': okOf('Progress, and the verdict once the run has ended.', 'CertificationPoll'),
+            ...errors(...ALWAYS, 400, 404),
+          },
         },
       },
     },

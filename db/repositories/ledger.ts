@@ -18,6 +18,7 @@ export const LEDGER_KINDS = [
   'charge',
   'cap_credit',
   'test_run_charge',
+  'run_refund',
 ] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
 export type ChargeKind = Extract<LedgerKind, 'charge' | 'test_run_charge'>;

@@ -119,3 +119,13 @@ export async function findMode(db: Conn, q: { orgId: string; form: Form; model: 
   if (row.org_id !== null && !own) return undefined;
   return toRecord(row);
 }
+
+/** Whether the mode is listed in the marketplace (Form B certifies listed modes only). */
+export async function isListed(db: Conn, modeId: string): Promise<boolean> {
+  const row = (await db('modes').where({ id: modeId }).first('listed')) as { listed: boolean } | undefined;
+  return row?.listed ?? false;
+}
+
+export async function setListed(db: Conn, modeId: string, listed: boolean): Promise<void> {
+  await db('modes').where({ id: modeId }).update({ listed });
+}

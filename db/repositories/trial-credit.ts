@@ -32,7 +32,7 @@ export async function expireTrialCredit(db: DbOrTrx, orgId: string): Promise<Tri
     };
     const spent = await trx.raw<{ rows: { spent: bigint }[] }>(
       `select coalesce(-sum(amount_micros), 0)::bigint as spent from ledger_entries
-        where org_id = ? and kind in ('charge', 'test_run_charge', 'cap_credit') and created_at >= ?`,
+        where org_id = ? and kind in ('charge', 'test_run_charge', 'cap_credit', 'run_refund') and created_at >= ?`,
       [orgId, org.trial_started_at],
     );
     const deduction = trialExpiryDeductionMicros({

@@ -38,7 +38,10 @@ export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | unde
     full = classification(call.messages, rand);
   } else if (knownAnswer) {
     const skill = spec.skill?.[knownAnswer.difficulty] ?? 0;
-    full = knownAnswerText(correctDraw < skill ? knownAnswer.answer : plausibleWrong(knownAnswer.answer, rand));
+    const p = revisionSeesRightAnswer(call.messages, knownAnswer.answer) ? verifySkill(skill) : skill;
+    full = knownAnswerText(
+      correctDraw < p ? knownAnswer.answer : plausibleWrong(knownAnswer.answer, mistakeRandom(spec.mistakeGroup, call.messages) ?? rand),
+    );
   } else {
     full = freeFormText(spec.id, call.messages, rand);
   }
@@ -126,7 +129,7 @@ function majorityFinal(messages: readonly ChatMessage[]): string | undefined {
 
 /**
  * A simulated run judge: it reads the reference answer and prefers an answer whose final answer matches it, and is
- * right most of the time (85%); otherwise, and when the answers are equally right, it calls a tie or picks at random.
+ * right most of the time (90%); otherwise, and when the answers are equally right, it calls a tie or picks at random.
  */
 function runVerdict(messages: readonly ChatMessage[], rand: () => number): string {
   const reference = /Reference answer: ([^\n]*)/
@@ -141,13 +144,32 @@ function runVerdict(messages: readonly ChatMessage[], rand: () => number): strin
   if (answers.length === 0) winner = 'tie';
   // One side is right: the judge sees it most of the time, else errs to a tie or a random pick.
   else if (right.length > 0 && right.length < answers.length)
-    winner = draw < 0.85 ? pick(right, rand).label : draw < 0.92 ? 'tie' : pick(answers, rand).label;
-  // Equally right or wrong: mostly a tie.
-  else winner = draw < 0.6 ? 'tie' : pick(answers, rand).label;
+    winner = draw < 0.9 ? pick(right, rand).label : draw < 0.95 ? 'tie' : pick(answers, rand).label;
+  // Equally right or wrong against the reference: a tie, bar the odd arbitrary pick.
+  else winner = draw < 0.9 ? 'tie' : pick(answers, rand).label;
   return JSON.stringify({
     winner,
     why: winner === 'tie' ? 'The answers are equally good.' : `Answer ${winner} matches the reference best.`,
   });
+}
+
+/**
+ * Checking an answer is easier than finding it: a seat revising its answer (a critique round) that was shown the
+ * right final answer (its own or a panelist's) recognises it with this probability, closing 70% of the gap from its
+ * skill to certainty. This is the mechanism that lets a deliberating panel beat its strongest seat alone.
+ */
+function verifySkill(skill: number): number {
+  return skill + (1 - skill) * 0.7;
+}
+
+function revisionSeesRightAnswer(messages: readonly ChatMessage[], reference: string): boolean {
+  const own = messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+  if (own.length === 0) return false;
+  const target = reference
+    .trim()
+    .toLowerCase()
+    .replace(/[.\s]+$/, '');
+  return [...own, ...shownAnswers(messages).map((a) => a.text)].some((t) => finalOf(t) === target);
 }
 
 /** A simulated small classifier: the heuristic's reading of the prompt, with a little deterministic noise. */
@@ -160,6 +182,12 @@ function classification(messages: readonly ChatMessage[], rand: () => number): s
 /** The answer line a known-answer checker can find, after a sentence of (simulated) working. */
 export function knownAnswerText(answer: string): string {
   return `Working through the question step by step, the result is ${answer}.\n\nFinal answer: ${answer}`;
+}
+
+/** Engines of one mistake group draw their wrong answer from the question alone, so they agree on it. */
+function mistakeRandom(group: string | undefined, messages: readonly ChatMessage[]): (() => number) | undefined {
+  if (!group) return undefined;
+  return seededRandom(createHash('sha256').update(group).update('\0').update(lastUserText(messages)).digest());
 }
 
 /** A uniform stream in (0, 1): the 32 bytes of the hash seed an xorshift128 generator. */

@@ -15,8 +15,22 @@ describe('accounts: demo seed', () => {
     assert.ok(first.apiKey);
     assert.ok(first.trialStartedAt instanceof Date);
     assert.equal((await authenticate(db, first.apiKey)).orgId, DEMO_ORG_ID);
-    assert.equal((await getBalance(db, DEMO_ORG_ID)).balanceMicros, 25_000_000n);
+    assert.equal((await getBalance(db, DEMO_ORG_ID)).balanceMicros, 125_000_000n);
     assert.deepEqual(await seedDemoOrganisation(db), { orgId: DEMO_ORG_ID });
+    // The simulated demo modes belong to it, listed, so both Forms can run and certify them offline.
+    const modes = (await db('modes').where({ org_id: DEMO_ORG_ID }).orderBy('id').select('id', 'listed', 'name')) as {
+      id: string;
+      listed: boolean;
+      name: string;
+    }[];
+    assert.deepEqual(
+      modes.map((m) => [m.id, m.listed]),
+      [
+        ['demo-strong-sim', true],
+        ['demo-weak-sim', true],
+      ],
+    );
+    assert.ok(modes.every((m) => /simulated/.test(m.name)));
     // The seed touches Postgres only: the supervisor starts the trial timer (test/infra/supervisor.test.ts), and
     // until something does, the organisation is one ensureTrialTimers will pick up.
     await assert.rejects(env.client.workflow.getHandle(workflowIds.trialCredit(DEMO_ORG_ID)).describe(), WorkflowNotFoundError);

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
+import type { RunSettings } from '../../api/operations/runs';
 import type { Db } from '../../db/knex';
 import type { Form } from '../../domain/form';
 import { createApiKey, type CreateApiKeyInput } from '../../db/repositories/api-keys';
@@ -22,7 +23,7 @@ export interface Api {
 }
 
 /** The product's app for one Form on a free port, against the shared test stack (or a pool of the caller's). */
-export async function startApi(form: Form, opts: { db?: Db } = {}): Promise<Api> {
+export async function startApi(form: Form, opts: { db?: Db; runs?: RunSettings } = {}): Promise<Api> {
   const { env, namespace } = stack();
   const db = opts.db ?? stack().db;
   const app = createApp({
@@ -32,6 +33,7 @@ export async function startApi(form: Form, opts: { db?: Db } = {}): Promise<Api>
     log: createLogger('test-api', () => undefined),
     form,
     client: env.client,
+    runs: opts.runs,
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

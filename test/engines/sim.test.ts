@@ -4,6 +4,7 @@ import { engineCostMicros } from '../../domain/pricing';
 import { parseSimLatency, simLatencyMs } from '../../domain/sim-latency';
 import { synthesisPrompt } from '../../domain/prompts';
 import { readRunVerdict, runJudgePrompt } from '../../domain/run-judging';
+import { critiquePrompt } from '../../domain/prompts';
 import { countMessagesTokens, countTokens } from '../../domain/tokens';
 import { captureLogger, engineFailure } from './helpers';
 
@@ -14,9 +15,9 @@ function question(i: number): EngineRequest['messages'] {
 }
 
 describe('engines: sim family', () => {
-  it('mirrors the tiers with three engines each, priced, and always available', () => {
+  it('mirrors the tiers with three engines each (plus the two demo novices), priced, and always available', () => {
     for (const tier of ['experience', 'plus', 'pro'] as const) {
-      const sims = enginesOf({ tier, family: 'sim' });
+      const sims = enginesOf({ tier, family: 'sim' }).filter((s) => !s.mistakeGroup);
       assert.equal(sims.length, 3);
       for (const s of sims) {
         assert.match(s.id, /^sim\//);
@@ -63,6 +64,39 @@ describe('engines: sim family', () => {
     assert.match(await synth([reply('40'), reply('41')], 'B'), /Final answer: 41$/);
     // Free-form answers have no final answer to count: the usual simulated prose.
     assert.match(await synth(['Blue light scatters more.', 'Rayleigh scattering.'], 'A'), /^\[sim\/beta-plus\] /);
+  });
+
+  it('gives the same wrong answer from engines of one mistake group, and independent ones otherwise', async () => {
+    let shared = 0;
+    let wrongTogether = 0;
+    for (let q = 0; q < 100; q++) {
+      const knownAnswer = { answer: String(1000 + q), difficulty: 'hard' as const };
+      const ask = (engineId: string) => engines.call({ engineId, messages: question(q), maxOutputTokens: 200, knownAnswer });
+      const [a, b] = await Promise.all([ask('sim/novice-a'), ask('sim/novice-b')]);
+      const finalOf = (t: string) => /Final answer: (.*)$/.exec(t)?.[1];
+      if (finalOf(a.text) !== knownAnswer.answer && finalOf(b.text) !== knownAnswer.answer) {
+        wrongTogether++;
+        if (finalOf(a.text) === finalOf(b.text)) shared++;
+      }
+    }
+    assert.ok(wrongTogether > 60, `both novices were wrong on ${wrongTogether} of 100 hard questions`);
+    assert.equal(shared, wrongTogether, 'novices share every mistake');
+  });
+
+  it('recognises a right answer it is shown when revising (checking is easier than finding)', async () => {
+    let right = 0;
+    for (let q = 0; q < 200; q++) {
+      const knownAnswer = { answer: String(q), difficulty: 'hard' as const };
+      const r = await engines.call({
+        engineId: 'sim/gamma-plus',
+        messages: critiquePrompt(question(q), [], `Final answer: ${q + 1}`, [{ label: 'B', text: `Final answer: ${q}` }]),
+        maxOutputTokens: 200,
+        knownAnswer,
+      });
+      if (r.text.endsWith(`Final answer: ${q}`)) right++;
+    }
+    // gamma-plus finds a hard answer alone 47% of the time; shown it, 0.47 + 0.53 × 0.7 ≈ 84%.
+    assert.ok(right > 150 && right < 185, `revised to the right answer ${right} of 200 times`);
   });
 
   it('judges a run against the reference: prefers the matching answer most of the time, never names an unshown label', async () => {

@@ -1,0 +1,139 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Knex } from 'knex';
+import type { ResolvedMode, Tier } from '../domain/modes';
+import { generateQuestions } from '../domain/questions/generate';
+import type { Question } from '../domain/questions/types';
+import { planRun, type TierPlan } from '../domain/run-plan';
+import { summarizeRun, type RunSummary } from '../domain/run-summary';
+import {
+  dealTiers,
+  ENDED_STATES,
+  selectQuestions,
+  type BucketCounts,
+  type QuestionResult,
+  type RunKind,
+  type RunSpec,
+} from '../domain/runs';
+import { countMessagesTokens } from '../domain/tokens';
+import { ownProviderFamilies } from '../db/repositories/provider-credentials';
+import {
+  answeredIds,
+  doneCounts,
+  endRun,
+  getRun,
+  markRunState,
+  questionResults,
+  questionSetOf,
+  recordQuestionResult,
+} from '../db/repositories/runs';
+import type { Engines } from '../engines';
+import { runPlanningContext } from '../engines/run-planning';
+import type { Logger } from '../infra/log';
+import { createEngineCall } from './engine-call';
+
+export interface BenchmarkDeps {
+  db: Knex;
+  engines: Engines;
+  log: Logger;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A question as its workflow gets it: the tier it runs at, and its prompt's tokens counted here (workflows have no tokenizer). */
+export interface RunQuestion extends Question {
+  tier: Tier;
+  promptTokens: number;
+}
+
+export interface PreparedRun {
+  /** The run already ended (a replayed start after its end): nothing to do. */
+  ended: boolean;
+  /** Questions with no recorded result yet; a resumed run starts only these. */
+  remaining: RunQuestion[];
+  tiers: TierPlan[];
+  done: BucketCounts;
+  startedAt: string | null;
+}
+
+export interface RunRef {
+  runId: string;
+  orgId: string;
+  kind: RunKind;
+  keyMode: 'live' | 'test';
+  mode: ResolvedMode;
+  spec: RunSpec;
+}
+
+/** The failure type (and spec code) of a run whose engines cannot run: nothing is answered, the charge is refunded. */
+export const PROVIDER_UNAVAILABLE = 'provider_unavailable';
+
+export function createBenchmarkActivities(deps: BenchmarkDeps) {
+  const { db, engines } = deps;
+  const env = deps.env ?? process.env;
+
+  async function questionsOf(ref: RunRef): Promise<Question[]> {
+    const { spec } = ref;
+    if (spec.questionSetId === null) return generateQuestions(spec.seed, spec.counts);
+    const pool = await questionSetOf(db, ref.orgId, spec.questionSetId);
+    const picked = pool && selectQuestions(pool, spec.counts, spec.seed);
+    if (!picked)
+      throw ApplicationFailure.nonRetryable(
+        `question set ${spec.questionSetId} no longer holds the questions this run needs`,
+        'invalid_request',
+      );
+    return picked;
+  }
+
+  return {
+    /** Marks the run running and returns what is left to answer and who answers and judges it, per tier. */
+    async prepareRun(ref: RunRef): Promise<PreparedRun> {
+      const run = await getRun(db, ref.runId);
+      if (ENDED_STATES.includes(run.state))
+        return { ended: true, remaining: [], tiers: [], done: await doneCounts(db, ref.runId), startedAt: null };
+      const simOnly = ref.keyMode === 'test';
+      const own = simOnly ? new Set<string>() : await ownProviderFamilies(db, ref.orgId);
+      const plan = planRun(ref.mode.config, ref.spec, runPlanningContext(engines, own, simOnly));
+      if (!plan.ok)
+        throw ApplicationFailure.nonRetryable(`engines the run needs cannot run: ${plan.missing.join('; ')}`, PROVIDER_UNAVAILABLE);
+      await markRunState(db, ref.runId, 'running');
+      const answered = await answeredIds(db, ref.runId);
+      const remaining = dealTiers(await questionsOf(ref), ref.spec.tiers)
+        .filter((q) => !answered.has(q.id))
+        .map((q) => ({ ...q, promptTokens: countMessagesTokens([{ role: 'user', content: q.question }]) }));
+      const started = await getRun(db, ref.runId);
+      return {
+        ended: false,
+        remaining,
+        tiers: plan.tiers,
+        done: await doneCounts(db, ref.runId),
+        startedAt: started.startedAt?.toISOString() ?? null,
+      };
+    },
+
+    runJudge: createEngineCall({ db, engines, env }),
+
+    /** One question's result, written as it completes: a crash after this loses nothing of it. */
+    async recordQuestion(input: { runId: string; result: QuestionResult }): Promise<void> {
+      await recordQuestionResult(db, input.runId, input.result);
+    },
+
+    async markJudging(input: { runId: string }): Promise<void> {
+      await markRunState(db, input.runId, 'judging');
+    },
+
+    /** The run's statistics from its question rows, written once with its end state; unspent questions credited back. */
+    async finishRun(input: {
+      runId: string;
+      kind: RunKind;
+      state: 'completed' | 'failed' | 'cancelled';
+      errorCode?: string;
+      errorMessage?: string;
+    }): Promise<RunSummary | null> {
+      const results = await questionResults(db, input.runId);
+      const summary = results.length > 0 ? summarizeRun(input.kind, results) : null;
+      const ended = await endRun(db, input.runId, { ...input, summary, answered: results.length });
+      return ended.summary;
+    },
+  };
+}
+
+export type BenchmarkActivities = ReturnType<typeof createBenchmarkActivities>;

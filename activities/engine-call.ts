@@ -1,0 +1,107 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Knex } from 'knex';
+import type { ChatMessage } from '../domain/messages';
+import type { CallSource } from '../domain/outcome';
+import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
+import type { Credential, Engines, Family, KnownAnswer } from '../engines';
+import { isEngineError } from '../engines';
+
+export interface EngineCallInput {
+  orgId: string;
+  engineId: string;
+  ownKey: boolean;
+  messages: ChatMessage[];
+  maxOutputTokens: number;
+  /** A run's reference answer: read only by `sim` engines, never sent to a provider (see engines/types.ts). */
+  knownAnswer?: KnownAnswer;
+}
+
+export interface EngineCallResult {
+  engineId: string;
+  text: string;
+  finish: 'stop' | 'length';
+  tokensIn: number;
+  tokensOut: number;
+  reasoningTokens: number | null;
+  latencyMs: number;
+  costMicros: number;
+  source: CallSource;
+  startedAt: string;
+  endedAt: string;
+}
+
+const HEARTBEAT_EVERY_MS = 2_000;
+
+/** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
+export const ENGINE_PERMANENT = 'EnginePermanent';
+
+function keyedFamily(family: Family): ProviderFamily | undefined {
+  return family === 'sim' ? undefined : family;
+}
+
+/**
+ * One provider call as an activity. Retryable failures are thrown for Temporal's retry policy (honouring the
+ * provider's retry-after); permanent ones are non-retryable `EnginePermanent` failures the workflow answers with a
+ * backup. Registered under several names (`seat`, `judge`, `synthesize`, `runJudge`) so each step is named in history.
+ */
+export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS.ProcessEnv }) {
+  const { db, engines, env } = deps;
+  return async (input: EngineCallInput): Promise<EngineCallResult> => {
+    let credential: Credential | undefined;
+    if (input.ownKey) {
+      const family = keyedFamily(engines.spec(input.engineId).family);
+      const stored = family ? await getProviderCredential(db, input.orgId, family) : undefined;
+      if (!stored) throw ApplicationFailure.nonRetryable(`${input.engineId}: the organisation's own key was removed`, ENGINE_PERMANENT);
+      // Decrypted here and only here; it never enters workflow history.
+      credential =
+        stored.kind === 'api_key'
+          ? { kind: 'api_key', apiKey: stored.apiKey, source: 'own_key' }
+          : {
+              kind: 'bedrock_role',
+              roleArn: stored.roleArn,
+              externalId: stored.externalId,
+              region: env.AWS_REGION ?? 'us-east-1',
+              source: 'own_key',
+            };
+    }
+    const startedAt = new Date().toISOString();
+    // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout.
+    const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
+    try {
+      const r = await engines.call(
+        {
+          engineId: input.engineId,
+          messages: input.messages,
+          maxOutputTokens: input.maxOutputTokens,
+          signal: Context.current().cancellationSignal,
+          knownAnswer: input.knownAnswer,
+        },
+        credential,
+      );
+      return {
+        engineId: r.engineId,
+        text: r.text,
+        finish: r.finish,
+        tokensIn: r.tokensIn,
+        tokensOut: r.tokensOut,
+        reasoningTokens: r.reasoningTokens,
+        latencyMs: r.latencyMs,
+        costMicros: r.costMicros,
+        source: r.source,
+        startedAt,
+        endedAt: new Date().toISOString(),
+      };
+    } catch (err) {
+      if (!isEngineError(err)) throw err;
+      if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, ENGINE_PERMANENT, err.kind);
+      throw ApplicationFailure.create({
+        message: err.message,
+        type: `Engine_${err.kind}`,
+        nextRetryDelay: err.retryAfterMs,
+        details: [err.kind],
+      });
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+}

@@ -1,0 +1,151 @@
+import type { ModeRecord } from '../../domain/modes';
+import type { Bucket } from '../../domain/questions/types';
+import type { ResultGroup, RunSummary } from '../../domain/run-summary';
+import { BUCKETS } from '../../domain/questions/types';
+import type { Interval } from '../../domain/statistics';
+import type { LaunchView, RunView } from '../operations/runs';
+import { statusPath } from '../operations/runs';
+import { usd, type Json, type JsonObject } from './shared';
+
+/**
+ * The run resources of spec 02 (accepted launches, the `batch` and `certification` objects), one shape for both
+ * Forms: a Form names the buckets (`light` or `easy`) and the mode (`id` or ticker) its own way.
+ */
+export interface RunNames {
+  bucket: Readonly<Record<Bucket, string>>;
+  modeKey(mode: Pick<ModeRecord, 'id' | 'ticker'>): string;
+}
+
+export interface RunSerialiser {
+  launch(view: LaunchView, baseUrl: string): JsonObject;
+  poll(view: RunView): JsonObject;
+}
+
+const round4 = (x: number): number => Math.round(x * 10_000) / 10_000;
+const interval = (i: Interval): JsonObject => ({ low: round4(i.low), high: round4(i.high) });
+
+function perBucket<T>(names: RunNames, values: Record<Bucket, T>, shape: (v: T) => Json): JsonObject {
+  return Object.fromEntries(BUCKETS.map((b) => [names.bucket[b], shape(values[b])]));
+}
+
+function resultGroup(g: ResultGroup): JsonObject {
+  return {
+    questions: g.questions,
+    judgments: g.judgments,
+    win_rate: g.winRate && round4(g.winRate.winRate),
+    interval: g.winRate && interval(g.winRate.interval),
+    standard_error: g.winRate && round4(g.winRate.standardError),
+    mode_accuracy: { rate: round4(g.mode.rate), correct: g.mode.correct, n: g.mode.n, interval: interval(g.mode.interval) },
+    baseline_accuracy: {
+      rate: round4(g.baseline.rate),
+      correct: g.baseline.correct,
+      n: g.baseline.n,
+      interval: interval(g.baseline.interval),
+    },
+  };
+}
+
+function certification(s: RunSummary | null): JsonObject | null {
+  if (!s || s.verdict === null) return null;
+  const w = s.overall.winRate;
+  return {
+    verdict: s.verdict,
+    win_rate: w && round4(w.winRate),
+    interval: w && interval(w.interval),
+    lower_bound: w && round4(w.interval.low),
+    confidence: 0.95,
+    standard_error: w && round4(w.standardError),
+    degrees_of_freedom: w?.degreesOfFreedom ?? null,
+    clusters: w?.clusters ?? 0,
+    judgments: s.overall.judgments,
+    mode_accuracy: round4(s.overall.mode.rate),
+    baseline_accuracy: round4(s.overall.baseline.rate),
+    judge_agreement: { fleiss_kappa: s.judgeAgreement === null ? null : round4(s.judgeAgreement) },
+    position_consistency: {
+      pairs: s.positionConsistency.pairs,
+      flips: s.positionConsistency.flips,
+      flip_rate: round4(s.positionConsistency.flipRate),
+      threshold: s.positionConsistency.threshold,
+      flagged: s.positionConsistency.flagged,
+    },
+    ladder: { certified: 'lower_bound > 0.50', provisional: '0.40 < lower_bound <= 0.50', not_certified: 'lower_bound <= 0.40' },
+  };
+}
+
+export function runSerialiser(names: RunNames): RunSerialiser {
+  const counts = (c: Record<Bucket, number>): JsonObject => perBucket(names, c, (n) => n);
+  return {
+    launch(v, baseUrl) {
+      const common: JsonObject = {
+        ok: true,
+        dry_run: v.dryRun,
+        batch_id: v.run?.id ?? null,
+        model: v.model,
+        mode_key: names.modeKey(v.mode),
+        total_questions: v.totalQuestions,
+        per_bucket: counts(v.counts),
+        total_cost_usd: v.dryRun ? usd(v.priceMicros) : undefined,
+        billed_usd: v.dryRun ? undefined : usd(v.priceMicros),
+        estimated_minutes: v.estimatedMinutes,
+        status_url: v.run ? `${baseUrl}${statusPath(v.kind, v.run.id)}` : null,
+        note: v.note,
+      };
+      if (v.dryRun && v.requiresListing) common.requires_listing = true;
+      return common;
+    },
+    poll({ run, mode, progress }) {
+      const now = Date.now();
+      const started = progress.startedAt ? Date.parse(progress.startedAt) : null;
+      const finished = run.finishedAt?.getTime() ?? null;
+      const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
+      const elapsed = started === null ? 0 : Math.round(((finished ?? now) - started) / 1000);
+      // The rate so far predicts the rest; before the first answer, the launch's estimate does.
+      const left =
+        finished !== null ? 0 : done > 0 ? Math.round((elapsed / done) * (run.totalQuestions - done)) : run.estimatedMinutes * 60;
+      const s = run.summary;
+      const batch: JsonObject = {
+        id: run.id,
+        kind: run.kind,
+        state: progress.state,
+        model: run.model,
+        mode_key: mode ? names.modeKey(mode) : run.modeId,
+        mode_version: run.modeVersion,
+        judging: {
+          protocol: run.spec.protocol,
+          judges: run.spec.judges,
+          repeats: run.spec.repeats,
+          punch_up: run.spec.punchUp,
+          tiers: run.spec.tiers,
+          question_set: run.spec.questionSetId,
+        },
+        progress: {
+          done,
+          total: run.totalQuestions,
+          failed: progress.failed,
+          per_bucket: counts(progress.done),
+          per_bucket_total: counts(run.spec.counts),
+        },
+        created_at: run.createdAt.toISOString(),
+        started_at: progress.startedAt,
+        updated_at: progress.updatedAt,
+        finished_at: run.finishedAt?.toISOString() ?? null,
+        elapsed_seconds: elapsed,
+        estimated_seconds_left: left,
+        billed_usd: usd(run.billedMicros),
+        refunded_usd: usd(run.refundedMicros),
+        engine_cost_usd: s ? usd(s.costMicros) : null,
+        results: s && { per_bucket: perBucket(names, s.perBucket, resultGroup), overall: resultGroup(s.overall) },
+        recusals: s ? s.recusals.map((r) => ({ slot: r.slot, engine: r.engineId, replaced_by: r.replacedBy, questions: r.questions })) : [],
+        unread_verdicts: s?.unreadVerdicts ?? 0,
+        warnings: s?.positionConsistency.flagged
+          ? [
+              `Judges changed their verdict on ${Math.round(s.positionConsistency.flipRate * 100)}% of mirrored pairs (threshold ${s.positionConsistency.threshold * 100}%): the order, not the answers, moved them.`,
+            ]
+          : [],
+        error: run.errorCode ? { code: run.errorCode, message: run.errorMessage } : null,
+      };
+      if (run.kind === 'test') return { ok: true, batch };
+      return { ok: true, batch, certification: certification(s) };
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import type { Context } from 'koa';
+import { readJsonObject } from '../body';
+import { authOf } from '../middleware/gate';
+import { launchCertification, launchTestRun, pollRun, type RunDeps } from '../operations/runs';
+import { parseIdempotencyKey } from '../schemas/common';
+import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../schemas/runs';
+import type { RouteDeps } from './context';
+
+type RunRouteDeps = RouteDeps & RunDeps;
+
+/** POST /v1/tests: launched, or priced when `dry_run`. */
+export function launchTests(deps: RunRouteDeps) {
+  return async (ctx: Context): Promise<void> => {
+    const request = parseTestRunRequest(deps.form, await readJsonObject(ctx));
+    const view = await launchTestRun(deps, authOf(ctx), { request, idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']) });
+    ctx.body = deps.serialiser.runs.launch(view, ctx.origin);
+  };
+}
+
+/** POST /v1/certify: 150 questions, three judges, two repeats, $50 flat. */
+export function launchCertify(deps: RunRouteDeps) {
+  return async (ctx: Context): Promise<void> => {
+    const request = parseCertifyRequest(deps.form, await readJsonObject(ctx));
+    const view = await launchCertification(deps, authOf(ctx), {
+      ...request,
+      idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']),
+    });
+    ctx.body = deps.serialiser.runs.launch(view, ctx.origin);
+  };
+}
+
+/** GET /v1/tests and GET /v1/certify: progress while the run is live, its results once it has ended. */
+export function poll(deps: RunRouteDeps, kind: 'test' | 'certification') {
+  return async (ctx: Context): Promise<void> => {
+    const view = await pollRun(deps, authOf(ctx), kind, parseBatchId(ctx.query.batch_id));
+    ctx.body = deps.serialiser.runs.poll(view);
+  };
+}

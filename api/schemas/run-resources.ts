@@ -1,0 +1,163 @@
+import { z } from 'zod';
+import { JUDGE_SLOTS, JUDGING_PROTOCOLS } from '../../domain/run-judging';
+import { BATCH_STATES, RUN_KINDS, RUN_LIMITS } from '../../domain/runs';
+
+/**
+ * The run resources of spec 02 as JSON Schema for the OpenAPI document: the request bodies (which the parsers in
+ * runs.ts read field by field, to answer each rule with its own code) and the `batch` and `certification` objects.
+ * The tests parse real responses with these, so the document cannot drift from what is served.
+ */
+const count = (min: number, max: number) => z.number().int().min(min).max(max);
+
+export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
+  const common = {
+    model: z
+      .string()
+      .min(1)
+      .describe(form === 'A' ? 'A mode id the caller owns.' : 'A ticker the caller owns (`:LAB` allowed).'),
+    judges: z
+      .array(z.enum(JUDGE_SLOTS))
+      .min(1)
+      .optional()
+      .describe('Default: all three. Judging is blind, anonymised and order-randomised.'),
+    judge_repeats: count(RUN_LIMITS.repeatsMin, RUN_LIMITS.repeatsMax)
+      .optional()
+      .describe('Default 1; the order is mirrored between repeats.'),
+    judging_protocol: z
+      .enum(JUDGING_PROTOCOLS)
+      .optional()
+      .describe('Default `pairwise` (mode vs baseline); `plurality` adds each seat engine alone.'),
+    dry_run: z.boolean().optional().describe('Price and duration only; nothing starts or is charged.'),
+    svc: z.object({ question_set: z.string().optional().describe('An imported question set (`quorum questions import`).') }).optional(),
+  };
+  const buckets = z
+    .object({
+      light: count(RUN_LIMITS.bucketMin, RUN_LIMITS.bucketMax).optional(),
+      medium: count(RUN_LIMITS.bucketMin, RUN_LIMITS.bucketMax).optional(),
+      hard: count(RUN_LIMITS.bucketMin, RUN_LIMITS.bucketMax).optional(),
+    })
+    .strict();
+  if (form === 'A') return z.object({ ...common, buckets });
+  const difficulty = count(0, RUN_LIMITS.maxQuestions).optional();
+  return z.object({
+    ...common,
+    questions: z
+      .object({ easy: difficulty, medium: difficulty, hard: difficulty })
+      .strict()
+      .optional()
+      .describe(`At most ${RUN_LIMITS.maxQuestions} in total.`),
+    buckets: z
+      .object({ light: difficulty, medium: difficulty, hard: difficulty })
+      .strict()
+      .optional()
+      .describe('The legacy form of `questions`.'),
+    tiers: z
+      .array(z.enum(['free', 'experience', 'plus', 'pro']))
+      .min(1)
+      .optional()
+      .describe('Tiers the questions are dealt to in turn; default `plus`.'),
+    punch_up: z.boolean().optional().describe("The baseline is the next tier's strongest engine instead of the mode's own strongest seat."),
+  });
+}
+
+export const CertifyRequestSchema = z.object({ model: z.string().min(1), dry_run: z.boolean().optional() });
+
+const interval = z.object({ low: z.number(), high: z.number() });
+const perBucket = z.record(z.string(), z.number().int());
+const accuracy = z.object({ rate: z.number(), correct: z.number().int(), n: z.number().int(), interval });
+const group = z.object({
+  questions: z.number().int(),
+  judgments: z.number().int(),
+  win_rate: z.number().nullable(),
+  interval: interval.nullable(),
+  standard_error: z.number().nullable(),
+  mode_accuracy: accuracy,
+  baseline_accuracy: accuracy,
+});
+
+export const LaunchSchema = z.object({
+  ok: z.boolean(),
+  dry_run: z.boolean(),
+  batch_id: z.uuid().nullable().describe('Null on a dry run.'),
+  model: z.string(),
+  mode_key: z.string(),
+  total_questions: z.number().int(),
+  per_bucket: perBucket,
+  total_cost_usd: z.number().optional().describe('On a dry run.'),
+  billed_usd: z.number().optional().describe('On a real run; charged up front.'),
+  estimated_minutes: z.number().int(),
+  status_url: z.string().nullable(),
+  note: z.string(),
+  requires_listing: z.boolean().optional().describe('Form B: a certification dry run on an unlisted mode.'),
+});
+
+export const BatchSchema = z.object({
+  id: z.uuid(),
+  kind: z.enum(RUN_KINDS),
+  state: z.enum(BATCH_STATES).describe('queued → running → judging → completed; or failed, or cancelled.'),
+  model: z.string(),
+  mode_key: z.string(),
+  mode_version: z.number().int(),
+  judging: z.object({
+    protocol: z.enum(JUDGING_PROTOCOLS),
+    judges: z.array(z.enum(JUDGE_SLOTS)),
+    repeats: z.number().int(),
+    punch_up: z.boolean(),
+    tiers: z.array(z.string()),
+    question_set: z.string().nullable(),
+  }),
+  progress: z.object({
+    done: z.number().int(),
+    total: z.number().int(),
+    failed: z.number().int(),
+    per_bucket: perBucket,
+    per_bucket_total: perBucket,
+  }),
+  created_at: z.string(),
+  started_at: z.string().nullable(),
+  updated_at: z.string(),
+  finished_at: z.string().nullable(),
+  elapsed_seconds: z.number().int(),
+  estimated_seconds_left: z.number().int(),
+  billed_usd: z.number(),
+  refunded_usd: z.number().describe('Unanswered questions of a cancelled or failed run, credited back.'),
+  engine_cost_usd: z.number().nullable(),
+  results: z
+    .object({ per_bucket: z.record(z.string(), group), overall: group })
+    .nullable()
+    .describe('Once the run has ended.'),
+  recusals: z.array(
+    z.object({ slot: z.enum(JUDGE_SLOTS), engine: z.string(), replaced_by: z.string().nullable(), questions: z.number().int() }),
+  ),
+  unread_verdicts: z.number().int(),
+  warnings: z.array(z.string()),
+  error: z.object({ code: z.string(), message: z.string().nullable() }).nullable(),
+});
+
+export const CertificationSchema = z.object({
+  verdict: z
+    .enum(['certified', 'provisional', 'not_certified'])
+    .describe('From the 95% lower bound L: certified L > 0.50; provisional 0.40 < L ≤ 0.50.'),
+  win_rate: z.number().nullable(),
+  interval: interval.nullable().describe('Clustered by question (G/(G−1) correction), t with G−1 degrees of freedom.'),
+  lower_bound: z.number().nullable(),
+  confidence: z.number(),
+  standard_error: z.number().nullable(),
+  degrees_of_freedom: z.number().int().nullable(),
+  clusters: z.number().int(),
+  judgments: z.number().int(),
+  mode_accuracy: z.number(),
+  baseline_accuracy: z.number(),
+  judge_agreement: z.object({ fleiss_kappa: z.number().nullable() }),
+  position_consistency: z.object({
+    pairs: z.number().int(),
+    flips: z.number().int(),
+    flip_rate: z.number(),
+    threshold: z.number(),
+    flagged: z.boolean(),
+  }),
+  ladder: z.record(z.string(), z.string()),
+});
+
+export const TestPollSchema = z.object({ ok: z.boolean(), batch: BatchSchema });
+export const CertifyPollSchema = z.object({ ok: z.boolean(), batch: BatchSchema, certification: CertificationSchema.nullable() });

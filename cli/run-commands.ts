@@ -1,0 +1,164 @@
+import { SingleBar, MultiBar, Presets } from 'cli-progress';
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { getRun, listRuns, saveQuestionSet, type RunRecord } from '../db/repositories/runs';
+import { microsToDecimal } from '../domain/money';
+import { parseQuestionSet } from '../domain/questions/import';
+import { BUCKETS } from '../domain/questions/types';
+import { ENDED_STATES, type RunProgress } from '../domain/runs';
+import { cancelRun, runProgress } from '../starters/runs';
+import { command, dollars, required, UsageError, type Command, type CommandContext } from './command';
+
+/** Operators' view of runs (spec 02): watch one with a progress bar, list an organisation's, cancel one; import question sets. */
+
+const batchId = z.object({ files: z.array(z.string()).length(1, 'name one BATCH_ID') }).transform((v) => v.files[0]);
+
+async function runOf(ctx: CommandContext, id: string): Promise<RunRecord> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError(`${id} is not a batch id (a uuid)`);
+  return getRun(ctx.resources.db, id);
+}
+
+function verdictLine(run: RunRecord): string {
+  const s = run.summary;
+  if (!s) return `Run ${run.id} ended ${run.state}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage ?? ''})` : ''}.`;
+  const w = s.overall.winRate;
+  const rate = w
+    ? `win rate ${w.winRate.toFixed(3)}, 95% interval [${w.interval.low.toFixed(3)}, ${w.interval.high.toFixed(3)}]`
+    : 'no readable verdicts';
+  const verdict = s.verdict ? `${s.verdict} (lower bound ${w ? w.interval.low.toFixed(3) : 'n/a'}); ` : '';
+  return `Run ${run.id} ${run.state}: ${verdict}${rate}; accuracy mode ${(s.overall.mode.rate * 100).toFixed(1)}% vs baseline ${(s.overall.baseline.rate * 100).toFixed(1)}%; refunded ${dollars(BigInt(run.refundedMicros))}.`;
+}
+
+const seconds = (ms: number): string => `${Math.round(ms / 1000)}s`;
+
+const runWatch = command({
+  name: 'run watch',
+  usage: 'BATCH_ID [--every SECONDS]',
+  options: { every: { type: 'string' } },
+  positionals: true,
+  input: z.object({ files: z.array(z.string()).length(1, 'name one BATCH_ID'), every: z.coerce.number().min(0.2).max(60).default(2) }),
+  async run({ files, every }, ctx) {
+    const { db } = ctx.resources;
+    let run = await runOf(ctx, files[0]);
+    const client = await ctx.resources.temporal();
+    // Bars on stderr, so `--json` output and pipes stay clean; one bar per bucket plus the whole run.
+    const bars = new MultiBar(
+      { format: '{bucket} |{bar}| {value}/{total} {extra}', hideCursor: true, clearOnComplete: false, stream: process.stderr },
+      Presets.shades_classic,
+    );
+    const total: SingleBar = bars.create(run.totalQuestions, 0, { bucket: 'all   ', extra: '' });
+    const perBucket = new Map(
+      BUCKETS.filter((b) => run.spec.counts[b] > 0).map((b) => [b, bars.create(run.spec.counts[b], 0, { bucket: b.padEnd(6), extra: '' })]),
+    );
+    let progress: RunProgress;
+    for (;;) {
+      progress = await runProgress(client, db, run);
+      const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
+      const elapsed = progress.startedAt ? Date.now() - Date.parse(progress.startedAt) : 0;
+      const left = done > 0 ? (elapsed / done) * (run.totalQuestions - done) : run.estimatedMinutes * 60_000;
+      total.update(done, { extra: `${progress.state} · elapsed ${seconds(elapsed)} · left ~${seconds(left)}` });
+      for (const [b, bar] of perBucket) bar.update(progress.done[b]);
+      if (ENDED_STATES.includes(run.state)) break;
+      await new Promise((resolve) => setTimeout(resolve, every * 1000));
+      run = await getRun(db, run.id);
+    }
+    bars.stop();
+    return { json: { batch_id: run.id, state: run.state, progress, summary: run.summary }, text: verdictLine(run) };
+  },
+});
+
+const runList = command({
+  name: 'run list',
+  usage: '--org ORG_ID [--limit N]',
+  options: { org: { type: 'string' }, limit: { type: 'string' } },
+  input: z.object({ org: required, limit: z.coerce.number().int().min(1).max(500).default(20) }),
+  async run({ org, limit }, { resources }) {
+    const runs = await listRuns(resources.db, org, limit);
+    const rows = runs.map((r) =>
+      [
+        r.id,
+        r.kind.padEnd(13),
+        r.state.padEnd(10),
+        r.model,
+        `${r.totalQuestions} q`,
+        `$${microsToDecimal(BigInt(r.billedMicros))}`,
+        r.summary?.verdict ?? '',
+        r.createdAt.toISOString(),
+      ].join('  '),
+    );
+    return {
+      json: {
+        org_id: org,
+        runs: runs.map((r) => ({
+          batch_id: r.id,
+          kind: r.kind,
+          state: r.state,
+          model: r.model,
+          total_questions: r.totalQuestions,
+          verdict: r.summary?.verdict ?? null,
+          created_at: r.createdAt.toISOString(),
+        })),
+      },
+      text: rows.length ? rows.join('\n') : `No runs for ${org}.`,
+    };
+  },
+});
+
+const runCancel = command({
+  name: 'run cancel',
+  usage: 'BATCH_ID',
+  options: {},
+  positionals: true,
+  input: z.object({ files: z.array(z.string()) }).pipe(batchId),
+  async run(id, ctx) {
+    const run = await runOf(ctx, id);
+    if (ENDED_STATES.includes(run.state))
+      return { json: { batch_id: run.id, state: run.state }, text: `Run ${run.id} already ended ${run.state}.` };
+    const client = await ctx.resources.temporal();
+    if (!client) throw new Error('Temporal is not reachable; the run cannot be told to stop. Start the stack and retry.');
+    await cancelRun(client, run);
+    return {
+      json: { batch_id: run.id, cancelling: true },
+      text: `Run ${run.id} is stopping; unanswered questions are credited back when it ends (quorum run watch ${run.id}).`,
+    };
+  },
+});
+
+const questionsImport = command({
+  name: 'questions import',
+  usage: 'FILE.jsonl --org ORG_ID [--name NAME]',
+  options: { org: { type: 'string' }, name: { type: 'string' } },
+  positionals: true,
+  input: z.object({
+    files: z.array(z.string()).length(1, 'name one FILE.jsonl'),
+    org: required,
+    name: z.string().trim().min(1).max(200).optional(),
+  }),
+  async run({ files, org, name }, { resources }) {
+    let text: string;
+    try {
+      text = await fs.promises.readFile(files[0], 'utf8');
+    } catch (err) {
+      throw new UsageError(`${files[0]} cannot be read: ${(err as Error).message}`);
+    }
+    const parsed = parseQuestionSet(text);
+    // All or nothing: every bad line is reported and nothing is stored.
+    if (!parsed.ok)
+      throw new Error(
+        `${files[0]}: nothing imported; ${parsed.errors.length} bad line(s):\n${parsed.errors.map((e) => `  line ${e.line}: ${e.reason}`).join('\n')}`,
+      );
+    const id = `qs_${randomBytes(9)
+      .toString('base64url')
+      .replace(/[^A-Za-z0-9]/g, 'x')}`;
+    await saveQuestionSet(resources.db, { id, orgId: org, name: name ?? path.basename(files[0]), questions: parsed.questions });
+    const counts = Object.fromEntries(BUCKETS.map((b) => [b, parsed.questions.filter((q) => q.bucket === b).length]));
+    return {
+      json: { question_set: id, org_id: org, questions: parsed.questions.length, per_bucket: counts },
+      text: `Imported ${parsed.questions.length} questions as ${id} for ${org} (${BUCKETS.map((b) => `${b} ${counts[b]}`).join(', ')}). Use it with "svc": {"question_set": "${id}"} on POST /v1/tests.`,
+    };
+  },
+});
+
+export const runCommands: readonly Command[] = [runWatch, runList, runCancel, questionsImport];

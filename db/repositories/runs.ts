@@ -1,0 +1,343 @@
+import type { Knex } from 'knex';
+import { QuorumError } from '../../domain/errors';
+import type { Bucket, Question } from '../../domain/questions/types';
+import type { RunSummary } from '../../domain/run-summary';
+import {
+  emptyCounts,
+  unspentMicros,
+  type BucketCounts,
+  type QuestionResult,
+  type RunKind,
+  type RunSpec,
+  type RunState,
+} from '../../domain/runs';
+import { postEntries } from './ledger';
+import type { DbOrTrx } from './shared';
+
+/**
+ * Runs, their question rows and imported question sets (DESIGN §10). The launch writes the run and its charge in one
+ * transaction (the `claimRequest` + `postEntries` pattern of deliberations); every later money movement (a refund of
+ * unspent questions) happens once, under the run row's lock.
+ */
+
+export interface RunRecord {
+  id: string;
+  orgId: string;
+  kind: RunKind;
+  workflowId: string;
+  idempotencyKey: string;
+  fingerprint: string;
+  keyMode: 'live' | 'test';
+  modeId: string;
+  modeVersion: number;
+  model: string;
+  spec: RunSpec;
+  totalQuestions: number;
+  billedMicros: number;
+  refundedMicros: number;
+  estimatedMinutes: number;
+  state: RunState;
+  errorCode: string | null;
+  errorMessage: string | null;
+  summary: RunSummary | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+interface RunRow {
+  id: string;
+  org_id: string;
+  kind: RunKind;
+  workflow_id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  key_mode: 'live' | 'test';
+  mode_id: string;
+  mode_version: number;
+  model: string;
+  spec: RunSpec;
+  total_questions: number;
+  billed_micros: bigint;
+  refunded_micros: bigint;
+  estimated_minutes: number;
+  state: RunState;
+  error_code: string | null;
+  error_message: string | null;
+  summary: RunSummary | null;
+  created_at: Date;
+  started_at: Date | null;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+function toRecord(r: RunRow): RunRecord {
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    kind: r.kind,
+    workflowId: r.workflow_id,
+    idempotencyKey: r.idempotency_key,
+    fingerprint: r.fingerprint,
+    keyMode: r.key_mode,
+    modeId: r.mode_id,
+    modeVersion: r.mode_version,
+    model: r.model,
+    spec: r.spec,
+    totalQuestions: r.total_questions,
+    billedMicros: Number(r.billed_micros),
+    refundedMicros: Number(r.refunded_micros),
+    estimatedMinutes: r.estimated_minutes,
+    state: r.state,
+    errorCode: r.error_code,
+    errorMessage: r.error_message,
+    summary: r.summary,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function findRun(db: DbOrTrx, orgId: string, id: string): Promise<RunRecord | undefined> {
+  // Anything but a uuid names no run (and Postgres would refuse to compare it).
+  if (!UUID.test(id)) return undefined;
+  const row = (await db('runs').where({ id, org_id: orgId }).first()) as RunRow | undefined;
+  return row && toRecord(row);
+}
+
+export async function getRun(db: DbOrTrx, id: string): Promise<RunRecord> {
+  const row = (await db('runs').where({ id }).first()) as RunRow | undefined;
+  if (!row) throw new QuorumError('batch_not_found', `no run ${id}`);
+  return toRecord(row);
+}
+
+export async function findRunByKey(db: DbOrTrx, orgId: string, kind: RunKind, idempotencyKey: string): Promise<RunRecord | undefined> {
+  const row = (await db('runs').where({ org_id: orgId, kind, idempotency_key: idempotencyKey }).first()) as RunRow | undefined;
+  return row && toRecord(row);
+}
+
+export async function listRuns(db: DbOrTrx, orgId: string, limit = 20): Promise<RunRecord[]> {
+  const rows = (await db('runs').where({ org_id: orgId }).orderBy('created_at', 'desc').limit(limit)) as RunRow[];
+  return rows.map(toRecord);
+}
+
+export type NewRun = Omit<
+  RunRecord,
+  'refundedMicros' | 'state' | 'errorCode' | 'errorMessage' | 'summary' | 'createdAt' | 'startedAt' | 'updatedAt' | 'finishedAt'
+> & { apiKeyId: string };
+
+export type LaunchResult = { created: true; run: RunRecord } | { created: false; run: RunRecord } | { limited: true };
+
+/**
+ * Writes the run and its up-front charge in one transaction, or nothing: a key already used returns that run (the
+ * caller compares bodies); a day's launches at `dailyLimit` are refused; a balance that cannot cover the charge is
+ * `insufficient_balance`. Launches of one kind by one organisation take turns, so the daily count holds under races.
+ */
+export async function launchRun(db: Knex, run: NewRun, dailyLimit: number): Promise<LaunchResult> {
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`run-launch|${run.orgId}|${run.kind}`]);
+    const existing = await findRunByKey(trx, run.orgId, run.kind, run.idempotencyKey);
+    if (existing) return { created: false as const, run: existing };
+    if ((await launchesToday(trx, run.orgId, run.kind)) >= dailyLimit) return { limited: true as const };
+    const [row] = (await trx('runs')
+      .insert({
+        id: run.id,
+        org_id: run.orgId,
+        kind: run.kind,
+        workflow_id: run.workflowId,
+        idempotency_key: run.idempotencyKey,
+        fingerprint: run.fingerprint,
+        key_mode: run.keyMode,
+        api_key_id: run.apiKeyId,
+        mode_id: run.modeId,
+        mode_version: run.modeVersion,
+        model: run.model,
+        spec: JSON.stringify(run.spec),
+        total_questions: run.totalQuestions,
+        billed_micros: String(run.billedMicros),
+        estimated_minutes: run.estimatedMinutes,
+        state: 'launching',
+      })
+      .returning('*')) as RunRow[];
+    if (run.billedMicros > 0) {
+      const charged = await postEntries(trx, run.orgId, [
+        { kind: 'test_run_charge', amountMicros: -BigInt(run.billedMicros), requestId: run.id, note: `${run.kind} run ${run.model}` },
+      ]);
+      if (!charged) throw new QuorumError('insufficient_balance', 'The prepaid balance does not cover this run; add funds to continue.');
+    }
+    return { created: true as const, run: toRecord(row) };
+  });
+}
+
+/** Launches in the last 24 hours that did start (a launch refused or reconciled before its workflow ran is not counted). */
+export async function launchesToday(db: DbOrTrx, orgId: string, kind: RunKind): Promise<number> {
+  const row = (await db('runs')
+    .where({ org_id: orgId, kind })
+    .andWhere('created_at', '>', db.raw("now() - interval '1 day'"))
+    .andWhere((q) => q.whereNot('state', 'failed').orWhereNotIn('error_code', ['launch_failed', 'reconciliation_required']))
+    .count<{ count: string }[]>('* as count')
+    .first()) as { count: string } | undefined;
+  return Number(row?.count ?? 0);
+}
+
+/** The workflow is running: `launching` → `queued` (a no-op once the workflow has moved it on). */
+export async function markRunQueued(db: DbOrTrx, id: string): Promise<void> {
+  await db('runs').where({ id, state: 'launching' }).update({ state: 'queued', updated_at: db.fn.now() });
+}
+
+export async function markRunState(db: DbOrTrx, id: string, state: 'running' | 'judging'): Promise<void> {
+  await db('runs')
+    .where({ id })
+    .whereIn('state', ['launching', 'queued', 'running', 'judging'])
+    .update({ state, updated_at: db.fn.now(), started_at: db.raw('coalesce(started_at, now())') });
+}
+
+/**
+ * Ends a run once: the summary written, and the unspent share of its charge credited back when it did not complete.
+ * A second call changes nothing and returns the run as it ended.
+ */
+export async function endRun(
+  db: Knex,
+  id: string,
+  end: {
+    state: 'completed' | 'failed' | 'cancelled';
+    summary: RunSummary | null;
+    answered: number;
+    errorCode?: string;
+    errorMessage?: string;
+  },
+): Promise<RunRecord> {
+  return db.transaction(async (trx) => {
+    const row = (await trx('runs').where({ id }).forUpdate().first()) as RunRow | undefined;
+    if (!row) throw new QuorumError('batch_not_found', `no run ${id}`);
+    if (['completed', 'failed', 'cancelled'].includes(row.state)) return toRecord(row);
+    // Whatever the end, questions that were paid for and never answered are credited back.
+    const refund = unspentMicros(Number(row.billed_micros), row.total_questions, end.answered);
+    if (refund > 0) {
+      const credited = await postEntries(trx, row.org_id, [
+        { kind: 'run_refund', amountMicros: BigInt(refund), requestId: id, note: `${end.state} run: unanswered questions` },
+      ]);
+      if (!credited) throw new Error(`run ${id}: the refund could not be posted`);
+    }
+    const [updated] = (await trx('runs')
+      .where({ id })
+      .update({
+        state: end.state,
+        summary: end.summary === null ? null : JSON.stringify(end.summary),
+        refunded_micros: String(refund),
+        error_code: end.errorCode ?? null,
+        error_message: end.errorMessage ?? null,
+        finished_at: trx.fn.now(),
+        updated_at: trx.fn.now(),
+        started_at: trx.raw('coalesce(started_at, now())'),
+      })
+      .returning('*')) as RunRow[];
+    return toRecord(updated);
+  });
+}
+
+/** A launch whose workflow never started: the whole charge credited back, the run failed, once. */
+export async function failLaunch(
+  db: Knex,
+  id: string,
+  errorCode: 'launch_failed' | 'reconciliation_required',
+  message: string,
+): Promise<void> {
+  await db.transaction(async (trx) => {
+    const row = (await trx('runs').where({ id, state: 'launching' }).forUpdate().first()) as RunRow | undefined;
+    if (!row) return;
+    const billed = BigInt(row.billed_micros);
+    if (billed > 0n) {
+      const credited = await postEntries(trx, row.org_id, [
+        { kind: 'run_refund', amountMicros: billed, requestId: id, note: 'launch did not start' },
+      ]);
+      if (!credited) throw new Error(`run ${id}: the refund could not be posted`);
+    }
+    await trx('runs').where({ id }).update({
+      state: 'failed',
+      refunded_micros: billed.toString(),
+      error_code: errorCode,
+      error_message: message,
+      finished_at: trx.fn.now(),
+      updated_at: trx.fn.now(),
+    });
+  });
+}
+
+/** Written by the question's own workflow as it completes; a replayed write changes nothing. */
+export async function recordQuestionResult(db: Knex, runId: string, result: QuestionResult): Promise<void> {
+  await db.transaction(async (trx) => {
+    const inserted = await trx('run_questions')
+      .insert({
+        run_id: runId,
+        question_id: result.questionId,
+        bucket: result.bucket,
+        tier: result.tier,
+        cluster: result.cluster,
+        result: JSON.stringify(result),
+      })
+      .onConflict(['run_id', 'question_id'])
+      .ignore()
+      .returning('question_id');
+    if (inserted.length > 0) await trx('runs').where({ id: runId }).update({ updated_at: trx.fn.now() });
+  });
+}
+
+export async function questionResults(db: DbOrTrx, runId: string): Promise<QuestionResult[]> {
+  const rows = (await db('run_questions').where({ run_id: runId }).orderBy('completed_at').select('result')) as {
+    result: QuestionResult;
+  }[];
+  return rows.map((r) => r.result);
+}
+
+export async function answeredIds(db: DbOrTrx, runId: string): Promise<Set<string>> {
+  const rows = (await db('run_questions').where({ run_id: runId }).select('question_id')) as { question_id: string }[];
+  return new Set(rows.map((r) => r.question_id));
+}
+
+export async function doneCounts(db: DbOrTrx, runId: string): Promise<BucketCounts> {
+  const rows = (await db('run_questions').where({ run_id: runId }).groupBy('bucket').select('bucket').count('* as n')) as {
+    bucket: Bucket;
+    n: string;
+  }[];
+  const counts = emptyCounts();
+  for (const r of rows) counts[r.bucket] = Number(r.n);
+  return counts;
+}
+
+/** The newest ended run of a mode with results in `bucket`: the estimate's evidence. */
+export async function latestRunSummary(db: DbOrTrx, modeId: string): Promise<{ runId: string; summary: RunSummary } | undefined> {
+  const row = (await db('runs')
+    .where({ mode_id: modeId, state: 'completed' })
+    .whereNotNull('summary')
+    .orderBy('finished_at', 'desc')
+    .first('id', 'summary')) as { id: string; summary: RunSummary } | undefined;
+  return row && { runId: row.id, summary: row.summary };
+}
+
+export interface QuestionSetRecord {
+  id: string;
+  orgId: string;
+  name: string;
+  size: number;
+  createdAt: Date;
+}
+
+export async function saveQuestionSet(db: DbOrTrx, set: { id: string; orgId: string; name: string; questions: Question[] }): Promise<void> {
+  await db('question_sets').insert({
+    id: set.id,
+    org_id: set.orgId,
+    name: set.name,
+    size: set.questions.length,
+    questions: JSON.stringify(set.questions),
+  });
+}
+
+export async function questionSetOf(db: DbOrTrx, orgId: string, id: string): Promise<Question[] | undefined> {
+  const row = (await db('question_sets').where({ id, org_id: orgId }).first('questions')) as { questions: Question[] } | undefined;
+  return row?.questions;
+}

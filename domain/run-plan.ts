@@ -1,0 +1,125 @@
+import type { ModeConfig, Tier } from './modes';
+import { assignJudges, type JudgeAssignment, type JudgeSlot, type JudgingProtocol } from './run-judging';
+import { isSimEngine, planSeats, type CatalogEngine, type Plan, type PlannedEngine, type PlanningContext } from './seat-plan';
+
+/**
+ * Who answers and who judges in a run, per tier (DESIGN §10): the mode's panel, the baseline (its strongest seat
+ * engine alone, or with `punch_up` the next tier's strongest), and the three judges with self-recusal. Pure; the
+ * launch uses it to refuse a run whose engines cannot run (409 `provider_unavailable`), the run's workflow to plan.
+ */
+
+export interface RunCatalogEngine extends CatalogEngine {
+  maker: string;
+  tier: Tier;
+}
+
+export interface RunPlanningContext extends PlanningContext {
+  find(engineId: string): RunCatalogEngine | undefined;
+  catalog: readonly RunCatalogEngine[];
+}
+
+export interface TierPlan {
+  tier: Tier;
+  plan: Plan;
+  baseline: PlannedEngine;
+  judges: JudgeAssignment[];
+}
+
+export type RunPlan = { ok: true; tiers: TierPlan[] } | { ok: false; missing: string[] };
+
+export interface RunShape {
+  tiers: readonly Tier[];
+  punchUp: boolean;
+  judges: readonly JudgeSlot[];
+  protocol: JudgingProtocol;
+}
+
+const TIER_RANK: Readonly<Record<Tier, number>> = { experience: 0, plus: 1, pro: 2 };
+const NEXT_TIER: Readonly<Record<Tier, Tier>> = { experience: 'plus', plus: 'pro', pro: 'pro' };
+
+/** Strongest first: the higher tier, then the dearer output (the catalog's proxy for capability). */
+function byStrength(a: RunCatalogEngine, b: RunCatalogEngine): number {
+  return TIER_RANK[b.tier] - TIER_RANK[a.tier] || b.outputUsdPerMtok - a.outputUsdPerMtok || a.id.localeCompare(b.id);
+}
+
+/** Each simulated engine stands for a maker of its own, so recusal among `sim` judges means the same engine. */
+export function recusalMaker(e: Pick<RunCatalogEngine, 'id' | 'family' | 'maker'>): string {
+  return e.family === 'sim' ? e.id : e.maker;
+}
+
+/** The baseline answers as a seat would: on the organisation's own provider account when it has one for the family. */
+function plannedOf(e: RunCatalogEngine, ctx: RunPlanningContext): PlannedEngine {
+  const ownKey = !ctx.simOnly && ctx.ownFamilies.has(e.family);
+  return { engineId: e.id, inputUsdPerMtok: e.inputUsdPerMtok, outputUsdPerMtok: e.outputUsdPerMtok, ownKey };
+}
+
+/** Real engines of the design that would run on a `sim` stand-in: a live run refuses them rather than simulate. */
+function standIns(plan: Plan): string[] {
+  const steps = [...plan.seats, plan.judge, plan.synthesis];
+  return steps.filter((s) => !isSimEngine(s.designed) && isSimEngine(s.chain[0]?.engineId ?? 'sim/')).map((s) => s.designed);
+}
+
+function baselineFor(config: ModeConfig, tier: Tier, plan: Plan, punchUp: boolean, ctx: RunPlanningContext): RunCatalogEngine | undefined {
+  const known = (ids: readonly string[]): RunCatalogEngine[] => ids.flatMap((id) => ctx.find(id) ?? []);
+  if (!punchUp || NEXT_TIER[tier] === tier) return known(plan.seats.map((s) => s.chain[0].engineId)).sort(byStrength)[0];
+  const next = NEXT_TIER[tier];
+  if (config.tiers[next]) return known(planSeats(config, next, 'panel', ctx).seats.map((s) => s.chain[0].engineId)).sort(byStrength)[0];
+  const runnable = ctx.catalog.filter((e) => e.tier === next && runsHere(e, ctx));
+  return runnable.sort(byStrength)[0];
+}
+
+/** A test key's run is all `sim`; a live run uses only real engines the service's keys can run. */
+function runsHere(e: RunCatalogEngine, ctx: RunPlanningContext): boolean {
+  return ctx.simOnly ? isSimEngine(e.id) : !isSimEngine(e.id) && ctx.serviceCanRun(e.id);
+}
+
+/** One judge candidate per maker, strongest first, on the service's keys. */
+function judgePool(ctx: RunPlanningContext): RunCatalogEngine[] {
+  const seen = new Set<string>();
+  return ctx.catalog
+    .filter((e) => runsHere(e, ctx))
+    .sort(byStrength)
+    .filter((e) => {
+      const maker = recusalMaker(e);
+      if (seen.has(maker)) return false;
+      seen.add(maker);
+      return true;
+    });
+}
+
+/** A mode designed on `sim` engines alone is a simulation by design, not a stand-in: its runs are simulated throughout. */
+function designedOnSim(config: ModeConfig, tiers: readonly Tier[]): boolean {
+  const seats = tiers.flatMap((t) => config.tiers[t]?.seats ?? []);
+  return [...seats, config.staff.judge.engine, config.staff.synthesis.engine].every(isSimEngine);
+}
+
+export function planRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanningContext): RunPlan {
+  const ctx = designedOnSim(config, shape.tiers) ? { ...runCtx, simOnly: true } : runCtx;
+  const missing: string[] = [];
+  const pool = judgePool(ctx);
+  if (pool.length < shape.judges.length)
+    missing.push(`judges: ${shape.judges.length} judges of different makers are needed; ${pool.length} can run here`);
+  const tiers: TierPlan[] = [];
+  for (const tier of shape.tiers) {
+    const plan = planSeats(config, tier, 'panel', ctx);
+    if (!ctx.simOnly) missing.push(...standIns(plan).map((id) => `${id}: no credentials configured`));
+    const baseline = baselineFor(config, tier, plan, shape.punchUp, ctx);
+    if (!baseline) {
+      missing.push(`baseline for ${tier}: no engine can run`);
+      continue;
+    }
+    const answering = new Set([recusalMaker(baseline)]);
+    if (shape.protocol === 'plurality')
+      for (const s of plan.seats) {
+        const e = ctx.find(s.chain[0].engineId);
+        if (e) answering.add(recusalMaker(e));
+      }
+    const judges = assignJudges(
+      shape.judges,
+      pool.map((e) => ({ engineId: e.id, maker: recusalMaker(e) })),
+      answering,
+    );
+    tiers.push({ tier, plan, baseline: plannedOf(baseline, ctx), judges });
+  }
+  return missing.length > 0 ? { ok: false, missing: [...new Set(missing)] } : { ok: true, tiers };
+}

@@ -1,0 +1,171 @@
+import type { DeliberationValue } from './classifier';
+import type { Depth } from './modes';
+import { BUCKETS, type Bucket } from './questions/types';
+import type { QuestionResult, RecusalRecord, RunKind } from './runs';
+import { verdictScore } from './run-judging';
+import {
+  clusteredWinRate,
+  fleissKappa,
+  positionConsistency,
+  verdictFor,
+  wilsonInterval,
+  type CertificationVerdict,
+  type Interval,
+  type WinRateSummary,
+} from './statistics';
+
+/**
+ * A run's results from its question rows (DESIGN §10): win rate with a clustered interval (the question is the
+ * cluster, every judge × repeat inside it), exact-answer accuracy of mode and baseline with Wilson intervals, judge
+ * agreement, position consistency and recusals, per bucket and overall; a certification adds its verdict.
+ */
+
+/** A judge whose verdicts flip on more than this share of mirrored pairs is not reading the answers, only their order. */
+export const POSITION_FLIP_THRESHOLD = 0.2;
+
+export interface Accuracy {
+  correct: number;
+  n: number;
+  rate: number;
+  interval: Interval;
+}
+
+export interface ResultGroup {
+  questions: number;
+  judgments: number;
+  /** Null until at least one verdict was read. */
+  winRate: WinRateSummary | null;
+  mode: Accuracy;
+  baseline: Accuracy;
+}
+
+export interface RecusalSummary extends RecusalRecord {
+  questions: number;
+}
+
+export interface RunSummary {
+  perBucket: Record<Bucket, ResultGroup>;
+  overall: ResultGroup;
+  /** Fleiss' kappa over win / tie / loss, each (question, repeat) rated by every judge; null when undefined. */
+  judgeAgreement: number | null;
+  positionConsistency: { pairs: number; flips: number; flipRate: number; threshold: number; flagged: boolean };
+  recusals: RecusalSummary[];
+  unreadVerdicts: number;
+  /** Question templates the run drew from. */
+  templates: number;
+  costMicros: number;
+  verdict: CertificationVerdict | null;
+}
+
+function accuracy(correct: number, n: number): Accuracy {
+  return { correct, n, rate: n === 0 ? 0 : correct / n, interval: wilsonInterval(correct, n) };
+}
+
+function group(results: readonly QuestionResult[]): ResultGroup {
+  const scores = results.flatMap((r) =>
+    r.judgments.flatMap((j) => (j.verdict === null ? [] : [{ cluster: r.questionId, score: verdictScore(j.verdict) }])),
+  );
+  return {
+    questions: results.length,
+    judgments: scores.length,
+    winRate: scores.length === 0 ? null : clusteredWinRate(scores),
+    mode: accuracy(results.filter((r) => r.modeCorrect).length, results.length),
+    baseline: accuracy(results.filter((r) => r.baselineCorrect).length, results.length),
+  };
+}
+
+/** Each judge's verdicts at repeats 2k−1 and 2k saw the same answers in mirrored order. */
+function mirroredPairs(results: readonly QuestionResult[]): { first: string; second: string }[] {
+  const pairs: { first: string; second: string }[] = [];
+  for (const r of results) {
+    for (const j of r.judgments) {
+      if (j.repeat % 2 !== 1 || j.verdict === null) continue;
+      const mirror = r.judgments.find((k) => k.slot === j.slot && k.repeat === j.repeat + 1);
+      if (mirror?.verdict) pairs.push({ first: j.verdict, second: mirror.verdict });
+    }
+  }
+  return pairs;
+}
+
+/** Subjects for agreement: one per (question, repeat) where every judge gave a readable verdict. */
+function agreementSubjects(results: readonly QuestionResult[]): string[][] {
+  const subjects: string[][] = [];
+  for (const r of results) {
+    const repeats = new Set(r.judgments.map((j) => j.repeat));
+    for (const repeat of repeats) {
+      const verdicts = r.judgments.filter((j) => j.repeat === repeat).map((j) => j.verdict);
+      if (verdicts.length >= 2 && verdicts.every((v) => v !== null)) subjects.push(verdicts as string[]);
+    }
+  }
+  return subjects;
+}
+
+function recusalSummary(results: readonly QuestionResult[]): RecusalSummary[] {
+  const byKey = new Map<string, RecusalSummary>();
+  for (const r of results) {
+    for (const rec of r.recusals) {
+      const key = `${rec.slot}|${rec.engineId}|${rec.replacedBy ?? ''}`;
+      const seen = byKey.get(key);
+      if (seen) seen.questions += 1;
+      else byKey.set(key, { ...rec, questions: 1 });
+    }
+  }
+  return [...byKey.values()];
+}
+
+export function summarizeRun(kind: RunKind, results: readonly QuestionResult[]): RunSummary {
+  const overall = group(results);
+  const consistency = positionConsistency(mirroredPairs(results));
+  return {
+    perBucket: Object.fromEntries(BUCKETS.map((b) => [b, group(results.filter((r) => r.bucket === b))])) as Record<Bucket, ResultGroup>,
+    overall,
+    judgeAgreement: fleissKappa(agreementSubjects(results)),
+    positionConsistency: {
+      ...consistency,
+      threshold: POSITION_FLIP_THRESHOLD,
+      flagged: consistency.pairs > 0 && consistency.flipRate > POSITION_FLIP_THRESHOLD,
+    },
+    recusals: recusalSummary(results),
+    unreadVerdicts: results.reduce((n, r) => n + r.judgments.filter((j) => j.verdict === null).length, 0),
+    templates: new Set(results.map((r) => r.cluster)).size,
+    costMicros: results.reduce((n, r) => n + r.costMicros, 0),
+    // No verdict without an interval: a certification with no readable judgment is not certified.
+    verdict: kind === 'certification' ? verdictFor(overall.winRate?.interval.low ?? 0) : null,
+  };
+}
+
+/** Bucket of a prompt the classifier put at `depth`. */
+const DEPTH_BUCKET: Readonly<Record<Depth, Bucket>> = { light: 'light', medium: 'medium', deep: 'hard' };
+
+/**
+ * The estimate's `deliberation_value` grounded in the mode's finished runs, for the prompt's bucket: the panel
+ * likely helps when the interval of its win rate against the baseline lies above one half, likely hurts when it
+ * lies below, and is unknown when it straddles. Undefined when no run has judged that bucket.
+ */
+export function runEvidence(summary: RunSummary, depth: Depth, runId: string): DeliberationValue | undefined {
+  const bucket = DEPTH_BUCKET[depth];
+  const w = summary.perBucket[bucket].winRate;
+  if (!w) return undefined;
+  const f = (x: number): string => x.toFixed(3);
+  const evidence = `run ${runId}, ${bucket} questions: n=${w.clusters} (${w.judgments} judgments), win rate ${f(w.winRate)} vs the baseline, 95% interval [${f(w.interval.low)}, ${f(w.interval.high)}]`;
+  if (w.interval.low > 0.5)
+    return {
+      verdict: 'likely_helps',
+      reason: 'On questions like this one the panel beat its strongest engine alone.',
+      basis: 'test_runs',
+      evidence,
+    };
+  if (w.interval.high < 0.5)
+    return {
+      verdict: 'likely_hurts',
+      reason: 'On questions like this one the panel lost to its strongest engine alone.',
+      basis: 'test_runs',
+      evidence,
+    };
+  return {
+    verdict: 'unknown',
+    reason: 'On questions like this one the panel and its strongest engine were too close to call.',
+    basis: 'test_runs',
+    evidence,
+  };
+}

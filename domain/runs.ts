@@ -1,0 +1,154 @@
+import type { ModeConfig, Depth, Tier } from './modes';
+import { BUCKETS, type Bucket, type Question } from './questions/types';
+import { JUDGE_SLOTS, type JudgeSlot, type JudgingProtocol, type Verdict } from './run-judging';
+import { SPEC_LATENCY_MU } from './sim-latency';
+import { seededRandom, shuffled } from './prng';
+
+/**
+ * Test and certification runs (spec 02, DESIGN §10 and §12): what a run is asked to do, its limits, its price and
+ * duration, and what each question leaves behind. Pure; the statistics over the results are in run-summary.ts.
+ */
+export const RUN_KINDS = ['test', 'certification'] as const;
+export type RunKind = (typeof RUN_KINDS)[number];
+/** DESIGN §12's batch states; `launching` is the row's state between its charge and its workflow's start. */
+export const BATCH_STATES = ['queued', 'running', 'judging', 'completed', 'failed', 'cancelled'] as const;
+export type BatchState = (typeof BATCH_STATES)[number];
+export type RunState = 'launching' | BatchState;
+export const ENDED_STATES: readonly RunState[] = ['completed', 'failed', 'cancelled'];
+
+export type BucketCounts = Record<Bucket, number>;
+
+export interface RunSpec {
+  counts: BucketCounts;
+  judges: JudgeSlot[];
+  repeats: number;
+  protocol: JudgingProtocol;
+  /** The baseline is the next tier's strongest engine instead of the mode's own strongest seat. */
+  punchUp: boolean;
+  /** Panel tiers the questions are dealt to, in turn. */
+  tiers: Tier[];
+  /** An organisation's imported set; null: questions generated fresh from `seed`. */
+  questionSetId: string | null;
+  seed: number;
+}
+
+/** Spec 02 "Limits". */
+export const RUN_LIMITS = { maxQuestions: 300, bucketMin: 1, bucketMax: 100, repeatsMin: 1, repeatsMax: 3 } as const;
+/** Spec 02: 150 questions (50 per bucket), three judges, two repeats, $50 flat. */
+export const CERTIFICATION = { perBucket: 50, repeats: 2, priceMicros: 50_000_000 } as const;
+
+export function certificationSpec(seed: number): RunSpec {
+  return {
+    counts: { light: CERTIFICATION.perBucket, medium: CERTIFICATION.perBucket, hard: CERTIFICATION.perBucket },
+    judges: [...JUDGE_SLOTS],
+    repeats: CERTIFICATION.repeats,
+    protocol: 'pairwise',
+    punchUp: false,
+    tiers: ['plus'],
+    questionSetId: null,
+    seed,
+  };
+}
+
+export function totalQuestions(counts: BucketCounts): number {
+  return BUCKETS.reduce((n, b) => n + counts[b], 0);
+}
+
+/** A question's bucket is priced as a call of this depth (the classifier's scale). */
+export const BUCKET_DEPTH: Readonly<Record<Bucket, Depth>> = { light: 'light', medium: 'medium', hard: 'deep' };
+
+/** Spec 02 item 2: a test run bills per question at 25% off the mode's normal price (rounded down, to the caller). */
+export function runQuestionPriceMicros(quotedCallMicros: number): number {
+  return Math.floor((quotedCallMicros * 3) / 4);
+}
+
+/** A cancelled or failed run gives back the share of its charge its unanswered questions stood for. */
+export function unspentMicros(billedMicros: number, total: number, answered: number): number {
+  if (total <= 0) return 0;
+  return Math.floor((billedMicros * Math.max(0, total - answered)) / total);
+}
+
+/** Questions in flight per run unless configured (QUORUM_RUN_WINDOW). */
+export const DEFAULT_RUN_WINDOW = 16;
+/** The spec's engines take about this long per call (p50 28.5 s). */
+const ENGINE_CALL_MINUTES = Math.exp(SPEC_LATENCY_MU) / 60_000;
+
+/**
+ * Engine calls one after another on a question's path: each seat pass and its judgment, the synthesis, then the
+ * run's judges (the baseline answers while the panel does; the judges of one question run in parallel).
+ */
+export function questionCriticalPath(config: ModeConfig): number {
+  const passes = config.critique === 'never' ? 1 : config.rounds;
+  return passes * 2 + 1 + 1;
+}
+
+/** Minutes a run should take at the spec's engine latency, `window` questions at a time. */
+export function estimatedRunMinutes(config: ModeConfig, total: number, window: number): number {
+  const waves = Math.ceil(total / Math.max(1, window));
+  return Math.max(1, Math.ceil(waves * questionCriticalPath(config) * ENGINE_CALL_MINUTES));
+}
+
+/** Questions spread over the run's tiers in turn, so every tier sees every bucket. */
+export function dealTiers<Q extends Question>(questions: readonly Q[], tiers: readonly Tier[]): (Q & { tier: Tier })[] {
+  return questions.map((q, i) => ({ ...q, tier: tiers[i % tiers.length] }));
+}
+
+/** One judge's verdict at one repeat; `order` lists answer indices as shown (0 = the mode's answer). */
+export interface JudgmentRecord {
+  slot: JudgeSlot;
+  engineId: string;
+  repeat: number;
+  order: number[];
+  /** Null when the reply was not a usable verdict: left out of the win rate, counted in `unreadVerdicts`. */
+  verdict: Verdict | null;
+}
+
+export interface RecusalRecord {
+  slot: JudgeSlot;
+  engineId: string;
+  replacedBy: string | null;
+}
+
+/** What one question of a run leaves in Postgres; the summary is computed from these rows alone. */
+export interface QuestionResult {
+  questionId: string;
+  bucket: Bucket;
+  tier: Tier;
+  cluster: string;
+  reference: string;
+  modeAnswer: string;
+  baselineAnswer: string;
+  baselineEngine: string;
+  modeCorrect: boolean;
+  baselineCorrect: boolean;
+  judgments: JudgmentRecord[];
+  recusals: RecusalRecord[];
+  /** What the engines cost for this question (the run was billed up front; this is for the operator). */
+  costMicros: number;
+  latencyMs: number;
+}
+
+/** Progress as the run's query reports it and `GET` shows it. */
+export interface RunProgress {
+  state: BatchState;
+  done: BucketCounts;
+  total: BucketCounts;
+  failed: number;
+  startedAt: string | null;
+  updatedAt: string;
+}
+
+export function emptyCounts(): BucketCounts {
+  return { light: 0, medium: 0, hard: 0 };
+}
+
+/** An imported set's questions for a run: each bucket's drawn in a seeded order; undefined when a bucket has too few. */
+export function selectQuestions(pool: readonly Question[], counts: BucketCounts, seed: number): Question[] | undefined {
+  const out: Question[] = [];
+  for (const bucket of BUCKETS) {
+    const inBucket = pool.filter((q) => q.bucket === bucket);
+    if (inBucket.length < counts[bucket]) return undefined;
+    out.push(...shuffled(inBucket, seededRandom(seed + BUCKETS.indexOf(bucket))).slice(0, counts[bucket]));
+  }
+  return out;
+}

@@ -1,0 +1,133 @@
+import {
+  CancellationScope,
+  continueAsNew,
+  executeChild,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { BenchmarkActivities, RunRef } from '../activities/benchmark';
+import type { Form } from '../domain/form';
+import type { RunSummary } from '../domain/run-summary';
+import { emptyCounts, type RunProgress } from '../domain/runs';
+import { workflowIds } from '../domain/workflow-ids';
+import { questionWorkflow } from './question';
+import { cancelSignal, progressQuery } from './run-messages';
+import { QuorumStatus } from './search-attributes';
+
+/**
+ * One test or certification run (DESIGN §10): one child workflow per question, at most `window` in flight; each
+ * child writes its own result, so the run's progress and its crash safety live in Postgres. The run continues as
+ * new before its history grows large; `progress` answers while it runs and `cancel` stops it.
+ */
+export interface BenchmarkInput extends RunRef {
+  form: Form;
+  /** Questions in flight at once. */
+  window: number;
+  /** Continue as new past this many history events (a few thousand by default; tests set it low). */
+  historyLimit?: number;
+}
+
+const DEFAULT_HISTORY_LIMIT = 2_000;
+
+// Postgres steps: retried until the database is back. Only a run whose engines cannot run (or whose question set
+// was changed under it) fails for good, and its charge is refunded.
+const { prepareRun, markJudging, finishRun } = proxyActivities<BenchmarkActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '30 seconds',
+    nonRetryableErrorTypes: ['provider_unavailable', 'invalid_request'],
+  },
+});
+
+export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSummary | null> {
+  const progress: RunProgress = {
+    state: 'queued',
+    done: emptyCounts(),
+    total: input.spec.counts,
+    failed: 0,
+    startedAt: null,
+    updatedAt: new Date().toISOString(),
+  };
+  let cancelled = false;
+  const questions = new CancellationScope();
+  setHandler(progressQuery, () => progress);
+  setHandler(cancelSignal, () => {
+    cancelled = true;
+    questions.cancel();
+  });
+
+  const end = async (
+    state: 'completed' | 'failed' | 'cancelled',
+    error?: { code: string; message: string },
+  ): Promise<RunSummary | null> => {
+    const summary = await finishRun({ runId: input.runId, kind: input.kind, state, errorCode: error?.code, errorMessage: error?.message });
+    progress.state = state;
+    upsertSearchAttributes([{ key: QuorumStatus, value: state }]);
+    return summary;
+  };
+
+  let prepared;
+  try {
+    prepared = await prepareRun(input);
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    const cause = (err as { cause?: { type?: string; message?: string } }).cause;
+    return end('failed', { code: cause?.type ?? 'internal_error', message: cause?.message ?? String(err) });
+  }
+  if (prepared.ended) return null;
+  Object.assign(progress, { state: 'running', done: prepared.done, startedAt: prepared.startedAt, updatedAt: new Date().toISOString() });
+  upsertSearchAttributes([{ key: QuorumStatus, value: 'running' }]);
+
+  const queue = [...prepared.remaining];
+  const plans = new Map(prepared.tiers.map((t) => [t.tier, t]));
+  const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  const parentId = workflowInfo().workflowId;
+  const mustContinue = (): boolean => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > historyLimit;
+
+  /** One slot of the window: takes the next question until none is left, the run is cancelled, or history is long. */
+  const slot = async (): Promise<void> => {
+    for (let q = queue.shift(); q; q = cancelled || mustContinue() ? undefined : queue.shift()) {
+      const tierPlan = plans.get(q.tier);
+      if (!tierPlan) throw new Error(`no plan for tier ${q.tier}`);
+      try {
+        await executeChild(questionWorkflow, {
+          workflowId: workflowIds.question(parentId, q.id),
+          args: [
+            {
+              runId: input.runId,
+              orgId: input.orgId,
+              form: input.form,
+              mode: input.mode,
+              question: q,
+              tierPlan,
+              protocol: input.spec.protocol,
+              repeats: input.spec.repeats,
+              orderSeed: input.runId,
+            },
+          ],
+        });
+        progress.done[q.bucket] += 1;
+      } catch (err) {
+        if (isCancellation(err)) return;
+        progress.failed += 1;
+      }
+      progress.updatedAt = new Date().toISOString();
+    }
+  };
+  await questions.run(() => Promise.all(Array.from({ length: Math.max(1, Math.min(input.window, queue.length)) }, slot)));
+
+  if (cancelled) return end('cancelled');
+  // A long run: the in-flight questions have drained; a fresh history picks up what is left (Postgres knows what is done).
+  if (queue.length > 0) return continueAsNew<typeof benchmarkWorkflow>(input);
+  progress.state = 'judging';
+  await markJudging({ runId: input.runId });
+  const answered = progress.done.light + progress.done.medium + progress.done.hard;
+  return end(
+    answered > 0 ? 'completed' : 'failed',
+    answered > 0 ? undefined : { code: 'upstream_provider_error', message: 'No question could be answered.' },
+  );
+}
