@@ -100,6 +100,8 @@ export function planRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanning
   if (pool.length < shape.judges.length)
     missing.push(`judges: ${shape.judges.length} judges of different makers are needed; ${pool.length} can run here`);
   const tiers: TierPlan[] = [];
+  // Without enough judges nothing below can be assigned; report what else is missing all the same.
+  const enoughJudges = pool.length >= shape.judges.length;
   for (const tier of shape.tiers) {
     const plan = planSeats(config, tier, 'panel', ctx);
     if (!ctx.simOnly) missing.push(...standIns(plan).map((id) => `${id}: no credentials configured`));
@@ -114,6 +116,7 @@ export function planRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanning
         const e = ctx.find(s.chain[0].engineId);
         if (e) answering.add(recusalMaker(e));
       }
+    if (!enoughJudges) continue;
     const judges = assignJudges(
       shape.judges,
       pool.map((e) => ({ engineId: e.id, maker: recusalMaker(e) })),

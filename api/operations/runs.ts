@@ -325,15 +325,29 @@ async function launch(
     await startRun(
       deps.client,
       workflowId,
-      { runId, orgId: auth.orgId, kind, keyMode: auth.mode, mode, spec, form, window: deps.runs.window, historyLimit: deps.runs.historyLimit },
+      {
+        runId,
+        orgId: auth.orgId,
+        kind,
+        keyMode: auth.mode,
+        mode,
+        spec,
+        form,
+        window: deps.runs.window,
+        historyLimit: deps.runs.historyLimit,
+      },
       form === 'A' ? mode.id : mode.ticker,
     );
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
       await failLaunch(db, runId, 'launch_failed', 'The run could not be started.');
-      throw new QuorumError('service_unavailable', 'The run could not be started and its charge was credited back; retry with a new Idempotency-Key.', {
-        retryAfter: 2,
-      });
+      throw new QuorumError(
+        'service_unavailable',
+        'The run could not be started and its charge was credited back; retry with a new Idempotency-Key.',
+        {
+          retryAfter: 2,
+        },
+      );
     }
   }
   await markRunQueued(db, runId);
