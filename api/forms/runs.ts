@@ -98,10 +98,10 @@ export function runSerialiser(names: RunNames): RunSerialiser {
       const started = progress.startedAt ? Date.parse(progress.startedAt) : null;
       const finished = run.finishedAt?.getTime() ?? null;
       const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
-      const elapsed = started === null ? 0 : Math.round(((finished ?? now) - started) / 1000);
+      const elapsedMs = started === null ? 0 : (finished ?? now) - started;
       // The rate so far predicts the rest; before the first answer, the launch's estimate does.
       const left =
-        finished !== null ? 0 : done > 0 ? Math.round((elapsed / done) * (run.totalQuestions - done)) : run.estimatedMinutes * 60;
+        finished !== null ? 0 : done > 0 ? Math.ceil(((elapsedMs / done) * (run.totalQuestions - done)) / 1000) : run.estimatedMinutes * 60;
       const s = run.summary;
       const batch: JsonObject = {
         id: run.id,
@@ -129,7 +129,7 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         started_at: progress.startedAt,
         updated_at: progress.updatedAt,
         finished_at: run.finishedAt?.toISOString() ?? null,
-        elapsed_seconds: elapsed,
+        elapsed_seconds: Math.round(elapsedMs / 1000),
         estimated_seconds_left: left,
         billed_usd: usd(run.billedMicros),
         refunded_usd: usd(run.refundedMicros),

@@ -115,11 +115,13 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
  * With QUORUM_RECORD_HISTORIES=1, saves the run's event history (protobuf) under test/histories/, where the replay test
  * (replay.test.ts) finds it: a later change that breaks the workflow's determinism then fails CI.
  */
-export async function recordHistory(name: string, workflowId: string): Promise<void> {
+export async function recordHistory(name: string, workflowId: string, runId?: string): Promise<void> {
   if (process.env.QUORUM_RECORD_HISTORIES !== '1') return;
-  const history = await stack().env.client.workflow.getHandle(workflowId).fetchHistory();
+  const history = await stack().env.client.workflow.getHandle(workflowId, runId).fetchHistory();
   fs.mkdirSync(historiesDir, { recursive: true });
   fs.writeFileSync(path.join(historiesDir, `${name}.pb`), temporal.api.history.v1.History.encode(history).finish());
+  // A workflow that derives ids from its own (a run's question children) replays only under that id.
+  fs.writeFileSync(path.join(historiesDir, `${name}.id`), workflowId);
 }
 
 /** The sum of the organisation's ledger entries: it must always equal the balance. */

@@ -16,8 +16,12 @@ describe('deliberation workflow replays its stored histories', function () {
   it('replays every stored history without nondeterminism', async () => {
     const files = fs.readdirSync(historiesDir).filter((f) => f.endsWith('.pb'));
     assert.ok(files.length >= 11, `expected the recorded histories in ${historiesDir}`);
+    const idOf = (f: string): string => {
+      const sidecar = path.join(historiesDir, f.replace(/\.pb$/, '.id'));
+      return fs.existsSync(sidecar) ? fs.readFileSync(sidecar, 'utf8') : f.replace(/\.pb$/, '');
+    };
     const histories = files.map((f) => ({
-      workflowId: f.replace(/\.pb$/, ''),
+      workflowId: idOf(f),
       history: temporal.api.history.v1.History.decode(fs.readFileSync(path.join(historiesDir, f))),
     }));
     const failures: string[] = [];
