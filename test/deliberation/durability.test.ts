@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -6,10 +6,10 @@ import path from 'node:path';
 import { JUDGE_TAG } from '../../domain/prompts';
 import { getBalance } from '../../db/repositories/ledger';
 import { stack } from '../harness/stack';
+import { startWorkerProcess, workerProcessEnv } from '../harness/worker';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback, type Loopback, type RecordedRequest, type Reply } from '../fixtures/providers';
 import { chargeCount, customMode, deliberate, newOrg } from './helpers';
 
-const root = path.join(__dirname, '..', '..');
 const SEAT_DELAY_MS = 4_000;
 
 function isSeatCall(req: RecordedRequest): boolean {
@@ -32,19 +32,6 @@ function script(req: RecordedRequest): Reply {
   }
   // Seat calls are slow, so the worker can be killed while they are in flight.
   return { ...openAiReply({ text: 'Water boils at 100 °C at sea level.' }), delayMs: isSeatCall(req) ? SEAT_DELAY_MS : 0 };
-}
-
-/** The product's worker entry point as its own OS process, as `npm start` runs it. */
-function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = fork(path.join(root, 'worker/main.ts'), [], {
-    execArgv: ['--import', 'tsx'],
-    env,
-    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', () => resolve(child));
-    child.once('exit', (code) => reject(new Error(`worker exited (${String(code)}) before it was ready`)));
-  });
 }
 
 async function until(check: () => boolean, timeoutMs: number): Promise<void> {
@@ -72,16 +59,7 @@ describe('deliberation durability: the worker dies mid-seat', function () {
   });
 
   it('completes on a new worker, each seat called within its retries, charged exactly once', async () => {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: stack().dbUrl,
-      TEMPORAL_ADDRESS: stack().env.connection.options.address,
-      TEMPORAL_NAMESPACE: stack().namespace,
-      QUORUM_DATA_DIR: dataDir,
-      QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY,
-      QUORUM_OPENAI_BASE_URL: openai.baseUrl,
-      QUORUM_LOG_LEVEL: 'error',
-    };
+    const env = workerProcessEnv(dataDir, { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
     const org = await newOrg();
     const mode = await customMode(org.orgId, 'quorum-panel', {
       tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini', 'openai/gpt-5'] } },
