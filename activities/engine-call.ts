@@ -14,6 +14,8 @@ export interface EngineCallInput {
   maxOutputTokens: number;
   /** A run's reference answer: read only by `sim` engines, never sent to a provider (see engines/types.ts). */
   knownAnswer?: KnownAnswer;
+  /** 1 for a hedged duplicate of a slow call (see engines/types.ts). */
+  attempt?: number;
 }
 
 export interface EngineCallResult {
@@ -75,6 +77,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
           maxOutputTokens: input.maxOutputTokens,
           signal: Context.current().cancellationSignal,
           knownAnswer: input.knownAnswer,
+          attempt: input.attempt,
         },
         credential,
       );

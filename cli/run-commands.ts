@@ -43,9 +43,17 @@ const runWatch = command({
     const { db } = ctx.resources;
     let run = await runOf(ctx, files[0]);
     const client = await ctx.resources.temporal();
-    // Bars on stderr, so `--json` output and pipes stay clean; one bar per bucket plus the whole run.
+    // Bars on stderr, so `--json` output stays clean; one bar per bucket plus the whole run.
     const bars = new MultiBar(
-      { format: '{bucket} |{bar}| {value}/{total} {extra}', hideCursor: true, clearOnComplete: false, stream: process.stderr },
+      {
+        format: '{bucket} |{bar}| {value}/{total} {extra}',
+        hideCursor: true,
+        clearOnComplete: false,
+        stream: process.stderr,
+        // Piped to a file or a CI log, the bars are printed as lines at each poll instead of redrawn.
+        noTTYOutput: true,
+        notTTYSchedule: every * 1000,
+      },
       Presets.shades_classic,
     );
     const total: SingleBar = bars.create(run.totalQuestions, 0, { bucket: 'all   ', extra: '' });

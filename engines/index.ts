@@ -103,7 +103,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     credential: Credential | undefined,
   ): Promise<AdapterOutput> => {
     const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
-    if (s.family === 'sim') return callSim(call, req.knownAnswer, simLatency);
+    if (s.family === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt);
     if (s.family === 'bedrock') {
       if (!service.bedrock) throw unavailable('Bedrock is not configured for this service (AWS_REGION and AWS credentials)');
       let target: BedrockTarget;

@@ -47,6 +47,11 @@ export interface EngineRequest {
   signal?: AbortSignal;
   /** Benchmark marker with the reference answer: read only by `sim` engines, never sent to a provider. */
   knownAnswer?: KnownAnswer;
+  /**
+   * A hedged duplicate of a call that is running slow (1 for the duplicate): a provider serves it as any new request;
+   * a `sim` engine gives the same answer but draws its latency anew, as a second request to a provider would.
+   */
+  attempt?: number;
 }
 
 export type Finish = 'stop' | 'length';

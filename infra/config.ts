@@ -19,6 +19,12 @@ const EnvSchema = z.object({
    * replayed from history when its next task comes: CPU for memory. Deliberations in flight above this are rare.
    */
   QUORUM_MAX_CACHED_WORKFLOWS: z.coerce.number().int().positive().default(250),
+  /**
+   * Activities one worker runs at once, per task queue. Engine calls spend their time waiting on a provider, so a
+   * slot costs a socket and a little memory, not CPU: a 150-question run at 16 in flight keeps ~100 calls open, and
+   * a certification with every question in flight ~750 (the SDK's default of 100 would queue them).
+   */
+  QUORUM_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(500),
   /** A workflow bundle built beforehand (worker/bundle.ts); otherwise the worker builds one at start. */
   QUORUM_WORKFLOW_BUNDLE: z.string().min(1).optional(),
 });

@@ -34,6 +34,7 @@ async function main(): Promise<void> {
     deps: { db, engines: createEngines({ logger: log }), log },
     bundlePath,
     maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
+    maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
   });
   // The workers hold the code now; a bundle built for this start only is not kept.
   if (!config.QUORUM_WORKFLOW_BUNDLE) fs.rmSync(path.dirname(bundlePath), { recursive: true, force: true });

@@ -21,15 +21,32 @@ export interface WorkerOptions {
   bundlePath?: string;
   /** See QUORUM_MAX_CACHED_WORKFLOWS; the SDK's default when absent. */
   maxCachedWorkflows?: number;
+  /** See QUORUM_MAX_CONCURRENT_ACTIVITIES; the SDK's default when absent. */
+  maxConcurrentActivities?: number;
 }
 
 /** One worker per task queue, same workflows and activities; the deliberation queue is the hot one. */
-export async function createWorkers({ connection, namespace, deps, bundlePath, maxCachedWorkflows }: WorkerOptions): Promise<Worker[]> {
+export async function createWorkers({
+  connection,
+  namespace,
+  deps,
+  bundlePath,
+  maxCachedWorkflows,
+  maxConcurrentActivities,
+}: WorkerOptions): Promise<Worker[]> {
   const workflows = bundlePath ? { codePath: bundlePath } : await workflowBundle();
   const activities = createActivities(deps);
   return Promise.all(
     Object.values(TASK_QUEUES).map((taskQueue) =>
-      Worker.create({ connection, namespace, taskQueue, workflowBundle: workflows, activities, maxCachedWorkflows }),
+      Worker.create({
+        connection,
+        namespace,
+        taskQueue,
+        workflowBundle: workflows,
+        activities,
+        maxCachedWorkflows,
+        maxConcurrentActivityTaskExecutions: maxConcurrentActivities,
+      }),
     ),
   );
 }

@@ -28,6 +28,8 @@ export interface BenchmarkInput extends RunRef {
   window: number;
   /** Continue as new past this many history events (a few thousand by default; tests set it low). */
   historyLimit?: number;
+  /** Engine calls still out after this long are hedged (see hedge.ts); absent: none are. */
+  hedgeAfterMs?: number;
 }
 
 const DEFAULT_HISTORY_LIMIT = 2_000;
@@ -107,6 +109,7 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
               protocol: input.spec.protocol,
               repeats: input.spec.repeats,
               orderSeed: input.runId,
+              hedgeAfterMs: input.hedgeAfterMs,
             },
           ],
         });

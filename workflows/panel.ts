@@ -10,6 +10,7 @@ import type { PanelRun, RoundSummary, SeatPass, StaffCall, Unavailable } from '.
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
 import type { Plan, SeatPlan } from '../domain/seat-plan';
+import { hedged } from './hedge';
 
 /**
  * The panel: seats, judge, critique rounds and synthesis, with no billing. A function the deliberation workflow
@@ -61,6 +62,8 @@ export interface PanelInput {
   judgeSeed: number;
   /** A run's question: every seat pass carries its reference for `sim` engines (never sent to a provider). */
   knownAnswer?: EngineCallInput['knownAnswer'];
+  /** Runs hedge slow engine calls after this long (see hedge.ts); deliberations do not. */
+  hedgeAfterMs?: number;
 }
 
 interface SeatState {
@@ -135,7 +138,10 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
       const engine = s.plan.chain[s.at];
       const call = { orgId, engineId: engine.engineId, ownKey: engine.ownKey, messages, knownAnswer: input.knownAnswer };
       try {
-        const first = await seat({ ...call, maxOutputTokens: seatMax });
+        const first = await hedged(
+          (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),
+          input.hedgeAfterMs,
+        );
         meter.charge(first);
         let final = first;
         if (first.finish === 'length') {
@@ -174,14 +180,19 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
     for (const engine of allowEngine ? plan.judge.chain : []) {
       if (!meter.affords([{ engine, tokensIn, maxOut: JUDGE_MAX_OUTPUT }])) break;
       try {
-        const r = await judge({
-          orgId,
-          engineId: engine.engineId,
-          ownKey: false,
-          messages: prompt,
-          maxOutputTokens: JUDGE_MAX_OUTPUT,
-          labels: labelled.map((a) => a.label),
-        });
+        const r = await hedged(
+          (attempt) =>
+            judge({
+              orgId,
+              engineId: engine.engineId,
+              ownKey: false,
+              messages: prompt,
+              maxOutputTokens: JUDGE_MAX_OUTPUT,
+              labels: labelled.map((a) => a.label),
+              attempt: attempt || undefined,
+            }),
+          input.hedgeAfterMs,
+        );
         meter.charge(r);
         judgeLatency += r.latencyMs;
         judgeCall = staffCall(r, plan.judge.designed, judgeLatency);
@@ -287,7 +298,18 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
     for (const engine of plan.synthesis.chain) {
       if (!meter.affords([{ engine, tokensIn, maxOut: seatMax * 2 }])) break;
       try {
-        const r = await synthesize({ orgId, engineId: engine.engineId, ownKey: false, messages: prompt, maxOutputTokens: seatMax * 2 });
+        const r = await hedged(
+          (attempt) =>
+            synthesize({
+              orgId,
+              engineId: engine.engineId,
+              ownKey: false,
+              messages: prompt,
+              maxOutputTokens: seatMax * 2,
+              attempt: attempt || undefined,
+            }),
+          input.hedgeAfterMs,
+        );
         meter.charge(r);
         latency += r.latencyMs;
         run.staff.synthesis = staffCall(r, plan.synthesis.designed, latency);

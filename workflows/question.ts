@@ -10,6 +10,7 @@ import type { TierPlan } from '../domain/run-plan';
 import { presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
 import { BUCKET_DEPTH, type JudgmentRecord, type QuestionResult } from '../domain/runs';
 import { seatPrompt } from '../domain/prompts';
+import { hedged } from './hedge';
 import { runPanel } from './panel';
 
 /** One question of a run (DESIGN §10): the mode answers as a panel, the baseline alone, the judges compare them blind. */
@@ -24,6 +25,8 @@ export interface QuestionInput {
   repeats: number;
   /** Seeds every judge's presentation order; the run id, so the orders are reproducible from the run. */
   orderSeed: string;
+  /** Engine calls still out after this long are hedged (see hedge.ts). */
+  hedgeAfterMs?: number;
 }
 
 export interface QuestionOutcome {
@@ -103,16 +106,22 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
       meter,
       judgeSeed: Math.floor(Math.random() * 2 ** 31),
       knownAnswer,
+      hedgeAfterMs: input.hedgeAfterMs,
     }),
     orNull(
-      seat({
-        orgId,
-        engineId: baseline.engineId,
-        ownKey: baseline.ownKey,
-        messages: seatPrompt(messages, []),
-        maxOutputTokens: mode.config.seatMaxOutputTokens,
-        knownAnswer,
-      }),
+      hedged(
+        (attempt) =>
+          seat({
+            orgId,
+            engineId: baseline.engineId,
+            ownKey: baseline.ownKey,
+            messages: seatPrompt(messages, []),
+            maxOutputTokens: mode.config.seatMaxOutputTokens,
+            knownAnswer,
+            attempt: attempt || undefined,
+          }),
+        input.hedgeAfterMs,
+      ),
     ),
   ]);
   const modeAnswer = panel.answer;
@@ -137,7 +146,20 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
         record: { slot: judge.slot, engineId: judge.engineId, repeat, order },
         shown: order.length,
         modeAt: order.indexOf(0),
-        call: orNull(runJudge({ orgId, engineId: judge.engineId, ownKey: false, messages: prompt, maxOutputTokens: RUN_JUDGE_MAX_OUTPUT })),
+        call: orNull(
+          hedged(
+            (attempt) =>
+              runJudge({
+                orgId,
+                engineId: judge.engineId,
+                ownKey: false,
+                messages: prompt,
+                maxOutputTokens: RUN_JUDGE_MAX_OUTPUT,
+                attempt: attempt || undefined,
+              }),
+            input.hedgeAfterMs,
+          ),
+        ),
       });
     }
   }

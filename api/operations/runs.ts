@@ -50,9 +50,18 @@ export interface RunSettings {
   window: number;
   /** A run continues as new past this many history events (the workflow's default when absent). */
   historyLimit?: number;
+  /** A run's engine calls still out after this long get a duplicate request (0: never); see workflows/hedge.ts. */
+  hedgeAfterMs?: number;
 }
 
-export const DEFAULT_RUN_SETTINGS: RunSettings = { testsPerDay: 20, certificationsPerDay: 3, window: DEFAULT_RUN_WINDOW };
+/** Hedge at about the spec's p90 engine latency (88 s): about one call in ten gets a duplicate. */
+export const DEFAULT_HEDGE_AFTER_MS = 90_000;
+export const DEFAULT_RUN_SETTINGS: RunSettings = {
+  testsPerDay: 20,
+  certificationsPerDay: 3,
+  window: DEFAULT_RUN_WINDOW,
+  hedgeAfterMs: DEFAULT_HEDGE_AFTER_MS,
+};
 export const LAUNCH_RETRY_AFTER_S = 3_600;
 
 export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
@@ -64,6 +73,7 @@ export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
     testsPerDay: positive('QUORUM_TEST_RUNS_PER_DAY', DEFAULT_RUN_SETTINGS.testsPerDay),
     certificationsPerDay: positive('QUORUM_CERTIFICATIONS_PER_DAY', DEFAULT_RUN_SETTINGS.certificationsPerDay),
     window: positive('QUORUM_RUN_WINDOW', DEFAULT_RUN_SETTINGS.window),
+    hedgeAfterMs: env.QUORUM_RUN_HEDGE_MS === '0' ? 0 : positive('QUORUM_RUN_HEDGE_MS', DEFAULT_HEDGE_AFTER_MS),
   };
 }
 
@@ -335,6 +345,7 @@ async function launch(
         form,
         window: deps.runs.window,
         historyLimit: deps.runs.historyLimit,
+        hedgeAfterMs: deps.runs.hedgeAfterMs,
       },
       form === 'A' ? mode.id : mode.ticker,
     );

@@ -14,7 +14,12 @@ import type { AdapterCall, AdapterOutput } from './common';
  * same call always gives the same text, correctness and latency. Token counts come from the real
  * tokenizer; an answer longer than the output limit is cut to it and flagged `length`, as a provider would.
  */
-export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | undefined, latency: SimLatency): Promise<AdapterOutput> {
+export async function callSim(
+  call: AdapterCall,
+  knownAnswer: KnownAnswer | undefined,
+  latency: SimLatency,
+  attempt = 0,
+): Promise<AdapterOutput> {
   const { spec } = call;
   const seed = createHash('sha256')
     .update(spec.id)
@@ -23,7 +28,10 @@ export async function callSim(call: AdapterCall, knownAnswer: KnownAnswer | unde
     .digest();
   const rand = seededRandom(seed);
   const correctDraw = rand();
-  const delayMs = simLatencyMs(latency, rand(), rand());
+  const [u1, u2] = [rand(), rand()];
+  // A hedged duplicate waits its own time; its answer stays the engine's answer to these messages.
+  const timing = attempt > 0 ? seededRandom(createHash('sha256').update(seed).update(`attempt ${attempt}`).digest()) : undefined;
+  const delayMs = timing ? simLatencyMs(latency, timing(), timing()) : simLatencyMs(latency, u1, u2);
 
   let full: string;
   const asked = (tag: string): boolean => call.messages.some((m) => m.role === 'system' && m.content.startsWith(tag));

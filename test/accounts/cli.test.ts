@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -8,16 +7,9 @@ import { authenticate } from '../../db/repositories/api-keys';
 import { getProviderCredential } from '../../db/repositories/provider-credentials';
 import { randomBase62 } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
+import { quorumCli, type CliRun } from '../harness/cli';
 import { stack } from '../harness/stack';
 import { dumpDatabase, encodingsOf } from './fixtures/helpers';
-
-const bin = path.join(__dirname, '..', '..', 'bin', 'quorum.js');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('accounts: the quorum operator CLI', () => {
   let dataDir: string;
@@ -30,19 +22,8 @@ describe('accounts: the quorum operator CLI', () => {
   });
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
-  function quorum(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-    const base: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: stack().dbUrl,
-      QUORUM_DATA_DIR: dataDir,
-      TEMPORAL_ADDRESS: undefined,
-      QUORUM_SECRET_KEY: process.env.QUORUM_SECRET_KEY,
-    };
-    return new Promise((resolve) => {
-      execFile(process.execPath, [bin, ...args], { env: { ...base, ...env } }, (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-      });
-    });
+  function quorum(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+    return quorumCli(args, dataDir, { QUORUM_SECRET_KEY: process.env.QUORUM_SECRET_KEY, ...env });
   }
 
   /** `--json` prints exactly one JSON object and nothing else on stdout. */

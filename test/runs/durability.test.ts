@@ -20,7 +20,8 @@ describe('runs: the worker dies mid-run', function () {
   let dataDir: string;
   const children: ChildProcess[] = [];
   before(async () => {
-    api = await startApi('B', { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 3 } });
+    // Calls still out after 20 ms (engines take 40) are hedged: duplicates in flight when the worker dies, too.
+    api = await startApi('B', { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 3, hedgeAfterMs: 20 } });
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-run-durability-'));
   });
   after(async () => {
