@@ -83,5 +83,11 @@ export function simulateCertifications(input: SimulationInput): SimulationResult
     if (summary.interval.low <= trueRate && trueRate <= summary.interval.high) covered++;
     width += summary.interval.high - summary.interval.low;
   }
-  return { runs, certifiedShare: certified / runs, provisionalShare: provisional / runs, coverage: covered / runs, meanWidth: width / runs };
+  return {
+    runs,
+    certifiedShare: certified / runs,
+    provisionalShare: provisional / runs,
+    coverage: covered / runs,
+    meanWidth: width / runs,
+  };
 }
