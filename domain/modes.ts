@@ -151,15 +151,20 @@ export const SYSTEM_MODES: readonly SystemModeSeed[] = [
   },
 ];
 
-const SIM_STAFF = {
-  judge: { engine: 'sim/alpha-pro', backup: 'sim/gamma-pro' },
-  synthesis: { engine: 'sim/beta-pro', backup: 'sim/alpha-pro' },
-};
-const SIM_DEMO_FEES = {
-  surchargeByDepthMicros: { light: 2_000, medium: 5_000, deep: 10_000 },
-  expressSurchargeMicros: 1_000,
-  perMtokInputUsd: 0.5,
-};
+/** What the two simulated demo modes share: sim staff, no grounding, always a panel and always a synthesis. */
+function simDemoConfig(design: Pick<ModeConfig, 'tiers' | 'rounds' | 'critique'>): ModeConfig {
+  return {
+    ...design,
+    staff: { judge: { engine: 'sim/alpha-pro', backup: 'sim/gamma-pro' }, synthesis: { engine: 'sim/beta-pro', backup: 'sim/alpha-pro' } },
+    grounding: 'off',
+    express: 'never',
+    skipSynthesisWhenConverged: false,
+    seatMaxOutputTokens: 512,
+    fees: { surchargeByDepthMicros: { light: 2_000, medium: 5_000, deep: 10_000 }, expressSurchargeMicros: 1_000, perMtokInputUsd: 0.5 },
+    ceilingMicros: 1_000_000,
+    providerFamilies: ['sim'],
+  };
+}
 
 /**
  * Two demo modes on simulated engines, so runs and certification work offline: one built to beat its baseline
@@ -175,23 +180,15 @@ export function simDemoModes(owner: { idPrefix: string; company: string }): Syst
       description:
         'Simulated engines, built to beat its baseline: three plus-tier engines answer, critique each other once, and a synthesis takes the answer they agree on.',
       useWhen: 'Demonstrating a test run or a certification that passes, offline.',
-      config: {
+      config: simDemoConfig({
         tiers: {
           experience: { seats: ['sim/alpha-experience'] },
           plus: { seats: ['sim/alpha-plus', 'sim/beta-plus', 'sim/gamma-plus'] },
           pro: { seats: ['sim/alpha-pro', 'sim/beta-pro', 'sim/gamma-pro'] },
         },
-        staff: SIM_STAFF,
         rounds: 2,
         critique: 'always',
-        grounding: 'off',
-        express: 'never',
-        skipSynthesisWhenConverged: false,
-        seatMaxOutputTokens: 512,
-        fees: SIM_DEMO_FEES,
-        ceilingMicros: 1_000_000,
-        providerFamilies: ['sim'],
-      },
+      }),
     },
     {
       id: `${owner.idPrefix}-weak-sim`,
@@ -200,22 +197,14 @@ export function simDemoModes(owner: { idPrefix: string; company: string }): Syst
       description:
         'Simulated engines, built to lose to its baseline: one strong engine sits with two weak ones that make the same mistakes and outvote it.',
       useWhen: 'Demonstrating a certification that fails, offline.',
-      config: {
+      config: simDemoConfig({
         tiers: {
           experience: { seats: ['sim/novice-a'] },
           plus: { seats: ['sim/beta-pro', 'sim/novice-a', 'sim/novice-b'] },
         },
-        staff: SIM_STAFF,
         rounds: 1,
         critique: 'never',
-        grounding: 'off',
-        express: 'never',
-        skipSynthesisWhenConverged: false,
-        seatMaxOutputTokens: 512,
-        fees: SIM_DEMO_FEES,
-        ceilingMicros: 1_000_000,
-        providerFamilies: ['sim'],
-      },
+      }),
     },
   ];
 }

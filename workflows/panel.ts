@@ -10,6 +10,7 @@ import type { PanelRun, RoundSummary, SeatPass, StaffCall, Unavailable } from '.
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
 import type { Plan, SeatPlan } from '../domain/seat-plan';
+import { ENGINE_CALL } from './engine-call-policy';
 import { hedged } from './hedge';
 
 /**
@@ -19,21 +20,8 @@ import { hedged } from './hedge';
  * isolation (it holds no money; its caller settles or scores what it returns).
  */
 
-// Seat, judge and synthesis calls: the engine layer's own deadline is 180 s, so a try gets a little more;
-// a worker that dies mid-call is noticed by the missing heartbeat (10 s) and the call retried elsewhere.
-// Transient provider failures (429, 5xx, timeouts) retry with backoff, at most 3 tries per engine; a
-// permanent failure is not retried and the seat moves to its backup instead.
-const { seat, judge, synthesize } = proxyActivities<DeliberationActivities>({
-  startToCloseTimeout: '200 seconds',
-  heartbeatTimeout: '10 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '20 seconds',
-    maximumAttempts: 3,
-    nonRetryableErrorTypes: ['EnginePermanent'],
-  },
-});
+// Seat, judge and synthesis calls: see ENGINE_CALL (a permanent failure moves the seat to its backup).
+const { seat, judge, synthesize } = proxyActivities<DeliberationActivities>(ENGINE_CALL);
 // Grounding is a search: short, and the panel goes on without it if it keeps failing.
 const { ground } = proxyActivities<DeliberationActivities>({ startToCloseTimeout: '20 seconds', retry: { maximumAttempts: 2 } });
 

@@ -10,6 +10,7 @@ import type { TierPlan } from '../domain/run-plan';
 import { presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
 import { BUCKET_DEPTH, type JudgmentRecord, type QuestionResult } from '../domain/runs';
 import { seatPrompt } from '../domain/prompts';
+import { ENGINE_CALL } from './engine-call-policy';
 import { hedged } from './hedge';
 import { runPanel } from './panel';
 
@@ -34,30 +35,10 @@ export interface QuestionOutcome {
   bucket: RunQuestion['bucket'];
 }
 
-// Engine calls: the same policy as a deliberation's seats (engine deadline 180 s, heartbeats, 3 tries, a permanent
-// failure not retried).
-const { seat } = proxyActivities<DeliberationActivities>({
-  startToCloseTimeout: '200 seconds',
-  heartbeatTimeout: '10 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '20 seconds',
-    maximumAttempts: 3,
-    nonRetryableErrorTypes: ['EnginePermanent'],
-  },
-});
-const { runJudge } = proxyActivities<BenchmarkActivities>({
-  startToCloseTimeout: '200 seconds',
-  heartbeatTimeout: '10 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '20 seconds',
-    maximumAttempts: 3,
-    nonRetryableErrorTypes: ['EnginePermanent'],
-  },
-});
+// The baseline and the run's judges are engine calls like a deliberation's (ENGINE_CALL); a judge that fails for
+// good leaves its verdict unread, counted in the batch.
+const { seat } = proxyActivities<DeliberationActivities>(ENGINE_CALL);
+const { runJudge } = proxyActivities<BenchmarkActivities>(ENGINE_CALL);
 // The result row is what the run is for: its write retries until Postgres takes it (it is idempotent by question).
 const { recordQuestion } = proxyActivities<BenchmarkActivities>({
   startToCloseTimeout: '30 seconds',

@@ -139,6 +139,36 @@ describe('runs: test runs and certification on the real stack', function () {
     }
   });
 
+  it('plurality over two tiers with punch_up: each judge picks among the mode and each seat engine alone', async () => {
+    const org = await newOrg(50);
+    const modes = await demoModes(org.orgId);
+    const launched = await call(b, 'POST', '/v1/tests', {
+      key: org.ownerKey,
+      body: {
+        model: modes.strong.B,
+        questions: { easy: 2, medium: 2, hard: 2 },
+        judging_protocol: 'plurality',
+        tiers: ['plus', 'pro'],
+        punch_up: true,
+      },
+    });
+    assert.equal(launched.status, 200, JSON.stringify(launched.body));
+    const done = TestPollSchema.parse((await untilEnded(b, org.ownerKey, 'tests', launched.body.batch_id as string)).body);
+    assert.equal(done.batch.state, 'completed');
+    assert.deepEqual(done.batch.judging.tiers, ['plus', 'pro']);
+    const rows = (await stack().db('run_questions').where({ run_id: done.batch.id }).select('tier', 'result')) as {
+      tier: string;
+      result: { baselineEngine: string; judgments: { order: number[] }[] };
+    }[];
+    assert.deepEqual([...new Set(rows.map((r) => r.tier))].sort(), ['plus', 'pro']);
+    // The mode's answer and its three seats' own answers are shown to every judge, in an order of its own.
+    assert.ok(rows.every((r) => r.result.judgments.every((j) => [...j.order].sort().join() === '0,1,2,3')));
+    // punch_up: the plus tier is measured against the pro tier's strongest engine, and pro (the top) against its own.
+    assert.ok(rows.every((r) => r.result.baselineEngine === 'sim/beta-pro'));
+    // A judge may not be the maker of any seat it judges in plurality: here each sim engine is its own maker.
+    assert.ok(done.batch.recusals.length > 0);
+  });
+
   it('a cancelled run stops, and its unanswered questions are credited back once', async () => {
     const slow = await startApi('A', { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 1 } });
     try {
