@@ -19,14 +19,15 @@ export const DEFAULT_REQUESTS_PER_MINUTE = 60;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-export async function authorize(db: Db, credentials: Credentials, scope: Scope): Promise<AuthContext> {
+/** `scope` undefined: the caller checks each operation's own scope (`requireScope`), as the MCP server does per tool. */
+export async function authorize(db: Db, credentials: Credentials, scope: Scope | undefined): Promise<AuthContext> {
   // A browser sends Origin on cross-origin fetches; a real key seen there is treated as leaked (spec 01, Authentication 3).
   if (credentials.origin !== undefined)
     throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
   const match = BEARER.exec(credentials.authorization ?? '');
   if (!match) throw new QuorumError('invalid_api_key', 'Send the API key as `Authorization: Bearer <key>`.');
   const auth = await authenticate(db, match[1]);
-  if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
+  if (scope !== undefined) requireScope(auth, scope);
   const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
   const admission = await admitRequest(db, auth.keyId, limit);
   if (!admission.allowed) {
@@ -35,6 +36,10 @@ export async function authorize(db: Db, credentials: Credentials, scope: Scope):
     });
   }
   return auth;
+}
+
+export function requireScope(auth: AuthContext, scope: Scope): void {
+  if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
 }
 
 /** The key's own per-call ceiling in micro-dollars, when the service set one. */

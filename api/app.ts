@@ -16,6 +16,7 @@ import { models } from './routes/models';
 import { openApiDocument } from './routes/openapi';
 import { missingRequestId } from './operations/receipt';
 import { receipt } from './routes/receipts';
+import { mcpEndpoint } from './mcp/server';
 import { launchCertify, launchTests, poll } from './routes/runs';
 import { runSettingsFromEnv, type RunSettings } from './operations/runs';
 
@@ -98,6 +99,7 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/v1/tests', gate(deps.db, 'tests'), poll(routeDeps, 'test'));
   router.post('/v1/certify', gate(deps.db, 'certify'), launchCertify(routeDeps));
   router.get('/v1/certify', gate(deps.db, 'certify'), poll(routeDeps, 'certification'));
+  router.post('/mcp', mcpEndpoint(routeDeps, deps.log));
 
   app.use(accessLog(deps.log));
   app.use(errorMiddleware(deps.log));

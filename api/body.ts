@@ -35,11 +35,8 @@ async function readRaw(ctx: Context, maxBytes: number): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/**
- * The JSON body as an object. Not UTF-8, not JSON, or JSON that is not an object → 400 `invalid_request`
- * with the reason; the field-level checks are the schemas' job.
- */
-export async function readJsonObject(ctx: Context, maxBytes: number = MAX_BODY_BYTES): Promise<Record<string, unknown>> {
+/** The JSON body, any JSON value (an MCP batch is an array). Not UTF-8 or not JSON → 400 `invalid_request`. */
+export async function readJson(ctx: Context, maxBytes: number = MAX_BODY_BYTES): Promise<unknown> {
   const raw = await readRaw(ctx, maxBytes);
   if (raw.length === 0) throw invalid('The request body is empty; send a JSON object.');
   let text: string;
@@ -48,12 +45,19 @@ export async function readJsonObject(ctx: Context, maxBytes: number = MAX_BODY_B
   } catch {
     throw invalid('The request body is not valid UTF-8.');
   }
-  let value: unknown;
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text) as unknown;
   } catch (err) {
     throw invalid(`The request body is not valid JSON: ${err instanceof Error ? err.message : 'parse error'}.`);
   }
+}
+
+/**
+ * The JSON body as an object. Not UTF-8, not JSON, or JSON that is not an object → 400 `invalid_request`
+ * with the reason; the field-level checks are the schemas' job.
+ */
+export async function readJsonObject(ctx: Context, maxBytes: number = MAX_BODY_BYTES): Promise<Record<string, unknown>> {
+  const value = await readJson(ctx, maxBytes);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalid(
       `The request body must be a JSON object, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}.`,

@@ -34,7 +34,7 @@ function isDependencyOutage(err: unknown): boolean {
   return e.cause !== undefined && e.cause !== err && isDependencyOutage(e.cause);
 }
 
-function asQuorumError(thrown: unknown): QuorumError {
+export function asQuorumError(thrown: unknown): QuorumError {
   if (thrown instanceof QuorumError) return thrown;
   if (isDependencyOutage(thrown))
     return new QuorumError('service_unavailable', 'A service dependency is unreachable; retry shortly.', { retryAfter: 2 });

@@ -2,7 +2,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Db } from '../db/knex';
 import { doneCounts, type RunRecord } from '../db/repositories/runs';
 import { ENDED_STATES, type RunProgress } from '../domain/runs';
-import { cancelSignal, progressQuery } from '../workflows/run-messages';
+import { cancelSignal, progressQuery } from '../workflows/messages';
 import type { BenchmarkInput, benchmarkWorkflow } from '../workflows/benchmark';
 import { QuorumKind, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
 import { TASK_QUEUES } from '../workflows/task-queues';

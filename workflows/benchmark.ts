@@ -14,7 +14,7 @@ import type { RunSummary } from '../domain/run-summary';
 import { emptyCounts, type RunProgress } from '../domain/runs';
 import { workflowIds } from '../domain/workflow-ids';
 import { questionWorkflow } from './question';
-import { cancelSignal, progressQuery } from './run-messages';
+import { cancelSignal, progressQuery } from './messages';
 import { QuorumStatus } from './search-attributes';
 
 /**

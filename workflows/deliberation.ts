@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   isCancellation,
   proxyLocalActivities,
+  setHandler,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
@@ -16,7 +17,8 @@ import type { ResolvedMode, Tier } from '../domain/modes';
 import type { Outcome, Settlement } from '../domain/outcome';
 import { assembleOutcome, unavailableSeats } from '../domain/outcome-assembly';
 import { laneFor } from '../domain/seat-plan';
-import { runPanel } from './panel';
+import { deliberationProgressQuery, type DeliberationProgress } from './messages';
+import { runPanel, type PanelStep } from './panel';
 import { QuorumLane, QuorumStatus } from './search-attributes';
 
 export interface DeliberationInput {
@@ -52,6 +54,12 @@ function failureReason(err: unknown): string {
 export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
   const startedMs = Date.now();
   const { orgId, requestId, mode, tier } = input;
+  // Answered to a caller that waits (the MCP server's progress notifications); adds nothing to the history.
+  const progress: DeliberationProgress = { stage: 'classifying', round: 0, seats: 0, seatsAnswered: 0, steps: 0 };
+  setHandler(deliberationProgressQuery, () => progress);
+  const step = (next: PanelStep | { stage: 'settling' | 'done' }): void => {
+    Object.assign(progress, next, { steps: progress.steps + 1 });
+  };
 
   /** Ends the call without an answer: the hold is released, the request marked failed, nothing billed. */
   const abandon = async (code: AbandonCode, message: string, unsettled?: Settlement): Promise<never> => {
@@ -60,7 +68,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     throw ApplicationFailure.nonRetryable(message, code);
   };
   /** A step whose (non-retryable) failure ends the call with `code`; a cancellation passes through. */
-  const step = async <T>(code: AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
+  const orAbandon = async <T>(code: AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
     try {
       return await run();
     } catch (err) {
@@ -76,9 +84,11 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     { key: QuorumStatus, value: 'running' },
   ]);
 
-  if (input.keyMode === 'live') await step('insufficient_balance', () => reserve({ orgId, requestId, amountMicros: input.ceilingMicros }));
+  if (input.keyMode === 'live')
+    await orAbandon('insufficient_balance', () => reserve({ orgId, requestId, amountMicros: input.ceilingMicros }));
   // Its only non-retryable failure: the mode handed over is not the stored version the API resolved.
-  const plan = await step('mode_resolution_mismatch', () => planSeats({ orgId, keyMode: input.keyMode, mode, tier, lane }));
+  const plan = await orAbandon('mode_resolution_mismatch', () => planSeats({ orgId, keyMode: input.keyMode, mode, tier, lane }));
+  step({ stage: 'seats', round: 1, seats: plan.seats.length, seatsAnswered: 0 });
 
   const meter = new CostMeter({
     form: input.form,
@@ -98,6 +108,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     ground: classification.grounding && mode.config.grounding === 'auto',
     meter,
     judgeSeed,
+    onStep: step,
   });
   if (run.best === null) {
     return abandon(
@@ -127,7 +138,9 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   // Settle retries through database outages; it fails for good only when the outcome cannot be written at all.
   // A settle the database refuses for good keeps the outcome on the request: a retry settles it, not a second run.
   const settlement: Settlement = { outcome, form: input.form, billed: input.keyMode === 'live', modeVersion: mode.version };
-  await step('cost_unreadable', () => settle(settlement), settlement);
+  step({ stage: 'settling' });
+  await orAbandon('cost_unreadable', () => settle(settlement), settlement);
+  step({ stage: 'done' });
   upsertSearchAttributes([{ key: QuorumStatus, value: outcome.status }]);
   upsertMemo({
     summary: `${lane} · ${outcome.rounds} round(s) · ${outcome.seatsAnswered}/${outcome.seats} seats · judged by ${outcome.bestSeatJudgedBy} · finish ${outcome.finishReason}`,

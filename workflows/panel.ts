@@ -52,7 +52,14 @@ export interface PanelInput {
   knownAnswer?: EngineCallInput['knownAnswer'];
   /** Runs hedge slow engine calls after this long (see hedge.ts); deliberations do not. */
   hedgeAfterMs?: number;
+  /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the run. */
+  onStep?: (step: PanelStep) => void;
 }
+
+export type PanelStep =
+  | { stage: 'seats' | 'critique'; round: number; seats: number; seatsAnswered: number }
+  | { stage: 'judging'; round: number }
+  | { stage: 'synthesising' };
 
 interface SeatState {
   plan: SeatPlan;
@@ -121,7 +128,7 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
   const seats: SeatState[] = plan.seats.map((p) => ({ plan: p, at: 0, failures: [], latest: null }));
 
   /** One seat's pass: its current engine, then backups on failure; a cut-off answer is retried once with twice the room. */
-  const runSeat = async (s: SeatState, round: number, messages: ChatMessage[]): Promise<SeatPass | undefined> => {
+  const runSeat = async (s: SeatState, round: number, messages: ChatMessage[], inRound: number): Promise<SeatPass | undefined> => {
     while (s.at < s.plan.chain.length) {
       const engine = s.plan.chain[s.at];
       const call = { orgId, engineId: engine.engineId, ownKey: engine.ownKey, messages, knownAnswer: input.knownAnswer };
@@ -139,6 +146,12 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
         const pass = seatPass(s, round, first, final);
         passes.push(pass);
         s.latest = pass;
+        input.onStep?.({
+          stage: round === 1 ? 'seats' : 'critique',
+          round,
+          seats: inRound,
+          seatsAnswered: passes.filter((p) => p.round === round).length,
+        });
         return pass;
       } catch (err) {
         if (isCancellation(err)) throw err;
@@ -160,6 +173,7 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
 
   /** The judge sees anonymous labels in an order drawn from the recorded seed; the heuristic judges when no engine can. */
   const judgeRound = async (answered: SeatState[], allowEngine: boolean): Promise<Judgment> => {
+    input.onStep?.({ stage: 'judging', round: rounds });
     const order = shuffled(answered, random);
     labels = Object.fromEntries(order.map((s, i) => [s.plan.role, LABELS[i]]));
     const labelled: LabelledAnswer[] = order.map((s, i) => ({ label: LABELS[i], text: s.latest?.content ?? '' }));
@@ -211,7 +225,7 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
 
   // Round 1: every seat in parallel.
   const round1 = seatPrompt(input.messages, snippets);
-  await Promise.all(seats.map((s) => runSeat(s, 1, round1)));
+  await Promise.all(seats.map((s) => runSeat(s, 1, round1, seats.length)));
   let answered = seats.filter((s) => s.latest);
   let rounds = 1;
   let judgment: Judgment | null = null;
@@ -237,7 +251,7 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
       const tokensIn = readingAll(current) + snippetTokens;
       const step: ProjectedCall[] = current.map((s) => ({ engine: s.plan.chain[s.at], tokensIn, maxOut: seatMax }));
       if (!meter.affords(step)) break;
-      const revised = await Promise.all(current.map((s, i) => runSeat(s, rounds + 1, prompts[i])));
+      const revised = await Promise.all(current.map((s, i) => runSeat(s, rounds + 1, prompts[i], current.length)));
       const survivors = current.filter((_, i) => revised[i] !== undefined);
       // No seat could revise: the previous round's answers and judgment stand.
       if (survivors.length === 0) break;
@@ -280,6 +294,7 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
     const labelled = answered
       .map((s) => ({ label: labels[s.plan.role] ?? '?', text: s.latest?.content ?? '' }))
       .sort((a, b) => a.label.localeCompare(b.label));
+    input.onStep?.({ stage: 'synthesising' });
     const prompt = synthesisPrompt(input.messages, labelled, judgment.best, judgment.why);
     const tokensIn = readingAll(answered);
     let latency = 0;

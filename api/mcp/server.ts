@@ -1,0 +1,104 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Context } from 'koa';
+import { QuorumError } from '../../domain/errors';
+import type { Logger } from '../../infra/log';
+import { authorize, requireScope } from '../access';
+import { readJson } from '../body';
+import { asQuorumError } from '../errors';
+import type { RunDeps } from '../operations/runs';
+import type { RouteDeps } from '../routes/context';
+import { failedShape, toolErrorShape } from './errors';
+import { toolsFor, type Tool, type ToolContext } from './tools';
+
+/**
+ * POST /mcp (spec 02, DESIGN §11): stateless streamable HTTP, a server and a transport per request (no session ids),
+ * inside the Koa app. The REST gate runs first — browser Origin (403), key (401), organisation (403), requests per
+ * minute (429) — and each tool then checks its own scope. GET and DELETE fall to the app's 405 with `Allow: POST`.
+ */
+
+/** Spec 02: a JSON-RPC batch may carry at most this many calls to the tools the service answers itself. */
+export const MAX_SELF_ANSWERED_PER_BATCH = 8;
+
+interface JsonRpcCall {
+  method?: unknown;
+  params?: { name?: unknown };
+}
+
+/**
+ * Over the limit, the whole batch is refused (413) and none of it runs: running the first eight would leave the
+ * caller to work out which of its calls happened.
+ */
+function refuseLargeBatch(body: unknown, tools: readonly Tool[]): void {
+  if (!Array.isArray(body)) return;
+  const selfAnswered = new Set(tools.filter((t) => t.kind === 'self_answered').map((t) => t.name));
+  const calls = (body as JsonRpcCall[]).filter((m) => m?.method === 'tools/call' && selfAnswered.has(String(m.params?.name)));
+  if (calls.length > MAX_SELF_ANSWERED_PER_BATCH)
+    throw new QuorumError(
+      'batch_too_large',
+      `This batch calls tools the service answers itself ${calls.length} times; at most ${MAX_SELF_ANSWERED_PER_BATCH} are allowed. Nothing in it ran.`,
+    );
+}
+
+function text(value: unknown): CallToolResult['content'] {
+  return [{ type: 'text', text: JSON.stringify(value) }];
+}
+
+export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
+  const tools = toolsFor(deps.form);
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const listed = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as { type: 'object' } }));
+
+  return async (ctx: Context): Promise<void> => {
+    const auth = await authorize(deps.db, { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin }, undefined);
+    const body = await readJson(ctx);
+    refuseLargeBatch(body, tools);
+
+    const server = new Server({ name: 'quorum', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+      const tool = byName.get(request.params.name);
+      if (!tool)
+        throw new McpError(ErrorCode.InvalidParams, `No tool named ${JSON.stringify(request.params.name)}; tools/list names them.`);
+      const token = request.params._meta?.progressToken;
+      let sent = 0;
+      const toolCtx: ToolContext = {
+        deps,
+        auth,
+        baseUrl: ctx.origin,
+        async progress(message) {
+          if (token === undefined) return;
+          sent += 1;
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: sent, message } });
+        },
+      };
+      try {
+        requireScope(auth, tool.scope);
+        const result = await tool.run(request.params.arguments ?? {}, toolCtx);
+        return { content: text(result), structuredContent: result };
+      } catch (thrown) {
+        const err = asQuorumError(thrown);
+        if (thrown instanceof QuorumError || err.code === 'service_unavailable')
+          return { isError: true, content: text(toolErrorShape(tool.kind, err)) };
+        log.error('mcp tool failed', { tool: tool.name, err: thrown });
+        return { isError: true, content: text(failedShape()) };
+      }
+    });
+
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    await server.connect(transport);
+    ctx.respond = false;
+    ctx.res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await transport.handleRequest(ctx.req, ctx.res, body);
+  };
+}

@@ -1,0 +1,296 @@
+import { z } from 'zod';
+import type { AuthContext } from '../../db/repositories/api-keys';
+import type { Scope } from '../../domain/api-keys';
+import type { Form } from '../../domain/form';
+import { TIERS, type Tier } from '../../domain/modes';
+import { workflowIds } from '../../domain/workflow-ids';
+import { findEngine } from '../../engines/catalog';
+import { deliberationProgressQuery, type DeliberationProgress } from '../../workflows/messages';
+import type { JsonObject } from '../forms/shared';
+import { createCompletion, derivedIdempotencyKey } from '../operations/completion';
+import { estimate } from '../operations/estimate';
+import { listModels } from '../operations/models';
+import { readReceipt } from '../operations/receipt';
+import { launchCertification, launchTestRun } from '../operations/runs';
+import type { RouteDeps } from '../routes/context';
+import type { RunDeps } from '../operations/runs';
+import { parseRequest } from '../schemas/common';
+import { parseCertifyRequest, parseTestRunRequest } from '../schemas/runs';
+import { QuorumError, type ToolKind } from './errors';
+
+/**
+ * The MCP tools (spec 02, DESIGN §11), a typed registry in the style of the CLI's `command<T>()`: each tool names its
+ * scope, who answers it (which error shape it uses) and the Forms that list it, and calls the same operation as
+ * its REST route. Inputs are checked by the same parsers as REST, so a bad argument gets the REST code, not the
+ * SDK's; the JSON Schema each tool lists is documentation an agent can act on.
+ */
+export interface ToolContext {
+  deps: RouteDeps & RunDeps;
+  auth: AuthContext;
+  /** The base URL the caller reached, for status addresses. */
+  baseUrl: string;
+  /** Sends a progress notification when the caller asked for them (a `progressToken`); a no-op otherwise. */
+  progress(message: string): Promise<void>;
+}
+
+export interface Tool {
+  name: string;
+  description: string;
+  inputSchema: JsonObject;
+  scope: Scope;
+  kind: ToolKind;
+  forms: readonly Form[];
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<JsonObject>;
+}
+
+interface ToolSpec<T> {
+  name: string;
+  description: string;
+  input: z.ZodType<T>;
+  scope: Scope;
+  kind: ToolKind;
+  forms?: readonly Form[];
+  run(args: T, ctx: ToolContext): Promise<JsonObject>;
+}
+
+function tool<T>(spec: ToolSpec<T>): Tool {
+  const schema = z.toJSONSchema(spec.input, { io: 'input', unrepresentable: 'any' }) as JsonObject;
+  delete schema.$schema;
+  return {
+    name: spec.name,
+    description: spec.description,
+    inputSchema: schema,
+    scope: spec.scope,
+    kind: spec.kind,
+    forms: spec.forms ?? ['A', 'B'],
+    // Forwarded tools: the schema documents, and the REST parsers inside `run` check, so a bad value gets the REST
+    // code. Self-answered tools have no REST twin: their schema is the check (shape 2, `invalid_request`).
+    run: (args, ctx) => spec.run(spec.kind === 'forwarded' ? (args as T) : checked(spec.input, args), ctx),
+  };
+}
+
+function checked<T>(schema: z.ZodType<T>, args: Record<string, unknown>): T {
+  const parsed = schema.safeParse(args);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const where = issue.path.map(String).join('.');
+  throw new QuorumError('invalid_request', `${where ? `\`${where}\`: ` : ''}${issue.message}.`, { param: where || null });
+}
+
+const anything = z.unknown();
+const Messages = z.array(z.object({ role: z.string(), content: anything })).describe('OpenAI-style chat messages: [{role, content}].');
+
+/** How often a waiting `deliberate` looks at its workflow, and the longest it stays silent (MCP clients time out). */
+const PROGRESS_POLL_MS = 500;
+const KEEPALIVE_MS = 10_000;
+
+function describeProgress(p: DeliberationProgress): string {
+  switch (p.stage) {
+    case 'classifying':
+      return 'classifying the prompt';
+    case 'seats':
+      return `seats answering: ${p.seatsAnswered}/${p.seats}`;
+    case 'critique':
+      return `critique round ${p.round}: ${p.seatsAnswered}/${p.seats} seats revised`;
+    case 'judging':
+      return `judging round ${p.round}`;
+    case 'synthesising':
+      return 'synthesising the answer';
+    case 'settling':
+      return 'recording the receipt';
+    case 'done':
+      return 'done';
+  }
+}
+
+/** Reports the deliberation's steps while `work` runs, and a keep-alive when nothing changed for a while. */
+async function withProgress<T>(ctx: ToolContext, workflowId: string, work: Promise<T>): Promise<T> {
+  let finished = false;
+  const watching = (async () => {
+    let seen = -1;
+    let lastSent = Date.now();
+    const started = Date.now();
+    while (!finished) {
+      await new Promise((resolve) => setTimeout(resolve, PROGRESS_POLL_MS));
+      if (finished) break;
+      const p = await ctx.deps.client.workflow
+        .getHandle(workflowId)
+        .query(deliberationProgressQuery)
+        .catch(() => undefined);
+      if (p && p.steps !== seen) {
+        seen = p.steps;
+        lastSent = Date.now();
+        await ctx.progress(describeProgress(p));
+      } else if (Date.now() - lastSent >= KEEPALIVE_MS) {
+        lastSent = Date.now();
+        await ctx.progress(`still deliberating (${Math.round((Date.now() - started) / 1000)} s)`);
+      }
+    }
+  })();
+  try {
+    return await work;
+  } finally {
+    finished = true;
+    await watching.catch(() => undefined);
+  }
+}
+
+const deliberate = tool({
+  name: 'deliberate',
+  description:
+    'Sends a question to a panel of models and returns the one answer, with where the models agreed and split (in `svc`). Billed like a chat completion (see `estimate` first, free). Takes seconds to minutes: pass a progressToken to receive progress notifications (seats answered, judged, critique rounds, synthesis) while it runs. Retrying with the same messages does not bill twice.',
+  input: z.object({
+    model: z.string().describe('A mode id (Form A) or ticker (Form B), from `list_modes`.'),
+    messages: Messages,
+    max_cost_usd: z.number().optional().describe('Lowers this call’s ceiling (Form B).'),
+    tier: z.enum(TIERS).optional().describe('Engine tier that fills the seats; default `plus` (Form B).'),
+  }),
+  scope: 'completions',
+  kind: 'forwarded',
+  async run(args, ctx) {
+    const { deps, auth } = ctx;
+    const body = parseRequest(
+      deps.serialiser.requests.completion,
+      {
+        model: args.model,
+        messages: args.messages,
+        tier: args.tier,
+        svc: args.max_cost_usd === undefined ? undefined : { max_cost_usd: args.max_cost_usd },
+      },
+      { model: deps.serialiser.requests.completionMissingModel },
+    );
+    // The REST path derives the same key from the same body, so an agent's retry replays instead of billing again.
+    const idempotencyKey = derivedIdempotencyKey(auth.orgId, auth.keyId, body);
+    const { outcome, replayed } = await withProgress(
+      ctx,
+      workflowIds.deliberation(auth.orgId, idempotencyKey),
+      createCompletion(deps, auth, { body, idempotencyKey }),
+    );
+    return deps.serialiser.completion(outcome, replayed);
+  },
+});
+
+const estimateTool = tool({
+  name: 'estimate',
+  description:
+    'Free and instant: quotes a `deliberate` call (price, depth, rounds) and says whether a panel is likely to help on this prompt, from the mode’s test runs when it has any.',
+  input: z.object({
+    model: z.string().describe('A mode id (Form A) or ticker (Form B).'),
+    messages: Messages,
+    tier: z.enum(TIERS).optional().describe('Form B: the tier to quote; default `plus`.'),
+  }),
+  scope: 'estimate',
+  kind: 'forwarded',
+  async run(args, ctx) {
+    const body = parseRequest(ctx.deps.serialiser.requests.estimate, { model: args.model, messages: args.messages, tier: args.tier });
+    const requestId = `est_${crypto.randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    return ctx.deps.serialiser.estimate(await estimate(ctx.deps, ctx.auth, { requestId, body, startedAt: performance.now() }));
+  },
+});
+
+const listModes = tool({
+  name: 'list_modes',
+  description: 'Lists the modes this key can call, with their prices, per-tier rates and the provider families they send data to. Free.',
+  input: z.object({}),
+  scope: 'models',
+  kind: 'forwarded',
+  async run(_args, ctx) {
+    return { object: 'list', data: (await listModels(ctx.deps, ctx.auth)).map((view) => ctx.deps.serialiser.model(view)) };
+  },
+});
+
+const getReceipt = tool({
+  name: 'get_receipt',
+  description:
+    'Shows which model sat in each seat of a past deliberation, with scores, cost and latency. Free. `request_id` is `svc.request_id` of a `deliberate` result.',
+  input: z.object({
+    request_id: z.string().describe('The deliberation’s request id (`req_…`).'),
+    include_transcript: z.boolean().optional().describe('Include each seat’s answer text.'),
+  }),
+  scope: 'receipts',
+  kind: 'forwarded',
+  async run(args, ctx) {
+    const view = await readReceipt(ctx.deps, ctx.auth, {
+      requestId: String(args.request_id ?? ''),
+      includeTranscript: args.include_transcript,
+    });
+    return view.available
+      ? ctx.deps.serialiser.receipt(view.outcome, view.includeTranscript)
+      : ctx.deps.serialiser.noReceipt(view.requestId, view.reason, view.status);
+  },
+});
+
+const runTest = tool({
+  name: 'run_test',
+  description:
+    'Lab test of a mode you own on freshly generated known-answer questions, judged blind by three judges against the mode’s strongest engine alone. Spends real money: 25% off the mode’s price per question, charged up front (pass `dry_run: true` first to price it for free). Returns at once with a `batch_id`; poll `status_url` (about a minute per 16 questions).',
+  input: z.object({
+    model: z.string().describe('A mode you own: id (Form A) or ticker (Form B).'),
+    buckets: z.record(z.string(), z.number()).optional().describe('Form A: {light, medium, hard} question counts, 1–100 each.'),
+    questions: z.record(z.string(), z.number()).optional().describe('Form B: {easy, medium, hard} question counts; at most 300 in total.'),
+    judges: z.array(z.string()).optional().describe('Any of judge_a, judge_b, judge_c; default all three.'),
+    judge_repeats: z.number().optional().describe('1 to 3; default 1. Repeats mirror the answer order.'),
+    judging_protocol: z.string().optional().describe('`pairwise` (default) or `plurality`.'),
+    dry_run: z.boolean().optional().describe('Price and duration only; nothing starts or is charged.'),
+    tiers: z.array(z.string()).optional().describe('Form B: tiers to run at (free, plus, pro); default plus.'),
+    punch_up: z.boolean().optional().describe('Form B: compare against the next tier’s strongest engine.'),
+  }),
+  scope: 'tests',
+  kind: 'forwarded',
+  async run(args, ctx) {
+    const request = parseTestRunRequest(ctx.deps.form, args as Record<string, unknown>);
+    return ctx.deps.serialiser.runs.launch(await launchTestRun(ctx.deps, ctx.auth, { request }), ctx.baseUrl);
+  },
+});
+
+const certifyMode = tool({
+  name: 'certify_mode',
+  description:
+    'Starts the certification of a mode you own: 150 fresh questions, three blind judges, two repeats, a verdict from the 95% lower bound. Commits $50 flat, charged up front (`dry_run: true` prices it for free). Returns at once with a `batch_id`; poll `status_url` (minutes to hours, by the engines’ speed).',
+  input: z.object({ model: z.string().describe('A mode you own.'), dry_run: z.boolean().optional() }),
+  scope: 'certify',
+  kind: 'forwarded',
+  async run(args, ctx) {
+    const request = parseCertifyRequest(ctx.deps.form, args as Record<string, unknown>);
+    return ctx.deps.serialiser.runs.launch(await launchCertification(ctx.deps, ctx.auth, request), ctx.baseUrl);
+  },
+});
+
+const TIER_RANK: Readonly<Record<Tier, number>> = { experience: 0, plus: 1, pro: 2 };
+
+const listEngines = tool({
+  name: 'list_engines',
+  description:
+    'Lists the engines that can fill a mode’s seats here, up to a tier, with their family, maker, prices and limits. Free. `sim/` engines are simulated (offline demos and tests), never real models.',
+  input: z.object({ tier: z.enum(TIERS).optional().describe('The highest tier to list; default all.') }),
+  scope: 'models',
+  kind: 'self_answered',
+  forms: ['B'],
+  async run(args, ctx) {
+    const top = args.tier ?? 'pro';
+    const engines = ctx.deps.engines.catalog
+      .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[top] && ctx.deps.engines.isAvailable(e.id))
+      .map((e) => {
+        const spec = findEngine(e.id) ?? e;
+        return {
+          id: spec.id,
+          family: spec.family,
+          maker: spec.maker,
+          tier: spec.tier,
+          input_usd_per_mtok: spec.inputUsdPerMtok,
+          output_usd_per_mtok: spec.outputUsdPerMtok,
+          context_tokens: spec.contextTokens,
+          max_output_tokens: spec.maxOutputTokens,
+          simulated: spec.family === 'sim',
+        };
+      });
+    return { object: 'list', tier: top, data: engines };
+  },
+});
+
+/** Every tool; a Form lists those marked for it. The mode builder's and the advisor's tools join as they land. */
+export const TOOLS: readonly Tool[] = [deliberate, estimateTool, listModes, getReceipt, runTest, certifyMode, listEngines];
+
+export function toolsFor(form: Form): Tool[] {
+  return TOOLS.filter((t) => t.forms.includes(form));
+}

@@ -1,0 +1,28 @@
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { RunProgress } from '../domain/runs';
+
+/**
+ * The workflows' queries and signals, defined once here so the API, the MCP server and the CLI use them without
+ * loading workflow code. Queries add nothing to a workflow's history.
+ */
+
+/** A run's progress (workflows/benchmark.ts). */
+export const progressQuery = defineQuery<RunProgress>('progress');
+/** Stops a run: questions in flight are cancelled, unanswered ones credited back. */
+export const cancelSignal = defineSignal('cancel');
+
+export type DeliberationStage = 'classifying' | 'seats' | 'judging' | 'critique' | 'synthesising' | 'settling' | 'done';
+
+/** Where a deliberation is, for a caller that waits on it (MCP progress notifications). */
+export interface DeliberationProgress {
+  stage: DeliberationStage;
+  /** The seat pass under way: 1 for the first answers, then each critique round. */
+  round: number;
+  seats: number;
+  /** Seats that have answered in this round. */
+  seatsAnswered: number;
+  /** Grows with every step, so a listener can tell something happened. */
+  steps: number;
+}
+
+export const deliberationProgressQuery = defineQuery<DeliberationProgress>('deliberationProgress');
