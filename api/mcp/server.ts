@@ -15,6 +15,7 @@ import { readJson } from '../body';
 import { asQuorumError } from '../errors';
 import type { RunDeps } from '../operations/runs';
 import type { RouteDeps } from '../routes/context';
+import { baseUrlOf } from '../routes/runs';
 import { failedShape, toolErrorShape } from './errors';
 import { toolsFor, type Tool, type ToolContext } from './tools';
 
@@ -72,7 +73,7 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
       const toolCtx: ToolContext = {
         deps,
         auth,
-        baseUrl: ctx.origin,
+        baseUrl: baseUrlOf(ctx),
         async progress(message) {
           if (token === undefined) return;
           sent += 1;

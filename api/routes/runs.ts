@@ -8,12 +8,17 @@ import type { RouteDeps } from './context';
 
 type RunRouteDeps = RouteDeps & RunDeps;
 
+/** The address the caller reached, for status URLs (Koa 3's `ctx.origin` is the Origin header, not this). */
+export function baseUrlOf(ctx: Context): string {
+  return `${ctx.protocol}://${ctx.host}`;
+}
+
 /** POST /v1/tests: launched, or priced when `dry_run`. */
 export function launchTests(deps: RunRouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const request = parseTestRunRequest(deps.form, await readJsonObject(ctx));
     const view = await launchTestRun(deps, authOf(ctx), { request, idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']) });
-    ctx.body = deps.serialiser.runs.launch(view, ctx.origin);
+    ctx.body = deps.serialiser.runs.launch(view, baseUrlOf(ctx));
   };
 }
 
@@ -25,7 +30,7 @@ export function launchCertify(deps: RunRouteDeps) {
       ...request,
       idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']),
     });
-    ctx.body = deps.serialiser.runs.launch(view, ctx.origin);
+    ctx.body = deps.serialiser.runs.launch(view, baseUrlOf(ctx));
   };
 }
 
