@@ -18,7 +18,7 @@ import { missingRequestId } from './operations/receipt';
 import { receipt } from './routes/receipts';
 import { mcpEndpoint } from './mcp/server';
 import { launchCertify, launchTests, poll } from './routes/runs';
-import { runSettingsFromEnv, type RunSettings } from './operations/runs';
+import { runSettingsFromEnv, type RunSettings } from './operations/run-settings';
 
 export interface AppDeps extends HealthDeps {
   log: Logger;

@@ -3,8 +3,8 @@ import type { Bucket } from '../../domain/questions/types';
 import type { ResultGroup, RunSummary } from '../../domain/run-summary';
 import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
-import type { LaunchView, RunView } from '../operations/runs';
-import { statusPath } from '../operations/runs';
+import { statusPath, type LaunchView } from '../operations/run-launch';
+import type { RunView } from '../operations/run-poll';
 import { usd, type Json, type JsonObject } from './shared';
 
 /**

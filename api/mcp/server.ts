@@ -13,7 +13,7 @@ import type { Logger } from '../../infra/log';
 import { authorize, requireScope } from '../access';
 import { readJson } from '../body';
 import { asQuorumError } from '../errors';
-import type { RunDeps } from '../operations/runs';
+import type { RunDeps } from '../operations/run-settings';
 import type { RouteDeps } from '../routes/context';
 import { baseUrlOf } from '../routes/runs';
 import { failedShape, toolErrorShape } from './errors';

@@ -11,9 +11,9 @@ import { createCompletion, derivedIdempotencyKey } from '../operations/completio
 import { estimate } from '../operations/estimate';
 import { listModels } from '../operations/models';
 import { readReceipt } from '../operations/receipt';
-import { launchCertification, launchTestRun } from '../operations/runs';
+import { launchCertification, launchTestRun } from '../operations/run-launch';
 import type { RouteDeps } from '../routes/context';
-import type { RunDeps } from '../operations/runs';
+import type { RunDeps } from '../operations/run-settings';
 import { parseRequest } from '../schemas/common';
 import { parseCertifyRequest, parseTestRunRequest } from '../schemas/runs';
 import { QuorumError, type ToolKind } from './errors';

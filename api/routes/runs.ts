@@ -1,7 +1,9 @@
 import type { Context } from 'koa';
 import { readJsonObject } from '../body';
 import { authOf } from '../middleware/gate';
-import { launchCertification, launchTestRun, pollRun, type RunDeps } from '../operations/runs';
+import { launchCertification, launchTestRun } from '../operations/run-launch';
+import { pollRun } from '../operations/run-poll';
+import type { RunDeps } from '../operations/run-settings';
 import { parseIdempotencyKey } from '../schemas/common';
 import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../schemas/runs';
 import type { RouteDeps } from './context';

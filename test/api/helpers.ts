@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
-import type { RunSettings } from '../../api/operations/runs';
+import type { RunSettings } from '../../api/operations/run-settings';
 import type { Db } from '../../db/knex';
 import type { Form } from '../../domain/form';
 import { createApiKey, type CreateApiKeyInput } from '../../db/repositories/api-keys';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { launchFingerprint } from '../../api/operations/runs';
+import { launchFingerprint } from '../../api/operations/run-launch';
 import { launchRun } from '../../db/repositories/runs';
 import { setListed } from '../../db/repositories/modes';
 import type { Form } from '../../domain/form';

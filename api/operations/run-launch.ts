@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuthContext } from '../../db/repositories/api-keys';
 import { findMode, isListed } from '../../db/repositories/modes';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
-import { failLaunch, findRun, findRunByKey, launchRun, markRunQueued, questionSetOf, type RunRecord } from '../../db/repositories/runs';
+import { failLaunch, findRunByKey, launchRun, markRunQueued, questionSetOf, type RunRecord } from '../../db/repositories/runs';
 import { keyAllowsMode } from '../../domain/api-keys';
 import { canonicalHash } from '../../domain/canonical-json';
 import { classifyHeuristic } from '../../domain/classifier';
@@ -18,71 +18,30 @@ import {
   CERTIFICATION,
   certificationSpec,
   dealTiers,
-  DEFAULT_RUN_WINDOW,
   estimatedRunMinutes,
   runQuestionPriceMicros,
   selectQuestions,
   totalQuestions,
   type BucketCounts,
   type RunKind,
-  type RunProgress,
   type RunSpec,
 } from '../../domain/runs';
 import { countMessagesTokens } from '../../domain/tokens';
 import { workflowIds } from '../../domain/workflow-ids';
-import { runProgress, startRun } from '../../starters/runs';
+import { startRun } from '../../starters/runs';
 import { runPlanningContext } from '../../engines/run-planning';
 import type { RunRequest } from '../schemas/runs';
 import type { OperationDeps } from './deps';
 import { callQuoteInput, catalogPrices, ratesOf } from './estimate';
 
+import { LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
+
 /**
- * Launching and polling test and certification runs (spec 02). A launch: mode (404 / 403 `mode_not_owned`) →
+ * Launching test and certification runs (spec 02): mode (404 / 403 `mode_not_owned`) →
  * questions and price (400) → engines (409 `provider_unavailable`) → listing (Form B certification) → dry run →
  * idempotency (replay / 422 / 409 `reconciliation_required`) → the run and its charge in one transaction (daily
  * limit 429, balance 402) → the workflow (a start that fails credits everything back).
  */
-
-export interface RunSettings {
-  testsPerDay: number;
-  certificationsPerDay: number;
-  /** Questions in flight per run. */
-  window: number;
-  /** A run continues as new past this many history events (the workflow's default when absent). */
-  historyLimit?: number;
-  /** A run's engine calls still out after this long get a duplicate request (0: never); see workflows/hedge.ts. */
-  hedgeAfterMs?: number;
-}
-
-/**
- * Hedge a run's engine calls still out after 45 s (about the spec's p70): about 30% of calls get a duplicate, and
- * a certification at the spec's latency ends in under 10 minutes (bench/certification.ts: 9.5 min; 10.1 at 60 s).
- */
-export const DEFAULT_HEDGE_AFTER_MS = 45_000;
-export const DEFAULT_RUN_SETTINGS: RunSettings = {
-  testsPerDay: 20,
-  certificationsPerDay: 3,
-  window: DEFAULT_RUN_WINDOW,
-  hedgeAfterMs: DEFAULT_HEDGE_AFTER_MS,
-};
-export const LAUNCH_RETRY_AFTER_S = 3_600;
-
-export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
-  const positive = (name: string, fallback: number): number => {
-    const v = Number(env[name]);
-    return Number.isInteger(v) && v > 0 ? v : fallback;
-  };
-  return {
-    testsPerDay: positive('QUORUM_TEST_RUNS_PER_DAY', DEFAULT_RUN_SETTINGS.testsPerDay),
-    certificationsPerDay: positive('QUORUM_CERTIFICATIONS_PER_DAY', DEFAULT_RUN_SETTINGS.certificationsPerDay),
-    window: positive('QUORUM_RUN_WINDOW', DEFAULT_RUN_SETTINGS.window),
-    hedgeAfterMs: env.QUORUM_RUN_HEDGE_MS === '0' ? 0 : positive('QUORUM_RUN_HEDGE_MS', DEFAULT_HEDGE_AFTER_MS),
-  };
-}
-
-export interface RunDeps extends OperationDeps {
-  runs: RunSettings;
-}
 
 export interface LaunchView {
   kind: RunKind;
@@ -98,10 +57,9 @@ export interface LaunchView {
   note: string;
 }
 
-export interface RunView {
-  run: RunRecord;
-  mode: ModeRecord | undefined;
-  progress: RunProgress;
+/** Where a run is polled, below the address the caller reached. */
+export function statusPath(kind: RunKind, id: string): string {
+  return `/v1/${kind === 'test' ? 'tests' : 'certify'}?batch_id=${id}`;
 }
 
 /** Form A answers what Form B calls 402 and 409 with `launch_refused` (its launch lists neither status). */
@@ -180,10 +138,6 @@ async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: Mo
         `The run needs engines that cannot run here: ${plan.missing.join('; ')}. Nothing was charged.`,
       ),
     );
-}
-
-function statusPath(kind: RunKind, id: string): string {
-  return `/v1/${kind === 'test' ? 'tests' : 'certify'}?batch_id=${id}`;
 }
 
 async function workflowExists(deps: OperationDeps, workflowId: string): Promise<boolean> {
@@ -398,23 +352,3 @@ export function launchCertification(
   };
   return launch(deps, auth, 'certification', request, input.idempotencyKey);
 }
-
-export async function pollRun(deps: OperationDeps, auth: AuthContext, kind: RunKind, batchId: string): Promise<RunView> {
-  const run = await findRun(deps.db, auth.orgId, batchId);
-  if (!run || run.kind !== kind)
-    throw new QuorumError(
-      deps.form === 'B' ? 'batch_not_found' : 'not_found',
-      `No ${kind === 'test' ? 'test run' : 'certification'} \`${batchId.slice(0, 64)}\` in this organisation.`,
-      {
-        param: 'batch_id',
-      },
-    );
-  const [progress, mode] = await Promise.all([runProgress(deps.client, deps.db, run), findModeById(deps, auth, run)]);
-  return { run, mode, progress };
-}
-
-async function findModeById(deps: OperationDeps, auth: AuthContext, run: RunRecord): Promise<ModeRecord | undefined> {
-  return findMode(deps.db, { orgId: auth.orgId, form: 'A', model: run.modeId });
-}
-
-export { statusPath };
