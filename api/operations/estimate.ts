@@ -49,6 +49,22 @@ export function callQuoteInput(
   };
 }
 
+/** A mode's newest finished run changes a few times a day at most; the estimate's budget is milliseconds. */
+const EVIDENCE_TTL_MS = 30_000;
+const evidenceCache = new Map<string, { at: number; value: Promise<Awaited<ReturnType<typeof latestRunSummary>>> }>();
+
+/** The mode's newest completed run, read at most once per mode every 30 s per API process (so a new run shows within 30 s). */
+function runEvidenceOf(db: Db, modeId: string): ReturnType<typeof latestRunSummary> {
+  const now = Date.now();
+  const cached = evidenceCache.get(modeId);
+  if (cached && now - cached.at < EVIDENCE_TTL_MS) return cached.value;
+  const value = latestRunSummary(db, modeId);
+  evidenceCache.set(modeId, { at: now, value });
+  // A failed read is not kept: the next estimate asks again.
+  value.catch(() => evidenceCache.delete(modeId));
+  return value;
+}
+
 /**
  * The free quote: the same classifier as a real call, in process (no workflow); it never reads or touches the
  * balance. Subject to the same rate and concurrency limits as a billed call (spec 01). `startedAt` is the
@@ -67,7 +83,7 @@ export async function estimate(
   // Read-only, so it may overlap the slot check; its failure surfaces where it is awaited.
   const ratesRead = ratesOf(db, mode);
   ratesRead.catch(() => undefined);
-  const evidenceRead = latestRunSummary(db, mode.id);
+  const evidenceRead = runEvidenceOf(db, mode.id);
   evidenceRead.catch(() => undefined);
   return withConcurrencySlot(db, auth, async () => {
     const classifyStart = performance.now();
