@@ -4,6 +4,7 @@ import { createDb, REQUEST_PATH_DB_TIMEOUTS } from '../db/knex';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { createApp } from './app';
+import { listen } from './listen';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -13,7 +14,8 @@ async function main(): Promise<void> {
   const temporal = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const app = createApp({ db, temporal, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });
 
-  const server: Server = app.listen(config.PORT, () => {
+  const server: Server = listen(app, config.PORT);
+  server.once('listening', () => {
     log.info('api listening', { port: config.PORT });
     process.send?.({ ready: true });
   });

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
+import { listen } from '../../api/listen';
 import type { RunSettings } from '../../api/operations/run-settings';
 import type { Db } from '../../db/knex';
 import type { Form } from '../../domain/form';
@@ -19,6 +20,7 @@ export const EXPRESS: Readonly<Record<Form, string>> = { A: 'quorum-express', B:
 export interface Api {
   url: string;
   form: Form;
+  server: Server;
   close(): Promise<void>;
 }
 
@@ -35,11 +37,12 @@ export async function startApi(form: Form, opts: { db?: Db; runs?: RunSettings }
     client: env.client,
     runs: opts.runs,
   });
-  const server: Server = app.listen(0, '127.0.0.1');
+  const server: Server = listen(app, 0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     form,
+    server,
     close: () => new Promise((r) => server.close(() => r(undefined))),
   };
 }
