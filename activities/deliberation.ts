@@ -36,6 +36,12 @@ export interface JudgeCallResult extends EngineCallResult {
   judgment: Judgment | null;
 }
 
+/** `QUORUM_SIM_STANDINS` (`on`/`off`); by default on, except with `QUORUM_ENV=production`. */
+export function simStandInsAllowed(env: NodeJS.ProcessEnv): boolean {
+  const setting = env.QUORUM_SIM_STANDINS ?? (env.QUORUM_ENV === 'production' ? 'off' : 'on');
+  return setting !== 'off';
+}
+
 export function createDeliberationActivities(deps: DeliberationDeps) {
   const { db, engines } = deps;
   const env = deps.env ?? process.env;
@@ -60,6 +66,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
         serviceCanRun: (id) => engines.isAvailable(id),
         ownFamilies,
         simOnly,
+        simStandIns: simStandInsAllowed(env),
       });
     },
 

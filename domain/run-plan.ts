@@ -56,14 +56,16 @@ function plannedOf(e: RunCatalogEngine, ctx: RunPlanningContext): PlannedEngine 
 /** Real engines of the design that would run on a `sim` stand-in: a live run refuses them rather than simulate. */
 function standIns(plan: Plan): string[] {
   const steps = [...plan.seats, plan.judge, plan.synthesis];
-  return steps.filter((s) => !isSimEngine(s.designed) && isSimEngine(s.chain[0]?.engineId ?? 'sim/')).map((s) => s.designed);
+  // An empty chain (no stand-in allowed) cannot run either.
+  return steps.filter((s) => !isSimEngine(s.designed) && (s.chain.length === 0 || isSimEngine(s.chain[0].engineId))).map((s) => s.designed);
 }
 
 function baselineFor(config: ModeConfig, tier: Tier, plan: Plan, punchUp: boolean, ctx: RunPlanningContext): RunCatalogEngine | undefined {
   const known = (ids: readonly string[]): RunCatalogEngine[] => ids.flatMap((id) => ctx.find(id) ?? []);
-  if (!punchUp || NEXT_TIER[tier] === tier) return known(plan.seats.map((s) => s.chain[0].engineId)).sort(byStrength)[0];
+  if (!punchUp || NEXT_TIER[tier] === tier) return known(plan.seats.flatMap((s) => s.chain[0]?.engineId ?? [])).sort(byStrength)[0];
   const next = NEXT_TIER[tier];
-  if (config.tiers[next]) return known(planSeats(config, next, 'panel', ctx).seats.map((s) => s.chain[0].engineId)).sort(byStrength)[0];
+  if (config.tiers[next])
+    return known(planSeats(config, next, 'panel', ctx).seats.flatMap((s) => s.chain[0]?.engineId ?? [])).sort(byStrength)[0];
   const runnable = ctx.catalog.filter((e) => e.tier === next && runsHere(e, ctx));
   return runnable.sort(byStrength)[0];
 }
@@ -113,7 +115,7 @@ export function planRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanning
     const answering = new Set([recusalMaker(baseline)]);
     if (shape.protocol === 'plurality')
       for (const s of plan.seats) {
-        const e = ctx.find(s.chain[0].engineId);
+        const e = s.chain[0] && ctx.find(s.chain[0].engineId);
         if (e) answering.add(recusalMaker(e));
       }
     if (!enoughJudges) continue;

@@ -55,6 +55,11 @@ export interface PlanningContext {
   ownFamilies: ReadonlySet<string>;
   /** Test keys run every seat and staff engine on `sim` and never touch a provider account. */
   simOnly: boolean;
+  /**
+   * Whether a `sim` engine may stand in when nothing of the design can run (default yes: development and demos). In
+   * production it may not: a paying caller never gets a simulated answer; such a seat simply cannot answer.
+   */
+  simStandIns?: boolean;
 }
 
 const ROLES: readonly SeatRole[] = ['seat1', 'seat2', 'seat3'];
@@ -116,7 +121,7 @@ function chainOf(
     else notes.push(`${spec.id}: no ${spec.family} credentials configured`);
     id = spec.backup;
   }
-  if (chain.length > 0) return chain;
+  if (chain.length > 0 || ctx.simStandIns === false) return chain;
   const sim = ctx.find(simStandIn);
   if (!sim) throw new Error(`the catalog has no stand-in ${simStandIn}`);
   const backup = sim.backup ? ctx.find(sim.backup) : undefined;

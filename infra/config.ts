@@ -12,6 +12,8 @@ const EnvSchema = z.object({
   TEMPORAL_UI_PORT: portNumber.default(8233),
   QUORUM_FORM: z.enum(['A', 'B']).default('B'),
   QUORUM_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  /** Whether `sim` engines stand in for seats no real engine can fill; default on, off in production (read by the worker). */
+  QUORUM_SIM_STANDINS: z.enum(['on', 'off']).optional(),
   QUORUM_SECRET_KEY: z.string().optional(),
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   /**

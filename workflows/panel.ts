@@ -129,6 +129,8 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
 
   /** One seat's pass: its current engine, then backups on failure; a cut-off answer is retried once with twice the room. */
   const runSeat = async (s: SeatState, round: number, messages: ChatMessage[], inRound: number): Promise<SeatPass | undefined> => {
+    // Nothing of the seat's design can run here, and no stand-in may (production): say so on the receipt.
+    if (s.plan.chain.length === 0 && s.failures.length === 0) s.failures.push(`${s.plan.designed}: no engine of this design can run here`);
     while (s.at < s.plan.chain.length) {
       const engine = s.plan.chain[s.at];
       const call = { orgId, engineId: engine.engineId, ownKey: engine.ownKey, messages, knownAnswer: input.knownAnswer };
