@@ -1,19 +1,10 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import type { ResolvedMode, Tier } from '../domain/modes';
-import { generateQuestions } from '../domain/questions/generate';
 import type { Question } from '../domain/questions/types';
 import { planRun, type TierPlan } from '../domain/run-plan';
 import { summarizeRun, type RunSummary } from '../domain/run-summary';
-import {
-  dealTiers,
-  ENDED_STATES,
-  selectQuestions,
-  type BucketCounts,
-  type QuestionResult,
-  type RunKind,
-  type RunSpec,
-} from '../domain/runs';
+import { dealTiers, ENDED_STATES, type BucketCounts, type QuestionResult, type RunKind, type RunSpec } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import {
@@ -23,7 +14,7 @@ import {
   getRun,
   markRunState,
   questionResults,
-  questionSetOf,
+  questionsForRun,
   recordQuestionResult,
 } from '../db/repositories/runs';
 import type { Engines } from '../engines';
@@ -71,16 +62,12 @@ export function createBenchmarkActivities(deps: BenchmarkDeps) {
   const env = deps.env ?? process.env;
 
   async function questionsOf(ref: RunRef): Promise<Question[]> {
-    const { spec } = ref;
-    if (spec.questionSetId === null) return generateQuestions(spec.seed, spec.counts);
-    const pool = await questionSetOf(db, ref.orgId, spec.questionSetId);
-    const picked = pool && selectQuestions(pool, spec.counts, spec.seed);
-    if (!picked)
-      throw ApplicationFailure.nonRetryable(
-        `question set ${spec.questionSetId} no longer holds the questions this run needs`,
-        'invalid_request',
-      );
-    return picked;
+    const found = await questionsForRun(db, ref.orgId, ref.spec);
+    if ('questions' in found) return found.questions;
+    throw ApplicationFailure.nonRetryable(
+      `question set ${ref.spec.questionSetId} no longer holds the questions this run needs`,
+      'invalid_request',
+    );
   }
 
   return {
@@ -94,18 +81,17 @@ export function createBenchmarkActivities(deps: BenchmarkDeps) {
       const plan = planRun(ref.mode.config, ref.spec, runPlanningContext(engines, own, simOnly));
       if (!plan.ok)
         throw ApplicationFailure.nonRetryable(`engines the run needs cannot run: ${plan.missing.join('; ')}`, PROVIDER_UNAVAILABLE);
-      await markRunState(db, ref.runId, 'running');
+      const startedAt = await markRunState(db, ref.runId, 'running');
       const answered = await answeredIds(db, ref.runId);
       const remaining = dealTiers(await questionsOf(ref), ref.spec.tiers)
         .filter((q) => !answered.has(q.id))
         .map((q) => ({ ...q, promptTokens: countMessagesTokens([{ role: 'user', content: q.question }]) }));
-      const started = await getRun(db, ref.runId);
       return {
         ended: false,
         remaining,
         tiers: plan.tiers,
         done: await doneCounts(db, ref.runId),
-        startedAt: started.startedAt?.toISOString() ?? null,
+        startedAt: startedAt?.toISOString() ?? null,
       };
     },
 

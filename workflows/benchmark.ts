@@ -11,7 +11,7 @@ import {
 import type { BenchmarkActivities, RunRef } from '../activities/benchmark';
 import type { Form } from '../domain/form';
 import type { RunSummary } from '../domain/run-summary';
-import { emptyCounts, type RunProgress } from '../domain/runs';
+import { emptyCounts, totalQuestions, type RunProgress } from '../domain/runs';
 import { workflowIds } from '../domain/workflow-ids';
 import { questionWorkflow } from './question';
 import { cancelSignal, progressQuery } from './messages';
@@ -128,7 +128,7 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
   if (queue.length > 0) return continueAsNew<typeof benchmarkWorkflow>(input);
   progress.state = 'judging';
   await markJudging({ runId: input.runId });
-  const answered = progress.done.light + progress.done.medium + progress.done.hard;
+  const answered = totalQuestions(progress.done);
   return end(
     answered > 0 ? 'completed' : 'failed',
     answered > 0 ? undefined : { code: 'upstream_provider_error', message: 'No question could be answered.' },

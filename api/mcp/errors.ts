@@ -1,4 +1,4 @@
-import { ERROR_TABLE, QuorumError } from '../../domain/errors';
+import { ERROR_TABLE, type QuorumError } from '../../domain/errors';
 import { errorBody } from '../errors';
 import type { JsonObject } from '../forms/shared';
 
@@ -34,5 +34,3 @@ export function failedShape(): JsonObject {
 export function toolErrorShape(kind: ToolKind, err: QuorumError): JsonObject {
   return kind === 'forwarded' ? forwardedShape(err) : selfAnsweredShape(err);
 }
-
-export { QuorumError };

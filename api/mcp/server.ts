@@ -74,11 +74,16 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
         deps,
         auth,
         baseUrl: baseUrlOf(ctx),
-        async progress(message) {
-          if (token === undefined) return;
-          sent += 1;
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: sent, message } });
-        },
+        progress:
+          token === undefined
+            ? undefined
+            : async (message) => {
+                sent += 1;
+                await extra.sendNotification({
+                  method: 'notifications/progress',
+                  params: { progressToken: token, progress: sent, message },
+                });
+              },
       };
       try {
         requireScope(auth, tool.scope);

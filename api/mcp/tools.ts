@@ -4,7 +4,6 @@ import type { Scope } from '../../domain/api-keys';
 import type { Form } from '../../domain/form';
 import { TIERS, type Tier } from '../../domain/modes';
 import { workflowIds } from '../../domain/workflow-ids';
-import { findEngine } from '../../engines/catalog';
 import { deliberationProgressQuery, type DeliberationProgress } from '../../workflows/messages';
 import type { JsonObject } from '../forms/shared';
 import { createCompletion, derivedIdempotencyKey } from '../operations/completion';
@@ -16,7 +15,8 @@ import type { RouteDeps } from '../routes/context';
 import type { RunDeps } from '../operations/run-settings';
 import { parseRequest } from '../schemas/common';
 import { parseCertifyRequest, parseTestRunRequest } from '../schemas/runs';
-import { QuorumError, type ToolKind } from './errors';
+import { QuorumError } from '../../domain/errors';
+import type { ToolKind } from './errors';
 
 /**
  * The MCP tools (spec 02, DESIGN §11), a typed registry in the style of the CLI's `command<T>()`: each tool names its
@@ -29,8 +29,8 @@ export interface ToolContext {
   auth: AuthContext;
   /** The base URL the caller reached, for status addresses. */
   baseUrl: string;
-  /** Sends a progress notification when the caller asked for them (a `progressToken`); a no-op otherwise. */
-  progress(message: string): Promise<void>;
+  /** Sends a progress notification; absent when the caller sent no `progressToken` (nothing is watched then). */
+  progress?: (message: string) => Promise<void>;
 }
 
 export interface Tool {
@@ -105,6 +105,9 @@ function describeProgress(p: DeliberationProgress): string {
 
 /** Reports the deliberation's steps while `work` runs, and a keep-alive when nothing changed for a while. */
 async function withProgress<T>(ctx: ToolContext, workflowId: string, work: Promise<T>): Promise<T> {
+  const report = ctx.progress;
+  // Nobody listening: no queries against the workflow.
+  if (!report) return work;
   let finished = false;
   const watching = (async () => {
     let seen = -1;
@@ -120,10 +123,10 @@ async function withProgress<T>(ctx: ToolContext, workflowId: string, work: Promi
       if (p && p.steps !== seen) {
         seen = p.steps;
         lastSent = Date.now();
-        await ctx.progress(describeProgress(p));
+        await report(describeProgress(p));
       } else if (Date.now() - lastSent >= KEEPALIVE_MS) {
         lastSent = Date.now();
-        await ctx.progress(`still deliberating (${Math.round((Date.now() - started) / 1000)} s)`);
+        await report(`still deliberating (${Math.round((Date.now() - started) / 1000)} s)`);
       }
     }
   })();
@@ -270,20 +273,17 @@ const listEngines = tool({
     const top = args.tier ?? 'pro';
     const engines = ctx.deps.engines.catalog
       .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[top] && ctx.deps.engines.isAvailable(e.id))
-      .map((e) => {
-        const spec = findEngine(e.id) ?? e;
-        return {
-          id: spec.id,
-          family: spec.family,
-          maker: spec.maker,
-          tier: spec.tier,
-          input_usd_per_mtok: spec.inputUsdPerMtok,
-          output_usd_per_mtok: spec.outputUsdPerMtok,
-          context_tokens: spec.contextTokens,
-          max_output_tokens: spec.maxOutputTokens,
-          simulated: spec.family === 'sim',
-        };
-      });
+      .map((e) => ({
+        id: e.id,
+        family: e.family,
+        maker: e.maker,
+        tier: e.tier,
+        input_usd_per_mtok: e.inputUsdPerMtok,
+        output_usd_per_mtok: e.outputUsdPerMtok,
+        context_tokens: e.contextTokens,
+        max_output_tokens: e.maxOutputTokens,
+        simulated: e.family === 'sim',
+      }));
     return { object: 'list', tier: top, data: engines };
   },
 });

@@ -3,14 +3,13 @@ import { randomUUID } from 'node:crypto';
 import type { AuthContext } from '../../db/repositories/api-keys';
 import { findMode, isListed } from '../../db/repositories/modes';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
-import { failLaunch, findRunByKey, launchRun, markRunQueued, questionSetOf, type RunRecord } from '../../db/repositories/runs';
+import { failLaunch, findRunByKey, launchRun, markRunQueued, questionsForRun, type RunRecord } from '../../db/repositories/runs';
 import { keyAllowsMode } from '../../domain/api-keys';
 import { canonicalHash } from '../../domain/canonical-json';
 import { classifyHeuristic } from '../../domain/classifier';
 import { QuorumError } from '../../domain/errors';
 import { quote } from '../../domain/estimate';
 import type { ModeRecord } from '../../domain/modes';
-import { generateQuestions } from '../../domain/questions/generate';
 import type { Question } from '../../domain/questions/types';
 import { planRun } from '../../domain/run-plan';
 import {
@@ -20,7 +19,6 @@ import {
   dealTiers,
   estimatedRunMinutes,
   runQuestionPriceMicros,
-  selectQuestions,
   totalQuestions,
   type BucketCounts,
   type RunKind,
@@ -84,22 +82,13 @@ async function resolveOwnMode(deps: OperationDeps, auth: AuthContext, model: str
 }
 
 async function runQuestions(deps: OperationDeps, auth: AuthContext, spec: RunSpec): Promise<Question[]> {
-  if (spec.questionSetId === null) return generateQuestions(spec.seed, spec.counts);
-  const pool = await questionSetOf(deps.db, auth.orgId, spec.questionSetId);
-  if (!pool)
-    throw new QuorumError('invalid_request', `No question set \`${spec.questionSetId}\` in this organisation.`, {
-      param: 'svc.question_set',
-    });
-  const picked = selectQuestions(pool, spec.counts, spec.seed);
-  if (!picked)
-    throw new QuorumError(
-      'invalid_request',
-      `Question set \`${spec.questionSetId}\` has fewer questions of some difficulty than the run asks for.`,
-      {
-        param: 'svc.question_set',
-      },
-    );
-  return picked;
+  const found = await questionsForRun(deps.db, auth.orgId, spec);
+  if ('questions' in found) return found.questions;
+  const message =
+    found.missing === 'set'
+      ? `No question set \`${spec.questionSetId}\` in this organisation.`
+      : `Question set \`${spec.questionSetId}\` has fewer questions of some difficulty than the run asks for.`;
+  throw new QuorumError('invalid_request', message, { param: 'svc.question_set' });
 }
 
 /** 25% off the mode's normal quote for each question, at its bucket's depth and its tier, from its real prompt. */

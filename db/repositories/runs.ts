@@ -1,9 +1,11 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
+import { generateQuestions } from '../../domain/questions/generate';
 import type { Bucket, Question } from '../../domain/questions/types';
 import type { RunSummary } from '../../domain/run-summary';
 import {
   emptyCounts,
+  selectQuestions,
   unspentMicros,
   type BucketCounts,
   type QuestionResult,
@@ -189,11 +191,14 @@ export async function markRunQueued(db: DbOrTrx, id: string): Promise<void> {
   await db('runs').where({ id, state: 'launching' }).update({ state: 'queued', updated_at: db.fn.now() });
 }
 
-export async function markRunState(db: DbOrTrx, id: string, state: 'running' | 'judging'): Promise<void> {
-  await db('runs')
+/** Moves a live run on; returns when it started (null when it had already ended). */
+export async function markRunState(db: DbOrTrx, id: string, state: 'running' | 'judging'): Promise<Date | null> {
+  const [row] = (await db('runs')
     .where({ id })
     .whereIn('state', ['launching', 'queued', 'running', 'judging'])
-    .update({ state, updated_at: db.fn.now(), started_at: db.raw('coalesce(started_at, now())') });
+    .update({ state, updated_at: db.fn.now(), started_at: db.raw('coalesce(started_at, now())') })
+    .returning('started_at')) as { started_at: Date }[];
+  return row?.started_at ?? null;
 }
 
 /**
@@ -337,7 +342,23 @@ export async function saveQuestionSet(db: DbOrTrx, set: { id: string; orgId: str
   });
 }
 
-export async function questionSetOf(db: DbOrTrx, orgId: string, id: string): Promise<Question[] | undefined> {
+async function questionSetOf(db: DbOrTrx, orgId: string, id: string): Promise<Question[] | undefined> {
   const row = (await db('question_sets').where({ id, org_id: orgId }).first('questions')) as { questions: Question[] } | undefined;
   return row?.questions;
+}
+
+/**
+ * A run's questions, the same at launch and in its workflow: generated from its seed, or drawn (seeded) from the
+ * organisation's imported set. `missing` says why there are none: no such set, or too few of some difficulty.
+ */
+export async function questionsForRun(
+  db: DbOrTrx,
+  orgId: string,
+  spec: RunSpec,
+): Promise<{ questions: Question[] } | { missing: 'set' | 'questions' }> {
+  if (spec.questionSetId === null) return { questions: generateQuestions(spec.seed, spec.counts) };
+  const pool = await questionSetOf(db, orgId, spec.questionSetId);
+  if (!pool) return { missing: 'set' };
+  const picked = selectQuestions(pool, spec.counts, spec.seed);
+  return picked ? { questions: picked } : { missing: 'questions' };
 }
