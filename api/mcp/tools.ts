@@ -6,6 +6,7 @@ import { TIERS, type Tier } from '../../domain/modes';
 import { workflowIds } from '../../domain/workflow-ids';
 import { deliberationProgressQuery, type DeliberationProgress } from '../../workflows/messages';
 import type { JsonObject } from '../forms/shared';
+import { newRequestId } from '../middleware/gate';
 import { createCompletion, derivedIdempotencyKey } from '../operations/completion';
 import { estimate } from '../operations/estimate';
 import { listModels } from '../operations/models';
@@ -186,7 +187,7 @@ const estimateTool = tool({
   kind: 'forwarded',
   async run(args, ctx) {
     const body = parseRequest(ctx.deps.serialiser.requests.estimate, { model: args.model, messages: args.messages, tier: args.tier });
-    const requestId = `est_${crypto.randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    const requestId = newRequestId('est');
     return ctx.deps.serialiser.estimate(await estimate(ctx.deps, ctx.auth, { requestId, body, startedAt: performance.now() }));
   },
 });

@@ -28,12 +28,17 @@ export function startedAt(ctx: Context): number {
   return (ctx.state as ApiState).startedAt ?? performance.now();
 }
 
+/** A request's id (`req_…` for completions, `est_…` for estimates): 96 random bits. */
+export function newRequestId(prefix: 'req' | 'est'): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
 /** The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals. */
 export function gate(db: Db, scope: Scope, requestIdPrefix?: 'req' | 'est'): Middleware {
   return async (ctx: Context, next: Next): Promise<void> => {
     const state = ctx.state as ApiState;
     state.startedAt = performance.now();
-    if (requestIdPrefix) state.requestId = `${requestIdPrefix}_${randomBytes(12).toString('hex')}`;
+    if (requestIdPrefix) state.requestId = newRequestId(requestIdPrefix);
     const auth = await authorize(db, { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin }, scope);
     state.auth = auth;
     try {
