@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
  * Layers (DESIGN §3), enforced here so a stray import fails `npm run lint`:
  *   domain/     pure logic: imports only itself and a few pure npm libraries; no I/O, no process state.
  *   workflows/  deterministic, sandboxed: domain/, @temporalio/workflow|common, and activity modules as types.
- *   db/ worker/ engines/ activities/ starters/ infra/  never reach up into the edges (api/, cli/).
+ *   db/ worker/ engines/ activities/ starters/ authoring/ infra/  never reach up into the edges (api/, cli/).
  * Each rule names the project folders explicitly (at any depth of `../`), so a subfolder of a layer may still
  * import its siblings. test/lint/layers.test.ts shows each rule refusing a bad import.
  */
@@ -15,6 +15,7 @@ import tseslint from 'typescript-eslint';
 const PROJECT_FOLDERS = [
   'activities',
   'api',
+  'authoring',
   'bench',
   'bin',
   'cli',
@@ -94,7 +95,7 @@ const innerImports = {
     {
       regex: intoFolders(['api', 'cli']),
       message:
-        'api/ and cli/ are edges: the inner layers (db/, worker/, engines/, activities/, starters/, infra/) never import them. Move the shared code down (e.g. a workflow start into starters/, pure logic into domain/).',
+        'api/ and cli/ are edges: the inner layers (db/, worker/, engines/, activities/, starters/, authoring/, infra/) never import them. Move the shared code down (e.g. a workflow start into starters/, pure logic into domain/).',
     },
   ],
 };
@@ -130,7 +131,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['db/**', 'worker/**', 'engines/**', 'activities/**', 'starters/**', 'infra/**'],
+    files: ['db/**', 'worker/**', 'engines/**', 'activities/**', 'starters/**', 'authoring/**', 'infra/**'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', innerImports] },
   },
   {

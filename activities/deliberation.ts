@@ -13,6 +13,7 @@ import { settleOutcome } from '../db/repositories/receipts';
 import { abandonRequest } from '../db/repositories/requests';
 import type { Engines } from '../engines';
 import { classifyPrompt } from '../engines/classify';
+import { simStandInsAllowed } from '../engines/run-planning';
 import type { Logger } from '../infra/log';
 import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
@@ -34,12 +35,6 @@ export interface JudgeCallInput extends EngineCallInput {
 export interface JudgeCallResult extends EngineCallResult {
   /** The judge's verdict, or null when its reply is not the JSON asked for. */
   judgment: Judgment | null;
-}
-
-/** `QUORUM_SIM_STANDINS` (`on`/`off`); by default on, except with `QUORUM_ENV=production`. */
-export function simStandInsAllowed(env: NodeJS.ProcessEnv): boolean {
-  const setting = env.QUORUM_SIM_STANDINS ?? (env.QUORUM_ENV === 'production' ? 'off' : 'on');
-  return setting !== 'off';
 }
 
 export function createDeliberationActivities(deps: DeliberationDeps) {

@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 import { microsToDecimal, usdToMicros } from '../domain/money';
+import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
 import type { CliResources } from './connect';
 
@@ -19,12 +20,15 @@ export class UsageError extends Error {
 export interface CommandContext {
   resources: CliResources;
   log: Logger;
+  config: Config;
 }
 
 /** `json` is the one object printed with `--json`; `text` the human-readable rendering. */
 export interface CommandOutput {
   json: Record<string, unknown>;
   text: string;
+  /** 1 when the command answered but the answer is a refusal (e.g. a spec that fails validation); default 0. */
+  exitCode?: number;
 }
 
 export interface Invocation {

@@ -9,6 +9,7 @@ import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories
 import { SCOPES } from '../domain/api-keys';
 import { microsToUsd } from '../domain/money';
 import { startTrialTimer } from '../starters/trial-credit';
+import { modeCommands } from './mode-commands';
 import { runCommands } from './run-commands';
 
 export { UsageError, type Command } from './command';
@@ -223,4 +224,5 @@ export const COMMANDS: readonly Command[] = [
   byokSet,
   docsAdd,
   ...runCommands,
+  ...modeCommands,
 ];

@@ -1,4 +1,6 @@
 import { QuorumError } from '../domain/errors';
+import type { Refusal } from '../domain/mode-validation-codes';
+import { refusalLine } from './mode-commands';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { redact } from '../infra/redact';
@@ -33,11 +35,17 @@ async function main(argv: string[]): Promise<number> {
   }
   const invocation = command.parse(args);
   const log = createLogger('cli');
-  const resources = await openResources(loadConfig(), log);
+  const config = loadConfig();
+  const resources = await openResources(config, log);
   try {
-    const output = await invocation.run({ resources, log });
+    const output = await invocation.run({ resources, log, config });
     process.stdout.write((invocation.json ? JSON.stringify(output.json) : output.text) + '\n');
-    return 0;
+    return output.exitCode ?? 0;
+  } catch (err) {
+    // With --json a refusal is also JSON on stdout, in the MCP tools' shape: {error: {code, message}, svc}.
+    if (invocation.json && err instanceof QuorumError)
+      process.stdout.write(JSON.stringify({ error: { code: err.code, message: err.message }, svc: err.detail ?? {} }) + '\n');
+    throw err;
   } finally {
     await resources.close();
   }
@@ -49,7 +57,8 @@ function report(err: unknown): number {
     return 2;
   }
   const message = err instanceof QuorumError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
-  process.stderr.write(`quorum: ${redact(message)}\n`);
+  const refusals = err instanceof QuorumError && Array.isArray(err.detail?.refusals) ? (err.detail.refusals as Refusal[]) : [];
+  process.stderr.write(`quorum: ${redact(message)}\n${refusals.map((r) => `  ${refusalLine(r)}\n`).join('')}`);
   return 1;
 }
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { simDemoModes } from '../domain/modes';
 import { usdToMicros } from '../domain/money';
-import { setListed, upsertMode } from './repositories/modes';
+import { setListingState, upsertMode } from './repositories/modes';
 import { createOrganisation, organisationExists } from './repositories/organisations';
 import type { DbOrTrx } from './repositories/shared';
 
@@ -31,7 +31,7 @@ export async function seedDemoOrganisation(db: Knex): Promise<SeededDemo> {
 export async function seedDemoModes(db: Knex, orgId: string, owner = { idPrefix: 'demo', company: 'DEMO' }): Promise<void> {
   for (const mode of simDemoModes(owner)) {
     await upsertMode(db, { ...mode, orgId, published: true });
-    await setListed(db, mode.id, true);
+    await setListingState(db, mode.id, 'listed');
   }
 }
 

@@ -1,5 +1,8 @@
+import { VALIDATION_CODES, type ValidationCode } from './mode-validation-codes';
+
 /**
- * The one table of error codes (spec 01 "Errors", spec 02 "Run and batch codes").
+ * The one table of error codes (spec 01 "Errors", spec 02 "Run and batch codes", its mode-builder codes and its
+ * validation codes).
  * Every error response is built from an entry here; nothing else picks a status or type.
  */
 export type ErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'rate_limit_error' | 'api_error';
@@ -13,7 +16,13 @@ export interface ErrorSpec {
 
 const e = (status: number, type: ErrorType, retryable = false): ErrorSpec => ({ status, type, retryable });
 
+/** A refused release answers with the check's own code (spec 02 "Validation codes"): every validation code is an error code. */
+const VALIDATION_ERRORS = Object.fromEntries(
+  Object.entries(VALIDATION_CODES).map(([code, spec]) => [code, e(spec.status, 'invalid_request_error')]),
+) as { [K in ValidationCode]: ErrorSpec };
+
 export const ERROR_TABLE = {
+  ...VALIDATION_ERRORS,
   // 401
   invalid_api_key: e(401, 'authentication_error'),
   revoked_api_key: e(401, 'authentication_error'),
@@ -84,6 +93,29 @@ export const ERROR_TABLE = {
   service_unavailable: e(503, 'api_error', true),
   mode_unavailable: e(503, 'api_error', true),
   internal_error: e(500, 'api_error', true),
+  // spec 02 MCP server codes of the mode builder (save_mode, list_mode); the validation codes come in above.
+  mode_not_found: e(404, 'invalid_request_error'),
+  draft_required: e(400, 'invalid_request_error'),
+  forbidden: e(403, 'permission_error'),
+  test_key_not_allowed: e(403, 'permission_error'),
+  mode_not_allowed: e(403, 'permission_error'),
+  name_taken: e(409, 'invalid_request_error'),
+  org_owner_missing: e(409, 'invalid_request_error'),
+  draft_pending: e(409, 'invalid_request_error'),
+  draft_changed: e(409, 'invalid_request_error', true),
+  no_draft: e(409, 'invalid_request_error'),
+  draft_unvalidated: e(409, 'invalid_request_error'),
+  mode_not_released: e(409, 'invalid_request_error'),
+  listing_rejected: e(409, 'invalid_request_error'),
+  listing_delisted: e(409, 'invalid_request_error'),
+  listing_changed: e(409, 'invalid_request_error', true),
+  published_version_uncertified: e(409, 'invalid_request_error'),
+  conflict: e(409, 'invalid_request_error'),
+  mode_invalid: e(422, 'invalid_request_error'),
+  pricing_unavailable: e(503, 'api_error', true),
+  validation_unavailable: e(503, 'api_error', true),
+  save_unavailable: e(503, 'api_error', true),
+  listing_read_failed: e(503, 'api_error', true),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_TABLE;
@@ -96,14 +128,21 @@ export class QuorumError extends Error {
   readonly retryAfter?: number;
   /** The request this error belongs to, when one exists (`svc.request_id`). */
   readonly requestId?: string;
+  /** Detail the spec puts in `svc` beside the code (a `mode_invalid`'s refusals, a validation code's `tiers`). */
+  readonly detail?: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfter?: number; requestId?: string } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { param?: string | null; retryAfter?: number; requestId?: string; detail?: Record<string, unknown> } = {},
+  ) {
     super(message);
     this.name = 'QuorumError';
     this.code = code;
     this.param = opts.param ?? null;
     this.retryAfter = opts.retryAfter;
     this.requestId = opts.requestId;
+    this.detail = opts.detail;
   }
 
   static isCode(code: string): code is ErrorCode {

@@ -9,18 +9,22 @@ export const TIERS = ['experience', 'plus', 'pro'] as const;
 export type Tier = (typeof TIERS)[number];
 export const DEPTHS = ['light', 'medium', 'deep'] as const;
 export type Depth = (typeof DEPTHS)[number];
+/** Tiers in order: a higher rank is a stronger, dearer engine. */
+export const TIER_RANK: Readonly<Record<Tier, number>> = { experience: 0, plus: 1, pro: 2 };
 
 const engineId = z.string().regex(/^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/, 'engine id is family/model');
 const micros = z.number().int().nonnegative();
 
 const StaffSeat = z.object({ engine: engineId, backup: engineId.optional() });
+/** A tier's seats; `backups[i]`, when set, is tried right after seat i's engine, before the catalog's own backup. */
+const Row = (size: z.ZodArray<typeof engineId>) => z.object({ seats: size, backups: z.array(engineId.nullable()).optional() });
 
 export const ModeConfigSchema = z.object({
   /** Seats per tier: one for `experience` (express), three for the panel tiers. */
   tiers: z.object({
-    experience: z.object({ seats: z.array(engineId).length(1) }),
-    plus: z.object({ seats: z.array(engineId).min(1).max(3) }).optional(),
-    pro: z.object({ seats: z.array(engineId).min(1).max(3) }).optional(),
+    experience: Row(z.array(engineId).length(1)),
+    plus: Row(z.array(engineId).min(1).max(3)).optional(),
+    pro: Row(z.array(engineId).min(1).max(3)).optional(),
   }),
   staff: z.object({ judge: StaffSeat, synthesis: StaffSeat, classifier: z.object({ engine: engineId }).optional() }),
   rounds: z.number().int().min(1).max(3),

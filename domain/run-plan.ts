@@ -1,4 +1,4 @@
-import type { ModeConfig, Tier } from './modes';
+import { TIER_RANK, type ModeConfig, type Tier } from './modes';
 import { assignJudges, type JudgeAssignment, type JudgeSlot, type JudgingProtocol } from './run-judging';
 import { isSimEngine, planSeats, type CatalogEngine, type Plan, type PlannedEngine, type PlanningContext } from './seat-plan';
 
@@ -34,7 +34,6 @@ export interface RunShape {
   protocol: JudgingProtocol;
 }
 
-const TIER_RANK: Readonly<Record<Tier, number>> = { experience: 0, plus: 1, pro: 2 };
 const NEXT_TIER: Readonly<Record<Tier, Tier>> = { experience: 'plus', plus: 'pro', pro: 'pro' };
 
 /** Strongest first: the higher tier, then the dearer output (the catalog's proxy for capability). */

@@ -81,8 +81,12 @@ export function laneFor(config: ModeConfig, tier: Tier, classification: Pick<Cla
 
 /** The engines the mode designs for the call's seats: the express tier's one seat, or the tier's panel. */
 export function designedSeats(config: ModeConfig, tier: Tier, lane: Lane): string[] {
-  if (lane === 'express') return config.tiers.experience.seats;
-  return (config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience).seats;
+  return designedRow(config, tier, lane).seats;
+}
+
+function designedRow(config: ModeConfig, tier: Tier, lane: Lane): ModeConfig['tiers']['experience'] {
+  if (lane === 'express') return config.tiers.experience;
+  return config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience;
 }
 
 /** A mode designed on `sim` engines keeps them under a test key; only real engines are replaced by stand-ins. */
@@ -128,27 +132,42 @@ function chainOf(
   return backup ? [planned(sim, false), planned(backup, false)] : [planned(sim, false)];
 }
 
-/** Judge and synthesis run on the service's keys only; a configured backup comes right after the designed engine. */
+/** A backup the mode names goes right after the designed engine, ahead of the catalog's own backups, when it can run. */
+function withNamedBackup(
+  ctx: PlanningContext,
+  chain: PlannedEngine[],
+  backup: string | null | undefined,
+  ownFamilies: ReadonlySet<string>,
+) {
+  const extra = backup ? ctx.find(backup) : undefined;
+  if (!extra || chain.some((c) => c.engineId === extra.id)) return chain;
+  const own = ownFamilies.has(extra.family);
+  if (own || ctx.serviceCanRun(extra.id)) chain.splice(1, 0, planned(extra, own));
+  return chain;
+}
+
+/** Judge and synthesis run on the service's keys only. */
 function staffPlan(ctx: PlanningContext, staff: { engine: string; backup?: string }, simStandIn: string, notes: string[]): StaffPlan {
   if (ctx.simOnly)
     return {
       designed: staff.engine,
       chain: chainOf(ctx, isSimEngine(staff.engine) ? staff.engine : simStandIn, new Set(), simStandIn, []),
     };
-  const chain = chainOf(ctx, staff.engine, new Set(), simStandIn, notes);
-  const extra = staff.backup ? ctx.find(staff.backup) : undefined;
-  if (extra && ctx.serviceCanRun(extra.id) && !chain.some((c) => c.engineId === extra.id)) chain.splice(1, 0, planned(extra, false));
-  return { designed: staff.engine, chain };
+  return {
+    designed: staff.engine,
+    chain: withNamedBackup(ctx, chainOf(ctx, staff.engine, new Set(), simStandIn, notes), staff.backup, new Set()),
+  };
 }
 
 export function planSeats(config: ModeConfig, tier: Tier, lane: Lane, ctx: PlanningContext): Plan {
   const notes: string[] = [];
   const seatTier: Tier = lane === 'express' ? 'experience' : tier;
-  const seats = designedSeats(config, tier, lane).map((designed, i): SeatPlan => {
+  const row = designedRow(config, tier, lane);
+  const seats = row.seats.map((designed, i): SeatPlan => {
     const simStandIn = `sim/${SIM_NAMES[i % SIM_NAMES.length]}-${seatTier}`;
     const chain = ctx.simOnly
       ? chainOf(ctx, isSimEngine(designed) ? designed : simStandIn, new Set(), simStandIn, [])
-      : chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes);
+      : withNamedBackup(ctx, chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes), row.backups?.[i], ctx.ownFamilies);
     return { role: ROLES[i], designed, chain };
   });
   return {

@@ -11,3 +11,9 @@ export function runPlanningContext(engines: Engines, ownFamilies: ReadonlySet<st
     simOnly,
   };
 }
+
+/** `QUORUM_SIM_STANDINS` (`on`/`off`): whether a `sim` engine may stand in for one with no key; by default on, except with `QUORUM_ENV=production`. */
+export function simStandInsAllowed(env: NodeJS.ProcessEnv): boolean {
+  const setting = env.QUORUM_SIM_STANDINS ?? (env.QUORUM_ENV === 'production' ? 'off' : 'on');
+  return setting !== 'off';
+}

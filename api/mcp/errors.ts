@@ -1,4 +1,5 @@
 import { ERROR_TABLE, type QuorumError } from '../../domain/errors';
+import { VALIDATION_CODES, type Refusal } from '../../domain/mode-validation-codes';
 import { errorBody } from '../errors';
 import type { JsonObject } from '../forms/shared';
 
@@ -14,9 +15,20 @@ function forwardedShape(err: QuorumError): JsonObject {
   return { ...body, http_status: ERROR_TABLE[err.code].status } as JsonObject;
 }
 
-/** Shape 2: `error.code` and `error.message` with `http_status`; detail (a `retry_after_seconds`, a request id) in `svc`. */
+/**
+ * One validation refusal as `validate_mode` lists it and `mode_invalid` carries it in `svc.refusals`: the code in
+ * `body.error` (spec 02), with the field's path as `param`, and `tiers` / `suggested_ticker` where the code has them.
+ */
+export function refusalEntry(r: Refusal): JsonObject {
+  const { code, message, path, ...extra } = r;
+  return { http_status: VALIDATION_CODES[code].status, body: { error: { code, message, param: path || null, ...extra } } };
+}
+
+/** Shape 2: `error.code` and `error.message` with `http_status`; detail (refusals, a `retry_after_seconds`) in `svc`. */
 function selfAnsweredShape(err: QuorumError): JsonObject {
-  const svc: JsonObject = {};
+  const { refusals, ...detail } = (err.detail ?? {}) as { refusals?: Refusal[] };
+  const svc: JsonObject = { ...(detail as JsonObject) };
+  if (refusals) svc.refusals = refusals.map(refusalEntry);
   if (err.retryAfter !== undefined) svc.retry_after_seconds = err.retryAfter;
   if (err.requestId !== undefined) svc.request_id = err.requestId;
   if (err.param !== null) svc.param = err.param;

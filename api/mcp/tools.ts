@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
 import type { Form } from '../../domain/form';
-import { TIERS, type Tier } from '../../domain/modes';
+import { TIERS } from '../../domain/modes';
+import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../authoring/modes';
 import { workflowIds } from '../../domain/workflow-ids';
 import { deliberationProgressQuery, type DeliberationProgress } from '../../workflows/messages';
 import type { JsonObject } from '../forms/shared';
@@ -17,7 +18,7 @@ import type { RunDeps } from '../operations/run-settings';
 import { parseRequest } from '../schemas/common';
 import { parseCertifyRequest, parseTestRunRequest } from '../schemas/runs';
 import { QuorumError } from '../../domain/errors';
-import type { ToolKind } from './errors';
+import { refusalEntry, type ToolKind } from './errors';
 
 /**
  * The MCP tools (spec 02, DESIGN §11), a typed registry in the style of the CLI's `command<T>()`: each tool names its
@@ -260,37 +261,95 @@ const certifyMode = tool({
   },
 });
 
-const TIER_RANK: Readonly<Record<Tier, number>> = { experience: 0, plus: 1, pro: 2 };
+function authoring(ctx: ToolContext): { deps: AuthoringDeps; author: Author } {
+  const { db, form, engines } = ctx.deps;
+  return {
+    deps: { db, form, engines, env: process.env },
+    author: { via: 'key', orgId: ctx.auth.orgId, keyMode: ctx.auth.mode, allowedModes: ctx.auth.allowedModes },
+  };
+}
 
-const listEngines = tool({
+const ModeId = z.string().min(1).describe('The mode’s id or ticker (COMPANY:MODE).');
+const Spec = z
+  .record(z.string(), z.unknown())
+  .describe(
+    'A mode spec: its JSON Schema is `components.schemas.ModeSpec` of GET /openapi.json; `validate_mode` lists every refusal with its code.',
+  );
+
+const listEnginesTool = tool({
   name: 'list_engines',
   description:
-    'Lists the engines that can fill a mode’s seats here, up to a tier, with their family, maker, prices and limits. Free. `sim/` engines are simulated (offline demos and tests), never real models.',
+    'Lists the engines that can fill a mode’s seats, up to a tier, with family, maker, prices, limits and whether each can run here now (`available`: yes, no, or stand_in where a simulated engine answers in development). Free. Next: write a spec and call `validate_mode`.',
   input: z.object({ tier: z.enum(TIERS).optional().describe('The highest tier to list; default all.') }),
   scope: 'models',
   kind: 'self_answered',
   forms: ['B'],
   async run(args, ctx) {
-    const top = args.tier ?? 'pro';
-    const engines = ctx.deps.engines.catalog
-      .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[top] && ctx.deps.engines.isAvailable(e.id))
-      .map((e) => ({
-        id: e.id,
-        family: e.family,
-        maker: e.maker,
-        tier: e.tier,
-        input_usd_per_mtok: e.inputUsdPerMtok,
-        output_usd_per_mtok: e.outputUsdPerMtok,
-        context_tokens: e.contextTokens,
-        max_output_tokens: e.maxOutputTokens,
-        simulated: e.family === 'sim',
-      }));
-    return { object: 'list', tier: top, data: engines };
+    const { deps, author } = authoring(ctx);
+    return { object: 'list', tier: args.tier ?? 'pro', data: (await listEngines(deps, author, args.tier)) as JsonObject[] };
+  },
+});
+
+const validateModeTool = tool({
+  name: 'validate_mode',
+  description:
+    'Checks a mode spec against every rule a save runs and lists each refusal with its code and path (`refusals[].body.error`); nothing is saved. Free and instant. Next: fix and validate again, then `save_mode`.',
+  input: z.object({ spec: Spec, mode_id: ModeId.optional().describe('The mode the spec would replace, if any.') }),
+  scope: 'modes:write',
+  kind: 'self_answered',
+  forms: ['B'],
+  async run(args, ctx) {
+    const { deps, author } = authoring(ctx);
+    const result = await checkModeSpec(deps, author, { spec: args.spec, modeId: args.mode_id });
+    return { valid: result.valid, refusals: result.refusals.map(refusalEntry) };
+  },
+});
+
+const saveModeTool = tool({
+  name: 'save_mode',
+  description:
+    'Saves a mode spec as a draft, callable at once as `TICKER:LAB` by your organisation (and organisations you invite). `release: true` makes the draft the next version, callable by ticker with a new mode_config_hash; `{mode_id, release: true}` releases the stored draft. Free. A refused spec is `mode_invalid` with `svc.refusals`.',
+  input: z.object({
+    spec: Spec.optional(),
+    mode_id: ModeId.optional().describe('Save over this mode’s draft (omit to create a mode).'),
+    release: z.boolean().optional().describe('Release after saving (or release the stored draft when no spec is given).'),
+  }),
+  scope: 'modes:write',
+  kind: 'self_answered',
+  forms: ['B'],
+  async run(args, ctx) {
+    const { deps, author } = authoring(ctx);
+    return { ...(await saveMode(deps, author, { spec: args.spec, modeId: args.mode_id, release: args.release })) } as JsonObject;
+  },
+});
+
+const listModeTool = tool({
+  name: 'list_mode',
+  description:
+    'Publishes a released mode to the marketplace: every organisation then sees it in `/v1/models` and may call it, and it may be certified. Free. An operator reviews listings.',
+  input: z.object({ mode_id: ModeId }),
+  scope: 'modes:write',
+  kind: 'self_answered',
+  forms: ['B'],
+  async run(args, ctx) {
+    const { deps, author } = authoring(ctx);
+    return { ...(await listMode(deps, author, args.mode_id)) } as JsonObject;
   },
 });
 
 /** Every tool; a Form lists those marked for it. The mode builder's and the advisor's tools join as they land. */
-export const TOOLS: readonly Tool[] = [deliberate, estimateTool, listModes, getReceipt, runTest, certifyMode, listEngines];
+export const TOOLS: readonly Tool[] = [
+  deliberate,
+  estimateTool,
+  listModes,
+  getReceipt,
+  runTest,
+  certifyMode,
+  listEnginesTool,
+  validateModeTool,
+  saveModeTool,
+  listModeTool,
+];
 
 export function toolsFor(form: Form): Tool[] {
   return TOOLS.filter((t) => t.forms.includes(form));

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ERROR_TABLE } from '../../domain/errors';
 import type { FormSerialiser } from '../forms';
+import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../schemas/common';
 import type { JsonObject } from '../forms/shared';
 import { CertifyPollSchema, CertifyRequestSchema, LaunchSchema, TestPollSchema, testRunRequestSchema } from '../schemas/run-resources';
@@ -53,6 +54,8 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         RunAccepted: schemaOf(LaunchSchema),
         TestRunPoll: schemaOf(TestPollSchema),
         CertificationPoll: schemaOf(CertifyPollSchema),
+        // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
+        ModeSpec: schemaOf(ModeSpecDocSchema),
       },
     },
     paths: {

@@ -87,45 +87,78 @@ export async function seedSystemModes(db: Knex): Promise<ModeRecord[]> {
   return out;
 }
 
-/** Modes the organisation is entitled to: every published system mode and its own published modes. */
+/** Entitled to the organisation: published system modes, its own released modes, and modes listed in the marketplace. */
 export async function listModesForOrg(db: Conn, orgId: string): Promise<ModeRecord[]> {
   const rows = (await withCurrentVersion(db)
     .where('m.published', true)
-    .andWhere((q) => q.whereNull('m.org_id').orWhere('m.org_id', orgId))
+    .andWhere((q) => q.whereNull('m.org_id').orWhere('m.org_id', orgId).orWhere('m.listing_state', 'listed'))
     .orderBy('m.id')) as ModeRow[];
   return rows.map(toRecord);
 }
 
+interface LabRow extends ModeRow {
+  draft_config: unknown;
+  draft_config_hash: string | null;
+  listing_state: ListingState | null;
+  invited: boolean;
+}
+
 /**
- * The mode a request names: Form A by id, Form B by ticker. A `:LAB` ticker is the lab version, visible only
- * to the organisation that owns the mode (anyone else gets `lab_not_available`). Undefined when the caller cannot
- * see such a mode.
+ * The mode a request names: Form A by id, Form B by ticker. A `:LAB` ticker is the lab version (the draft when
+ * there is one, else the current release), open to the owning organisation and those it invited; anyone else gets
+ * `lab_not_available`. Another organisation's mode is entitled when listed; once delisted or rejected Form B says
+ * `mode_not_permitted`. A mode never released is returned unpublished to its owner only (the caller answers
+ * `mode_not_published`). Undefined when the caller cannot see such a mode.
  */
 export async function findMode(db: Conn, q: { orgId: string; form: Form; model: string }): Promise<ModeRecord | undefined> {
   const lab = q.form === 'B' && q.model.endsWith(':LAB');
   const key = lab ? q.model.slice(0, -':LAB'.length) : q.model;
-  const row = (await withCurrentVersion(db)
+  const row = (await db('modes as m')
+    .leftJoin('mode_versions as v', function () {
+      this.on('v.mode_id', '=', 'm.id').andOn('v.version', '=', 'm.current_version');
+    })
     .where(q.form === 'A' ? 'm.id' : 'm.ticker', key)
-    .first()) as ModeRow | undefined;
+    .first(
+      'm.*',
+      'v.config',
+      'v.config_hash',
+      db.raw('exists (select 1 from mode_lab_invites i where i.mode_id = m.id and i.org_id = ?) as invited', [q.orgId]),
+    )) as LabRow | undefined;
   if (!row) return undefined;
   const own = row.org_id === q.orgId;
+  const draft = (): ModeRecord =>
+    toRecord({ ...row, current_version: 0, config: row.draft_config, config_hash: row.draft_config_hash as string, published: false });
   if (lab) {
-    if (own) return toRecord(row);
-    throw new QuorumError('lab_not_available', `The lab version of \`${key}\` is open to its author's organisation only.`, {
-      param: 'model',
-    });
+    if (!own && !row.invited)
+      throw new QuorumError(
+        'lab_not_available',
+        `The lab version of \`${key}\` is open to its author's organisation and those it invited.`,
+        {
+          param: 'model',
+        },
+      );
+    if (row.draft_config !== null) return { ...draft(), published: true };
+    return row.config === null ? undefined : toRecord(row);
   }
-  if (!row.published && !own) return undefined;
-  if (row.org_id !== null && !own) return undefined;
-  return toRecord(row);
+  if (row.config === null) return own && row.draft_config !== null ? draft() : undefined;
+  if (own || row.org_id === null) return !row.published && !own ? undefined : toRecord(row);
+  if (row.listing_state === 'listed' && row.published) return toRecord(row);
+  if (row.listing_state !== null && q.form === 'B')
+    throw new QuorumError('mode_not_permitted', `\`${key}\` is no longer offered in the marketplace.`, { param: 'model' });
+  return undefined;
 }
+
+export type ListingState = 'listed' | 'rejected' | 'delisted';
 
 /** Whether the mode is listed in the marketplace (Form B certifies listed modes only). */
 export async function isListed(db: Conn, modeId: string): Promise<boolean> {
-  const row = (await db('modes').where({ id: modeId }).first('listed')) as { listed: boolean } | undefined;
-  return row?.listed ?? false;
+  const row = (await db('modes').where({ id: modeId }).first('listing_state')) as { listing_state: ListingState | null } | undefined;
+  return row?.listing_state === 'listed';
 }
 
-export async function setListed(db: Conn, modeId: string, listed: boolean): Promise<void> {
-  await db('modes').where({ id: modeId }).update({ listed });
+/** Lists (or unlists, with null) the mode's current version at once: seeds and tests; the builder goes through review. */
+export async function setListingState(db: Conn, modeId: string, state: ListingState | null): Promise<void> {
+  await db('modes')
+    .where({ id: modeId })
+    .update({ listing_state: state, listing_version: state === null ? null : db.raw('current_version') });
 }

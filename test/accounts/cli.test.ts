@@ -177,6 +177,7 @@ describe('accounts: the quorum operator CLI', () => {
     const missing = await quorum(['balance', 'add', '--org', 'org_missing', '--usd', '1', '--json']);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /not_found: no organisation org_missing/);
+    assert.equal((JSON.parse(missing.stdout) as { error: { code: string } }).error.code, 'not_found');
     const noFile = await quorum(['byok', 'set', '--org', 'org_x', '--family', 'openai', '--key-file', path.join(dataDir, 'nope')]);
     assert.equal(noFile.code, 2);
     assert.match(noFile.stderr, /--key-file cannot be read/);

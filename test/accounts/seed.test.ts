@@ -18,16 +18,16 @@ describe('accounts: demo seed', () => {
     assert.equal((await getBalance(db, DEMO_ORG_ID)).balanceMicros, 125_000_000n);
     assert.deepEqual(await seedDemoOrganisation(db), { orgId: DEMO_ORG_ID });
     // The simulated demo modes belong to it, listed, so both Forms can run and certify them offline.
-    const modes = (await db('modes').where({ org_id: DEMO_ORG_ID }).orderBy('id').select('id', 'listed', 'name')) as {
+    const modes = (await db('modes').where({ org_id: DEMO_ORG_ID }).orderBy('id').select('id', 'listing_state', 'name')) as {
       id: string;
-      listed: boolean;
+      listing_state: string | null;
       name: string;
     }[];
     assert.deepEqual(
-      modes.map((m) => [m.id, m.listed]),
+      modes.map((m) => [m.id, m.listing_state]),
       [
-        ['demo-strong-sim', true],
-        ['demo-weak-sim', true],
+        ['demo-strong-sim', 'listed'],
+        ['demo-weak-sim', 'listed'],
       ],
     );
     assert.ok(modes.every((m) => /simulated/.test(m.name)));

@@ -140,7 +140,7 @@ describe('lint: layers are enforced', function () {
   });
 
   describe('inner layers never import the edges (api/, cli/)', () => {
-    for (const folder of ['db', 'worker', 'engines', 'activities', 'starters', 'infra']) {
+    for (const folder of ['db', 'worker', 'engines', 'activities', 'starters', 'authoring', 'infra']) {
       it(`${folder}/ refuses api/ and cli/`, async () => {
         await refused(
           `${folder}/bad.ts`,

@@ -44,13 +44,13 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
     await workers.stop();
   });
 
-  it('lists 6 tools in Form A and the forwarding six plus list_engines in Form B, each with an input schema', async () => {
+  it('lists 6 tools in Form A and the forwarding six plus the mode builder’s four in Form B, each with an input schema', async () => {
     for (const form of FORMS) {
       const client = await connect(apis[form], org.ownerKey);
       const { tools } = await client.listTools();
       const names = tools.map((t) => t.name).sort();
       const six = ['certify_mode', 'deliberate', 'estimate', 'get_receipt', 'list_modes', 'run_test'];
-      assert.deepEqual(names, form === 'A' ? six : [...six, 'list_engines'].sort());
+      assert.deepEqual(names, form === 'A' ? six : [...six, 'list_engines', 'list_mode', 'save_mode', 'validate_mode'].sort());
       for (const t of tools) {
         assert.equal(t.inputSchema.type, 'object');
         assert.ok((t.description ?? '').length > 40, `${t.name} says what it does, costs and takes`);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { launchFingerprint } from '../../api/operations/run-launch';
 import { launchRun } from '../../db/repositories/runs';
-import { setListed } from '../../db/repositories/modes';
+import { setListingState } from '../../db/repositories/modes';
 import type { Form } from '../../domain/form';
 import { certificationSpec } from '../../domain/runs';
 import { workflowIds } from '../../domain/workflow-ids';
@@ -102,8 +102,16 @@ describe('runs: request rules and error codes', function () {
       await refuses(form, { ...valid(form), model: PANEL[form] }, 403, 'mode_not_owned');
       await refuses(form, { model: PANEL[form] }, 403, 'mode_not_owned', '/v1/certify');
       const other = await newOrg(10);
-      const r = await call(apis[form], 'POST', '/v1/tests', { key: other.ownerKey, body: valid(form) });
-      assert.equal(r.status, 404, 'another organisation’s own mode is not even visible');
+      // Listed, another organisation's mode is visible to all but theirs alone to test; unlisted, it is not even visible.
+      const listed = await call(apis[form], 'POST', '/v1/tests', { key: other.ownerKey, body: valid(form) });
+      assert.equal(listed.body.error?.code, 'mode_not_owned');
+      await setListingState(stack().db, modes.strong.A, null);
+      try {
+        const r = await call(apis[form], 'POST', '/v1/tests', { key: other.ownerKey, body: valid(form) });
+        assert.equal(r.status, 404, 'another organisation’s unlisted mode is not even visible');
+      } finally {
+        await setListingState(stack().db, modes.strong.A, 'listed');
+      }
       const noScope = await newKey(org.orgId, { scopes: ['completions'] });
       const s = await call(apis[form], 'POST', '/v1/tests', { key: noScope, body: valid(form) });
       assert.equal(s.body.error?.code, 'insufficient_scope');
@@ -171,7 +179,7 @@ describe('runs: request rules and error codes', function () {
 
   it('Form B certifies listed modes only: requires_listing on a dry run, listing_required on a launch; Form A certifies privately', async () => {
     const unlisted = await demoModes(org.orgId);
-    await setListed(stack().db, unlisted.strong.A, false);
+    await setListingState(stack().db, unlisted.strong.A, null);
     const dry = await call(apis.B, 'POST', '/v1/certify', { key: org.ownerKey, body: { model: unlisted.strong.B, dry_run: true } });
     assert.equal(dry.status, 200);
     assert.equal(dry.body.requires_listing, true);
