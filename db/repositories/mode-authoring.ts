@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import { QuorumError } from '../../domain/errors';
 import type { CompiledMode, PriceFloor } from '../../domain/mode-spec';
-import { modeConfigHash, ModeConfigSchema, type ModeConfig, type Tier } from '../../domain/modes';
-import type { ListingState } from './modes';
+import { modeConfigHash, ModeConfigSchema, type ModeConfig, type ModeRecord, type Tier } from '../../domain/modes';
+import type { ListingState, ModeRow } from './modes';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -13,14 +13,7 @@ import type { DbOrTrx } from './shared';
  * is answered `draft_changed` and never lost. Released versions are inserted, never updated.
  */
 
-export interface AuthoredMode {
-  id: string;
-  ticker: string;
-  orgId: string | null;
-  name: string;
-  description: string | null;
-  useWhen: string;
-  published: boolean;
+export interface AuthoredMode extends Pick<ModeRecord, 'id' | 'ticker' | 'orgId' | 'name' | 'description' | 'useWhen' | 'published'> {
   currentVersion: number;
   /** The current release's configuration and hash; null before the first release. */
   config: ModeConfig | null;
@@ -34,16 +27,8 @@ export interface AuthoredMode {
   listingRevision: number;
 }
 
-interface Row {
-  id: string;
-  ticker: string;
-  org_id: string | null;
-  name: string;
-  description: string | null;
-  use_when: string;
-  published: boolean;
-  current_version: number;
-  config: unknown;
+/** The row with its current version left-joined: `config` and `config_hash` are null before the first release. */
+interface Row extends Omit<ModeRow, 'config_hash'> {
   config_hash: string | null;
   draft_spec: unknown;
   draft_config_hash: string | null;

@@ -5,7 +5,8 @@ import { ModeConfigSchema, modeConfigHash, SYSTEM_MODES, TICKER_RE, type ModeCon
 
 type Conn = Knex | Knex.Transaction;
 
-interface ModeRow {
+/** A `modes` row joined with one of its versions' configuration. */
+export interface ModeRow {
   id: string;
   ticker: string;
   org_id: string | null;

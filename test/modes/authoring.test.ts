@@ -105,6 +105,10 @@ describe('modes that organisations build', function () {
     const author = await newOrg();
     const other = await newOrg();
 
+    // The template the CLI prints passes as it is.
+    const template = await cli(['mode', 'template', '--json']);
+    assert.equal((await cli(['mode', 'validate', file('template.json', JSON.parse(template.stdout)), '--org', author.orgId])).code, 0);
+
     // Every refusal at once, with its code, until the spec passes.
     const bad = file('bad.json', { ...modeTemplate(), name: 'x', ticker: 'ab', rounds: 9 });
     const refused = await cli(['mode', 'validate', bad, '--org', author.orgId, '--json']);
