@@ -3,9 +3,9 @@ import type { Knex } from 'knex';
 import type { KeyMode } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import type { Form } from '../domain/form';
-import { validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../domain/mode-spec';
+import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../domain/mode-spec';
 import type { Refusal } from '../domain/mode-validation-codes';
-import { TIER_RANK, TIERS, type Tier } from '../domain/modes';
+import { TIER_RANK, TIERS, tiersOf, type Tier } from '../domain/modes';
 import {
   assignedTickerPrefix,
   certifiedVersion,
@@ -13,7 +13,7 @@ import {
   inviteToLab,
   listAuthoredModes,
   listedModeNamed,
-  orgHasModeNamed,
+  orgModeNamed,
   orgHasOwner,
   readAuthoredMode,
   readPriceFloor,
@@ -21,7 +21,6 @@ import {
   saveDraft,
   tickerPrefix,
   tickersUnder,
-  tiersOf,
   writeListing,
   type AuthoredMode,
 } from '../db/repositories/mode-authoring';
@@ -161,7 +160,7 @@ export async function checkModeSpec(
   author: Author,
   input: { spec: unknown; modeId?: string },
 ): Promise<{ valid: boolean; refusals: Refusal[] }> {
-  requireOrg(author);
+  // No org_required error here: a person without an organisation gets it as a refusal, with the spec's other refusals.
   const mode = input.modeId ? await modeToChange(deps, author, input.modeId) : undefined;
   const result = validateMode(input.spec, await contextFor(deps, author, mode));
   return { valid: result.ok, refusals: result.refusals };
@@ -206,9 +205,8 @@ async function newIdentity(deps: AuthoringDeps, orgId: string | null, mode: Comp
   const taken = await tickersUnder(deps.db, prefix);
   let part = mode.ticker;
   if (!part) {
-    part = (mode.name.toUpperCase().replace(/[^A-Z]/g, '') + 'XXXX').slice(0, 4);
-    for (let i = 0; taken.has(part) && i < 26 * 26; i++)
-      part = part.slice(0, 2) + String.fromCharCode(65 + Math.floor(i / 26)) + String.fromCharCode(65 + (i % 26));
+    const fromName = (mode.name.toUpperCase().replace(/[^A-Z]/g, '') + 'XXXX').slice(0, 4);
+    part = taken.has(fromName) ? (suggestTicker(fromName, (t) => taken.has(t)) ?? fromName) : fromName;
   }
   const base = orgId ? `${prefix.toLowerCase()}-${slug(mode.name)}` : `quorum-${slug(mode.name)}`;
   const clash = await deps.db('modes').where({ id: base }).first('id');
@@ -245,13 +243,12 @@ export async function saveMode(deps: AuthoringDeps, author: Author, input: SaveI
   const orgId = existing ? existing.orgId : author.orgId;
   if (existing && existing.currentVersion > 0 && compiled.ticker && compiled.ticker !== existing.ticker.split(':')[1])
     throw new QuorumError('conflict', `${existing.ticker} was released under its ticker; a released mode keeps it.`, { param: 'ticker' });
-  const namesake = orgId ? await orgHasModeNamed(deps.db, orgId, compiled.name, existing?.id) : false;
+  const namesake = orgId ? await orgModeNamed(deps.db, orgId, compiled.name, existing?.id) : undefined;
   if (namesake) {
-    const other = (await listAuthoredModes(deps.db, orgId as string)).find((m) => m.name.toLowerCase() === compiled.name.toLowerCase());
-    if (!existing && other && other.currentVersion === 0)
+    if (!existing && !namesake.released)
       throw new QuorumError(
         'draft_pending',
-        `"${compiled.name}" is a draft that was never released (${other.id}): release it with mode_id and release: true, or save to it.`,
+        `"${compiled.name}" is a draft that was never released (${namesake.id}): release it with mode_id and release: true, or save to it.`,
       );
     throw new QuorumError('name_taken', `This organisation already has a mode named "${compiled.name}".`, { param: 'name' });
   }

@@ -68,6 +68,11 @@ export type ResolvedMode = Pick<ModeRecord, 'id' | 'ticker' | 'version' | 'confi
 
 export const TICKER_RE = /^[A-Z0-9]{2,8}:[A-Z]{4}(:LAB)?$/;
 
+/** Tiers a configuration has seat rows for (a platform mode's save keeps them all). */
+export function tiersOf(config: ModeConfig): Tier[] {
+  return TIERS.filter((t) => config.tiers[t] !== undefined);
+}
+
 /** Short hash of the engine and deliberation configuration: any change to the panel changes it. */
 export function modeConfigHash(config: ModeConfig): string {
   return canonicalHash(config).slice(0, 12);

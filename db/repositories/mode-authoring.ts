@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import { QuorumError } from '../../domain/errors';
 import type { CompiledMode, PriceFloor } from '../../domain/mode-spec';
-import { modeConfigHash, ModeConfigSchema, type ModeConfig, type ModeRecord, type Tier } from '../../domain/modes';
-import type { ListingState, ModeRow } from './modes';
+import { modeConfigHash, ModeConfigSchema, type ModeConfig, type ModeRecord } from '../../domain/modes';
+import { modeIdentity, withCurrentVersion, type ListingState, type ModeRow } from './modes';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -41,13 +41,7 @@ interface Row extends Omit<ModeRow, 'config_hash'> {
 
 function toAuthored(row: Row): AuthoredMode {
   return {
-    id: row.id,
-    ticker: row.ticker,
-    orgId: row.org_id,
-    name: row.name,
-    description: row.description,
-    useWhen: row.use_when,
-    published: row.published,
+    ...modeIdentity(row),
     currentVersion: row.current_version,
     config: row.config === null ? null : ModeConfigSchema.parse(row.config),
     configHash: row.config_hash,
@@ -61,29 +55,27 @@ function toAuthored(row: Row): AuthoredMode {
   };
 }
 
-function authoredQuery(db: DbOrTrx): Knex.QueryBuilder {
-  return db('modes as m')
-    .leftJoin('mode_versions as v', function () {
-      this.on('v.mode_id', '=', 'm.id').andOn('v.version', '=', 'm.current_version');
-    })
-    .select('m.*', 'v.config', 'v.config_hash');
-}
-
 /** A mode by id or ticker (`mode_id` of the MCP tools accepts either). */
 export async function readAuthoredMode(db: DbOrTrx, idOrTicker: string): Promise<AuthoredMode | undefined> {
-  const row = (await authoredQuery(db).where('m.id', idOrTicker).orWhere('m.ticker', idOrTicker).first()) as Row | undefined;
+  const row = (await withCurrentVersion(db).where('m.id', idOrTicker).orWhere('m.ticker', idOrTicker).first()) as Row | undefined;
   return row && toAuthored(row);
 }
 
 export async function listAuthoredModes(db: DbOrTrx, orgId: string): Promise<AuthoredMode[]> {
-  return ((await authoredQuery(db).where('m.org_id', orgId).orderBy('m.created_at')) as Row[]).map(toAuthored);
+  return ((await withCurrentVersion(db).where('m.org_id', orgId).orderBy('m.created_at')) as Row[]).map(toAuthored);
 }
 
-/** Whether the organisation has another mode (not `exceptId`) by this name, compared without case. */
-export async function orgHasModeNamed(db: DbOrTrx, orgId: string, name: string, exceptId?: string): Promise<boolean> {
+/** The organisation's other mode (not `exceptId`) by this name, compared without case, and whether it was ever released. */
+export async function orgModeNamed(
+  db: DbOrTrx,
+  orgId: string,
+  name: string,
+  exceptId?: string,
+): Promise<{ id: string; released: boolean } | undefined> {
   const q = db('modes').where({ org_id: orgId }).whereRaw('lower(name) = lower(?)', [name]);
   if (exceptId) q.whereNot({ id: exceptId });
-  return (await q.first('id')) !== undefined;
+  const row = (await q.first('id', 'current_version')) as { id: string; current_version: number } | undefined;
+  return row && { id: row.id, released: row.current_version > 0 };
 }
 
 /** Whether a listed mode of another organisation already has this name (marketplace names are unique). */
@@ -274,9 +266,4 @@ export async function writePriceFloor(db: DbOrTrx, floor: PriceFloor): Promise<v
     .insert({ key: PRICE_FLOOR_KEY, value: JSON.stringify(PriceFloorSchema.parse(floor)), updated_at: new Date() })
     .onConflict('key')
     .merge();
-}
-
-/** Tiers a stored configuration has rows for (a platform mode's save keeps them all). */
-export function tiersOf(config: ModeConfig): Tier[] {
-  return (['experience', 'plus', 'pro'] as const).filter((t) => config.tiers[t] !== undefined);
 }

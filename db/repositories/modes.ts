@@ -19,7 +19,10 @@ export interface ModeRow {
   config_hash: string;
 }
 
-function toRecord(row: ModeRow): ModeRecord {
+/** The fields every view of a mode row shares. */
+export function modeIdentity(
+  row: Pick<ModeRow, 'id' | 'ticker' | 'org_id' | 'name' | 'description' | 'use_when' | 'published'>,
+): Pick<ModeRecord, 'id' | 'ticker' | 'orgId' | 'name' | 'description' | 'useWhen' | 'published'> {
   return {
     id: row.id,
     ticker: row.ticker,
@@ -28,15 +31,22 @@ function toRecord(row: ModeRow): ModeRecord {
     description: row.description,
     useWhen: row.use_when,
     published: row.published,
+  };
+}
+
+function toRecord(row: ModeRow): ModeRecord {
+  return {
+    ...modeIdentity(row),
     version: row.current_version,
     configHash: row.config_hash,
     config: ModeConfigSchema.parse(row.config),
   };
 }
 
-function withCurrentVersion(db: Conn): Knex.QueryBuilder {
+/** Modes with their current version's configuration; `config` is null on a mode never released (version 0). */
+export function withCurrentVersion(db: Conn): Knex.QueryBuilder {
   return db('modes as m')
-    .join('mode_versions as v', function () {
+    .leftJoin('mode_versions as v', function () {
       this.on('v.mode_id', '=', 'm.id').andOn('v.version', '=', 'm.current_version');
     })
     .select('m.*', 'v.config', 'v.config_hash');
@@ -56,7 +66,7 @@ export async function upsertMode(db: Knex, mode: Omit<ModeRecord, 'version' | 'c
   const config: ModeConfig = ModeConfigSchema.parse(mode.config);
   const hash = modeConfigHash(config);
   return db.transaction(async (trx) => {
-    const existing = (await withCurrentVersion(trx).where('m.id', mode.id).forUpdate().first()) as ModeRow | undefined;
+    const existing = (await withCurrentVersion(trx).where('m.id', mode.id).forUpdate('m').first()) as ModeRow | undefined;
     const fields = {
       ticker: mode.ticker,
       org_id: mode.orgId,
@@ -101,7 +111,6 @@ interface LabRow extends ModeRow {
   draft_config: unknown;
   draft_config_hash: string | null;
   listing_state: ListingState | null;
-  invited: boolean;
 }
 
 /**
@@ -114,23 +123,18 @@ interface LabRow extends ModeRow {
 export async function findMode(db: Conn, q: { orgId: string; form: Form; model: string }): Promise<ModeRecord | undefined> {
   const lab = q.form === 'B' && q.model.endsWith(':LAB');
   const key = lab ? q.model.slice(0, -':LAB'.length) : q.model;
-  const row = (await db('modes as m')
-    .leftJoin('mode_versions as v', function () {
-      this.on('v.mode_id', '=', 'm.id').andOn('v.version', '=', 'm.current_version');
-    })
+  const row = (await withCurrentVersion(db)
     .where(q.form === 'A' ? 'm.id' : 'm.ticker', key)
-    .first(
-      'm.*',
-      'v.config',
-      'v.config_hash',
-      db.raw('exists (select 1 from mode_lab_invites i where i.mode_id = m.id and i.org_id = ?) as invited', [q.orgId]),
-    )) as LabRow | undefined;
+    .first()) as LabRow | undefined;
   if (!row) return undefined;
   const own = row.org_id === q.orgId;
-  const draft = (): ModeRecord =>
-    toRecord({ ...row, current_version: 0, config: row.draft_config, config_hash: row.draft_config_hash as string, published: false });
+  // The draft runs as version 0; it is published only as a lab version.
+  const draft = (published: boolean): ModeRecord =>
+    toRecord({ ...row, current_version: 0, config: row.draft_config, config_hash: row.draft_config_hash as string, published });
   if (lab) {
-    if (!own && !row.invited)
+    // Invitations are read only for a lab call of another organisation's mode, never on an ordinary call.
+    const invited = !own && (await db('mode_lab_invites').where({ mode_id: row.id, org_id: q.orgId }).first('mode_id')) !== undefined;
+    if (!own && !invited)
       throw new QuorumError(
         'lab_not_available',
         `The lab version of \`${key}\` is open to its author's organisation and those it invited.`,
@@ -138,10 +142,10 @@ export async function findMode(db: Conn, q: { orgId: string; form: Form; model: 
           param: 'model',
         },
       );
-    if (row.draft_config !== null) return { ...draft(), published: true };
+    if (row.draft_config !== null) return draft(true);
     return row.config === null ? undefined : toRecord(row);
   }
-  if (row.config === null) return own && row.draft_config !== null ? draft() : undefined;
+  if (row.config === null) return own && row.draft_config !== null ? draft(false) : undefined;
   if (own || row.org_id === null) return !row.published && !own ? undefined : toRecord(row);
   if (row.listing_state === 'listed' && row.published) return toRecord(row);
   if (row.listing_state !== null && q.form === 'B')

@@ -2,11 +2,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import assert from 'node:assert/strict';
-import { createDb, type Db } from '../../db/knex';
 import type { Form } from '../../domain/form';
 import { call, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, type Api, type TestOrg } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
-import { stack } from '../harness/stack';
+import { limitedDb } from '../harness/limited-db';
 import { demoModes } from '../runs/helpers';
 
 const QUESTION = [{ role: 'user', content: 'Compare two approaches to caching and explain the trade-offs, step by step. Why? How?' }];
@@ -160,18 +159,7 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
 
   it('shape 3: a tool that fails before it can answer says internal_error, with no internals', async () => {
     // A real failure: the API's database login may not read receipts (a misconfigured grant), which is no outage.
-    const { db } = stack();
-    await db.raw(
-      "do $$ begin if not exists (select from pg_roles where rolname = 'mcp_no_receipts') then create role mcp_no_receipts login password 'x'; end if; end $$",
-    );
-    await db.raw('grant select, insert, update, delete on all tables in schema public to mcp_no_receipts');
-    await db.raw('grant usage, select on all sequences in schema public to mcp_no_receipts');
-    await db.raw('grant execute on all functions in schema public to mcp_no_receipts');
-    await db.raw('revoke select on receipts from mcp_no_receipts');
-    const url = new URL(stack().dbUrl);
-    url.username = 'mcp_no_receipts';
-    url.password = 'x';
-    const limited: Db = createDb(url.toString(), 2);
+    const limited = await limitedDb('mcp_no_receipts', 'revoke select on receipts from ROLE');
     const api = await startApi('B', { db: limited });
     try {
       const client = await connect(api, org.ownerKey);

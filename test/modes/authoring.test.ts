@@ -8,7 +8,6 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { releaseMode, reviewListing, saveMode, type Author, type AuthoringDeps } from '../../authoring/modes';
-import { createDb, type Db } from '../../db/knex';
 import { revokeApiKey } from '../../db/repositories/api-keys';
 import { readAuthoredMode, releaseDraft, saveDraft, writeListing } from '../../db/repositories/mode-authoring';
 import { QuorumError } from '../../domain/errors';
@@ -18,6 +17,7 @@ import { createEngines } from '../../engines';
 import { call, FORMS, newKey, newOrg, startApi, USER, type Api, type TestOrg } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { quorumCli } from '../harness/cli';
+import { limitedDb } from '../harness/limited-db';
 import { stack } from '../harness/stack';
 
 type Spec = Record<string, unknown>;
@@ -51,21 +51,6 @@ async function tool(client: Client, name: string, args: Record<string, unknown>)
 function refusedWith(body: ToolJson, code: string, status: number): void {
   assert.equal(body.error?.code, code, JSON.stringify(body));
   assert.equal(body.http_status, status, JSON.stringify(body));
-}
-
-/** A database login that lacks one grant: a real failure of one read or write, with nothing else broken. */
-async function limitedDb(role: string, revoke: string): Promise<Db> {
-  const { db } = stack();
-  await db.raw(
-    `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} login password 'x'; end if; end $$`,
-  );
-  await db.raw(`grant select, insert, update, delete on all tables in schema public to ${role}`);
-  await db.raw(`grant usage, select on all sequences in schema public to ${role}`);
-  await db.raw(revoke.replaceAll('ROLE', role));
-  const url = new URL(stack().dbUrl);
-  url.username = role;
-  url.password = 'x';
-  return createDb(url.toString(), 2);
 }
 
 describe('modes that organisations build', function () {
