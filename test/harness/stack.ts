@@ -60,8 +60,9 @@ export async function startStack(): Promise<TestStack> {
   ]);
   pg = postgres;
   const db = createDb(postgres.url, 20);
-  await prepareDatabase(db);
+  // Known before the migrations run, so a failing migration or seed still gets its servers stopped by the after hook.
   current = { db, dbUrl: postgres.url, env, namespace: env.namespace ?? 'default', temporalBinary };
+  await prepareDatabase(db);
   return current;
 }
 
