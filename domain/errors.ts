@@ -116,6 +116,24 @@ export const ERROR_TABLE = {
   validation_unavailable: e(503, 'api_error', true),
   save_unavailable: e(503, 'api_error', true),
   listing_read_failed: e(503, 'api_error', true),
+  // spec 02 MCP server codes of the advisor (ask_advisor, approve_quote, advisor_propose_mode)
+  suffix_not_supported: e(400, 'invalid_request_error'),
+  invalid_batch_id: e(400, 'invalid_request_error'),
+  invalid_quote_id: e(400, 'invalid_request_error'),
+  payer_mismatch: e(403, 'permission_error'),
+  quote_not_found: e(404, 'invalid_request_error'),
+  quote_already_used: e(409, 'invalid_request_error'),
+  requoted: e(409, 'invalid_request_error'),
+  quote_expired: e(410, 'invalid_request_error'),
+  too_few_engines: e(422, 'invalid_request_error'),
+  advisor_unavailable: e(502, 'api_error', true),
+  no_proposal: e(502, 'api_error', true),
+  launch_failed: e(502, 'api_error', true),
+  chat_history_required: e(503, 'api_error'),
+  status_unavailable: e(503, 'api_error', true),
+  engines_unavailable: e(503, 'api_error', true),
+  approval_not_recorded: e(503, 'api_error', true),
+  quote_read_failed: e(503, 'api_error', true),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_TABLE;
