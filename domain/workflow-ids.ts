@@ -13,6 +13,9 @@ export const workflowIds = {
   certification: (orgId: string, key: string): string => `cert/${orgId}/${key}`,
   /** One question of a run: a child whose id derives from its parent's. */
   question: (runWorkflowId: string, questionId: string): string => `${runWorkflowId}/q/${questionId}`,
-  /** The run an advisor quote launches; approving twice finds the same workflow. */
-  quote: (quoteId: string): string => `quote/${quoteId}`,
+  /**
+   * The run an advisor quote launches; approving twice finds the same workflow. `attempt` counts launches of the
+   * quote that definitely failed (credited back), so a later approval never collides with a half-started one.
+   */
+  quote: (quoteId: string, attempt: number): string => `quote/${quoteId}/${attempt}`,
 } as const;

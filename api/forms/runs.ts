@@ -5,6 +5,7 @@ import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
 import { statusPath, type LaunchView } from '../operations/run-launch';
 import type { RunView } from '../operations/run-poll';
+import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
 import { usd, type Json, type JsonObject } from './shared';
 
 /**
@@ -16,7 +17,7 @@ export interface RunNames {
   modeKey(mode: Pick<ModeRecord, 'id' | 'ticker'>): string;
 }
 
-export interface RunSerialiser {
+export interface RunSerialiser extends AdvisorSerialiser {
   launch(view: LaunchView, baseUrl: string): JsonObject;
   poll(view: RunView): JsonObject;
 }
@@ -74,25 +75,27 @@ function certification(s: RunSummary | null): JsonObject | null {
 
 export function runSerialiser(names: RunNames): RunSerialiser {
   const counts = (c: Record<Bucket, number>): JsonObject => perBucket(names, c, (n) => n);
+  const launch = (v: LaunchView, baseUrl: string): JsonObject => {
+    const common: JsonObject = {
+      ok: true,
+      dry_run: v.dryRun,
+      batch_id: v.run?.id ?? null,
+      model: v.model,
+      mode_key: names.modeKey(v.mode),
+      total_questions: v.totalQuestions,
+      per_bucket: counts(v.counts),
+      total_cost_usd: v.dryRun ? usd(v.priceMicros) : undefined,
+      billed_usd: v.dryRun ? undefined : usd(v.priceMicros),
+      estimated_minutes: v.estimatedMinutes,
+      status_url: v.run ? `${baseUrl}${statusPath(v.kind, v.run.id)}` : null,
+      note: v.note,
+    };
+    if (v.dryRun && v.requiresListing) common.requires_listing = true;
+    return common;
+  };
   return {
-    launch(v, baseUrl) {
-      const common: JsonObject = {
-        ok: true,
-        dry_run: v.dryRun,
-        batch_id: v.run?.id ?? null,
-        model: v.model,
-        mode_key: names.modeKey(v.mode),
-        total_questions: v.totalQuestions,
-        per_bucket: counts(v.counts),
-        total_cost_usd: v.dryRun ? usd(v.priceMicros) : undefined,
-        billed_usd: v.dryRun ? undefined : usd(v.priceMicros),
-        estimated_minutes: v.estimatedMinutes,
-        status_url: v.run ? `${baseUrl}${statusPath(v.kind, v.run.id)}` : null,
-        note: v.note,
-      };
-      if (v.dryRun && v.requiresListing) common.requires_listing = true;
-      return common;
-    },
+    launch,
+    ...advisorSerialiser(names, launch),
     poll({ run, mode, progress }) {
       const now = Date.now();
       const started = progress.startedAt ? Date.parse(progress.startedAt) : null;

@@ -11,7 +11,10 @@ import { newRequestId } from '../middleware/gate';
 import { createCompletion, derivedIdempotencyKey } from '../operations/completion';
 import { estimate } from '../operations/estimate';
 import { listModels } from '../operations/models';
+import { askAdvisor } from '../operations/advisor';
+import { approveQuote } from '../operations/quotes';
 import { readReceipt } from '../operations/receipt';
+import type { QuoteRecord } from '../../db/repositories/quotes';
 import { launchCertification, launchTestRun } from '../operations/run-launch';
 import type { RouteDeps } from '../routes/context';
 import type { RunDeps } from '../operations/run-settings';
@@ -337,7 +340,46 @@ const listModeTool = tool({
   },
 });
 
-/** Every tool; a Form lists those marked for it. The mode builder's and the advisor's tools join as they land. */
+const askAdvisorTool = tool({
+  name: 'ask_advisor',
+  description:
+    'Asks the mode advisor about one of your modes: where its test results are thin (buckets whose 95% interval is wider than ±0.1, with the numbers), how many more questions per bucket would narrow them, whether it is ready to certify (the projected lower bound), what its recent calls show (fallbacks, cut-off answers, seat disagreement, cost against the quote), and a `quote` for the run it recommends (or `quote_unavailable` with the reason). Free, computed from your own runs and receipts in a second. Next: `approve_quote` with `quote.quote_id`.',
+  input: z.object({
+    model: z.string().min(1).describe('Your mode’s ticker, without `:LAB` or `@version`.'),
+    question: z.string().max(2_000).optional().describe('What you want to know; echoed beside the computed advice.'),
+    batch_id: z.string().optional().describe('Advise on this run alone instead of every run of the current version.'),
+  }),
+  scope: 'tests',
+  kind: 'self_answered',
+  forms: ['B'],
+  async run(args, ctx) {
+    const result = await askAdvisor(ctx.deps, ctx.auth, { model: args.model, question: args.question, batchId: args.batch_id });
+    return ctx.deps.serialiser.runs.advice(result);
+  },
+});
+
+const approveQuoteTool = tool({
+  name: 'approve_quote',
+  description:
+    'Approves a price the advisor quoted and launches exactly that run, once, at no more than the quoted price (charged up front, as run_test and certify_mode are). Approving the same quote again never launches twice: it answers 409 `quote_already_used` with the run in `svc.batch_id`. An expired quote is 410 `quote_expired`; a price that rose is 409 `requoted` with a new quote in `svc.quote`. Returns the batch id and status_url at once.',
+  input: z.object({ quote_id: z.string().describe('`quote.quote_id` from ask_advisor.') }),
+  scope: 'tests',
+  kind: 'self_answered',
+  forms: ['B'],
+  async run(args, ctx) {
+    const runs = ctx.deps.serialiser.runs;
+    try {
+      return runs.approval(await approveQuote(ctx.deps, ctx.auth, args.quote_id), ctx.baseUrl);
+    } catch (err) {
+      // The new quote travels as a record below the edge; agents get it in the Form's words.
+      const requote = err instanceof QuorumError && err.code === 'requoted' ? (err.detail?.quote as QuoteRecord | undefined) : undefined;
+      if (requote) throw new QuorumError('requoted', (err as QuorumError).message, { detail: { quote: runs.quote(requote) } });
+      throw err;
+    }
+  },
+});
+
+/** Every tool; a Form lists those marked for it. */
 export const TOOLS: readonly Tool[] = [
   deliberate,
   estimateTool,
@@ -349,6 +391,8 @@ export const TOOLS: readonly Tool[] = [
   validateModeTool,
   saveModeTool,
   listModeTool,
+  askAdvisorTool,
+  approveQuoteTool,
 ];
 
 export function toolsFor(form: Form): Tool[] {

@@ -52,7 +52,20 @@ export interface LaunchView {
   priceMicros: number;
   estimatedMinutes: number;
   requiresListing: boolean;
+  /** The idempotency key had already launched this run: nothing new was started or charged. */
+  replayed: boolean;
   note: string;
+}
+
+/** How a launch is keyed and bounded; an advisor quote's approval sets them all, a REST launch only the key. */
+export interface LaunchOptions {
+  idempotencyKey?: string;
+  /** The questions' seed (a quote's, so the launch draws exactly the questions it priced); fresh when absent. */
+  seed?: number;
+  runId?: string;
+  workflowId?: string;
+  /** Refused with 409 `requoted`, before any charge, when the run would now cost more than this. */
+  maxPriceMicros?: number;
 }
 
 /** Where a run is polled, below the address the caller reached. */
@@ -167,16 +180,10 @@ export function launchFingerprint(kind: RunKind, request: RunRequest): string {
   return canonicalHash({ kind, request: { ...request, dryRun: false } });
 }
 
-async function launch(
-  deps: RunDeps,
-  auth: AuthContext,
-  kind: RunKind,
-  request: RunRequest,
-  idempotencyKey: string | undefined,
-): Promise<LaunchView> {
+async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
   const { db, form } = deps;
   const mode = await resolveOwnMode(deps, auth, request.model);
-  const seed = Number.parseInt(randomUUID().slice(0, 8), 16);
+  const seed = opts.seed ?? Number.parseInt(randomUUID().slice(0, 8), 16);
   const spec: RunSpec =
     kind === 'certification'
       ? certificationSpec(seed)
@@ -194,6 +201,10 @@ async function launch(
   const price = kind === 'certification' ? CERTIFICATION.priceMicros : await testRunPrice(deps, auth, mode, spec, questions);
   // A test key's run is simulated and bills nothing, as its completions do.
   const billed = auth.mode === 'test' ? 0 : price;
+  if (opts.maxPriceMicros !== undefined && !request.dryRun && billed > opts.maxPriceMicros)
+    throw new QuorumError('requoted', 'The run now costs more than the approved price; nothing was launched or charged.', {
+      detail: { price_micros: billed },
+    });
   await assertEnginesRun(deps, auth, mode, spec);
   const listed = form === 'A' || kind === 'test' || (await isListed(db, mode.id));
   const total = totalQuestions(spec.counts);
@@ -208,6 +219,7 @@ async function launch(
     priceMicros: billed,
     estimatedMinutes: estimatedRunMinutes(mode.config, total, deps.runs.window),
     requiresListing: !listed,
+    replayed: false,
     note: '',
   };
   if (request.dryRun) {
@@ -222,7 +234,7 @@ async function launch(
     });
 
   // Form A has no idempotency on launches (spec 02: the header is Form B's); every Form A launch is a new run.
-  const key = (form === 'B' ? idempotencyKey : undefined) ?? `auto-${randomUUID()}`;
+  const key = (form === 'B' || opts.workflowId ? opts.idempotencyKey : undefined) ?? `auto-${randomUUID()}`;
   const fingerprint = launchFingerprint(kind, request);
   const existing = await findRunByKey(db, auth.orgId, kind, key);
   if (existing)
@@ -230,11 +242,13 @@ async function launch(
       ...view,
       priceMicros: existing.billedMicros,
       run: await replayLaunch(deps, existing, fingerprint),
+      replayed: true,
       note: 'Replayed: this key already launched this run.',
     };
 
-  const runId = randomUUID();
-  const workflowId = kind === 'test' ? workflowIds.testRun(auth.orgId, key) : workflowIds.certification(auth.orgId, key);
+  const runId = opts.runId ?? randomUUID();
+  const workflowId =
+    opts.workflowId ?? (kind === 'test' ? workflowIds.testRun(auth.orgId, key) : workflowIds.certification(auth.orgId, key));
   const limit = kind === 'test' ? deps.runs.testsPerDay : deps.runs.certificationsPerDay;
   let launched;
   try {
@@ -275,7 +289,7 @@ async function launch(
   }
   // A concurrent launch with the same key won the row: answer as its replay.
   if (!launched.created)
-    return { ...view, priceMicros: launched.run.billedMicros, run: await replayLaunch(deps, launched.run, fingerprint) };
+    return { ...view, priceMicros: launched.run.billedMicros, run: await replayLaunch(deps, launched.run, fingerprint), replayed: true };
 
   try {
     await startRun(
@@ -314,18 +328,14 @@ async function launch(
   return view;
 }
 
-export function launchTestRun(
-  deps: RunDeps,
-  auth: AuthContext,
-  input: { request: RunRequest; idempotencyKey?: string },
-): Promise<LaunchView> {
-  return launch(deps, auth, 'test', input.request, input.idempotencyKey);
+export function launchTestRun(deps: RunDeps, auth: AuthContext, input: { request: RunRequest } & LaunchOptions): Promise<LaunchView> {
+  return launch(deps, auth, 'test', input.request, input);
 }
 
 export function launchCertification(
   deps: RunDeps,
   auth: AuthContext,
-  input: { model: string; dryRun: boolean; idempotencyKey?: string },
+  input: { model: string; dryRun: boolean } & LaunchOptions,
 ): Promise<LaunchView> {
   const spec = certificationSpec(0);
   const request: RunRequest = {
@@ -339,5 +349,5 @@ export function launchCertification(
     punchUp: false,
     questionSetId: null,
   };
-  return launch(deps, auth, 'certification', request, input.idempotencyKey);
+  return launch(deps, auth, 'certification', request, input);
 }

@@ -11,6 +11,10 @@ export interface RunSettings {
   historyLimit?: number;
   /** A run's engine calls still out after this long get a duplicate request (0: never); see workflows/hedge.ts. */
   hedgeAfterMs?: number;
+  /** How long an advisor quote can be approved (default a day). */
+  quoteTtlSeconds?: number;
+  /** Advisor quotes need chat history; a deployment that keeps none answers `chat_history_required` (default on). */
+  chatHistory?: boolean;
 }
 
 /**
@@ -25,6 +29,7 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
   hedgeAfterMs: DEFAULT_HEDGE_AFTER_MS,
 };
 export const LAUNCH_RETRY_AFTER_S = 3_600;
+export const DEFAULT_QUOTE_TTL_S = 86_400;
 
 export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
   const positive = (name: string, fallback: number): number => {
@@ -36,6 +41,8 @@ export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
     certificationsPerDay: positive('QUORUM_CERTIFICATIONS_PER_DAY', DEFAULT_RUN_SETTINGS.certificationsPerDay),
     window: positive('QUORUM_RUN_WINDOW', DEFAULT_RUN_SETTINGS.window),
     hedgeAfterMs: env.QUORUM_RUN_HEDGE_MS === '0' ? 0 : positive('QUORUM_RUN_HEDGE_MS', DEFAULT_HEDGE_AFTER_MS),
+    quoteTtlSeconds: positive('QUORUM_QUOTE_TTL_S', DEFAULT_QUOTE_TTL_S),
+    chatHistory: env.QUORUM_CHAT_HISTORY !== 'off',
   };
 }
 

@@ -1,3 +1,5 @@
+import type { Classification } from '../../domain/classifier';
+import type { Tier } from '../../domain/modes';
 import { QuorumError } from '../../domain/errors';
 import type { Outcome, Settlement } from '../../domain/outcome';
 import { storableJson } from '../../domain/storable-text';
@@ -114,4 +116,49 @@ export async function settleOutcome(db: DbOrTrx, input: Settlement): Promise<voi
         'The deliberation could not be recorded; nothing was billed. Retry with the same Idempotency-Key.',
       );
     });
+}
+
+/** What the advisor reads of one recent call: enough to re-quote it and to count fallbacks, cut-offs and splits. */
+export interface RecentCall {
+  tier: Tier;
+  promptTokens: number;
+  billedMicros: number;
+  classification: Classification;
+  finishReason: string;
+  converged: boolean | null;
+  substitutions: number;
+}
+
+/** An organisation's latest calls of a mode (its own receipts only), newest first. */
+export async function recentCalls(db: DbOrTrx, input: { orgId: string; modeId: string; limit: number }): Promise<RecentCall[]> {
+  const rows = (await db('receipts')
+    .where({ org_id: input.orgId, mode_id: input.modeId })
+    .orderBy('created_at', 'desc')
+    .limit(input.limit)
+    .select(
+      'tier',
+      'prompt_tokens',
+      'billed_micros',
+      db.raw("outcome->'classification' as classification"),
+      db.raw("outcome->>'finishReason' as finish_reason"),
+      db.raw("(outcome->>'converged')::boolean as converged"),
+      db.raw("coalesce(jsonb_array_length(outcome->'substitutions'), 0) as substitutions"),
+    )) as {
+    tier: Tier;
+    prompt_tokens: number;
+    billed_micros: bigint | string;
+    classification: Classification;
+    finish_reason: string;
+    converged: boolean | null;
+    substitutions: number;
+  }[];
+  return rows.map((r) => ({
+    tier: r.tier,
+    promptTokens: r.prompt_tokens,
+    billedMicros: Number(r.billed_micros),
+    classification: r.classification,
+    finishReason: r.finish_reason,
+    converged: r.converged,
+    substitutions: Number(r.substitutions),
+  }));
 }

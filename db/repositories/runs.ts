@@ -362,3 +362,24 @@ export async function questionsForRun(
   const picked = selectQuestions(pool, spec.counts, spec.seed);
   return picked ? { questions: picked } : { missing: 'questions' };
 }
+
+/**
+ * Every judged question of an organisation's runs of one mode version, pooled for the advisor: each question keyed
+ * by its run too, so two runs' questions never share a cluster. Newest runs first, with the runs they came from.
+ */
+export async function modeVersionResults(
+  db: DbOrTrx,
+  input: { orgId: string; modeId: string; modeVersion: number },
+): Promise<{ runs: Pick<RunRecord, 'id' | 'kind' | 'state'>[]; results: QuestionResult[] }> {
+  const rows = (await db('run_questions as q')
+    .join('runs as r', 'r.id', 'q.run_id')
+    .where({ 'r.org_id': input.orgId, 'r.mode_id': input.modeId, 'r.mode_version': input.modeVersion })
+    .orderBy([
+      { column: 'r.created_at', order: 'desc' },
+      { column: 'q.completed_at', order: 'asc' },
+    ])
+    .select('r.id', 'r.kind', 'r.state', 'q.result')) as { id: string; kind: RunKind; state: RunState; result: QuestionResult }[];
+  const runs = new Map<string, Pick<RunRecord, 'id' | 'kind' | 'state'>>();
+  for (const r of rows) runs.set(r.id, { id: r.id, kind: r.kind, state: r.state });
+  return { runs: [...runs.values()], results: rows.map((r) => ({ ...r.result, questionId: `${r.id}/${r.result.questionId}` })) };
+}

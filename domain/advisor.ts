@@ -1,0 +1,233 @@
+import { BUCKETS, type Bucket } from './questions/types';
+import type { ResultGroup, RunSummary } from './run-summary';
+import { CERTIFICATION, RUN_LIMITS, totalQuestions, type BucketCounts } from './runs';
+import { studentTQuantile, verdictFor, type CertificationVerdict, type Interval, type WinRateSummary } from './statistics';
+
+/**
+ * The mode advisor's arithmetic (spec 02 `ask_advisor`): where a mode's run results are thin, how many more questions
+ * would narrow them to a stated width, whether a certification would pass, and what its recent calls show. Every
+ * number the advisor says comes from here and is returned as data beside the words. Pure.
+ *
+ * Variance: a bucket's clustered standard error is SE² = s²/G, where s² is the sample variance of the questions' mean
+ * scores (clusteredWinRate's CR1 form reduces to exactly that), so s² = SE²·G is the spread one more question adds,
+ * and G questions give a half-width of t(G−1)·√(s²/G).
+ */
+
+/** The half-width of a bucket's 95% interval the advisor aims for; wider is thin. */
+export const TARGET_HALF_WIDTH = 0.1;
+/** Fewer judged questions than this in a bucket is thin whatever its interval says: a t interval on a handful of questions rests on a guess of their spread. */
+export const MIN_BUCKET_QUESTIONS = 10;
+/** With no spread observed yet, the widest a mean score in [0, 1] can vary. */
+const UNKNOWN_VARIANCE = 0.25;
+const CONFIDENCE_QUANTILE = 0.975;
+
+/** Receipt rates above these are worth a line of advice. */
+export const HEALTH_THRESHOLDS = { fallbackRate: 0.1, truncationRate: 0.05, disagreementRate: 0.5, costOverQuote: 1.1 } as const;
+
+export interface BucketAdvice {
+  bucket: Bucket;
+  /** Judged questions (the clusters). */
+  questions: number;
+  judgments: number;
+  winRate: number | null;
+  interval: Interval | null;
+  halfWidth: number | null;
+  /** Variance of a question's mean score: observed (`varianceObserved`), or the widest possible until there is a spread to see. */
+  variance: number;
+  varianceObserved: boolean;
+  thin: boolean;
+  /** More questions that would bring the half-width to the target (at most a run's per-bucket limit). */
+  moreQuestions: number;
+  /** The half-width expected once those questions are judged. */
+  projectedHalfWidth: number;
+}
+
+export interface CertificationOutlook {
+  ready: boolean;
+  /** The 95% lower bound a 150-question certification should see at today's rates and spread; null while a bucket has no results. */
+  projectedLowerBound: number | null;
+  projectedVerdict: CertificationVerdict | null;
+  reasons: string[];
+}
+
+/** What one recent call's receipt says, for the health figures. */
+export interface ReceiptFacts {
+  fallback: boolean;
+  truncated: boolean;
+  /** Null when no judge read the call (express lane). */
+  converged: boolean | null;
+  billedMicros: number;
+  /** What the estimate would have quoted for this call; null when it cannot be priced now. */
+  quotedMicros: number | null;
+}
+
+export interface ReceiptHealth {
+  calls: number;
+  fallbackRate: number | null;
+  truncationRate: number | null;
+  judgedCalls: number;
+  /** Share of judged calls whose seats did not converge. */
+  disagreementRate: number | null;
+  pricedCalls: number;
+  billedMicros: number;
+  quotedMicros: number;
+  /** Billed over quoted, over the calls that could be priced. */
+  costOverQuote: number | null;
+}
+
+export type Recommendation =
+  { kind: 'test_run'; counts: BucketCounts; reason: string } | { kind: 'certification'; reason: string } | { kind: 'none'; reason: string };
+
+export interface Advice {
+  targetHalfWidth: number;
+  buckets: BucketAdvice[];
+  certification: CertificationOutlook;
+  health: ReceiptHealth;
+  recommendation: Recommendation;
+  /** The advice in words; each number in it is one of the fields above. */
+  lines: string[];
+}
+
+const varianceOf = (w: WinRateSummary | null): { variance: number; observed: boolean } =>
+  w && w.clusters >= 2 && w.standardError > 0
+    ? { variance: w.standardError ** 2 * w.clusters, observed: true }
+    : { variance: UNKNOWN_VARIANCE, observed: false };
+
+export function halfWidthAt(variance: number, questions: number): number {
+  if (questions < 2) return 1;
+  return studentTQuantile(CONFIDENCE_QUANTILE, questions - 1) * Math.sqrt(variance / questions);
+}
+
+/** The fewest questions whose interval is no wider than `target` on each side, at `variance` per question. */
+export function questionsForHalfWidth(variance: number, target: number): number {
+  // t > z, so the normal answer is a lower bound to walk up from.
+  let g = Math.max(2, Math.ceil((1.96 ** 2 * variance) / target ** 2));
+  while (halfWidthAt(variance, g) > target) g += 1;
+  return g;
+}
+
+export function bucketAdvice(bucket: Bucket, group: ResultGroup, target = TARGET_HALF_WIDTH): BucketAdvice {
+  const w = group.winRate;
+  const questions = w?.clusters ?? 0;
+  const { variance, observed } = varianceOf(w);
+  const halfWidth = w && questions >= 2 ? (w.interval.high - w.interval.low) / 2 : null;
+  const thin = questions < MIN_BUCKET_QUESTIONS || halfWidth === null || halfWidth > target;
+  const wanted = thin ? Math.max(questionsForHalfWidth(variance, target), MIN_BUCKET_QUESTIONS, questions + 1) - questions : 0;
+  const moreQuestions = Math.min(wanted, RUN_LIMITS.bucketMax);
+  return {
+    bucket,
+    questions,
+    judgments: group.judgments,
+    winRate: w?.winRate ?? null,
+    interval: w && questions >= 2 ? w.interval : null,
+    halfWidth,
+    variance,
+    varianceObserved: observed,
+    thin,
+    moreQuestions,
+    projectedHalfWidth: halfWidthAt(variance, questions + moreQuestions),
+  };
+}
+
+/**
+ * What a certification (50 questions a bucket) should show: its win rate the mean of the buckets' rates, its spread
+ * the buckets' own spread plus how far their rates lie apart (the certification's interval is not stratified).
+ */
+export function certificationOutlook(buckets: readonly BucketAdvice[]): CertificationOutlook {
+  const reasons: string[] = [];
+  const missing = buckets.filter((b) => b.winRate === null).map((b) => b.bucket);
+  if (missing.length > 0) reasons.push(`no judged ${missing.join(', ')} questions yet`);
+  const few = buckets.filter((b) => b.winRate !== null && b.questions < MIN_BUCKET_QUESTIONS);
+  for (const b of few) reasons.push(`only ${b.questions} judged ${b.bucket} questions (at least ${MIN_BUCKET_QUESTIONS} wanted)`);
+  if (missing.length > 0) return { ready: false, projectedLowerBound: null, projectedVerdict: null, reasons };
+  const rates = buckets.map((b) => b.winRate as number);
+  const mean = rates.reduce((t, r) => t + r, 0) / rates.length;
+  const variance =
+    buckets.reduce((t, b) => t + b.variance, 0) / buckets.length + rates.reduce((t, r) => t + (r - mean) ** 2, 0) / rates.length;
+  const total = totalQuestions({ light: CERTIFICATION.perBucket, medium: CERTIFICATION.perBucket, hard: CERTIFICATION.perBucket });
+  const lowerBound = Math.max(0, mean - halfWidthAt(variance, total));
+  const verdict = verdictFor(lowerBound);
+  if (verdict !== 'certified')
+    reasons.push(
+      `projected lower bound ${lowerBound.toFixed(3)} is not above 0.500: a certification now would most likely be ${verdict.replace('_', ' ')}`,
+    );
+  return { ready: reasons.length === 0, projectedLowerBound: lowerBound, projectedVerdict: verdict, reasons };
+}
+
+export function receiptHealth(receipts: readonly ReceiptFacts[]): ReceiptHealth {
+  const n = receipts.length;
+  const share = (count: number, of: number): number | null => (of === 0 ? null : count / of);
+  const judged = receipts.filter((r) => r.converged !== null);
+  const priced = receipts.filter((r) => r.quotedMicros !== null);
+  const billed = priced.reduce((t, r) => t + r.billedMicros, 0);
+  const quoted = priced.reduce((t, r) => t + (r.quotedMicros as number), 0);
+  return {
+    calls: n,
+    fallbackRate: share(receipts.filter((r) => r.fallback).length, n),
+    truncationRate: share(receipts.filter((r) => r.truncated).length, n),
+    judgedCalls: judged.length,
+    disagreementRate: share(judged.filter((r) => r.converged === false).length, judged.length),
+    pricedCalls: priced.length,
+    billedMicros: billed,
+    quotedMicros: quoted,
+    costOverQuote: quoted > 0 ? billed / quoted : null,
+  };
+}
+
+function recommend(buckets: readonly BucketAdvice[], outlook: CertificationOutlook): Recommendation {
+  const thin = buckets.filter((b) => b.thin);
+  if (thin.length > 0) {
+    const counts: BucketCounts = { light: 0, medium: 0, hard: 0 };
+    for (const b of thin) counts[b.bucket] = b.moreQuestions;
+    return {
+      kind: 'test_run',
+      counts,
+      reason: `a test run of ${thin.map((b) => `${b.moreQuestions} ${b.bucket}`).join(', ')} questions would narrow the thin buckets to about ±${TARGET_HALF_WIDTH}`,
+    };
+  }
+  if (outlook.ready) return { kind: 'certification', reason: 'every bucket is measured and the projected lower bound is above 0.500' };
+  return {
+    kind: 'none',
+    reason: `the results are measured well enough, and ${outlook.reasons.join('; ')}: change the mode before spending more on runs`,
+  };
+}
+
+const pct = (x: number | null): string => (x === null ? 'n/a' : `${(x * 100).toFixed(1)}%`);
+const f3 = (x: number): string => x.toFixed(3);
+
+function healthLines(h: ReceiptHealth): string[] {
+  if (h.calls === 0) return ['No recent calls of this mode by your organisation to read.'];
+  const lines = [
+    `Recent calls: ${h.calls}; fallback ${pct(h.fallbackRate)}, truncated ${pct(h.truncationRate)}, seats split ${pct(h.disagreementRate)} of ${h.judgedCalls} judged${h.costOverQuote === null ? '' : `, billed ${f3(h.costOverQuote)}× the quote`}.`,
+  ];
+  if ((h.fallbackRate ?? 0) > HEALTH_THRESHOLDS.fallbackRate)
+    lines.push('Fallbacks are frequent: a seat engine is failing; check its provider or give it a steadier backup.');
+  if ((h.truncationRate ?? 0) > HEALTH_THRESHOLDS.truncationRate)
+    lines.push('Answers are often cut off by the output limit: raise seat_max_output_tokens.');
+  if ((h.disagreementRate ?? 0) > HEALTH_THRESHOLDS.disagreementRate)
+    lines.push('The seats disagree on most judged calls: the judge and the critique rounds carry the answer.');
+  if ((h.costOverQuote ?? 0) > HEALTH_THRESHOLDS.costOverQuote)
+    lines.push('Calls cost more than quoted: answers run longer than the quote assumes.');
+  return lines;
+}
+
+/** The advice on a mode from its run results (pooled, or one run's) and its recent receipts. */
+export function advise(summary: Pick<RunSummary, 'perBucket'>, receipts: readonly ReceiptFacts[]): Advice {
+  const buckets = BUCKETS.map((b) => bucketAdvice(b, summary.perBucket[b]));
+  const certification = certificationOutlook(buckets);
+  const health = receiptHealth(receipts);
+  const recommendation = recommend(buckets, certification);
+  const lines = buckets.map((b) =>
+    b.winRate === null
+      ? `${b.bucket}: no judged questions${b.thin ? `; ${b.moreQuestions} would give about ±${f3(b.projectedHalfWidth)}` : ''}.`
+      : `${b.bucket}: ${b.questions} questions, win rate ${f3(b.winRate)}${b.halfWidth === null ? '' : ` ±${f3(b.halfWidth)}`}${b.thin ? ` — thin; ${b.moreQuestions} more would give about ±${f3(b.projectedHalfWidth)}` : ''}.`,
+  );
+  lines.push(
+    certification.ready
+      ? `Ready to certify: projected lower bound ${f3(certification.projectedLowerBound as number)}.`
+      : `Not ready to certify: ${certification.reasons.join('; ')}.`,
+    ...healthLines(health),
+    `Next: ${recommendation.reason}.`,
+  );
+  return { targetHalfWidth: TARGET_HALF_WIDTH, buckets, certification, health, recommendation, lines };
+}
