@@ -84,9 +84,10 @@ export interface Advice {
   certification: CertificationOutlook;
   health: ReceiptHealth;
   recommendation: Recommendation;
-  /** The advice in words; each number in it is one of the fields above. */
-  lines: string[];
 }
+
+/** What the words call each bucket (a Form's own names). */
+export type BucketNames = Readonly<Record<Bucket, string>>;
 
 const varianceOf = (w: WinRateSummary | null): { variance: number; observed: boolean } =>
   w && w.clusters >= 2 && w.standardError > 0
@@ -133,12 +134,12 @@ export function bucketAdvice(bucket: Bucket, group: ResultGroup, target = TARGET
  * What a certification (50 questions a bucket) should show: its win rate the mean of the buckets' rates, its spread
  * the buckets' own spread plus how far their rates lie apart (the certification's interval is not stratified).
  */
-export function certificationOutlook(buckets: readonly BucketAdvice[]): CertificationOutlook {
+export function certificationOutlook(buckets: readonly BucketAdvice[], names: BucketNames): CertificationOutlook {
   const reasons: string[] = [];
-  const missing = buckets.filter((b) => b.winRate === null).map((b) => b.bucket);
+  const missing = buckets.filter((b) => b.winRate === null).map((b) => names[b.bucket]);
   if (missing.length > 0) reasons.push(`no judged ${missing.join(', ')} questions yet`);
   const few = buckets.filter((b) => b.winRate !== null && b.questions < MIN_BUCKET_QUESTIONS);
-  for (const b of few) reasons.push(`only ${b.questions} judged ${b.bucket} questions (at least ${MIN_BUCKET_QUESTIONS} wanted)`);
+  for (const b of few) reasons.push(`only ${b.questions} judged ${names[b.bucket]} questions (at least ${MIN_BUCKET_QUESTIONS} wanted)`);
   if (missing.length > 0) return { ready: false, projectedLowerBound: null, projectedVerdict: null, reasons };
   const rates = buckets.map((b) => b.winRate as number);
   const mean = rates.reduce((t, r) => t + r, 0) / rates.length;
@@ -174,7 +175,7 @@ export function receiptHealth(receipts: readonly ReceiptFacts[]): ReceiptHealth 
   };
 }
 
-function recommend(buckets: readonly BucketAdvice[], outlook: CertificationOutlook): Recommendation {
+function recommend(buckets: readonly BucketAdvice[], outlook: CertificationOutlook, names: BucketNames): Recommendation {
   const thin = buckets.filter((b) => b.thin);
   if (thin.length > 0) {
     const counts: BucketCounts = { light: 0, medium: 0, hard: 0 };
@@ -182,7 +183,7 @@ function recommend(buckets: readonly BucketAdvice[], outlook: CertificationOutlo
     return {
       kind: 'test_run',
       counts,
-      reason: `a test run of ${thin.map((b) => `${b.moreQuestions} ${b.bucket}`).join(', ')} questions would narrow the thin buckets to about ±${TARGET_HALF_WIDTH}`,
+      reason: `a test run of ${thin.map((b) => `${b.moreQuestions} ${names[b.bucket]}`).join(', ')} questions would narrow the thin buckets to about ±${TARGET_HALF_WIDTH}`,
     };
   }
   if (outlook.ready) return { kind: 'certification', reason: 'every bucket is measured and the projected lower bound is above 0.500' };
@@ -211,23 +212,38 @@ function healthLines(h: ReceiptHealth): string[] {
   return lines;
 }
 
-/** The advice on a mode from its run results (pooled, or one run's) and its recent receipts. */
-export function advise(summary: Pick<RunSummary, 'perBucket'>, receipts: readonly ReceiptFacts[]): Advice {
+/**
+ * The advice on a mode from its run results (pooled, or one run's) and its recent receipts; `names` are the words
+ * for the buckets in the reasons it gives (the Form's).
+ */
+export function advise(summary: Pick<RunSummary, 'perBucket'>, receipts: readonly ReceiptFacts[], names: BucketNames): Advice {
   const buckets = BUCKETS.map((b) => bucketAdvice(b, summary.perBucket[b]));
-  const certification = certificationOutlook(buckets);
-  const health = receiptHealth(receipts);
-  const recommendation = recommend(buckets, certification);
-  const lines = buckets.map((b) =>
-    b.winRate === null
-      ? `${b.bucket}: no judged questions${b.thin ? `; ${b.moreQuestions} would give about ±${f3(b.projectedHalfWidth)}` : ''}.`
-      : `${b.bucket}: ${b.questions} questions, win rate ${f3(b.winRate)}${b.halfWidth === null ? '' : ` ±${f3(b.halfWidth)}`}${b.thin ? ` — thin; ${b.moreQuestions} more would give about ±${f3(b.projectedHalfWidth)}` : ''}.`,
-  );
+  const certification = certificationOutlook(buckets, names);
+  return {
+    targetHalfWidth: TARGET_HALF_WIDTH,
+    buckets,
+    certification,
+    health: receiptHealth(receipts),
+    recommendation: recommend(buckets, certification, names),
+  };
+}
+
+/** The advice in words; each number in them is one of the advice's fields. */
+export function adviceLines(advice: Advice, names: BucketNames): string[] {
+  const { certification, recommendation } = advice;
+  const lines = advice.buckets.map((b) => {
+    const name = names[b.bucket];
+    const more = `${b.moreQuestions} more would give about ±${f3(b.projectedHalfWidth)}`;
+    if (b.winRate === null) return `${name}: no judged questions; ${more}.`;
+    const width = b.halfWidth === null ? '' : ` ±${f3(b.halfWidth)}`;
+    return `${name}: ${b.questions} questions, win rate ${f3(b.winRate)}${width}${b.thin ? ` — thin; ${more}` : ''}.`;
+  });
   lines.push(
     certification.ready
       ? `Ready to certify: projected lower bound ${f3(certification.projectedLowerBound as number)}.`
       : `Not ready to certify: ${certification.reasons.join('; ')}.`,
-    ...healthLines(health),
+    ...healthLines(advice.health),
     `Next: ${recommendation.reason}.`,
   );
-  return { targetHalfWidth: TARGET_HALF_WIDTH, buckets, certification, health, recommendation, lines };
+  return lines;
 }

@@ -1,3 +1,4 @@
+import { BUCKET_NAMES } from '../../domain/form';
 import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../schemas/a';
 import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, usd } from './shared';
@@ -79,5 +80,5 @@ export const formA: FormSerialiser = {
       }),
     ),
   noReceipt: (_requestId, reason) => ({ ok: true, receipt_available: false, reason }),
-  runs: runSerialiser({ bucket: { light: 'light', medium: 'medium', hard: 'hard' }, modeKey: (m) => m.id }),
+  runs: runSerialiser({ bucket: BUCKET_NAMES.A, modeKey: (m) => m.id }),
 };

@@ -1,5 +1,5 @@
 import type { QuoteRecord } from '../../db/repositories/quotes';
-import type { BucketAdvice } from '../../domain/advisor';
+import { adviceLines, type BucketAdvice } from '../../domain/advisor';
 import { BUCKETS } from '../../domain/questions/types';
 import type { BucketCounts } from '../../domain/runs';
 import type { AdviceResult } from '../operations/advisor';
@@ -62,7 +62,7 @@ export function advisorSerialiser(names: RunNames, launch: (v: LaunchView, baseU
         mode_key: names.modeKey(r.mode),
         mode_version: r.mode.version,
         question: r.question,
-        answer: a.lines.join('\n'),
+        answer: adviceLines(a, names.bucket).join('\n'),
         target_half_width: a.targetHalfWidth,
         runs: r.runs.map((run) => ({ batch_id: run.id, kind: run.kind, state: run.state })),
         buckets: a.buckets.map(bucket),

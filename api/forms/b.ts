@@ -1,3 +1,4 @@
+import { BUCKET_NAMES } from '../../domain/form';
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../schemas/b';
@@ -174,5 +175,5 @@ export const formB: FormSerialiser = {
     );
   },
   noReceipt: (requestId, reason, status) => ({ ok: true, receipt_available: false, reason, request_id: requestId, status }),
-  runs: runSerialiser({ bucket: { light: 'easy', medium: 'medium', hard: 'hard' }, modeKey: (m) => m.ticker }),
+  runs: runSerialiser({ bucket: BUCKET_NAMES.B, modeKey: (m) => m.ticker }),
 };

@@ -5,6 +5,7 @@ import { findRun, modeVersionResults, questionResults, type RunRecord } from '..
 import type { QuoteRecord } from '../../db/repositories/quotes';
 import { advise, type Advice, type ReceiptFacts } from '../../domain/advisor';
 import { QuorumError } from '../../domain/errors';
+import { BUCKET_NAMES } from '../../domain/form';
 import { quote } from '../../domain/estimate';
 import type { ModeRecord } from '../../domain/modes';
 import { summarizeRun } from '../../domain/run-summary';
@@ -103,7 +104,7 @@ export async function askAdvisor(
     runResults(deps, auth, mode, input.batchId),
     reading(() => receiptFacts(deps, auth, mode), 'advisor_unavailable'),
   ]);
-  const advice = advise(summarizeRun('test', results), facts);
+  const advice = advise(summarizeRun('test', results), facts, BUCKET_NAMES[deps.form]);
   const result: AdviceResult = {
     mode,
     model: input.model,

@@ -81,12 +81,12 @@ function quotedRun(recommendation: Exclude<Recommendation, { kind: 'none' }>): {
 export async function issueQuote(
   deps: RunDeps,
   auth: AuthContext,
-  input: { model: string; recommendation: Exclude<Recommendation, { kind: 'none' }> },
+  input: { model: string; recommendation: Exclude<Recommendation, { kind: 'none' }>; seed?: number },
 ): Promise<{ quote: QuoteRecord } | { refusal: QuoteRefusal; message: string }> {
   if (deps.runs.chatHistory === false)
     return { refusal: 'chat_history_required', message: 'Quotes need chat history, which this deployment keeps off.' };
   const { kind, run } = quotedRun(input.recommendation);
-  const seed = Number.parseInt(randomUUID().slice(0, 8), 16);
+  const seed = input.seed ?? Number.parseInt(randomUUID().slice(0, 8), 16);
   let priced: LaunchView;
   try {
     priced = await launchQuoted(deps, auth, kind, input.model, run, { dryRun: true, seed });
@@ -181,8 +181,10 @@ async function approvalFailed(deps: RunDeps, auth: AuthContext, quote: QuoteReco
   const creditedBack = code === 'service_unavailable' || code === 'reconciliation_required';
   await releaseApproval(deps.db, quote.id, creditedBack).catch((e: unknown) => deps.log.error('quote approval not released', { err: e }));
   if (code === 'requoted') {
+    // The same questions at today's price.
     const again = await issueQuote(deps, auth, {
       model: quote.model,
+      seed: quote.seed,
       recommendation:
         quote.kind === 'certification'
           ? { kind: 'certification', reason: '' }

@@ -17,7 +17,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('model').notNullable();
     t.text('kind').notNullable(); // test | certification
     t.jsonb('request').notNullable();
-    t.integer('seed').notNullable();
+    t.bigInteger('seed').notNullable(); // the questions' seed, up to 2^32
     t.bigint('price_micros').notNullable();
     t.text('state').notNullable().defaultTo('issued');
     t.integer('attempt').notNullable().defaultTo(0);

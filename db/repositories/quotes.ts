@@ -49,7 +49,7 @@ interface QuoteRow {
   model: string;
   kind: RunKind;
   request: QuotedRun;
-  seed: number;
+  seed: bigint | string;
   price_micros: bigint | string;
   state: QuoteState;
   attempt: number;
@@ -67,7 +67,7 @@ const toRecord = (r: QuoteRow): QuoteRecord => ({
   model: r.model,
   kind: r.kind,
   request: r.request,
-  seed: r.seed,
+  seed: Number(r.seed),
   priceMicros: Number(r.price_micros),
   state: r.state,
   attempt: r.attempt,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import {
   advise,
+  adviceLines,
   bucketAdvice,
   certificationOutlook,
   halfWidthAt,
@@ -9,10 +10,14 @@ import {
   receiptHealth,
   type ReceiptFacts,
 } from '../../domain/advisor';
+import { BUCKET_NAMES } from '../../domain/form';
 import type { Bucket } from '../../domain/questions/types';
 import type { Verdict } from '../../domain/run-judging';
 import { summarizeRun } from '../../domain/run-summary';
 import type { QuestionResult } from '../../domain/runs';
+
+/** Form B's words for the buckets, as its answers use them. */
+const NAMES = BUCKET_NAMES.B;
 
 const close = (actual: number | null, expected: number, tolerance = 1e-6): void =>
   assert.ok(actual !== null && Math.abs(actual - expected) <= tolerance, `${actual} is not within ${tolerance} of ${expected}`);
@@ -90,20 +95,20 @@ describe('domain: the mode advisor', () => {
     const results = [...bucketOf('light', 45, 5), ...bucketOf('medium', 45, 5), ...bucketOf('hard', 45, 5)];
     const summary = summarizeRun('test', results);
     const buckets = (['light', 'medium', 'hard'] as const).map((b) => bucketAdvice(b, summary.perBucket[b]));
-    const outlook = certificationOutlook(buckets);
+    const outlook = certificationOutlook(buckets, NAMES);
     close(outlook.projectedLowerBound, 0.851107, 1e-5);
     assert.equal(outlook.projectedVerdict, 'certified');
     assert.equal(outlook.ready, true);
-    const advice = advise(summary, []);
+    const advice = advise(summary, [], NAMES);
     assert.equal(advice.recommendation.kind, 'certification');
-    assert.ok(advice.lines.some((l) => l.includes('0.851')));
+    assert.ok(adviceLines(advice, NAMES).some((l) => l.includes('0.851')));
   });
 
   it('a measured mode that would not certify gets no run recommended, and says why', () => {
     // 50 of 100 won per bucket: s² = 0.25·100/99; half-width t(99)·√(s²/100) = 0.0997 (not thin);
     // L = 0.5 − 1.976013·√(0.252525/150) = 0.418924: provisional.
     const results = [...bucketOf('light', 50, 50), ...bucketOf('medium', 50, 50), ...bucketOf('hard', 50, 50)];
-    const advice = advise(summarizeRun('test', results), []);
+    const advice = advise(summarizeRun('test', results), [], NAMES);
     assert.ok(advice.buckets.every((b) => !b.thin));
     close(advice.certification.projectedLowerBound, 0.418924, 1e-5);
     assert.equal(advice.certification.projectedVerdict, 'provisional');
@@ -113,7 +118,7 @@ describe('domain: the mode advisor', () => {
 
   it('recommends a test run of exactly the thin buckets’ shortfall', () => {
     const results = [...bucketOf('light', 45, 5), ...bucketOf('medium', 45, 5), ...bucketOf('hard', 2, 1)];
-    const advice = advise(summarizeRun('test', results), []);
+    const advice = advise(summarizeRun('test', results), [], NAMES);
     const hard = advice.buckets.find((b) => b.bucket === 'hard');
     assert.equal(advice.recommendation.kind, 'test_run');
     assert.deepEqual(advice.recommendation.kind === 'test_run' && advice.recommendation.counts, {
@@ -122,7 +127,8 @@ describe('domain: the mode advisor', () => {
       hard: hard?.moreQuestions,
     });
     assert.ok(advice.certification.reasons.some((r) => r.includes('only 3 judged hard questions')));
-    assert.ok(advice.lines.some((l) => l.startsWith('hard: 3 questions') && l.includes('thin')));
+    assert.ok(adviceLines(advice, NAMES).some((l) => l.startsWith('hard: 3 questions') && l.includes('thin')));
+    assert.match(advice.recommendation.reason, /^a test run of \d+ hard questions/);
   });
 
   it('reads fallbacks, cut-offs, disagreement and cost against the quote from receipts', () => {
@@ -140,7 +146,7 @@ describe('domain: the mode advisor', () => {
     close(h.disagreementRate, 2 / 3);
     assert.equal(h.pricedCalls, 3);
     close(h.costOverQuote, 3_600 / 3_000);
-    const lines = advise(summarizeRun('test', []), facts).lines.join('\n');
+    const lines = adviceLines(advise(summarizeRun('test', []), facts, NAMES), NAMES).join('\n');
     assert.match(lines, /fallback 25\.0%, truncated 25\.0%, seats split 66\.7% of 3 judged, billed 1\.200× the quote/);
     assert.match(lines, /raise seat_max_output_tokens/);
     assert.equal(receiptHealth([]).fallbackRate, null);
