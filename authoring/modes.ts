@@ -118,7 +118,7 @@ async function modeToChange(deps: AuthoringDeps, author: Author, modeId: string)
   return mode;
 }
 
-function requireOrg(author: Author): void {
+export function requireOrg(author: Author): void {
   if (author.via === 'operator') return;
   if (author.orgId === null) throw new QuorumError('org_required', 'A mode belongs to an organisation; create or join one first.');
 }
@@ -352,14 +352,29 @@ export async function listOrganisationModes(deps: AuthoringDeps, orgId: string):
   return (await listAuthoredModes(deps.db, orgId)).map((m) => view(deps, m));
 }
 
+/** One engine as `list_engines` shows it (a type alias, so the edges can hand it on as a JSON object). */
+export type EngineListing = {
+  id: string;
+  family: string;
+  maker: string;
+  tier: Tier;
+  input_usd_per_mtok: number;
+  output_usd_per_mtok: number;
+  context_tokens: number;
+  max_output_tokens: number;
+  default_backup: string;
+  simulated: boolean;
+  available: 'yes' | 'stand_in' | 'no';
+};
+
 /** `list_engines`: the catalog up to `tier`, with what a seat needs to know and whether each can run here now. */
-export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tier = 'pro'): Promise<Record<string, unknown>[]> {
+export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tier = 'pro'): Promise<EngineListing[]> {
   const own = author.orgId ? await ownProviderFamilies(deps.db, author.orgId) : new Set<string>();
   const standIns = simStandInsAllowed(deps.env);
   return deps.engines.catalog
     .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[tier])
     .sort((a, b) => TIERS.indexOf(a.tier) - TIERS.indexOf(b.tier) || a.id.localeCompare(b.id))
-    .map((e) => {
+    .map((e): EngineListing => {
       const direct = deps.engines.isAvailable(e.id) || own.has(e.family);
       return {
         id: e.id,

@@ -89,12 +89,12 @@ const STAFF_ROLES = ['judge', 'synthesis', 'classifier'] as const;
 const RETIRED_FIDELITY = ['high', 'max'];
 const RESERVED_NAMES = ['system', 'admin', 'official', 'lab'];
 const NAME_MIN = 3;
-const NAME_MAX = 60;
-const DESCRIPTION_MAX = 500;
-const USE_WHEN_MAX = 200;
-const CEILING_MAX_USD = 100;
+export const NAME_MAX = 60;
+export const DESCRIPTION_MAX = 500;
+export const USE_WHEN_MAX = 200;
+export const CEILING_MAX_USD = 100;
 /** Seats a row holds: the express seat alone, or a panel of three. */
-const ROW_SIZE: Readonly<Record<Tier, number>> = { experience: 1, plus: 3, pro: 3 };
+export const ROW_SIZE: Readonly<Record<Tier, number>> = { experience: 1, plus: 3, pro: 3 };
 const DEFAULTS = {
   rounds: 2,
   critique: 'when_split',
