@@ -3,6 +3,7 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
 import type { Form } from '../../domain/form';
 import { TIERS } from '../../domain/modes';
+import { proposeMode } from '../../authoring/propose';
 import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../authoring/modes';
 import { workflowIds } from '../../domain/workflow-ids';
 import { deliberationProgressQuery, type DeliberationProgress } from '../../workflows/messages';
@@ -379,6 +380,24 @@ const approveQuoteTool = tool({
   },
 });
 
+const proposeModeTool = tool({
+  name: 'advisor_propose_mode',
+  description:
+    'Designs a whole mode from a description: seats from three different makers in every panel tier up to `tier`, backups of the same tier, judge and synthesis from makers holding the fewest seats, rounds and critique from what the description asks, fees at the price floor, priced per call (light, medium, deep) against `budget_usd`. The proposal already passes `validate_mode`; nothing is saved. Free. Next: `save_mode {spec: proposal, release: true}`.',
+  input: z.object({
+    description: z.string().min(1).max(2_000).describe('What the mode is for, in plain words.'),
+    budget_usd: z.number().positive().optional().describe('The most a deep call should cost at its top tier.'),
+    tier: z.enum(TIERS).optional().describe('The highest tier to seat; default pro.'),
+  }),
+  scope: 'models',
+  kind: 'self_answered',
+  forms: ['B'],
+  async run(args, ctx) {
+    const { deps, author } = authoring(ctx);
+    return proposeMode(deps, author, { description: args.description, budgetUsd: args.budget_usd, tier: args.tier });
+  },
+});
+
 /** Every tool; a Form lists those marked for it. */
 export const TOOLS: readonly Tool[] = [
   deliberate,
@@ -393,6 +412,7 @@ export const TOOLS: readonly Tool[] = [
   listModeTool,
   askAdvisorTool,
   approveQuoteTool,
+  proposeModeTool,
 ];
 
 export function toolsFor(form: Form): Tool[] {

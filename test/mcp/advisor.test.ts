@@ -266,4 +266,25 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
     assert.equal(await moneySnapshot(org.orgId), money);
     assert.equal((await stack().db('advisor_quotes').where({ id: quote.quote_id }).first('state')).state, 'issued');
   });
+
+  it('advisor_propose_mode designs a mode from a description that validates, saves and releases', async () => {
+    const proposed = json(
+      await client.callTool({
+        name: 'advisor_propose_mode',
+        arguments: { description: 'Careful step-by-step maths and code review for an engineering team', budget_usd: 1 },
+      }),
+    );
+    assert.equal(proposed.valid, true, JSON.stringify(proposed));
+    const spec = proposed.proposal as { seats_by_tier: Record<string, unknown[]> };
+    assert.deepEqual(Object.keys(spec.seats_by_tier).sort(), ['experience', 'plus', 'pro']);
+    const price = proposed.price as { per_call_usd: { deep: number }; within_budget: boolean };
+    assert.ok(price.per_call_usd.deep > 0);
+    const checked = json(await client.callTool({ name: 'validate_mode', arguments: { spec } }));
+    assert.deepEqual([checked.valid, checked.refusals], [true, []]);
+    const saved = json(await client.callTool({ name: 'save_mode', arguments: { spec, release: true } }));
+    assert.deepEqual([saved.state, saved.version], ['released', 1], JSON.stringify(saved));
+    assert.match(String(saved.mode_config_hash), /^[0-9a-f]{12}$/);
+    const few = refusal(await client.callTool({ name: 'advisor_propose_mode', arguments: { description: 'anything', budget_usd: -1 } }));
+    assert.deepEqual([few.code, few.status], ['invalid_request', 400]);
+  });
 });

@@ -1,30 +1,13 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
+import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import assert from 'node:assert/strict';
 import type { Form } from '../../domain/form';
 import { call, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, type Api, type TestOrg } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { limitedDb } from '../harness/limited-db';
 import { demoModes } from '../runs/helpers';
+import { connect, json } from './helpers';
 
 const QUESTION = [{ role: 'user', content: 'Compare two approaches to caching and explain the trade-offs, step by step. Why? How?' }];
-
-async function connect(api: Api, key?: string, headers: Record<string, string> = {}): Promise<Client> {
-  const client = new Client({ name: 'quorum-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), {
-    requestInit: { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } },
-  });
-  await client.connect(transport);
-  return client;
-}
-
-/** A tool result's JSON (its text content). */
-function json(result: unknown): Record<string, unknown> & { error?: unknown; http_status?: number; svc?: Record<string, unknown> } {
-  const content = (result as CallToolResult).content[0];
-  assert.equal(content.type, 'text');
-  return JSON.parse((content as { text: string }).text) as Record<string, unknown>;
-}
 
 describe('mcp: the server at /mcp, with the official SDK client', function () {
   this.timeout(120_000);
@@ -43,13 +26,24 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
     await workers.stop();
   });
 
-  it('lists 6 tools in Form A and the forwarding six plus the mode builder’s four in Form B, each with an input schema', async () => {
+  it('lists 6 tools in Form A and 13 in Form B (the forwarding six, the mode builder’s four, the advisor’s three), each with an input schema', async () => {
     for (const form of FORMS) {
       const client = await connect(apis[form], org.ownerKey);
       const { tools } = await client.listTools();
       const names = tools.map((t) => t.name).sort();
       const six = ['certify_mode', 'deliberate', 'estimate', 'get_receipt', 'list_modes', 'run_test'];
-      assert.deepEqual(names, form === 'A' ? six : [...six, 'list_engines', 'list_mode', 'save_mode', 'validate_mode'].sort());
+      const formB = [
+        ...six,
+        'list_engines',
+        'list_mode',
+        'save_mode',
+        'validate_mode',
+        'ask_advisor',
+        'approve_quote',
+        'advisor_propose_mode',
+      ];
+      assert.deepEqual(names, form === 'A' ? six : formB.sort());
+      assert.equal(names.length, form === 'A' ? 6 : 13);
       for (const t of tools) {
         assert.equal(t.inputSchema.type, 'object');
         assert.ok((t.description ?? '').length > 40, `${t.name} says what it does, costs and takes`);
