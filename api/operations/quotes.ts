@@ -38,7 +38,8 @@ export function payerOf(auth: AuthContext): QuotePayer {
   return auth.mode === 'test' ? 'none' : 'organisation';
 }
 
-function runRequest(model: string, run: QuotedRun, dryRun: boolean): RunRequest {
+/** The launch request a quoted run makes. */
+export function quotedRequest(model: string, run: QuotedRun, dryRun: boolean): RunRequest {
   return {
     model,
     counts: run.counts,
@@ -61,7 +62,7 @@ function launchQuoted(
   opts: LaunchOptions & { dryRun: boolean },
 ): Promise<LaunchView> {
   return kind === 'test'
-    ? launchTestRun(deps, auth, { request: runRequest(model, run, opts.dryRun), ...opts })
+    ? launchTestRun(deps, auth, { request: quotedRequest(model, run, opts.dryRun), ...opts })
     : launchCertification(deps, auth, { model, ...opts });
 }
 

@@ -2,6 +2,10 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger } from '../../db/repositories/ledger';
+import { quotedRequest } from '../../api/operations/quotes';
+import { launchFingerprint } from '../../api/operations/run-launch';
+import type { QuotedRun } from '../../db/repositories/quotes';
+import { launchRun } from '../../db/repositories/runs';
 import { workflowIds } from '../../domain/workflow-ids';
 import { cancelSignal } from '../../workflows/messages';
 import { call, moneySnapshot, newKey, newOrg, startApi, type Api, type TestOrg } from '../api/helpers';
@@ -54,6 +58,7 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
   let workers: { stop(): Promise<void> };
   let org: TestOrg;
   let strong: string;
+  let strongId: string;
   let client: Client;
   let batchId: string;
 
@@ -62,7 +67,9 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
     api = await startApi('B');
     noHistory = await startApi('B', { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 16, chatHistory: false } });
     org = await newOrg(200);
-    strong = (await demoModes(org.orgId)).strong.B;
+    const modes = await demoModes(org.orgId);
+    strong = modes.strong.B;
+    strongId = modes.strong.A;
     // A small real run: enough easy and medium questions to read, too few hard ones to trust.
     const launched = await call(api, 'POST', '/v1/tests', {
       key: org.ownerKey,
@@ -286,5 +293,66 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
     assert.match(String(saved.mode_config_hash), /^[0-9a-f]{12}$/);
     const few = refusal(await client.callTool({ name: 'advisor_propose_mode', arguments: { description: 'anything', budget_usd: -1 } }));
     assert.deepEqual([few.code, few.status], ['invalid_request', 400]);
+  });
+
+  it('an approval whose process died after the charge is taken over: credited back, 502 launch_failed, then approved once', async () => {
+    const quote = (await ask(client, { model: strong })).quote as QuoteJson;
+    const row = (await stack().db('advisor_quotes').where({ id: quote.quote_id }).first()) as { seed: string; request: QuotedRun };
+    const { db } = stack();
+    // What a dead approval leaves: the quote approved long ago, its run charged under the attempt's key, never started.
+    const runId = randomUUID();
+    const request = quotedRequest(strong, row.request, false);
+    const launched = await launchRun(
+      db,
+      {
+        id: runId,
+        orgId: org.orgId,
+        kind: 'test',
+        workflowId: workflowIds.quote(quote.quote_id, 0),
+        idempotencyKey: `quote-${quote.quote_id}-0`,
+        fingerprint: launchFingerprint('test', request),
+        keyMode: 'live',
+        apiKeyId: org.keyId,
+        modeId: strongId,
+        modeVersion: 1,
+        model: strong,
+        spec: {
+          counts: request.counts,
+          judges: request.judges,
+          repeats: request.repeats,
+          protocol: request.protocol,
+          punchUp: request.punchUp,
+          tiers: request.tiers,
+          questionSetId: null,
+          seed: Number(row.seed),
+        },
+        totalQuestions: 1,
+        billedMicros: Math.round(quote.price_usd * 1e6),
+        estimatedMinutes: 1,
+      },
+      100,
+    );
+    assert.ok('created' in launched && launched.created);
+    await db('advisor_quotes')
+      .where({ id: quote.quote_id })
+      .update({ state: 'approved', run_id: runId, approved_at: db.raw("now() - interval '5 minutes'") });
+    const charged = (await getBalance(db, org.orgId)).balanceMicros;
+
+    const failed = refusal(await approve(client, quote.quote_id));
+    assert.deepEqual([failed.code, failed.status], ['launch_failed', 502]);
+    assert.deepEqual(await runLedger(org.orgId, runId), [
+      { kind: 'test_run_charge', amount: -BigInt(Math.round(quote.price_usd * 1e6)) },
+      { kind: 'run_refund', amount: BigInt(Math.round(quote.price_usd * 1e6)) },
+    ]);
+    assert.equal((await getBalance(db, org.orgId)).balanceMicros - charged, BigInt(Math.round(quote.price_usd * 1e6)));
+
+    const approved = await approve(client, quote.quote_id);
+    assert.ok(!approved.isError, JSON.stringify(approved));
+    const run = json(approved);
+    assert.notEqual(run.batch_id, runId);
+    const handle = stack().env.client.workflow.getHandle(workflowIds.quote(quote.quote_id, 1));
+    assert.equal((await handle.describe()).status.name, 'RUNNING');
+    await handle.signal(cancelSignal);
+    await untilEnded(api, org.ownerKey, 'tests', run.batch_id as string);
   });
 });
