@@ -16,6 +16,7 @@ import { models } from './routes/models';
 import { openApiDocument } from './routes/openapi';
 import { missingRequestId } from './operations/receipt';
 import { receipt } from './routes/receipts';
+import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { launchCertify, launchTests, poll } from './routes/runs';
 import { runSettingsFromEnv, type RunSettings } from './operations/run-settings';
@@ -30,6 +31,8 @@ export interface AppDeps extends HealthDeps {
   engines?: Engines;
   /** Daily launch limits and questions in flight per run; default: from the environment (QUORUM_TEST_RUNS_PER_DAY…). */
   runs?: RunSettings;
+  /** Read for the console's settings (QUORUM_ENV); default: the process environment. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** One line per request: what an operator needs to follow a call (its request id leads to the Temporal UI). */
@@ -105,6 +108,9 @@ export function createApp(deps: AppDeps): Koa {
   app.use(errorMiddleware(deps.log));
   app.use(refuseBrowsers);
   app.use(router.routes());
+  const env = deps.env ?? process.env;
+  const production = env.QUORUM_ENV === 'production';
+  app.use(consoleRouter({ ...routeDeps, env, secureCookies: production, selfTopUp: !production }).routes());
   app.use((ctx) => {
     // No route took the request: a known path with another method is 405 with the methods it has (RFC 9110), anything else 404.
     const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];

@@ -144,3 +144,37 @@ export async function revokeApiKey(db: DbOrTrx, keyId: string): Promise<void> {
     .update({ revoked_at: db.raw('coalesce(revoked_at, now())') });
   if (updated === 0) throw new QuorumError('not_found', `no API key ${keyId}`);
 }
+
+export interface KeyListing {
+  id: string;
+  mode: KeyMode;
+  /** What the key looks like without its secret: `qrm_live_…abcd`. */
+  display: string;
+  scopes: Scope[];
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+/** An organisation's keys as the console lists them; never a secret, only the prefix and last four characters. */
+export async function listApiKeys(db: DbOrTrx, orgId: string): Promise<KeyListing[]> {
+  const rows = (await db('api_keys')
+    .where({ org_id: orgId })
+    .orderBy('created_at', 'desc')
+    .select('id', 'mode', 'prefix', 'last4', 'scopes', 'created_at', 'revoked_at')) as {
+    id: string;
+    mode: KeyMode;
+    prefix: string;
+    last4: string;
+    scopes: Scope[];
+    created_at: Date;
+    revoked_at: Date | null;
+  }[];
+  return rows.map((r) => ({
+    id: r.id,
+    mode: r.mode,
+    display: `${r.prefix}…${r.last4}`,
+    scopes: r.scopes,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  }));
+}

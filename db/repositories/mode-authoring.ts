@@ -124,9 +124,13 @@ export async function tickersUnder(db: DbOrTrx, prefix: string): Promise<Map<str
 }
 
 /** Whether the organisation still has a live owner key to own a new mode (`org_owner_missing` otherwise). */
+/** An owner is a person who owns the organisation, or (for organisations an operator made) its live owner key. */
 export async function orgHasOwner(db: DbOrTrx, orgId: string): Promise<boolean> {
-  const row = await db('api_keys').where({ org_id: orgId, is_owner: true }).whereNull('revoked_at').first('id');
-  return row !== undefined;
+  const [person, key] = await Promise.all([
+    db('memberships').where({ org_id: orgId, role: 'owner' }).first('person_id'),
+    db('api_keys').where({ org_id: orgId, is_owner: true }).whereNull('revoked_at').first('id'),
+  ]);
+  return person !== undefined || key !== undefined;
 }
 
 /** A new mode, draft only: version 0, unpublished, callable as its lab version. */

@@ -16,14 +16,16 @@ export interface CreatedOrganisation {
   trialStartedAt: Date;
 }
 
+export type NewOrganisation = Omit<CreatedOrganisation, 'apiKey' | 'keyId'>;
+
 /**
- * Onboarding in one transaction: the organisation, its balance with the $5 trial credit, an optional prepaid
- * top-up of `creditMicros`, and the owner's key. The trial-expiry timer is started by the caller (it needs Temporal).
+ * The organisation, its balance with the $5 trial credit and an optional prepaid top-up of `creditMicros`, in one
+ * transaction (the caller's when `db` is one). The trial-expiry timer is started by the caller (it needs Temporal).
  */
-export async function createOrganisation(
+export async function insertOrganisation(
   db: DbOrTrx,
   input: { name: string; creditMicros?: bigint; orgId?: string },
-): Promise<CreatedOrganisation> {
+): Promise<NewOrganisation> {
   const name = input.name.trim();
   if (!name) throw new QuorumError('invalid_request', 'an organisation needs a name', { param: 'name' });
   const credit = input.creditMicros ?? 0n;
@@ -38,8 +40,19 @@ export async function createOrganisation(
     if (credit > 0n) entries.push({ kind: 'top_up', amountMicros: credit, note: 'initial credit' });
     const balance = await postEntries(trx, orgId, entries);
     if (!balance) throw new Error(`balance row for ${orgId} vanished inside its own transaction`);
-    const { keyId, apiKey } = await createApiKey(trx, { orgId, mode: 'live', scopes: SCOPES, isOwner: true });
-    return { orgId, apiKey, keyId, balanceMicros: balance.balanceMicros, trialStartedAt: org.trial_started_at };
+    return { orgId, balanceMicros: balance.balanceMicros, trialStartedAt: org.trial_started_at };
+  });
+}
+
+/** Operator onboarding (spec 01 item 12) in one transaction: the organisation and its owner's key, shown once. */
+export async function createOrganisation(
+  db: DbOrTrx,
+  input: { name: string; creditMicros?: bigint; orgId?: string },
+): Promise<CreatedOrganisation> {
+  return db.transaction(async (trx) => {
+    const org = await insertOrganisation(trx, input);
+    const { keyId, apiKey } = await createApiKey(trx, { orgId: org.orgId, mode: 'live', scopes: SCOPES, isOwner: true });
+    return { ...org, apiKey, keyId };
   });
 }
 

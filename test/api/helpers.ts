@@ -25,14 +25,14 @@ export interface Api {
 }
 
 /** The product's app for one Form on a free port, against the shared test stack (or a pool of the caller's). */
-export async function startApi(form: Form, opts: { db?: Db; runs?: RunSettings } = {}): Promise<Api> {
+export async function startApi(form: Form, opts: { db?: Db; runs?: RunSettings; log?: (line: string) => void } = {}): Promise<Api> {
   const { env, namespace } = stack();
   const db = opts.db ?? stack().db;
   const app = createApp({
     db,
     temporal: env.connection,
     namespace,
-    log: createLogger('test-api', () => undefined),
+    log: createLogger('test-api', opts.log ?? (() => undefined)),
     form,
     client: env.client,
     runs: opts.runs,

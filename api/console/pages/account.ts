@@ -1,0 +1,396 @@
+import { baseUrlOf } from '../../routes/runs';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../../db/repositories/api-keys';
+import { getBalance, listLedger, topUp } from '../../../db/repositories/ledger';
+import { createInvitation, membersOf, pendingInvitations, setSessionOrg } from '../../../db/repositories/people';
+import { KEY_FAMILIES, ownProviderFamilies, setBedrockRole, setProviderKey } from '../../../db/repositories/provider-credentials';
+import { insertOrganisation } from '../../../db/repositories/organisations';
+import { SCOPES, isScope, type Scope } from '../../../domain/api-keys';
+import { QuorumError } from '../../../domain/errors';
+import { microsToUsd, usdToMicros } from '../../../domain/money';
+import { nameProblems, normaliseEmail } from '../../../domain/people';
+import { startTrialTimer } from '../../../starters/trial-credit';
+import type { ConsoleDeps } from '../deps';
+import { formOf, text } from '../forms';
+import { html, type Html } from '../html';
+import { csrfField, page } from '../layout';
+import { ConsoleRefusal, requireOrg, requireUser } from '../session';
+import { inviteUrl } from './auth';
+
+/** The organisation's account: overview (balance, ledger), API keys (shown once), team and invitations, own provider keys. */
+
+const usd = (micros: bigint | number): string => `$${microsToUsd(BigInt(micros)).toFixed(micros === 0 ? 2 : 4)}`;
+const when = (d: Date): string => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+
+/** Copies the text of the element named by `data-copy` (no inline script: the CSP allows only our own files). */
+function copyButton(target: string): Html {
+  return html`<button type="button" class="secondary" data-copy="${target}">Copy</button>`;
+}
+
+export function accountPages(router: Router, deps: ConsoleDeps): void {
+  router.get('/overview', async (ctx) => {
+    const user = requireUser(ctx);
+    if (!user.org)
+      return page(
+        ctx,
+        'Create an organisation',
+        html`<p>You do not belong to an organisation yet. Create one, or ask its owner for an invitation link.</p>
+          <form method="post" action="/console/organisations" class="stack">
+            ${csrfField(ctx)}<label>Organisation name <input name="name" required autocomplete="organization" /></label
+            ><button>Create organisation</button>
+          </form>`,
+      );
+    const [balance, ledger] = await Promise.all([getBalance(deps.db, user.org.orgId), listLedger(deps.db, user.org.orgId, 50)]);
+    page(
+      ctx,
+      user.org.orgName,
+      html`<div class="cards">
+          <div class="card">
+            <div class="muted">Balance</div>
+            <div class="big" id="balance">${usd(balance.balanceMicros)}</div>
+          </div>
+          <div class="card">
+            <div class="muted">Reserved by calls in flight</div>
+            <div class="big">${usd(balance.reservedMicros)}</div>
+          </div>
+          <div class="card">
+            <div class="muted">Available</div>
+            <div class="big">${usd(balance.availableMicros)}</div>
+          </div>
+          <div class="card">
+            <div class="muted">Your role</div>
+            <div class="big">${user.org.role}</div>
+          </div>
+        </div>
+        <h2>Add balance</h2>
+        ${
+          deps.selfTopUp
+            ? html`<form method="post" action="/console/top-up" class="stack">
+                ${csrfField(ctx)}<label
+                  >Amount in USD <span class="hint">development only: no payment is taken</span>
+                  <input name="amount_usd" type="number" min="1" max="1000" step="1" value="20" required /></label
+                ><button>Add test balance</button>
+              </form>`
+            : html`<p>
+                Balance is added by an operator (<code>quorum balance add --org ${user.org.orgId} --usd N</code>) once payment is received.
+              </p>`
+        }
+        <h2>Ledger</h2>
+        <table>
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>Kind</th>
+              <th class="num">Amount</th>
+              <th>Reference</th>
+              <th>Note</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${ledger.map(
+              (e) =>
+                html`<tr>
+                  <td>${when(e.createdAt)}</td>
+                  <td>${e.kind}</td>
+                  <td class="num">${usd(e.amountMicros)}</td>
+                  <td>
+                    ${
+                      e.requestId
+                        ? e.requestId.startsWith('req_')
+                          ? html`<a href="/console/receipts/${e.requestId}">${e.requestId}</a>`
+                          : html`<a href="/console/runs/${e.requestId}">${e.requestId}</a>`
+                        : ''
+                    }
+                  </td>
+                  <td>${e.note ?? ''}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        <h2>Sessions</h2>
+        <form method="post" action="/console/sign-out-everywhere" class="inline">
+          ${csrfField(ctx)}<button class="secondary">Sign out everywhere</button>
+        </form>`,
+    );
+  });
+
+  router.post('/organisations', async (ctx) => {
+    const user = requireUser(ctx);
+    const { name } = formOf(ctx, { name: text(200) });
+    const problems = nameProblems(name);
+    if (problems.length > 0) throw new ConsoleRefusal(400, `Organisation name: ${problems.join(' ')}`);
+    const org = await deps.db.transaction(async (trx) => {
+      const created = await insertOrganisation(trx, { name });
+      await trx('memberships').insert({ person_id: user.session.person.id, org_id: created.orgId, role: 'owner' });
+      return created;
+    });
+    await startTrialTimer(deps.db, deps.client, { orgId: org.orgId, trialStartedAt: org.trialStartedAt.toISOString() }).catch(
+      (err: unknown) => deps.log.warn('trial timer deferred', { orgId: org.orgId, err }),
+    );
+    await setSessionOrg(deps.db, user.session.tokenHash, org.orgId);
+    ctx.redirect('/console/keys?welcome=1');
+  });
+
+  router.post('/top-up', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    if (!deps.selfTopUp) throw new ConsoleRefusal(403, 'In production an operator adds balance once payment is received.');
+    const { amount_usd } = formOf(ctx, { amount_usd: text(20) });
+    const amount = Number(amount_usd);
+    if (!Number.isInteger(amount) || amount < 1 || amount > 1_000)
+      throw new ConsoleRefusal(400, 'Add a whole number of dollars from 1 to 1000.');
+    await topUp(deps.db, { orgId: org.orgId, amountMicros: usdToMicros(amount), note: 'development top-up in the console' });
+    ctx.redirect('/console/overview');
+  });
+
+  router.get('/keys', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    const keys = await listApiKeys(deps.db, org.orgId);
+    page(
+      ctx,
+      'API keys',
+      html`${ctx.query.welcome ? html`<p class="flash">Welcome. Issue a key to call the API; it is shown once.</p>` : ''}
+        <form method="post" action="/console/keys" class="stack">
+          ${csrfField(ctx)}
+          <fieldset>
+            <legend>Kind</legend>
+            <label
+              ><span><input type="radio" name="mode" value="live" checked /> Live: real engines, billed</span></label
+            >
+            <label
+              ><span><input type="radio" name="mode" value="test" /> Test: simulated engines, never billed</span></label
+            >
+          </fieldset>
+          <fieldset>
+            <legend>Scopes</legend>
+            ${SCOPES.map(
+              (s) =>
+                html`<label
+                  ><span><input type="checkbox" name="scopes" value="${s}" checked /> ${s}</span></label
+                >`,
+            )}
+          </fieldset>
+          <button>Create key</button>
+        </form>
+        <h2>Keys</h2>
+        <table>
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>Kind</th>
+              <th>Scopes</th>
+              <th>Created</th>
+              <th>State</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            ${keys.map(
+              (k) =>
+                html`<tr>
+                  <td><code>${k.display}</code></td>
+                  <td>${k.mode}</td>
+                  <td>${k.scopes.join(', ')}</td>
+                  <td>${when(k.createdAt)}</td>
+                  <td>${k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'active'}</td>
+                  <td>
+                    ${
+                      k.revokedAt
+                        ? ''
+                        : html`<form method="post" action="/console/keys/${k.id}/revoke" class="inline">
+                            ${csrfField(ctx)}<button class="danger">Revoke</button>
+                          </form>`
+                    }
+                  </td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>`,
+    );
+  });
+
+  router.post('/keys', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    const form = formOf(ctx, { mode: text(10) });
+    const raw = (ctx.request.body as { scopes?: unknown }).scopes;
+    const scopes = (Array.isArray(raw) ? raw : [raw]).filter((s): s is Scope => typeof s === 'string' && isScope(s));
+    if (form.mode !== 'live' && form.mode !== 'test') throw new ConsoleRefusal(400, 'Choose live or test.');
+    if (scopes.length === 0) throw new ConsoleRefusal(400, 'Choose at least one scope.');
+    const { apiKey } = await createApiKey(deps.db, { orgId: org.orgId, mode: form.mode, scopes });
+    const base = `${baseUrlOf(ctx)}/v1`;
+    // Shown once: this response is the only place the key exists in the clear; it is not cached.
+    ctx.set('Cache-Control', 'no-store');
+    page(
+      ctx,
+      'Your new API key',
+      html`<p class="flash" role="status">Copy it now: it is shown once. Only a hash of it is kept.</p>
+        <p class="secret" id="new-key">${apiKey}</p>
+        ${copyButton('new-key')}
+        <h2>Call it with the OpenAI SDKs</h2>
+        <p>Change the base URL and the model; nothing else.</p>
+        <pre id="snippet-py">
+from openai import OpenAI
+client = OpenAI(base_url="${base}", api_key="${apiKey}")
+reply = client.chat.completions.create(model="QRM:PANL", messages=[{"role": "user", "content": "Why is the sky blue?"}])
+print(reply.choices[0].message.content)</pre>
+        ${copyButton('snippet-py')}
+        <pre id="snippet-js">
+import OpenAI from 'openai';
+const client = new OpenAI({ baseURL: '${base}', apiKey: '${apiKey}' });
+const reply = await client.chat.completions.create({ model: 'QRM:PANL', messages: [{ role: 'user', content: 'Why is the sky blue?' }] });
+console.log(reply.choices[0].message.content);</pre>
+        ${copyButton('snippet-js')}
+        <p><a href="/console/keys">Back to keys</a></p>`,
+    );
+  });
+
+  router.post('/keys/:id/revoke', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    const own = (await listApiKeys(deps.db, org.orgId)).some((k) => k.id === ctx.params.id);
+    if (!own) throw new ConsoleRefusal(404, 'No such key in this organisation.');
+    await revokeApiKey(deps.db, ctx.params.id);
+    ctx.redirect('/console/keys');
+  });
+
+  /** The team page; right after an invitation, with its link (shown in that response only, never passed in a URL). */
+  async function teamPage(ctx: Context, link?: string): Promise<void> {
+    const { user, org } = requireOrg(ctx);
+    const [members, invitations] = await Promise.all([membersOf(deps.db, org.orgId), pendingInvitations(deps.db, org.orgId)]);
+    page(
+      ctx,
+      'Team',
+      html`<p>Members can call the organisation's <code>:LAB</code> drafts and build modes; only the owner sets provider keys.</p>
+        <table>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Email</th>
+              <th>Role</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${members.map(
+              (m) =>
+                html`<tr>
+                  <td>${m.name}</td>
+                  <td>${m.email}</td>
+                  <td>${m.role}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        ${
+          link
+            ? html`<p class="flash" role="status">Send this link to the person you invited (valid 7 days, for their address only):</p>
+                <p class="secret" id="invite-link">${link}</p>
+                ${copyButton('invite-link')}`
+            : ''
+        }
+        ${
+          org.role === 'owner'
+            ? html`<h2>Invite someone</h2>
+                <form method="post" action="/console/team/invite" class="stack">
+                  ${csrfField(ctx)}<label>Their email <input name="email" type="email" required autocomplete="off" /></label
+                  ><button>Create invitation link</button>
+                </form>`
+            : html`<p class="muted">Only the owner invites people.</p>`
+        }
+        ${
+          invitations.length
+            ? html`<h2>Pending invitations</h2>
+                <ul>
+                  ${invitations.map((i) => html`<li>${i.email} (until ${when(i.expiresAt)})</li>`)}
+                </ul>`
+            : ''
+        }
+        <p class="muted">Signed in as ${user.session.person.email}.</p>`,
+    );
+  }
+  router.get('/team', (ctx) => teamPage(ctx));
+
+  router.post('/team/invite', async (ctx) => {
+    const { user, org } = requireOrg(ctx);
+    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the owner invites people.');
+    const email = normaliseEmail(formOf(ctx, { email: text(400) }).email);
+    if (!email) throw new ConsoleRefusal(400, 'Enter an email address like name@example.com.');
+    const token = await createInvitation(deps.db, { orgId: org.orgId, email, invitedBy: user.session.person.id });
+    ctx.set('Cache-Control', 'no-store');
+    await teamPage(ctx, `${baseUrlOf(ctx)}${inviteUrl(token)}`);
+  });
+
+  router.get('/provider-keys', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    const configured = await ownProviderFamilies(deps.db, org.orgId);
+    const families = [...KEY_FAMILIES, 'bedrock'];
+    page(
+      ctx,
+      'Provider keys',
+      html`<p>
+          With your own provider access, seat calls run on and bill to your provider account (platform fee 0.5%). Judge and synthesis always
+          run on the service's keys. Keys are stored encrypted and never shown back.
+        </p>
+        <table>
+          <thead>
+            <tr>
+              <th>Family</th>
+              <th>State</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${families.map(
+              (f) =>
+                html`<tr>
+                  <td>${f}</td>
+                  <td>${configured.has(f) ? html`<span class="ok">configured</span>` : 'not set'}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+        ${
+          org.role === 'owner'
+            ? html`<h2>Set a provider key</h2>
+                <form method="post" action="/console/provider-keys" class="stack">
+                  ${csrfField(ctx)}
+                  <label
+                    >Family
+                    <select name="family">
+                      ${KEY_FAMILIES.map((f) => html`<option>${f}</option>`)}
+                    </select></label
+                  >
+                  <label>API key <input name="api_key" type="password" autocomplete="off" required /></label>
+                  <button>Save key</button>
+                </form>
+                <h2>Connect AWS Bedrock</h2>
+                <form method="post" action="/console/provider-keys/bedrock" class="stack">
+                  ${csrfField(ctx)}
+                  <label>Role ARN <input name="role_arn" required autocomplete="off" /></label>
+                  <label>External id <input name="external_id" required autocomplete="off" /></label>
+                  <button>Save role</button>
+                </form>`
+            : html`<p class="muted">Only the organisation's owner configures provider keys.</p>`
+        }`,
+    );
+  });
+
+  router.post('/provider-keys', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the organisation owner configures provider keys.');
+    const form = formOf(ctx, { family: text(20), api_key: text(1_000) });
+    const family = KEY_FAMILIES.find((f) => f === form.family);
+    if (!family) throw new ConsoleRefusal(400, 'Choose openai, anthropic or google.');
+    await setProviderKey(deps.db, { orgId: org.orgId, family, apiKey: form.api_key }).catch((err: unknown) => {
+      throw err instanceof QuorumError ? new ConsoleRefusal(400, 'That does not look like a provider API key.') : err;
+    });
+    ctx.redirect('/console/provider-keys');
+  });
+
+  router.post('/provider-keys/bedrock', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the organisation owner configures provider keys.');
+    const form = formOf(ctx, { role_arn: text(300), external_id: text(300) });
+    await setBedrockRole(deps.db, { orgId: org.orgId, roleArn: form.role_arn, externalId: form.external_id }).catch((err: unknown) => {
+      throw err instanceof QuorumError ? new ConsoleRefusal(400, 'That role ARN or external id is not valid.') : err;
+    });
+    ctx.redirect('/console/provider-keys');
+  });
+}

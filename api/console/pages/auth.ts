@@ -1,0 +1,248 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import {
+  acceptInvitation,
+  createPerson,
+  createSession,
+  deleteSessionsOf,
+  findInvitation,
+  findPersonByEmail,
+  recordSignIn,
+  setSessionOrg,
+  signInAllowed,
+} from '../../../db/repositories/people';
+import { nameProblems, normaliseEmail, passwordProblems, PASSWORD_LIMITS } from '../../../domain/people';
+import { startTrialTimer } from '../../../starters/trial-credit';
+import { formOf, text } from '../forms';
+import { html, type Html } from '../html';
+import { csrfField, page } from '../layout';
+import { DECOY_HASH, hashPassword, passwordMatches } from '../passwords';
+import { ConsoleRefusal, consoleState, cookieOptions, endSession, requireUser, SESSION_COOKIE } from '../session';
+import type { ConsoleDeps } from '../deps';
+
+/** Sign-up, sign-in (rate limited, rotating the session), sign-out (here or everywhere), invitations, switching organisation. */
+
+type Problems = Partial<Record<'name' | 'email' | 'password' | 'org', string[]>>;
+
+function problemsOf(field: keyof Problems, problems: Problems): Html {
+  const list = problems[field];
+  return list?.length ? html`<span class="refusal" id="${field}-problems">${list.join(' ')}</span>` : html``;
+}
+
+function field(opts: {
+  name: keyof Problems;
+  label: string;
+  type?: string;
+  value?: string;
+  hint?: string;
+  problems: Problems;
+  autocomplete: string;
+}): Html {
+  const bad = (opts.problems[opts.name]?.length ?? 0) > 0;
+  return html`<label
+    >${opts.label} ${opts.hint ? html`<span class="hint">${opts.hint}</span>` : ''}
+    <input
+      name="${opts.name}"
+      type="${opts.type ?? 'text'}"
+      value="${opts.value ?? ''}"
+      autocomplete="${opts.autocomplete}"
+      required
+      ${bad ? html`aria-invalid="true" aria-describedby="${opts.name}-problems"` : ''}
+    />
+    ${problemsOf(opts.name, opts.problems)}</label
+  >`;
+}
+
+/** Invitation links carry their token in the query, which the access log never records. */
+export function inviteUrl(token: string): string {
+  return `/console/invite?token=${encodeURIComponent(token)}`;
+}
+
+/** Only paths inside the console: a `next` elsewhere would make sign-in an open redirect. */
+function safeNext(next: unknown): string {
+  return typeof next === 'string' && /^\/console(\/|$)/.test(next) && !next.startsWith('//') ? next : '/console/overview';
+}
+
+function signUpPage(
+  ctx: Context,
+  values: { name?: string; email?: string; org?: string; invite?: string },
+  problems: Problems,
+  error?: string,
+): void {
+  const invited = Boolean(values.invite);
+  page(
+    ctx,
+    'Create your account',
+    html`<form method="post" action="/console/sign-up" class="stack">
+        ${csrfField(ctx)} ${invited ? html`<input type="hidden" name="invite" value="${values.invite}" />` : ''}
+        ${field({ name: 'name', label: 'Your name', value: values.name, problems, autocomplete: 'name' })}
+        ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, problems, autocomplete: 'email' })}
+        ${field({
+          name: 'password',
+          label: 'Password',
+          type: 'password',
+          hint: `at least ${PASSWORD_LIMITS.min} characters`,
+          problems,
+          autocomplete: 'new-password',
+        })}
+        ${
+          invited
+            ? html`<p class="muted">You will join the organisation that invited you.</p>`
+            : field({
+                name: 'org',
+                label: 'Organisation',
+                hint: 'your team or company; it starts with a $5 trial credit',
+                value: values.org,
+                problems,
+                autocomplete: 'organization',
+              })
+        }
+        <button>Create account</button>
+      </form>
+      <p>Have an account? <a href="/console/sign-in">Sign in</a>.</p>`,
+    { error },
+  );
+}
+
+function signInPage(ctx: Context, values: { email?: string; next?: string }, error?: string): void {
+  page(
+    ctx,
+    'Sign in',
+    html`<form method="post" action="/console/sign-in" class="stack">
+        ${csrfField(ctx)}<input type="hidden" name="next" value="${values.next ?? ''}" />
+        ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, problems: {}, autocomplete: 'username' })}
+        ${field({ name: 'password', label: 'Password', type: 'password', problems: {}, autocomplete: 'current-password' })}
+        <button>Sign in</button>
+      </form>
+      <p>New here? <a href="/console/sign-up">Create an account</a>.</p>`,
+    { error },
+  );
+}
+
+/** A new session for the person, replacing any the browser had (session fixation). */
+async function startSession(deps: ConsoleDeps, ctx: Context, personId: string, orgId: string | null): Promise<void> {
+  await endSession(deps.db, ctx, deps.secureCookies);
+  const { token } = await createSession(deps.db, personId, orgId);
+  ctx.cookies.set(SESSION_COOKIE, token, cookieOptions(deps.secureCookies));
+}
+
+export function authPages(router: Router, deps: ConsoleDeps): void {
+  router.get('/', (ctx) => ctx.redirect(consoleState(ctx).user ? '/console/overview' : '/console/sign-in'));
+
+  router.get('/sign-up', (ctx) => signUpPage(ctx, { invite: typeof ctx.query.invite === 'string' ? ctx.query.invite : undefined }, {}));
+  router.post('/sign-up', async (ctx) => {
+    const form = formOf(ctx, {
+      name: text(200),
+      email: text(400),
+      password: text(PASSWORD_LIMITS.max * 4),
+      org: text(200),
+      invite: text(200),
+    });
+    const email = normaliseEmail(form.email);
+    const problems: Problems = {
+      name: nameProblems(form.name),
+      email: email ? [] : ['Enter an email address like name@example.com.'],
+      password: passwordProblems(form.password, form.email),
+      org: form.invite ? [] : nameProblems(form.org),
+    };
+    if (Object.values(problems).some((p) => p.length > 0) || !email) {
+      ctx.status = 400;
+      return signUpPage(ctx, form, problems, 'Some fields need attention.');
+    }
+    const created = await createPerson(deps.db, {
+      email,
+      name: form.name.trim(),
+      passwordHash: await hashPassword(form.password),
+      orgName: form.invite ? undefined : form.org.trim(),
+    });
+    if (!created) {
+      ctx.status = 409;
+      return signUpPage(ctx, form, { email: ['An account with this address exists: sign in instead.'] }, 'Some fields need attention.');
+    }
+    if (created.org)
+      // The worker's ensureTrialTimers starts it later if Temporal cannot be reached now.
+      await startTrialTimer(deps.db, deps.client, {
+        orgId: created.org.orgId,
+        trialStartedAt: created.org.trialStartedAt.toISOString(),
+      }).catch((err: unknown) => deps.log.warn('trial timer deferred', { orgId: created.org?.orgId, err }));
+    await startSession(deps, ctx, created.person.id, created.org?.orgId ?? null);
+    ctx.redirect(form.invite ? inviteUrl(form.invite) : '/console/keys?welcome=1');
+  });
+
+  router.get('/sign-in', (ctx) => signInPage(ctx, { next: typeof ctx.query.next === 'string' ? ctx.query.next : undefined }));
+  router.post('/sign-in', async (ctx) => {
+    const form = formOf(ctx, { email: text(400), password: text(PASSWORD_LIMITS.max * 4), next: text(2_000) });
+    const email = normaliseEmail(form.email) ?? form.email.trim().toLowerCase().slice(0, 320);
+    const gate = await signInAllowed(deps.db, email, ctx.ip);
+    if (!gate.allowed) {
+      ctx.status = 429;
+      ctx.set('Retry-After', String(gate.retryAfterSeconds));
+      const minutes = Math.ceil(gate.retryAfterSeconds / 60);
+      return signInPage(
+        ctx,
+        { email, next: form.next },
+        `Too many failed sign-ins for this address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      );
+    }
+    const person = await findPersonByEmail(deps.db, email);
+    const ok = await passwordMatches(person?.passwordHash ?? (await DECOY_HASH), form.password);
+    await recordSignIn(deps.db, email, ctx.ip, ok && person !== undefined);
+    if (!ok || !person) {
+      ctx.status = 401;
+      return signInPage(ctx, { email, next: form.next }, 'That email and password do not match an account.');
+    }
+    await startSession(deps, ctx, person.id, null);
+    ctx.redirect(safeNext(form.next));
+  });
+
+  router.post('/sign-out', async (ctx) => {
+    await endSession(deps.db, ctx, deps.secureCookies);
+    ctx.redirect('/console/sign-in');
+  });
+  router.post('/sign-out-everywhere', async (ctx) => {
+    const user = requireUser(ctx);
+    await deleteSessionsOf(deps.db, user.session.person.id);
+    ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(deps.secureCookies));
+    ctx.redirect('/console/sign-in');
+  });
+
+  router.post('/org', async (ctx) => {
+    const user = requireUser(ctx);
+    const { org_id } = formOf(ctx, { org_id: text(100) });
+    if (!user.memberships.some((m) => m.orgId === org_id)) throw new ConsoleRefusal(403, 'You are not a member of that organisation.');
+    await setSessionOrg(deps.db, user.session.tokenHash, org_id);
+    ctx.redirect('/console/overview');
+  });
+
+  router.get('/invite', async (ctx) => {
+    const token = typeof ctx.query.token === 'string' ? ctx.query.token : '';
+    const invitation = token ? await findInvitation(deps.db, token) : undefined;
+    const user = consoleState(ctx).user;
+    if (!invitation || invitation.acceptedAt || invitation.expiresAt < new Date())
+      throw new ConsoleRefusal(404, 'This invitation is not valid: it was used, it expired, or the link is incomplete.');
+    page(
+      ctx,
+      `Join ${invitation.orgName}`,
+      user
+        ? user.session.person.email.toLowerCase() === invitation.email.toLowerCase()
+          ? html`<form method="post" action="/console/invite" class="stack">
+              ${csrfField(ctx)}<input type="hidden" name="token" value="${token}" /><button>Join ${invitation.orgName}</button>
+            </form>`
+          : html`<p class="error-box">This invitation is for ${invitation.email}; you are signed in as ${user.session.person.email}.</p>`
+        : html`<p>This invitation is for ${invitation.email}.</p>
+            <p>
+              <a class="button" href="/console/sign-up?invite=${encodeURIComponent(token)}">Create an account</a>
+              or <a href="/console/sign-in?next=${encodeURIComponent(inviteUrl(token))}">sign in</a> to accept it.
+            </p>`,
+    );
+  });
+  router.post('/invite', async (ctx) => {
+    const user = requireUser(ctx);
+    const { token } = formOf(ctx, { token: text(200) });
+    const orgId = await acceptInvitation(deps.db, token, user.session.person);
+    if (!orgId)
+      throw new ConsoleRefusal(404, 'This invitation is not valid for your account: it was used, expired, or is for another address.');
+    await setSessionOrg(deps.db, user.session.tokenHash, orgId);
+    ctx.redirect('/console/overview');
+  });
+}

@@ -1,0 +1,114 @@
+import { baseUrlOf } from '../routes/runs';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import { deleteSession, membershipsOf, readSession, type Membership, type Session } from '../../db/repositories/people';
+import type { Db } from '../../db/knex';
+
+/**
+ * Who is signed in to the console, and the CSRF check every state-changing request passes (DESIGN §14). The session
+ * cookie is HttpOnly, SameSite=Lax, scoped to `/console` (so no browser ever sends it to `/v1`), Secure in
+ * production; only its hash is stored. Before sign-in, a double-submit cookie carries the CSRF token of the
+ * sign-in and sign-up forms (a forged sign-in is an attack too).
+ */
+
+export const SESSION_COOKIE = 'quorum_session';
+const ANON_CSRF_COOKIE = 'quorum_csrf';
+const COOKIE_PATH = '/console';
+
+export interface ConsoleUser {
+  session: Session;
+  memberships: Membership[];
+  /** The organisation the console is showing, when the person belongs to one. */
+  org: Membership | undefined;
+}
+
+export interface ConsoleState {
+  user?: ConsoleUser;
+  /** The token this request's forms carry. */
+  csrf: string;
+}
+
+export class ConsoleRefusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A request refused before its session was read (a bearer key) renders as a visitor's, with no form token. */
+export function consoleState(ctx: Context): ConsoleState {
+  return (ctx.state.console as ConsoleState | undefined) ?? { csrf: '' };
+}
+
+export function cookieOptions(secure: boolean): { httpOnly: true; sameSite: 'lax'; path: string; secure: boolean; overwrite: true } {
+  return { httpOnly: true, sameSite: 'lax', path: COOKIE_PATH, secure, overwrite: true };
+}
+
+function sameToken(a: string | undefined, b: string): boolean {
+  if (typeof a !== 'string') return false;
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Loads the session; refuses bearer keys; checks the CSRF token and Origin of every request that changes something. */
+export function consoleSession(db: Db, opts: { secureCookies: boolean }) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    // The console takes a signed-in session only: a bearer key here is a misdirected API call (DESIGN §14).
+    if (ctx.get('authorization'))
+      throw new ConsoleRefusal(401, 'The console takes a signed-in session, not an API key. Call the API at /v1 with your key.');
+    const token = ctx.cookies.get(SESSION_COOKIE);
+    const session = token ? await readSession(db, token) : undefined;
+    if (token && !session) ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(opts.secureCookies));
+    let user: ConsoleUser | undefined;
+    if (session) {
+      const memberships = await membershipsOf(db, session.person.id);
+      user = { session, memberships, org: memberships.find((m) => m.orgId === session.orgId) ?? memberships[0] };
+    }
+    let csrf = session?.csrfToken;
+    if (!csrf) {
+      csrf = ctx.cookies.get(ANON_CSRF_COOKIE) ?? randomBytes(24).toString('base64url');
+      ctx.cookies.set(ANON_CSRF_COOKIE, csrf, cookieOptions(opts.secureCookies));
+    }
+    ctx.state.console = { user, csrf } satisfies ConsoleState;
+    if (!['GET', 'HEAD'].includes(ctx.method)) {
+      const origin = ctx.get('origin');
+      if (origin && origin !== baseUrlOf(ctx)) throw new ConsoleRefusal(403, 'This form was sent from another site; it was refused.');
+      const sent = (ctx.request.body as Record<string, unknown> | undefined)?._csrf ?? ctx.get('x-csrf-token');
+      if (!sameToken(typeof sent === 'string' ? sent : undefined, csrf))
+        throw new ConsoleRefusal(403, 'This form has expired or did not come from the console; reload the page and try again.');
+    }
+    await next();
+  };
+}
+
+/** Pages behind sign-in: a visitor goes to the sign-in page and comes back. */
+export function requireUser(ctx: Context): ConsoleUser {
+  const user = consoleState(ctx).user;
+  if (!user) {
+    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.originalUrl)}`);
+    throw new RedirectDone();
+  }
+  return user;
+}
+
+/** Pages about an organisation's things need one. */
+export function requireOrg(ctx: Context): { user: ConsoleUser; org: Membership } {
+  const user = requireUser(ctx);
+  if (!user.org) {
+    ctx.redirect('/console/overview');
+    throw new RedirectDone();
+  }
+  return { user, org: user.org };
+}
+
+/** Thrown after a redirect is set, to stop the handler; the console's error handler lets it pass. */
+export class RedirectDone extends Error {}
+
+export async function endSession(db: Db, ctx: Context, secure: boolean): Promise<void> {
+  const user = consoleState(ctx).user;
+  if (user) await deleteSession(db, user.session.tokenHash);
+  ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(secure));
+}
