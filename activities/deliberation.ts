@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
@@ -84,9 +85,17 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     },
     synthesize: engineCall,
 
-    /** Holds the call's ceiling on the prepaid balance before anything runs (402 when it cannot be covered). */
+    /**
+     * Holds the call's ceiling on the prepaid balance before anything runs (402 when it cannot be covered, or when a
+     * billing state refuses it). A refusal's type is its code, so the workflow ends the call with it.
+     */
     async reserve(input: { orgId: string; requestId: string; amountMicros: number }): Promise<void> {
-      await ledger.reserve(db, { orgId: input.orgId, requestId: input.requestId, amountMicros: BigInt(input.amountMicros) });
+      try {
+        await ledger.reserve(db, { orgId: input.orgId, requestId: input.requestId, amountMicros: BigInt(input.amountMicros) });
+      } catch (err) {
+        if (err instanceof QuorumError) throw ApplicationFailure.nonRetryable(err.message, err.code);
+        throw err;
+      }
     },
 
     /** A run that ends without an answer: nothing billed, the hold released, the request marked failed. */

@@ -85,16 +85,20 @@ export function command<T>(spec: CommandSpec<T>): Command {
 }
 
 export const required = z.string({ error: 'is required' }).trim().min(1, 'must not be empty');
-export const usd = required.transform((text, ctx) => {
-  try {
-    const micros = usdToMicros(text);
-    if (micros > 0n) return micros;
-    ctx.addIssue({ code: 'custom', message: 'must be a positive amount' });
-  } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be a USD amount with at most 6 decimals, e.g. 12.50' });
-  }
-  return z.NEVER;
-});
+const usdAtLeast = (min: bigint, refusal: string) =>
+  required.transform((text, ctx) => {
+    try {
+      const micros = usdToMicros(text);
+      if (micros >= min) return micros;
+      ctx.addIssue({ code: 'custom', message: refusal });
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a USD amount with at most 6 decimals, e.g. 12.50' });
+    }
+    return z.NEVER;
+  });
+export const usd = usdAtLeast(1n, 'must be a positive amount');
+/** A limit, which may be nothing at all. */
+export const usdOrZero = usdAtLeast(0n, 'must not be negative');
 export const list = <T>(item: z.ZodType<T, string>) =>
   required.transform((text) => text.split(',').map((s) => s.trim())).pipe(z.array(item).min(1));
 

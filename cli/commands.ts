@@ -9,6 +9,7 @@ import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories
 import { SCOPES } from '../domain/api-keys';
 import { microsToUsd } from '../domain/money';
 import { startTrialTimer } from '../starters/trial-credit';
+import { billingCommands } from './billing-commands';
 import { modeCommands } from './mode-commands';
 import { runCommands } from './run-commands';
 
@@ -217,6 +218,7 @@ export const COMMANDS: readonly Command[] = [
   orgCreate,
   orgStatus('suspend'),
   orgStatus('resume'),
+  ...billingCommands,
   keyCreate,
   keyRevoke,
   balanceAdd,

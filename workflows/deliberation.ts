@@ -9,6 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliberationActivities } from '../activities/deliberation';
+import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import { CostMeter } from '../domain/cost-meter';
 import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
@@ -43,11 +44,21 @@ const { classify, reserve, planSeats, failRequest, settle } = proxyLocalActiviti
 });
 
 /** Spec error codes a deliberation can end with after its reservation; each releases the hold. */
-type AbandonCode = Extract<ErrorCode, 'insufficient_balance' | 'mode_resolution_mismatch' | 'mode_unavailable' | 'cost_unreadable'>;
+type AbandonCode =
+  Extract<ErrorCode, 'insufficient_balance' | 'mode_resolution_mismatch' | 'mode_unavailable' | 'cost_unreadable'> | BillingRefusal;
 
 function failureReason(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A hold refused by a billing state of the organisation (a quota used since the API checked) ends with that code.
+ * A local activity's failure reaches the workflow as the activity's own ApplicationFailure.
+ */
+function billingRefusalOf(err: unknown): BillingRefusal | undefined {
+  const type = err instanceof ApplicationFailure ? err.type : undefined;
+  return type && isBillingRefusal(type) ? type : undefined;
 }
 
 /** DESIGN §5: classify → reserve → plan → panel → settle. Idempotency is the workflow id (DESIGN §4). */
@@ -67,13 +78,16 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
     throw ApplicationFailure.nonRetryable(message, code);
   };
-  /** A step whose (non-retryable) failure ends the call with `code`; a cancellation passes through. */
+  /**
+   * A step whose (non-retryable) failure ends the call with `code`, or with the billing state that refused it; a
+   * cancellation passes through.
+   */
   const orAbandon = async <T>(code: AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
     try {
       return await run();
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return abandon(code, failureReason(err), unsettled);
+      return abandon(billingRefusalOf(err) ?? code, failureReason(err), unsettled);
     }
   };
 

@@ -7,7 +7,7 @@ import type { Form } from '../../domain/form';
 import type { ChatMessage } from '../../domain/messages';
 import type { ModeRecord, Tier } from '../../domain/modes';
 import type { Outcome, Settlement } from '../../domain/outcome';
-import { assertCovers } from '../../db/repositories/ledger';
+import { assertBillable } from '../../db/repositories/ledger';
 import { settleOutcome } from '../../db/repositories/receipts';
 import {
   claimRequest,
@@ -123,9 +123,10 @@ export async function runDeliberation(
   }
   if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
   // DESIGN §8: after idempotency (a call still in progress is 409 whatever the balance), 402 before anything
-  // runs, so a refused call leaves no request row and starts no workflow.
+  // runs (the balance, or a billing state of the organisation), so a refused call leaves no request row and starts
+  // no workflow. A test key bills nothing, so no billing state refuses it.
   const stillRunning = existing?.state === 'running' && !takeOver.includes('running');
-  if (input.keyMode === 'live' && !stillRunning) await assertCovers(db, input.orgId, BigInt(input.ceilingMicros));
+  if (input.keyMode === 'live' && !stillRunning) await assertBillable(db, input.orgId, BigInt(input.ceilingMicros));
 
   const requestId = `req_${randomBytes(12).toString('hex')}`;
   const claimed = await claimRequest(

@@ -5,6 +5,7 @@ import { findMode, isListed } from '../../db/repositories/modes';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
 import { failLaunch, findRunByKey, launchRun, markRunQueued, questionsForRun, type RunRecord } from '../../db/repositories/runs';
 import { keyAllowsMode } from '../../domain/api-keys';
+import { isBillingRefusal } from '../../domain/billing';
 import { canonicalHash } from '../../domain/canonical-json';
 import { classifyHeuristic } from '../../domain/classifier';
 import { QuorumError } from '../../domain/errors';
@@ -71,6 +72,15 @@ export interface LaunchOptions {
 /** Where a run is polled, below the address the caller reached. */
 export function statusPath(kind: RunKind, id: string): string {
   return `/v1/${kind === 'test' ? 'tests' : 'certify'}?batch_id=${id}`;
+}
+
+/**
+ * Spec 02: on the launch endpoints `insufficient_balance` also covers a billing state (a used quota, missing billing,
+ * an activation allowance used); the message names which.
+ */
+function asInsufficientBalance(err: QuorumError): QuorumError {
+  if (!isBillingRefusal(err.code)) return err;
+  return new QuorumError('insufficient_balance', `${err.code}: ${err.message}`, { param: err.param, requestId: err.requestId });
 }
 
 /** Form A answers what Form B calls 402 and 409 with `launch_refused` (its launch lists neither status). */
@@ -274,7 +284,8 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
       limit,
     );
   } catch (err) {
-    if (err instanceof QuorumError && err.code === 'insufficient_balance') throw refusal(form, err);
+    if (err instanceof QuorumError && (err.code === 'insufficient_balance' || isBillingRefusal(err.code)))
+      throw refusal(form, asInsufficientBalance(err));
     throw err;
   }
   if ('limited' in launched) {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
+import { asRefusal, billingRefusal, billingRefusalError } from './billing';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
 /**
@@ -72,18 +73,27 @@ async function assertOrganisationExists(db: DbOrTrx, orgId: string): Promise<voi
 /**
  * Applies the entries' summed deltas only if the result keeps 0 ≤ reserved ≤ balance, then appends them.
  * Returns the new balance, or undefined when the condition failed (nothing written). Call inside a transaction.
+ * Entries that start billed work name its amount in `admitMicros`: the same UPDATE then also requires that no
+ * billing state of the organisation refuses it (`billing_refusal`, migration 013), so the limit holds under races.
  */
-export async function postEntries(trx: Knex.Transaction, orgId: string, entries: readonly NewLedgerEntry[]): Promise<Balance | undefined> {
+export async function postEntries(
+  trx: Knex.Transaction,
+  orgId: string,
+  entries: readonly NewLedgerEntry[],
+  admitMicros?: bigint,
+): Promise<Balance | undefined> {
   const balanceDelta = entries.reduce((sum, e) => sum + e.amountMicros, 0n);
   const reservedDelta = entries.reduce((sum, e) => sum + (e.reservedDeltaMicros ?? 0n), 0n);
+  const admitted = admitMicros === undefined ? '' : 'and billing_refusal(org_id, :admit) is null';
   const updated = await trx.raw<{ rows: BalanceRow[] }>(
     `update balances
         set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros + :rd, updated_at = now()
       where org_id = :orgId
         and reserved_micros + :rd >= 0
         and balance_micros + :bd >= reserved_micros + :rd
+        ${admitted}
       returning balance_micros, reserved_micros`,
-    { bd: balanceDelta.toString(), rd: reservedDelta.toString(), orgId },
+    { bd: balanceDelta.toString(), rd: reservedDelta.toString(), orgId, admit: (admitMicros ?? 0n).toString() },
   );
   const row = updated.rows[0];
   if (!row) return undefined;
@@ -100,24 +110,51 @@ export async function postEntries(trx: Knex.Transaction, orgId: string, entries:
   return toBalance(row);
 }
 
-const insufficientBalance = (): QuorumError =>
-  new QuorumError('insufficient_balance', 'The prepaid balance does not cover this call; add funds to continue.');
+/** Billed work: a call's hold or a run's up-front charge. */
+export type BilledWork = 'call' | 'run';
+
+const insufficientBalance = (work: BilledWork): QuorumError =>
+  new QuorumError('insufficient_balance', `The prepaid balance does not cover this ${work}; add funds to continue.`);
 
 /** `postEntries` that must succeed: a failed condition is `insufficient_balance` (or `not_found` for an unknown org). */
 async function postOrThrow(trx: Knex.Transaction, orgId: string, entries: readonly NewLedgerEntry[]): Promise<Balance> {
   const balance = await postEntries(trx, orgId, entries);
   if (balance) return balance;
   await assertOrganisationExists(trx, orgId);
-  throw insufficientBalance();
+  throw insufficientBalance('call');
 }
 
 /**
- * Throws `insufficient_balance` when what is not already held cannot cover `amountMicros`. A read only: `reserve`
- * stays the authority (another call may take the money in between); this lets a refused call fail before it starts.
+ * `postEntries` for entries that start billed work of `amountMicros`. Refused, it throws why: a billing state's code
+ * (`no_billing_configured`, `verification_required`, `quota_exceeded`) before `insufficient_balance`.
  */
-export async function assertCovers(db: DbOrTrx, orgId: string, amountMicros: bigint): Promise<void> {
-  const { balanceMicros, reservedMicros } = await getBalance(db, orgId);
-  if (balanceMicros - reservedMicros < amountMicros) throw insufficientBalance();
+export async function postAdmitted(
+  trx: Knex.Transaction,
+  orgId: string,
+  entries: readonly NewLedgerEntry[],
+  work: { kind: BilledWork; amountMicros: bigint },
+): Promise<Balance> {
+  const balance = await postEntries(trx, orgId, entries, work.amountMicros);
+  if (balance) return balance;
+  await assertOrganisationExists(trx, orgId);
+  const refusal = await billingRefusal(trx, orgId, work.amountMicros);
+  throw refusal ? billingRefusalError(refusal) : insufficientBalance(work.kind);
+}
+
+/**
+ * Throws what `reserve` would refuse a call holding `amountMicros` with, in one query. A read only: `reserve` stays
+ * the authority (another call may take the money in between); this lets a refused call fail before it starts.
+ */
+export async function assertBillable(db: DbOrTrx, orgId: string, amountMicros: bigint): Promise<void> {
+  const { rows } = await db.raw<{ rows: (BalanceRow & { refusal: string | null })[] }>(
+    'select balance_micros, reserved_micros, billing_refusal(org_id, ?) as refusal from balances where org_id = ?',
+    [amountMicros.toString(), orgId],
+  );
+  const row = rows[0];
+  if (!row) throw new QuorumError('not_found', `no organisation ${orgId}`);
+  const refusal = asRefusal(row.refusal);
+  if (refusal) throw billingRefusalError(refusal);
+  if (toBalance(row).availableMicros < amountMicros) throw insufficientBalance('call');
 }
 
 export async function createBalance(trx: Knex.Transaction, orgId: string): Promise<void> {
@@ -125,8 +162,9 @@ export async function createBalance(trx: Knex.Transaction, orgId: string): Promi
 }
 
 /**
- * Holds `amountMicros` for a call. Idempotent per request id: one reservation per request id, ever, so a
- * repeated call (a retried activity) changes nothing; a new run after a release needs a new request id.
+ * Holds `amountMicros` for a call, unless the balance or a billing state refuses it (see `postAdmitted`).
+ * Idempotent per request id: one reservation per request id, ever, so a repeated call (a retried activity) changes
+ * nothing; a new run after a release needs a new request id.
  */
 export async function reserve(db: DbOrTrx, input: { orgId: string; requestId: string; amountMicros: bigint }): Promise<void> {
   requireNonNegative('amountMicros', input.amountMicros);
@@ -139,9 +177,12 @@ export async function reserve(db: DbOrTrx, input: { orgId: string; requestId: st
         .returning('request_id');
       if (inserted.length === 0) return;
       // A failure here rolls back the reservation row with it.
-      await postOrThrow(trx, input.orgId, [
-        { kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId },
-      ]);
+      await postAdmitted(
+        trx,
+        input.orgId,
+        [{ kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId }],
+        { kind: 'call', amountMicros: input.amountMicros },
+      );
     }),
   );
 }

@@ -13,7 +13,7 @@ import {
   type RunSpec,
   type RunState,
 } from '../../domain/runs';
-import { postEntries } from './ledger';
+import { postAdmitted, postEntries } from './ledger';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -136,8 +136,9 @@ export type LaunchResult = { created: true; run: RunRecord } | { created: false;
 
 /**
  * Writes the run and its up-front charge in one transaction, or nothing: a key already used returns that run (the
- * caller compares bodies); a day's launches at `dailyLimit` are refused; a balance that cannot cover the charge is
- * `insufficient_balance`. Launches of one kind by one organisation take turns, so the daily count holds under races.
+ * caller compares bodies); a day's launches at `dailyLimit` are refused; a refused charge throws its reason (a
+ * billing state's code, else `insufficient_balance`). Launches of one kind by one organisation take turns, so the
+ * daily count holds under races.
  */
 export async function launchRun(db: Knex, run: NewRun, dailyLimit: number): Promise<LaunchResult> {
   return db.transaction(async (trx) => {
@@ -166,10 +167,13 @@ export async function launchRun(db: Knex, run: NewRun, dailyLimit: number): Prom
       })
       .returning('*')) as RunRow[];
     if (run.billedMicros > 0) {
-      const charged = await postEntries(trx, run.orgId, [
-        { kind: 'test_run_charge', amountMicros: -BigInt(run.billedMicros), requestId: run.id, note: `${run.kind} run ${run.model}` },
-      ]);
-      if (!charged) throw new QuorumError('insufficient_balance', 'The prepaid balance does not cover this run; add funds to continue.');
+      const amountMicros = BigInt(run.billedMicros);
+      await postAdmitted(
+        trx,
+        run.orgId,
+        [{ kind: 'test_run_charge', amountMicros: -amountMicros, requestId: run.id, note: `${run.kind} run ${run.model}` }],
+        { kind: 'run', amountMicros },
+      );
     }
     return { created: true as const, run: toRecord(row) };
   });
