@@ -7,7 +7,7 @@ import { getRun, listRuns, saveQuestionSet, type RunRecord } from '../db/reposit
 import { microsToDecimal } from '../domain/money';
 import { parseQuestionSet } from '../domain/questions/import';
 import { BUCKETS } from '../domain/questions/types';
-import { ENDED_STATES, type RunProgress } from '../domain/runs';
+import { ENDED_STATES, runTiming, type RunProgress } from '../domain/runs';
 import { cancelRun, runProgress } from '../starters/runs';
 import { command, dollars, required, UsageError, type Command, type CommandContext } from './command';
 
@@ -64,9 +64,8 @@ const runWatch = command({
     for (;;) {
       progress = await runProgress(client, db, run);
       const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
-      const elapsed = progress.startedAt ? Date.now() - Date.parse(progress.startedAt) : 0;
-      const left = done > 0 ? (elapsed / done) * (run.totalQuestions - done) : run.estimatedMinutes * 60_000;
-      total.update(done, { extra: `${progress.state} · elapsed ${seconds(elapsed)} · left ~${seconds(left)}` });
+      const { elapsedMs, leftMs } = runTiming({ progress, finishedAt: run.finishedAt, estimatedMinutes: run.estimatedMinutes }, Date.now());
+      total.update(done, { extra: `${progress.state} · elapsed ${seconds(elapsedMs)} · left ~${seconds(leftMs)}` });
       for (const [b, bar] of perBucket) bar.update(progress.done[b]);
       if (ENDED_STATES.includes(run.state)) break;
       await new Promise((resolve) => setTimeout(resolve, every * 1000));

@@ -152,3 +152,20 @@ export function selectQuestions(pool: readonly Question[], counts: BucketCounts,
   }
   return out;
 }
+
+/**
+ * How long a run has taken and how long it has left: the pace so far predicts the rest; before the first answer,
+ * the launch's estimate does; an ended run has nothing left. One rule for the API's poll, the CLI and the console.
+ */
+export function runTiming(
+  run: { progress: RunProgress; finishedAt: Date | null; estimatedMinutes: number },
+  now: number,
+): { elapsedMs: number; leftMs: number } {
+  const started = run.progress.startedAt ? Date.parse(run.progress.startedAt) : null;
+  const finished = run.finishedAt?.getTime() ?? null;
+  const done = totalQuestions(run.progress.done);
+  const elapsedMs = started === null ? 0 : (finished ?? now) - started;
+  if (finished !== null) return { elapsedMs, leftMs: 0 };
+  const leftMs = done > 0 ? (elapsedMs / done) * (totalQuestions(run.progress.total) - done) : run.estimatedMinutes * 60_000;
+  return { elapsedMs, leftMs };
+}

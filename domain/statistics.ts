@@ -157,10 +157,15 @@ export function clusteredWinRate(scores: readonly ClusteredScore[], confidence =
 
 export type CertificationVerdict = 'certified' | 'provisional' | 'not_certified';
 
-/** The ladder on the 95% lower bound L: certified when L > 0.50, provisional when 0.40 < L ≤ 0.50, else not certified. */
+/** The ladder on the 95% lower bound L, highest rung first: certified when L > 0.50, provisional when 0.40 < L ≤ 0.50, else not certified. */
+export const VERDICT_LADDER: readonly { verdict: CertificationVerdict; above: number }[] = [
+  { verdict: 'certified', above: 0.5 },
+  { verdict: 'provisional', above: 0.4 },
+  { verdict: 'not_certified', above: -Infinity },
+];
+
 export function verdictFor(lowerBound: number): CertificationVerdict {
-  if (lowerBound > 0.5) return 'certified';
-  if (lowerBound > 0.4) return 'provisional';
+  for (const rung of VERDICT_LADDER) if (lowerBound > rung.above) return rung.verdict;
   return 'not_certified';
 }
 

@@ -9,6 +9,8 @@ import { html } from './html';
 import { page } from './layout';
 import { accountPages } from './pages/account';
 import { authPages } from './pages/auth';
+import { receiptPages } from './pages/receipts';
+import { runPages } from './pages/runs';
 import { ConsoleRefusal, consoleSession, RedirectDone } from './session';
 import { CONSOLE_CSS } from './styles';
 
@@ -97,5 +99,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   router.use(consoleSession(deps.db, { secureCookies: deps.secureCookies }));
   authPages(router, deps);
   accountPages(router, deps);
+  receiptPages(router, deps);
+  runPages(router, deps);
   return router;
 }

@@ -43,4 +43,28 @@ pre { background: var(--panel); padding: .8rem; border-radius: 6px; overflow-x: 
 @media (max-width: 800px) { .grid2 { grid-template-columns: 1fr; } }
 .skip { position: absolute; left: -999px; }
 .skip:focus { left: 1rem; top: .5rem; background: #fff; padding: .3rem .6rem; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 0 0 1rem; }
+dl.facts dt { font-weight: 600; color: var(--muted); }
+dl.facts dd { margin: 0; }
+table.narrow { width: auto; min-width: 20rem; }
+.pager { display: flex; gap: 1rem; margin: .5rem 0 1rem; }
+.progress-row { display: grid; grid-template-columns: 6rem 1fr 5rem; gap: .8rem; align-items: center; margin: .3rem 0; max-width: 40rem; }
+.progress-row progress { width: 100%; height: .9rem; accent-color: var(--accent); }
+.chart { display: block; max-width: 100%; height: auto; margin: .8rem 0; font-size: 13px; }
+.chart text { fill: var(--fg); }
+.chart .axis line { stroke: var(--muted); }
+.chart .axis text, .chart .value { fill: var(--muted); }
+.chart .reference { stroke: var(--bad); stroke-width: 1.5; }
+.chart .whisker { stroke: var(--fg); stroke-width: 2; }
+.chart .point { fill: var(--accent); stroke: #fff; stroke-width: 1.5; }
+.chart .bar { fill: var(--accent); }
+.verdict { border: 1px solid var(--line); border-radius: 8px; padding: .6rem 1rem; margin: .8rem 0; }
+.verdict .big { font-size: 1.4rem; font-weight: 700; margin: 0; }
+.verdict.certified .big { color: var(--good); }
+.verdict.not_certified .big { color: var(--bad); }
+.ladder li.reached { font-weight: 700; }
+figure.contested { margin: .5rem 0; padding: .5rem .8rem; border-left: 4px solid var(--bad); background: var(--panel); }
+figure.contested blockquote { margin: 0 0 .3rem; }
+pre.answer { white-space: pre-wrap; }
 `;

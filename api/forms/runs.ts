@@ -3,6 +3,7 @@ import type { Bucket } from '../../domain/questions/types';
 import type { ResultGroup, RunSummary } from '../../domain/run-summary';
 import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
+import { runTiming } from '../../domain/runs';
 import { statusPath, type LaunchView } from '../operations/run-launch';
 import type { RunView } from '../operations/run-poll';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
@@ -97,14 +98,8 @@ export function runSerialiser(names: RunNames): RunSerialiser {
     launch,
     ...advisorSerialiser(names, launch),
     poll({ run, mode, progress }) {
-      const now = Date.now();
-      const started = progress.startedAt ? Date.parse(progress.startedAt) : null;
-      const finished = run.finishedAt?.getTime() ?? null;
       const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
-      const elapsedMs = started === null ? 0 : (finished ?? now) - started;
-      // The rate so far predicts the rest; before the first answer, the launch's estimate does.
-      const left =
-        finished !== null ? 0 : done > 0 ? Math.ceil(((elapsedMs / done) * (run.totalQuestions - done)) / 1000) : run.estimatedMinutes * 60;
+      const { elapsedMs, leftMs } = runTiming({ progress, finishedAt: run.finishedAt, estimatedMinutes: run.estimatedMinutes }, Date.now());
       const s = run.summary;
       const batch: JsonObject = {
         id: run.id,
@@ -133,7 +128,7 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         updated_at: progress.updatedAt,
         finished_at: run.finishedAt?.toISOString() ?? null,
         elapsed_seconds: Math.round(elapsedMs / 1000),
-        estimated_seconds_left: left,
+        estimated_seconds_left: Math.ceil(leftMs / 1000),
         billed_usd: usd(run.billedMicros),
         refunded_usd: usd(run.refundedMicros),
         engine_cost_usd: s ? usd(s.costMicros) : null,

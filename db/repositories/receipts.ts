@@ -1,7 +1,7 @@
-import type { Classification } from '../../domain/classifier';
+import type { Classification, Lane } from '../../domain/classifier';
 import type { Tier } from '../../domain/modes';
 import { QuorumError } from '../../domain/errors';
-import type { Outcome, Settlement } from '../../domain/outcome';
+import type { Outcome, ReceiptStatus, Settlement } from '../../domain/outcome';
 import { storableJson } from '../../domain/storable-text';
 import * as ledger from './ledger';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
@@ -160,5 +160,78 @@ export async function recentCalls(db: DbOrTrx, input: { orgId: string; modeId: s
     finishReason: r.finish_reason,
     converged: r.converged,
     substitutions: Number(r.substitutions),
+  }));
+}
+
+/** One line of the console's list of calls: what a person scans for, without the answers' text. */
+export interface ReceiptLine {
+  requestId: string;
+  createdAt: Date;
+  modeId: string;
+  ticker: string;
+  lane: Lane | null;
+  tier: Tier;
+  status: ReceiptStatus;
+  seats: number;
+  seatsAnswered: number;
+  /** Seat passes and staff calls that ran on a backup engine. */
+  fallbacks: number;
+  billedMicros: number;
+  latencyMs: number;
+}
+
+/** An organisation's receipts, newest first, a page at a time. */
+export async function listReceipts(db: DbOrTrx, input: { orgId: string; limit: number; offset: number }): Promise<ReceiptLine[]> {
+  const rows = (await db('receipts')
+    .where({ org_id: input.orgId })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'request_id', order: 'desc' },
+    ])
+    .limit(input.limit)
+    .offset(input.offset)
+    .select(
+      'request_id',
+      'created_at',
+      'mode_id',
+      'lane',
+      'tier',
+      'status',
+      'billed_micros',
+      'latency_ms',
+      db.raw("outcome->>'ticker' as ticker"),
+      db.raw("(outcome->>'seats')::int as seats"),
+      db.raw("(outcome->>'seatsAnswered')::int as seats_answered"),
+      // Counted in the stored outcome, so the list never reads the seats' answers.
+      db.raw(`(select count(*)::int from jsonb_array_elements(outcome->'seatPasses') p where (p->>'fallbackUsed')::boolean)
+        + coalesce((outcome#>>'{staff,judge,fallbackUsed}')::boolean, false)::int
+        + coalesce((outcome#>>'{staff,synthesis,fallbackUsed}')::boolean, false)::int as fallbacks`),
+    )) as {
+    request_id: string;
+    created_at: Date;
+    mode_id: string;
+    lane: Lane | null;
+    tier: Tier;
+    status: ReceiptStatus;
+    billed_micros: bigint | string;
+    latency_ms: number;
+    ticker: string;
+    seats: number;
+    seats_answered: number;
+    fallbacks: number;
+  }[];
+  return rows.map((r) => ({
+    requestId: r.request_id,
+    createdAt: r.created_at,
+    modeId: r.mode_id,
+    ticker: r.ticker,
+    lane: r.lane,
+    tier: r.tier,
+    status: r.status,
+    seats: r.seats,
+    seatsAnswered: r.seats_answered,
+    fallbacks: r.fallbacks,
+    billedMicros: Number(r.billed_micros),
+    latencyMs: r.latency_ms,
   }));
 }

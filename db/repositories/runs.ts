@@ -387,3 +387,13 @@ export async function modeVersionResults(
   for (const r of rows) runs.set(r.id, { id: r.id, kind: r.kind, state: r.state });
   return { runs: [...runs.values()], results: rows.map((r) => ({ ...r.result, questionId: `${r.id}/${r.result.questionId}` })) };
 }
+
+/** Questions answered so far in each of these runs (a run with none is absent). */
+export async function answeredCounts(db: DbOrTrx, runIds: readonly string[]): Promise<Map<string, number>> {
+  if (runIds.length === 0) return new Map();
+  const rows = (await db('run_questions').whereIn('run_id', runIds).groupBy('run_id').select('run_id').count('* as n')) as {
+    run_id: string;
+    n: string;
+  }[];
+  return new Map(rows.map((r) => [r.run_id, Number(r.n)]));
+}

@@ -8,10 +8,11 @@ import { KEY_FAMILIES, ownProviderFamilies, setBedrockRole, setProviderKey } fro
 import { insertOrganisation } from '../../../db/repositories/organisations';
 import { SCOPES, isScope, type Scope } from '../../../domain/api-keys';
 import { QuorumError } from '../../../domain/errors';
-import { microsToUsd, usdToMicros } from '../../../domain/money';
+import { usdToMicros } from '../../../domain/money';
 import { nameProblems, normaliseEmail } from '../../../domain/people';
 import { startTrialTimer } from '../../../starters/trial-credit';
 import type { ConsoleDeps } from '../deps';
+import { usd, when } from '../format';
 import { formOf, text } from '../forms';
 import { html, type Html } from '../html';
 import { csrfField, page } from '../layout';
@@ -19,9 +20,6 @@ import { ConsoleRefusal, requireOrg, requireUser } from '../session';
 import { inviteUrl } from './auth';
 
 /** The organisation's account: overview (balance, ledger), API keys (shown once), team and invitations, own provider keys. */
-
-const usd = (micros: bigint | number): string => `$${microsToUsd(BigInt(micros)).toFixed(micros === 0 ? 2 : 4)}`;
-const when = (d: Date): string => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
 
 /** Copies the text of the element named by `data-copy` (no inline script: the CSP allows only our own files). */
 function copyButton(target: string): Html {
