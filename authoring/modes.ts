@@ -11,8 +11,10 @@ import {
   certifiedVersion,
   createDraftMode,
   inviteToLab,
+  labInvites,
   listAuthoredModes,
   listedModeNamed,
+  modeVersions,
   orgModeNamed,
   orgHasOwner,
   readAuthoredMode,
@@ -31,7 +33,7 @@ import { simStandInsAllowed } from '../engines/run-planning';
 
 /**
  * The mode builder's one core (spec 02 `list_engines`, `validate_mode`, `save_mode`, `list_mode`; the operator CLI;
- * later the web builder): every edge calls these functions with an `Author` and gets the same checks, codes and
+ * the web builder in the console): every edge calls these functions with an `Author` and gets the same checks, codes and
  * writes. Nothing here knows which edge called.
  */
 
@@ -350,6 +352,26 @@ export async function inviteOrganisation(
 
 export async function listOrganisationModes(deps: AuthoringDeps, orgId: string): Promise<ModeView[]> {
   return (await listAuthoredModes(deps.db, orgId)).map((m) => view(deps, m));
+}
+
+/** A mode as its builder shows it: the view, the spec to edit, every release, and who may call its lab version. */
+export interface ModeDetail extends ModeView {
+  /** The draft's spec, else the current release's; null for a mode seeded from code (nothing to edit). */
+  spec: unknown;
+  versions: { version: number; mode_config_hash: string; released_at: string }[];
+  lab_invited: string[];
+}
+
+export async function modeDetail(deps: AuthoringDeps, author: Author, modeId: string): Promise<ModeDetail> {
+  const mode = await modeToChange(deps, author, modeId);
+  const [versions, invited] = await Promise.all([modeVersions(deps.db, mode.id), labInvites(deps.db, mode.id)]);
+  const current = versions.find((v) => v.version === mode.currentVersion);
+  return {
+    ...view(deps, mode),
+    spec: mode.draftSpec ?? current?.spec ?? null,
+    versions: versions.map((v) => ({ version: v.version, mode_config_hash: v.configHash, released_at: v.releasedAt.toISOString() })),
+    lab_invited: invited,
+  };
 }
 
 /** One engine as `list_engines` shows it (a type alias, so the edges can hand it on as a JSON object). */

@@ -81,9 +81,9 @@ const TOP_LEVEL = [
   'fidelity',
   'api_commercial',
 ] as const;
-const CRITIQUE = ['always', 'when_split', 'never'] as const;
-const GROUNDING = ['auto', 'off'] as const;
-const EXPRESS = ['auto', 'always', 'never'] as const;
+export const CRITIQUE = ['always', 'when_split', 'never'] as const;
+export const GROUNDING = ['auto', 'off'] as const;
+export const EXPRESS = ['auto', 'always', 'never'] as const;
 const DIVERSITY = ['distinct', 'any'] as const;
 const STAFF_ROLES = ['judge', 'synthesis', 'classifier'] as const;
 const RETIRED_FIDELITY = ['high', 'max'];
@@ -95,7 +95,8 @@ export const USE_WHEN_MAX = 200;
 export const CEILING_MAX_USD = 100;
 /** Seats a row holds: the express seat alone, or a panel of three. */
 export const ROW_SIZE: Readonly<Record<Tier, number>> = { experience: 1, plus: 3, pro: 3 };
-const DEFAULTS = {
+/** What a spec that leaves a setting out gets. */
+export const DEFAULTS = {
   rounds: 2,
   critique: 'when_split',
   grounding: 'auto',

@@ -9,6 +9,7 @@ import { html } from './html';
 import { page } from './layout';
 import { accountPages } from './pages/account';
 import { authPages } from './pages/auth';
+import { modePages } from './pages/modes';
 import { receiptPages } from './pages/receipts';
 import { runPages } from './pages/runs';
 import { ConsoleRefusal, consoleSession, RedirectDone } from './session';
@@ -87,6 +88,8 @@ export function consoleRouter(deps: ConsoleDeps): Router {
         },
       },
       strictTransportSecurity: deps.secureCookies,
+      // Not helmet's `no-referrer`: under it a browser posts a form with `Origin: null`, which the Origin check refuses.
+      referrerPolicy: { policy: 'same-origin' },
     }),
   );
   router.use(async (ctx, next) => {
@@ -99,6 +102,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   router.use(consoleSession(deps.db, { secureCookies: deps.secureCookies }));
   authPages(router, deps);
   accountPages(router, deps);
+  modePages(router, deps);
   receiptPages(router, deps);
   runPages(router, deps);
   return router;

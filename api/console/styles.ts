@@ -41,6 +41,16 @@ pre { background: var(--panel); padding: .8rem; border-radius: 6px; overflow-x: 
 .inline { display: inline; }
 .grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
 @media (max-width: 800px) { .grid2 { grid-template-columns: 1fr; } }
+form.mode-form { display: grid; gap: 1rem; }
+form.mode-form fieldset, #runs-box fieldset { border: 1px solid var(--line); border-radius: 8px; padding: .6rem 1rem 1rem; display: grid; gap: .8rem; align-content: start; min-width: 0; }
+form.mode-form .field > input, form.mode-form .field > select, form.mode-form .field > textarea { width: 100%; min-width: 0; }
+form.mode-form legend, #runs-box legend { font-weight: 700; padding: 0 .3rem; }
+.field { display: grid; gap: .2rem; min-width: 0; }
+.rows { display: grid; grid-template-columns: repeat(auto-fit, minmax(16rem, 1fr)); gap: 1rem; }
+.actions { display: flex; gap: .6rem; flex-wrap: wrap; }
+#runs-box .grid2 { align-items: start; margin-bottom: 1rem; }
+details > summary { cursor: pointer; font-weight: 600; }
+summary:focus { outline: 3px solid #80b3ff; outline-offset: 1px; }
 .skip { position: absolute; left: -999px; }
 .skip:focus { left: 1rem; top: .5rem; background: #fff; padding: .3rem .6rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }

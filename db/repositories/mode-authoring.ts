@@ -222,6 +222,18 @@ export async function labInvites(db: DbOrTrx, modeId: string): Promise<string[]>
   );
 }
 
+/** A mode's released versions, newest first, with the spec each was compiled from (null for modes seeded from code). */
+export async function modeVersions(
+  db: DbOrTrx,
+  modeId: string,
+): Promise<{ version: number; configHash: string; spec: unknown; releasedAt: Date }[]> {
+  const rows = (await db('mode_versions')
+    .where({ mode_id: modeId })
+    .orderBy('version', 'desc')
+    .select('version', 'config_hash', 'spec', 'created_at')) as { version: number; config_hash: string; spec: unknown; created_at: Date }[];
+  return rows.map((r) => ({ version: r.version, configHash: r.config_hash, spec: r.spec, releasedAt: r.created_at }));
+}
+
 /** Writes a listing state if the listing is still at `revision` (`listing_changed` otherwise). */
 export async function writeListing(
   db: DbOrTrx,

@@ -64,3 +64,8 @@ export async function setOrganisationStatus(db: DbOrTrx, orgId: string, status: 
 export async function organisationExists(db: DbOrTrx, orgId: string): Promise<boolean> {
   return (await db('organisations').where({ id: orgId }).first('id')) !== undefined;
 }
+
+export async function organisationStatus(db: DbOrTrx, orgId: string): Promise<OrganisationStatus | undefined> {
+  const row = (await db('organisations').where({ id: orgId }).first('status')) as { status: OrganisationStatus } | undefined;
+  return row?.status;
+}
