@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import type { ChatMessage } from '../domain/messages';
 import type { CallSource } from '../domain/outcome';
@@ -95,6 +95,9 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
         endedAt: new Date().toISOString(),
       };
     } catch (err) {
+      // A worker stopping past its grace aborts its calls: no verdict on the provider. Handed back as a cancellation,
+      // the attempt is retried on another worker (not taken for a permanent failure that moves the seat to its backup).
+      if (Context.current().cancellationDetails?.workerShutdown) throw new CancelledFailure('WORKER_SHUTDOWN');
       if (!isEngineError(err)) throw err;
       if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, ENGINE_PERMANENT, err.kind);
       throw ApplicationFailure.create({

@@ -2,9 +2,10 @@ import { Connection } from '@temporalio/client';
 import type { Server } from 'node:http';
 import { createDb, REQUEST_PATH_DB_TIMEOUTS } from '../db/knex';
 import { loadConfig } from '../infra/config';
+import { onStopRequest } from '../infra/entry-point';
 import { createLogger } from '../infra/log';
 import { createApp } from './app';
-import { listen } from './listen';
+import { drain, listen } from './listen';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -20,14 +21,17 @@ async function main(): Promise<void> {
     process.send?.({ ready: true });
   });
 
-  const stop = (): void => {
-    server.close(() => {
-      void Promise.all([temporal.close(), db.destroy()]).then(() => process.exit(0));
+  // Draining, the API refuses new connections (a load balancer moves on) and lets requests in flight end; their
+  // deliberations live in Temporal, so even a request cut off at the deadline is finished and billed once, and a
+  // retry with its key replays it.
+  onStopRequest(log, config.QUORUM_SHUTDOWN_GRACE_MS, () => {
+    void drain(server, config.QUORUM_SHUTDOWN_GRACE_MS).then(async (cut) => {
+      if (cut > 0) log.warn('requests cut off at the shutdown deadline; their deliberations continue', { cut });
+      await Promise.all([temporal.close(), db.destroy()]);
+      log.info('api stopped');
+      process.exit(0);
     });
-    server.closeAllConnections();
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  });
 }
 
 main().catch((err: unknown) => {

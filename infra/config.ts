@@ -27,9 +27,20 @@ const EnvSchema = z.object({
    * a certification with every question in flight ~750 (the SDK's default of 100 would queue them).
    */
   QUORUM_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().positive().default(500),
+  /**
+   * On SIGTERM, how long the API lets requests in flight finish and the worker lets activities in flight finish
+   * before cutting them off (their deliberations carry on in Temporal either way). Under Kubernetes' default 30 s.
+   */
+  QUORUM_SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(25_000),
   /** A workflow bundle built beforehand (worker/bundle.ts); otherwise the worker builds one at start. */
   QUORUM_WORKFLOW_BUNDLE: z.string().min(1).optional(),
 });
+
+/**
+ * A process sent SIGTERM is gone within QUORUM_SHUTDOWN_GRACE_MS and this (cancelled activities handing back their
+ * attempt, connections closing): whoever stops it (the supervisor, Docker) waits that long before SIGKILL.
+ */
+export const SHUTDOWN_MARGIN_MS = 5_000;
 
 export type Config = z.infer<typeof EnvSchema>;
 

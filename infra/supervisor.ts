@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -6,33 +6,39 @@ import { createDb } from '../db/knex';
 import { prepareDatabase } from '../db/prepare';
 import { seedDemoOrganisation } from '../db/seed';
 import { startTrialTimer } from '../starters/trial-credit';
-import { loadConfig } from './config';
-import { dataDir, runtimeExecArgv, runtimeModule } from './paths';
+import { loadConfig, SHUTDOWN_MARGIN_MS } from './config';
+import { describeExit, forkEntryPoint } from './entry-point';
+import { dataDir } from './paths';
 import { startEmbeddedPostgres, type EmbeddedPg } from './postgres';
+import { CrashHistory, RESTART_POLICY } from './restart-policy';
 import { removeStackFile, writeStackFile } from './stack-file';
 import { resolveTemporalBinary } from './temporal-binary';
 import { spawnDevServer, waitForTemporal } from './temporal-server';
 
 /**
  * `npm start`: Temporal, Postgres, migrations, seed data (the demo organisation and its trial timer), worker, API —
- * in that order, each awaited — then the URLs. SIGINT/SIGTERM stop every child this process started, in reverse order.
+ * in that order, each awaited — then the URLs. A worker or API that dies is restarted with backoff (RESTART_POLICY);
+ * one that keeps dying, or Temporal dying, stops the stack with exit code 1. SIGINT/SIGTERM stop every child this
+ * process started, in reverse order.
  */
 const say = (line: string): void => void process.stdout.write(`[quorum] ${line}\n`);
 
 interface Stoppable {
   name: string;
   stop(): Promise<void>;
+  /** At once (a second Ctrl-C): no drain. */
+  kill(): void;
 }
 
 const started: Stoppable[] = [];
 let shuttingDown = false;
 
-function waitForExit(child: ChildProcess, timeoutMs: number): Promise<void> {
+/** SIGTERM, then SIGKILL if the child is still there after `timeoutMs`. */
+function terminate(child: ChildProcess, timeoutMs: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  child.kill('SIGTERM');
   return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-    }, timeoutMs);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.once('exit', () => {
       clearTimeout(timer);
       resolve();
@@ -40,20 +46,67 @@ function waitForExit(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
+/** A child the stack cannot do without (the Temporal dev server): its death stops the stack. */
 function track(name: string, child: ChildProcess): void {
-  started.push({
-    name,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await waitForExit(child, 15_000);
-    },
-  });
+  started.push({ name, stop: () => terminate(child, 15_000), kill: () => child.kill('SIGKILL') });
   child.once('exit', (code, signal) => {
     if (!shuttingDown) {
-      say(`${name} exited unexpectedly (${signal ?? `code ${String(code)}`}); stopping the stack`);
+      say(`${name} exited unexpectedly (${describeExit(code, signal)}); stopping the stack`);
       void shutdown(1);
     }
   });
+}
+
+/**
+ * A worker or API process, kept running: after its first start, each exit the supervisor did not ask for is a
+ * crash, answered by a restart after the policy's delay, or by stopping the stack when it crashes too often.
+ * Resolves when the first process is ready; a first process that dies before that fails the start.
+ */
+async function supervise(name: string, module: string, env: NodeJS.ProcessEnv, stopTimeoutMs: number): Promise<void> {
+  const crashes = new CrashHistory();
+  let current: ChildProcess | undefined;
+  let restart: NodeJS.Timeout | undefined;
+  let supervising = false;
+  started.push({
+    name,
+    stop: async () => {
+      clearTimeout(restart);
+      if (current) await terminate(current, stopTimeoutMs);
+    },
+    kill: () => current?.kill('SIGKILL'),
+  });
+
+  const launch = (): Promise<void> => {
+    const { child, ready } = forkEntryPoint(module, env, 'inherit');
+    const launchedAt = Date.now();
+    current = child;
+    child.once('exit', (code, signal) => {
+      if (shuttingDown || !supervising) return;
+      const how = describeExit(code, signal);
+      const verdict = crashes.record(Date.now(), Date.now() - launchedAt);
+      if (!verdict.restart) {
+        say(
+          `${name} crashed ${verdict.crashesInWindow} times within ${RESTART_POLICY.windowMs / 1000} s (last: ${how}); giving up, stopping the stack`,
+        );
+        void shutdown(1);
+        return;
+      }
+      say(
+        `${name} exited unexpectedly (${how}); restarting it in ${verdict.delayMs / 1000} s (crash ${verdict.crashesInWindow} of ${RESTART_POLICY.maxCrashes} allowed within ${RESTART_POLICY.windowMs / 1000} s)`,
+      );
+      restart = setTimeout(() => {
+        if (shuttingDown) return;
+        launch().then(
+          () => say(`${name} restarted and ready (pid ${String(current?.pid)})`),
+          // Its exit handler above has already counted this crash.
+          () => undefined,
+        );
+      }, verdict.delayMs);
+    });
+    return ready;
+  };
+  await launch();
+  supervising = true;
 }
 
 async function shutdown(exitCode: number): Promise<void> {
@@ -70,16 +123,6 @@ async function shutdown(exitCode: number): Promise<void> {
   removeStackFile();
   say('stopped');
   process.exit(exitCode);
-}
-
-/** A Node child (worker or API), compiled or through tsx as this process runs; resolves when it reports ready over IPC. */
-function startNodeChild(name: string, module: string, env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = fork(runtimeModule(module), [], { execArgv: [...runtimeExecArgv], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  track(name, child);
-  return new Promise((resolve, reject) => {
-    child.once('message', () => resolve(child));
-    child.once('exit', () => reject(new Error(`${name} exited before it was ready`)));
-  });
 }
 
 async function waitForHealth(url: string, timeoutMs = 60_000): Promise<void> {
@@ -128,7 +171,8 @@ async function main(): Promise<void> {
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     const pg: EmbeddedPg = await startEmbeddedPostgres(path.join(dataDir, 'pg'));
-    started.push({ name: 'postgres', stop: () => pg.stop() });
+    // Not a child (pg_ctl runs it): a forced stop leaves it to the next start, which finds and stops it.
+    started.push({ name: 'postgres', stop: () => pg.stop(), kill: () => undefined });
     databaseUrl = pg.url;
   }
   const db = createDb(databaseUrl, 2);
@@ -155,8 +199,9 @@ async function main(): Promise<void> {
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
   };
-  await startNodeChild('worker', 'worker/main', env);
-  await startNodeChild('api', 'api/main', env);
+  const childStopTimeoutMs = config.QUORUM_SHUTDOWN_GRACE_MS + SHUTDOWN_MARGIN_MS;
+  await supervise('worker', 'worker/main', env, childStopTimeoutMs);
+  await supervise('api', 'api/main', env, childStopTimeoutMs);
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForHealth(`${apiUrl}/healthz`);
   writeStackFile({ databaseUrl, temporalAddress, namespace: config.TEMPORAL_NAMESPACE, apiUrl, pid: process.pid });
@@ -168,8 +213,22 @@ async function main(): Promise<void> {
   say('Ctrl-C stops everything.');
 }
 
-process.once('SIGINT', () => void shutdown(0));
-process.once('SIGTERM', () => void shutdown(0));
+// The children run in process groups of their own, so a terminal's Ctrl-C (or hang-up) reaches this process alone,
+// which stops them in order: the API drains while the worker and Temporal still serve its calls in flight. A second
+// signal stops everything at once.
+let signals = 0;
+const onSignal = (signal: NodeJS.Signals): void => {
+  signals += 1;
+  if (signals === 1) {
+    void shutdown(0);
+    return;
+  }
+  say(`${signal} again: stopping at once`);
+  for (const part of started) part.kill();
+  removeStackFile();
+  process.exit(1);
+};
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
 // If whatever started us dies without passing the signal on, the stack must not outlive it.
 const parent = process.ppid;
 setInterval(() => {

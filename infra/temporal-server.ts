@@ -55,7 +55,8 @@ export function spawnDevServer(o: DevServerOptions): ChildProcess {
     ...searchAttributeArgs(),
     ...dynamicConfigArgs(),
   ];
-  return spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: a terminal's Ctrl-C is for the supervisor, which stops the server last.
+  return spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
 }
 
 /** Resolves when the frontend answers and the namespace exists. */

@@ -6,6 +6,7 @@ import { createDb } from '../db/knex';
 import { warmTokenizer } from '../domain/tokens';
 import { createEngines } from '../engines';
 import { loadConfig } from '../infra/config';
+import { onStopRequest } from '../infra/entry-point';
 import { createLogger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
 import { ensureTrialTimers } from '../starters/trial-credit';
@@ -19,10 +20,12 @@ async function main(): Promise<void> {
   // Refuses production without QUORUM_SECRET_KEY now, not at the first own-key call.
   loadSecretBox(config, log);
   warmTokenizer();
-  // The SDK's own INFO lines (bundler output, state changes) drown ours; warnings and errors still show.
+  // The SDK's own INFO lines (bundler output, state changes) drown ours; warnings and errors still show. Stop
+  // requests are ours to handle (onStopRequest, below: signals, and the supervisor gone), not the SDK's.
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+    shutdownSignals: [],
   });
 
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
@@ -35,6 +38,7 @@ async function main(): Promise<void> {
     bundlePath,
     maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
     maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
+    shutdownGraceMs: config.QUORUM_SHUTDOWN_GRACE_MS,
   });
   // The workers hold the code now; a bundle built for this start only is not kept.
   if (!config.QUORUM_WORKFLOW_BUNDLE) fs.rmSync(path.dirname(bundlePath), { recursive: true, force: true });
@@ -44,13 +48,20 @@ async function main(): Promise<void> {
   const started = await ensureTrialTimers(db, new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE }));
   if (started > 0) log.info('trial timers started', { count: started });
 
-  // Worker.run() shuts down gracefully on SIGINT/SIGTERM (Runtime's default shutdown signals).
   const running = Promise.all(workers.map((w) => w.run()));
   log.info('worker polling', { taskQueues: workers.map((w) => w.options.taskQueue) });
   process.send?.({ ready: true });
+  // Draining, the worker polls no more tasks and lets activities in flight finish within the grace; past it they are
+  // cancelled and Temporal retries them on another worker.
+  onStopRequest(log, config.QUORUM_SHUTDOWN_GRACE_MS, () => {
+    for (const w of workers) w.shutdown();
+  });
   await running;
   await Promise.all([connection.close(), clientConnection.close()]);
   await db.destroy();
+  log.info('worker stopped');
+  // The IPC channel, open to hear the supervisor go, would keep the process alive.
+  process.exit(0);
 }
 
 main().catch((err: unknown) => {

@@ -23,7 +23,12 @@ export interface WorkerOptions {
   maxCachedWorkflows?: number;
   /** See QUORUM_MAX_CONCURRENT_ACTIVITIES; the SDK's default when absent. */
   maxConcurrentActivities?: number;
+  /** See QUORUM_SHUTDOWN_GRACE_MS; absent, activities in flight are cancelled as soon as shutdown starts (the SDK's default). */
+  shutdownGraceMs?: number;
 }
+
+/** Past the grace, cancelled activities get this long to hand back their attempt before the worker stops regardless. */
+const FORCE_AFTER_GRACE_MS = 2_000;
 
 /** One worker per task queue, same workflows and activities; the deliberation queue is the hot one. */
 export async function createWorkers({
@@ -33,6 +38,7 @@ export async function createWorkers({
   bundlePath,
   maxCachedWorkflows,
   maxConcurrentActivities,
+  shutdownGraceMs,
 }: WorkerOptions): Promise<Worker[]> {
   const workflows = bundlePath ? { codePath: bundlePath } : await workflowBundle();
   const activities = createActivities(deps);
@@ -46,6 +52,10 @@ export async function createWorkers({
         activities,
         maxCachedWorkflows,
         maxConcurrentActivityTaskExecutions: maxConcurrentActivities,
+        // The SDK takes a present-but-undefined option for a value (and refuses it): set only when given.
+        ...(shutdownGraceMs === undefined
+          ? {}
+          : { shutdownGraceTime: shutdownGraceMs, shutdownForceTime: shutdownGraceMs + FORCE_AFTER_GRACE_MS }),
       }),
     ),
   );

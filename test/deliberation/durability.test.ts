@@ -5,8 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { JUDGE_TAG } from '../../domain/prompts';
 import { getBalance } from '../../db/repositories/ledger';
+import { until } from '../harness/faults';
 import { stack } from '../harness/stack';
-import { startWorkerProcess, workerProcessEnv } from '../harness/worker';
+import { startWorkerProcess, stackProcessEnv } from '../harness/worker';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback, type Loopback, type RecordedRequest, type Reply } from '../fixtures/providers';
 import { chargeCount, customMode, deliberate, newOrg } from './helpers';
 
@@ -34,14 +35,6 @@ function script(req: RecordedRequest): Reply {
   return { ...openAiReply({ text: 'Water boils at 100 °C at sea level.' }), delayMs: isSeatCall(req) ? SEAT_DELAY_MS : 0 };
 }
 
-async function until(check: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('deliberation durability: the worker dies mid-seat', function () {
   this.timeout(180_000);
   let openai: Loopback;
@@ -59,7 +52,7 @@ describe('deliberation durability: the worker dies mid-seat', function () {
   });
 
   it('completes on a new worker, each seat called within its retries, charged exactly once', async () => {
-    const env = workerProcessEnv(dataDir, { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
+    const env = stackProcessEnv(dataDir, { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
     const org = await newOrg();
     const mode = await customMode(org.orgId, 'quorum-panel', {
       tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini', 'openai/gpt-5'] } },
@@ -72,7 +65,7 @@ describe('deliberation durability: the worker dies mid-seat', function () {
     const first = await startWorkerProcess(env);
     children.push(first);
     const running = deliberate({ org, mode, content: 'At what temperature does water boil at sea level?' });
-    await until(() => openai.requests.filter(isSeatCall).length >= 3, 30_000);
+    await until(() => openai.requests.filter(isSeatCall).length >= 3, 30_000, 'three seat calls in flight');
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
 

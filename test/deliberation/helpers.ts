@@ -11,6 +11,7 @@ import { countMessagesTokens } from '../../domain/tokens';
 import { callCeilingMicros } from '../../domain/fees';
 import type { ModeConfig, ModeRecord, Tier } from '../../domain/modes';
 import type { Outcome } from '../../domain/outcome';
+import type { Db } from '../../db/knex';
 import { getBalance, listLedger, type Balance } from '../../db/repositories/ledger';
 import { findMode, upsertMode } from '../../db/repositories/modes';
 import { createOrganisation } from '../../db/repositories/organisations';
@@ -124,14 +125,14 @@ export async function recordHistory(name: string, workflowId: string, runId?: st
   fs.writeFileSync(path.join(historiesDir, `${name}.id`), workflowId);
 }
 
-/** The sum of the organisation's ledger entries: it must always equal the balance. */
-export async function ledgerSum(orgId: string): Promise<bigint> {
-  return (await listLedger(stack().db, orgId, 1000)).reduce((n, e) => n + e.amountMicros, 0n);
+/** The sum of the organisation's ledger entries: it must always equal the balance. `db`: another stack's database. */
+export async function ledgerSum(orgId: string, db: Db = stack().db): Promise<bigint> {
+  return (await listLedger(db, orgId, 1000)).reduce((n, e) => n + e.amountMicros, 0n);
 }
 
-/** How many charges the organisation's ledger holds. */
-export async function chargeCount(orgId: string): Promise<number> {
-  return (await listLedger(stack().db, orgId, 1000)).filter((e) => e.kind === 'charge').length;
+/** How many charges the organisation's ledger holds. `db`: another stack's database. */
+export async function chargeCount(orgId: string, db: Db = stack().db): Promise<number> {
+  return (await listLedger(db, orgId, 1000)).filter((e) => e.kind === 'charge').length;
 }
 
 /**

@@ -1,7 +1,7 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
+import { forkEntryPoint } from '../../infra/entry-point';
 import { stack } from './stack';
 
 /** A worker on a task queue of its own on the test server, for a test that runs its own workflows and activities. */
@@ -12,8 +12,8 @@ export async function testWorker(workflowsPath: string, activities: object): Pro
   return { worker, taskQueue };
 }
 
-/** What the product's worker process needs to join the test stack; `extra` adds provider settings. */
-export function workerProcessEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+/** What a product process (worker or API) needs to join the test stack; `extra` adds its settings (providers, port). */
+export function stackProcessEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     ...process.env,
     DATABASE_URL: stack().dbUrl,
@@ -26,14 +26,8 @@ export function workerProcessEnv(dataDir: string, extra: NodeJS.ProcessEnv = {})
 }
 
 /** The product's worker entry point as its own OS process, as `npm start` runs it (so a test can SIGKILL it). */
-export function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = fork(path.join(__dirname, '..', '..', 'worker/main.ts'), [], {
-    execArgv: ['--import', 'tsx'],
-    env,
-    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', () => resolve(child));
-    child.once('exit', (code) => reject(new Error(`worker exited (${String(code)}) before it was ready`)));
-  });
+export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const { child, ready } = forkEntryPoint('worker/main', env, 'ignore');
+  await ready;
+  return child;
 }

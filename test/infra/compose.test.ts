@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { loadConfig, SHUTDOWN_MARGIN_MS } from '../../infra/config';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../infra/temporal-server';
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
 
@@ -15,6 +16,7 @@ const Service = z.object({
   depends_on: z.union([z.array(z.string()), z.record(z.string(), z.object({ condition: z.string() }))]).optional(),
   ports: z.array(z.string()).optional(),
   volumes: z.array(z.string()).optional(),
+  stop_grace_period: z.string().optional(),
 });
 const Compose = z.object({ services: z.record(z.string(), Service) });
 
@@ -93,5 +95,17 @@ describe('docker-compose.yml: the production topology', () => {
         `${name}: its entry point's source exists`,
       );
     assert.ok(svc('api').ports?.some((p) => p.endsWith(':8080')));
+  });
+
+  it('lets api and worker drain on stop: Docker waits past their shutdown grace before SIGKILL', () => {
+    for (const name of ['api', 'worker']) {
+      const seconds = /^(\d+)s$/.exec(svc(name).stop_grace_period ?? '')?.[1];
+      assert.ok(seconds, `${name}: stop_grace_period in seconds (Docker's default is 10 s)`);
+      assert.ok(
+        Number(seconds) * 1000 >=
+          loadConfig({ QUORUM_SHUTDOWN_GRACE_MS: env(name).QUORUM_SHUTDOWN_GRACE_MS }).QUORUM_SHUTDOWN_GRACE_MS + SHUTDOWN_MARGIN_MS,
+        `${name}: ${seconds} s`,
+      );
+    }
   });
 });

@@ -7,7 +7,7 @@ import { listLedger } from '../../db/repositories/ledger';
 import { TestPollSchema } from '../../api/schemas/run-resources';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
 import { stack } from '../harness/stack';
-import { startWorkerProcess, workerProcessEnv } from '../harness/worker';
+import { startWorkerProcess, stackProcessEnv } from '../harness/worker';
 import { demoModes, untilEnded } from './helpers';
 
 async function answered(runId: string): Promise<number> {
@@ -32,7 +32,7 @@ describe('runs: the worker dies mid-run', function () {
 
   it('loses no finished question and charges nothing twice', async () => {
     // Slow engines, so the kill lands while questions are in flight.
-    const env = workerProcessEnv(dataDir, { QUORUM_SIM_LATENCY: 'fixed:40' });
+    const env = stackProcessEnv(dataDir, { QUORUM_SIM_LATENCY: 'fixed:40' });
     const org = await newOrg(50);
     const modes = await demoModes(org.orgId);
     const first = await startWorkerProcess(env);

@@ -1,0 +1,53 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Logger } from './log';
+import { runtimeExecArgv, runtimeModule } from './paths';
+
+export interface ForkedEntryPoint {
+  child: ChildProcess;
+  /** Resolves when the process reports ready over IPC; rejects when it exits first. */
+  ready: Promise<void>;
+}
+
+/**
+ * One of our entry points (`worker/main`, `api/main`) as its own Node process, loaded as this runtime loads modules
+ * (compiled, or the sources through tsx): how `npm start` runs them, and how tests run them to kill them. In a process
+ * group of its own, it stops when its parent says so (SIGTERM) or is gone (its IPC channel closes; see
+ * `onStopRequest`), not on a terminal's Ctrl-C meant for the parent.
+ */
+export function forkEntryPoint(module: string, env: NodeJS.ProcessEnv, output: 'inherit' | 'ignore'): ForkedEntryPoint {
+  const child = fork(runtimeModule(module), [], {
+    execArgv: [...runtimeExecArgv],
+    env,
+    stdio: ['ignore', output, output, 'ipc'],
+    detached: true,
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code, signal) => reject(new Error(`${module} exited (${describeExit(code, signal)}) before it was ready`)));
+  });
+  return { child, ready };
+}
+
+export function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ?? `code ${String(code)}`;
+}
+
+/**
+ * In an entry point: `drain` runs on the first stop request (SIGINT, SIGTERM, or the parent that forked this process
+ * gone, which sends no signal into our process group); a second request stops the process at once.
+ */
+export function onStopRequest(log: Logger, graceMs: number, drain: () => void): void {
+  let requested = false;
+  const request = (reason: string): void => {
+    if (requested) {
+      log.warn('stopping at once', { reason });
+      process.exit(1);
+    }
+    requested = true;
+    log.info('draining', { reason, graceMs });
+    drain();
+  };
+  process.on('SIGINT', request);
+  process.on('SIGTERM', request);
+  process.once('disconnect', () => request('parent process gone'));
+}

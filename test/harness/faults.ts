@@ -1,0 +1,72 @@
+// For tests that kill, stop and restart processes of the stack.
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import { temporal } from '@temporalio/proto';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+
+/** Resolves once `check` holds, polled every 50 ms; fails naming `what` after `timeoutMs`. */
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not so after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** When the exit was seen (Date.now()). */
+  at: number;
+}
+
+/** The child's exit, to await later: call it before the child can exit (right after signalling it). */
+export function exitOf(child: ChildProcess): Promise<Exit> {
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })));
+}
+
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  cmd: string;
+}
+
+/** Every process of this machine we can see. */
+export function listProcesses(): ProcessInfo[] {
+  const found: ProcessInfo[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      // Field 4 of /proc/PID/stat is the parent's id; the command name before it is in parentheses.
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      found.push({ pid: Number(pid), ppid, cmd: fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ') });
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return found;
+}
+
+/** Activities of the workflow a worker is running right now (started, not yet ended); none before it exists. */
+export async function activitiesRunning(client: Client, workflowId: string): Promise<number> {
+  try {
+    const { raw } = await client.workflow.getHandle(workflowId).describe();
+    const started = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+    return (raw.pendingActivities ?? []).filter((a) => a.state === started).length;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 0;
+    throw err;
+  }
+}
