@@ -371,7 +371,7 @@ function specOf(identity: Identity, settings: Settings, design: Design, floor: P
 }
 
 /** The rules a save runs, over the engine list the design came from (the authoring layer checks again against its own). */
-function contextOf(req: ProposalRequest): ValidationContext {
+export function proposalContext(req: ProposalRequest): ValidationContext {
   const byId = new Map(req.engines.map((e) => [e.id, e]));
   return {
     form: req.form,
@@ -427,7 +427,7 @@ interface Candidate {
 
 /** Compiles a spec and prices it; the refusals when it does not pass. */
 function compileAndPrice(spec: ProposedSpec, req: ProposalRequest): { priced: Priced } | { refusals: Refusal[] } {
-  const checked = validateMode(spec, contextOf(req));
+  const checked = validateMode(spec, proposalContext(req));
   if (!checked.ok) return { refusals: checked.refusals };
   const priced = priceOf(checked.mode.config, req);
   // Every engine of the list has prices, so this only guards the type.

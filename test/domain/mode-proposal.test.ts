@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { designMode, type ProposalEngine, type ProposalRequest, type ProposedSpec } from '../../domain/mode-proposal';
-import { validateMode, type ValidationContext } from '../../domain/mode-spec';
+import { designMode, proposalContext, type ProposalEngine, type ProposalRequest, type ProposedSpec } from '../../domain/mode-proposal';
+import { validateMode } from '../../domain/mode-spec';
 import { TIER_RANK, TIERS, type Tier } from '../../domain/modes';
 import type { Form } from '../../domain/form';
 import { CATALOG } from '../../engines/catalog';
@@ -53,21 +53,6 @@ function request(over: RequestOver = {}): ProposalRequest {
   };
 }
 
-/** The validation context the authoring layer builds, for an organisation whose engines are the usable ones. */
-function context(req: ProposalRequest): ValidationContext {
-  const byId = new Map(req.engines.map((e) => [e.id, e]));
-  return {
-    form: req.form,
-    find: (id) => byId.get(id),
-    canRun: (id) => byId.get(id)?.usable === true,
-    floor: req.floor,
-    via: 'key',
-    hasOrg: true,
-    system: false,
-    tickerTaken: () => false,
-  };
-}
-
 function propose(req: ProposalRequest): Extract<ReturnType<typeof designMode>, { ok: true }> {
   const result = designMode(req);
   assert.ok(result.ok, JSON.stringify(result));
@@ -86,7 +71,7 @@ const seatIds = (spec: ProposedSpec): string[] => Object.values(spec.seats_by_ti
 /** What every proposal keeps: it passes the save rules, every row is diverse and of its tier, staff and fees as designed. */
 function checkProposal(req: ProposalRequest, p: ReturnType<typeof propose>): void {
   const { spec } = p;
-  const checked = validateMode(spec, context(req));
+  const checked = validateMode(spec, proposalContext(req));
   assert.ok(checked.ok, JSON.stringify(checked.refusals));
   assert.deepEqual(
     Object.keys(spec.seats_by_tier),
