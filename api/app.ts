@@ -31,7 +31,7 @@ export interface AppDeps extends HealthDeps {
   engines?: Engines;
   /** Daily launch limits and questions in flight per run; default: from the environment (QUORUM_TEST_RUNS_PER_DAY…). */
   runs?: RunSettings;
-  /** Read for the console's settings (QUORUM_ENV); default: the process environment. */
+  /** Read for the deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS); default: the process environment. */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -70,14 +70,16 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = true;
   const router = new Router();
   const serialiser = serialiserFor(deps.form ?? 'B');
+  const env = deps.env ?? process.env;
   const routeDeps = {
     db: deps.db,
+    env,
     client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }),
     form: serialiser.form,
-    engines: deps.engines ?? createEngines({ logger: deps.log }),
+    engines: deps.engines ?? createEngines({ env, logger: deps.log }),
     log: deps.log,
     serialiser,
-    runs: deps.runs ?? runSettingsFromEnv(process.env),
+    runs: deps.runs ?? runSettingsFromEnv(env),
   };
   const openapi = openApiDocument(serialiser);
   // The first prompt should not pay for building the tokenizer.
@@ -108,9 +110,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(errorMiddleware(deps.log));
   app.use(refuseBrowsers);
   app.use(router.routes());
-  const env = deps.env ?? process.env;
   const production = env.QUORUM_ENV === 'production';
-  app.use(consoleRouter({ ...routeDeps, env, secureCookies: production, selfTopUp: !production }).routes());
+  app.use(consoleRouter({ ...routeDeps, secureCookies: production, selfTopUp: !production }).routes());
   app.use((ctx) => {
     // No route took the request: a known path with another method is 405 with the methods it has (RFC 9110), anything else 404.
     const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];

@@ -7,5 +7,4 @@ export interface ConsoleDeps extends RouteDeps, RunDeps {
   secureCookies: boolean;
   /** Development: a person may add test balance themselves (in production an operator tops up). */
   selfTopUp: boolean;
-  env: NodeJS.ProcessEnv;
 }

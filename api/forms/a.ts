@@ -1,7 +1,7 @@
 import { BUCKET_NAMES } from '../../domain/form';
 import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../schemas/a';
-import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, usd } from './shared';
+import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, simulatedDisclosure, usd } from './shared';
 import type { FormSerialiser, JsonObject } from './shared';
 import { runSerialiser } from './runs';
 
@@ -44,7 +44,8 @@ export const formA: FormSerialiser = {
     const modeFee = v.quote?.modeFeeMicros ?? v.mode.config.fees.surchargeByDepthMicros[v.classification.depth];
     return estimateShape(v, { mode_key: v.mode.id }, v.quote?.totalMicros ?? modeFee, {});
   },
-  model: ({ mode }) => {
+  model: (view) => {
+    const { mode } = view;
     const fees = mode.config.fees;
     return {
       id: mode.id,
@@ -66,6 +67,7 @@ export const formA: FormSerialiser = {
           q_surcharge_express_usd: usd(fees.expressSurchargeMicros),
         },
         providers: mode.config.providerFamilies,
+        ...simulatedDisclosure(view),
       },
     };
   },

@@ -2,7 +2,7 @@ import { BUCKET_NAMES } from '../../domain/form';
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../schemas/b';
-import { completionShape, estimateShape, ratesJson, receiptEnvelope, receiptShape, replayFields, usd } from './shared';
+import { completionShape, estimateShape, ratesJson, receiptEnvelope, receiptShape, replayFields, simulatedDisclosure, usd } from './shared';
 import type { FormSerialiser, JsonObject } from './shared';
 import { runSerialiser } from './runs';
 
@@ -123,25 +123,29 @@ export const formB: FormSerialiser = {
       deliberation_value: { verdict: dv.verdict, reason: dv.reason, basis: dv.basis, evidence: dv.evidence },
     });
   },
-  model: ({ mode, rates, ceilingMicros }) => ({
-    id: mode.ticker,
-    object: 'model',
-    svc: {
-      name: mode.name,
-      description: mode.description,
-      use_when: mode.useWhen,
-      pricing: {
-        basis: 'per_mtok',
-        covers: 'mode_fee',
-        engines: 'actual_cost_plus_platform_fee',
-        tiers: ratesJson(rates),
-        rate_note: `${RATE_NOTE} Until ${MIN_SAMPLE} calls are recorded on a tier, its rate is the configured ${mode.config.fees.perMtokInputUsd} USD per 1M input tokens and ${mode.config.fees.perMtokInputUsd * 4} per 1M output tokens.`,
-        per_call_cost_ceiling_usd: usd(ceilingMicros),
+  model: (view) => {
+    const { mode, rates, ceilingMicros } = view;
+    return {
+      id: mode.ticker,
+      object: 'model',
+      svc: {
+        name: mode.name,
+        description: mode.description,
+        use_when: mode.useWhen,
+        pricing: {
+          basis: 'per_mtok',
+          covers: 'mode_fee',
+          engines: 'actual_cost_plus_platform_fee',
+          tiers: ratesJson(rates),
+          rate_note: `${RATE_NOTE} Until ${MIN_SAMPLE} calls are recorded on a tier, its rate is the configured ${mode.config.fees.perMtokInputUsd} USD per 1M input tokens and ${mode.config.fees.perMtokInputUsd * 4} per 1M output tokens.`,
+          per_call_cost_ceiling_usd: usd(ceilingMicros),
+        },
+        provider_families: mode.config.providerFamilies,
+        includes_deliberation: mode.config.express !== 'always',
+        ...simulatedDisclosure(view),
       },
-      provider_families: mode.config.providerFamilies,
-      includes_deliberation: mode.config.express !== 'always',
-    },
-  }),
+    };
+  },
   receipt: (o, includeTranscript) => {
     const m = o.money;
     const net = netParts(m);

@@ -34,6 +34,19 @@ export interface ModelView {
   mode: ModeRecord;
   rates: TierRates;
   ceilingMicros: number;
+  /** Designed engines a simulated engine answers for in this (development) deployment; empty in production. */
+  simulatedEngines: string[];
+}
+
+/** `svc.simulated_engines` of a model listing, present only when a simulated engine stands in for a designed one. */
+export function simulatedDisclosure(v: ModelView): JsonObject {
+  if (v.simulatedEngines.length === 0) return {};
+  return {
+    simulated_engines: {
+      engines: v.simulatedEngines,
+      note: 'Development deployment: no provider key is configured for these engines, so simulated sim/* engines answer in their place. Production never does this.',
+    },
+  };
 }
 
 /** One Form's presentation: its request validators and its serialisers, all over the same domain values. */

@@ -25,7 +25,10 @@ export interface Api {
 }
 
 /** The product's app for one Form on a free port, against the shared test stack (or a pool of the caller's). */
-export async function startApi(form: Form, opts: { db?: Db; runs?: RunSettings; log?: (line: string) => void } = {}): Promise<Api> {
+export async function startApi(
+  form: Form,
+  opts: { db?: Db; runs?: RunSettings; log?: (line: string) => void; env?: NodeJS.ProcessEnv } = {},
+): Promise<Api> {
   const { env, namespace } = stack();
   const db = opts.db ?? stack().db;
   const app = createApp({
@@ -36,6 +39,7 @@ export async function startApi(form: Form, opts: { db?: Db; runs?: RunSettings; 
     form,
     client: env.client,
     runs: opts.runs,
+    env: opts.env,
   });
   const server: Server = listen(app, 0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

@@ -100,6 +100,24 @@ for (const form of FORMS) {
       }
     });
 
+    it('models: discloses the designed engines simulated engines answer for in development, and never in production', async () => {
+      const listing = async (target: Api): Promise<Map<string, Obj>> => {
+        const reply = await call(target, 'GET', '/v1/models', { key });
+        return new Map((reply.body.data as Obj[]).map((m) => [String(m.id), m.svc as Obj]));
+      };
+      // No provider key is configured in the tests: every real engine of the panel is answered by a sim stand-in.
+      const panel = (await listing(api)).get(PANEL[form])?.simulated_engines as { engines: string[]; note: string };
+      assert.ok(panel.engines.includes('openai/gpt-4.1') && panel.engines.includes('anthropic/claude-sonnet-4'), JSON.stringify(panel));
+      assert.ok(panel.engines.every((id) => !id.startsWith('sim/')));
+      assert.match(panel.note, /simulated sim\/\* engines answer in their place/);
+      const production = await startApi(form, { env: { QUORUM_ENV: 'production' } });
+      try {
+        for (const svc of (await listing(production)).values()) assert.equal('simulated_engines' in svc, false);
+      } finally {
+        await production.close();
+      }
+    });
+
     it('GET /openapi.json is OpenAPI 3.1 generated from the request schemas', async () => {
       const res = await fetch(`${api.url}/openapi.json`);
       const doc = (await res.json()) as {
