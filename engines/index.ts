@@ -6,7 +6,8 @@
  *   interface EnginesOptions {
  *     env?: NodeJS.ProcessEnv;            // default process.env: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
  *                                         // AWS_REGION + AWS credentials, QUORUM_BEDROCK_ENDPOINT, QUORUM_STS_ENDPOINT,
- *                                         // QUORUM_SIM_LATENCY (zero | fixed:<ms> | spec[:<speedup>], default zero)
+ *                                         // QUORUM_SIM_LATENCY (zero | fixed:<ms> | spec[:<speedup>], default zero),
+ *                                         // QUORUM_ENGINE_TIMEOUT_MS (each call's deadline, default 180 000)
  *     simLatency?: SimLatency | string;   // overrides QUORUM_SIM_LATENCY
  *     fetchImpl?: typeof fetch;           // default global fetch
  *     logger?: Logger;                    // default createLogger('engines')
@@ -61,6 +62,18 @@ export interface Engines {
 
 export const DEFAULT_TIMEOUT_MS = 180_000;
 
+/**
+ * QUORUM_ENGINE_TIMEOUT_MS: a deployment may give up on a silent provider sooner than 180 s (and a test must, to
+ * see timeouts in seconds). Never later: an engine call's activity allows 200 s a try (workflows/engine-call-policy.ts).
+ */
+function engineTimeoutMs(value: string | undefined): number {
+  if (value === undefined || value === '') return DEFAULT_TIMEOUT_MS;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 1 || ms > DEFAULT_TIMEOUT_MS)
+    throw new Error(`QUORUM_ENGINE_TIMEOUT_MS must be a whole number of milliseconds from 1 to ${DEFAULT_TIMEOUT_MS}, not "${value}"`);
+  return ms;
+}
+
 type ApiKeyFamily = 'openai' | 'anthropic' | 'google';
 const API_KEY_ADAPTERS: Readonly<Record<ApiKeyFamily, (call: AdapterCall, target: ApiKeyTarget) => Promise<AdapterOutput>>> = {
   openai: callOpenAi,
@@ -73,6 +86,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
   const service: ServiceCredentials = readServiceCredentials(env);
   const simLatency =
     typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero');
+  const timeoutMs = engineTimeoutMs(env.QUORUM_ENGINE_TIMEOUT_MS);
   const fetchImpl = opts.fetchImpl ?? fetch;
   const log = opts.logger ?? createLogger('engines');
   const bedrock = new BedrockAdapter();
@@ -143,7 +157,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     if (!Number.isInteger(req.maxOutputTokens) || req.maxOutputTokens < 1) {
       throw new EngineError('bad_request', `${s.id}: maxOutputTokens must be a positive integer`, { engineId: s.id });
     }
-    const deadline = AbortSignal.timeout(req.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const deadline = AbortSignal.timeout(req.timeoutMs ?? timeoutMs);
     const adapterCall: AdapterCall = {
       spec: s,
       messages: req.messages,

@@ -42,7 +42,7 @@ export interface EngineRequest {
   messages: ChatMessage[];
   maxOutputTokens: number;
   temperature?: number;
-  /** Whole-call deadline; default 180 s. */
+  /** Whole-call deadline; default QUORUM_ENGINE_TIMEOUT_MS (180 s). */
   timeoutMs?: number;
   signal?: AbortSignal;
   /** Benchmark marker with the reference answer: read only by `sim` engines, never sent to a provider. */

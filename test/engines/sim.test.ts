@@ -231,6 +231,15 @@ describe('engines: sim family', () => {
       assert.deepEqual([cancelled.kind, cancelled.retryable], ['aborted', false]);
     });
 
+    it("QUORUM_ENGINE_TIMEOUT_MS sets every call's deadline, within 1 ms to 180 s", async () => {
+      const logger = captureLogger().logger;
+      const quick = createEngines({ env: { QUORUM_ENGINE_TIMEOUT_MS: '30' }, simLatency: 'fixed:120', logger });
+      const err = await engineFailure(quick.call({ engineId: 'sim/alpha-experience', messages: question(1), maxOutputTokens: 100 }));
+      assert.deepEqual([err.kind, err.retryable], ['timeout', true]);
+      for (const bad of ['0', '180001', '1.5', 'soon'])
+        assert.throws(() => createEngines({ env: { QUORUM_ENGINE_TIMEOUT_MS: bad }, logger }), /QUORUM_ENGINE_TIMEOUT_MS/);
+    });
+
     it('QUORUM_SIM_LATENCY configures the family from the environment', async () => {
       const started = Date.now();
       await createEngines({ env: { QUORUM_SIM_LATENCY: 'fixed:80' } }).call({
