@@ -87,9 +87,10 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
 
     /**
      * Holds the call's ceiling on the prepaid balance before anything runs (402 when it cannot be covered, or when a
-     * billing state refuses it). A refusal's type is its code, so the workflow ends the call with it.
+     * billing state refuses it). A refusal's type is its code, so the workflow ends the call with it. `lane` labels
+     * the worker's metrics only.
      */
-    async reserve(input: { orgId: string; requestId: string; amountMicros: number }): Promise<void> {
+    async reserve(input: { orgId: string; requestId: string; amountMicros: number; lane?: Lane }): Promise<void> {
       try {
         await ledger.reserve(db, { orgId: input.orgId, requestId: input.requestId, amountMicros: BigInt(input.amountMicros) });
       } catch (err) {

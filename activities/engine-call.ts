@@ -1,5 +1,6 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
+import type { Lane } from '../domain/classifier';
 import type { ChatMessage } from '../domain/messages';
 import type { CallSource } from '../domain/outcome';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
@@ -16,6 +17,9 @@ export interface EngineCallInput {
   knownAnswer?: KnownAnswer;
   /** 1 for a hedged duplicate of a slow call (see engines/types.ts). */
   attempt?: number;
+  /** Labels for the worker's metrics (worker/metrics.ts), no effect on the call: the call's lane and round. */
+  lane?: Lane;
+  round?: number;
 }
 
 export interface EngineCallResult {

@@ -19,6 +19,7 @@ import { receipt } from './routes/receipts';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { launchCertify, launchTests, poll } from './routes/runs';
+import { httpMetrics, metricsEndpoint } from './metrics';
 import { runSettingsFromEnv, type RunSettings } from './operations/run-settings';
 
 export interface AppDeps extends HealthDeps {
@@ -93,6 +94,7 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
   });
+  router.get('/metrics', metricsEndpoint({ db: deps.db, log: deps.log, token: (deps.env ?? process.env).QUORUM_METRICS_TOKEN }));
   router.post('/v1/chat/completions', gate(deps.db, 'completions', 'req'), completions(routeDeps));
   router.post('/v1/estimate', gate(deps.db, 'estimate', 'est'), estimate(routeDeps));
   router.get('/v1/models', gate(deps.db, 'models'), models(routeDeps));
@@ -106,6 +108,8 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/v1/certify', gate(deps.db, 'certify'), poll(routeDeps, 'certification'));
   router.post('/mcp', mcpEndpoint(routeDeps, deps.log));
 
+  // Outermost, so every request is timed with the status it ended with, errors and 404s included.
+  app.use(httpMetrics());
   app.use(accessLog(deps.log));
   app.use(errorMiddleware(deps.log));
   app.use(refuseBrowsers);

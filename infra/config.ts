@@ -34,6 +34,10 @@ const EnvSchema = z.object({
   QUORUM_SHUTDOWN_GRACE_MS: z.coerce.number().int().nonnegative().default(25_000),
   /** A workflow bundle built beforehand (worker/bundle.ts); otherwise the worker builds one at start. */
   QUORUM_WORKFLOW_BUNDLE: z.string().min(1).optional(),
+  /** Where the worker serves its `/metrics` (ours and the Temporal SDK's); 0: not served. The API serves its own on PORT. */
+  QUORUM_WORKER_METRICS_PORT: portNumber.default(9464),
+  /** When set, `/metrics` (API and worker) also wants `Authorization: Bearer <token>`; otherwise keep it on the scrape network. */
+  QUORUM_METRICS_TOKEN: z.string().min(1).optional(),
 });
 
 /**

@@ -7,10 +7,12 @@ import { warmTokenizer } from '../domain/tokens';
 import { createEngines } from '../engines';
 import { loadConfig } from '../infra/config';
 import { onStopRequest } from '../infra/entry-point';
+import { freePort } from '../infra/free-port';
 import { createLogger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
 import { ensureTrialTimers } from '../starters/trial-credit';
 import { bundleInChild } from './bundle';
+import { serveWorkerMetrics } from './metrics';
 import { createWorkers } from './workers';
 
 async function main(): Promise<void> {
@@ -20,11 +22,25 @@ async function main(): Promise<void> {
   // Refuses production without QUORUM_SECRET_KEY now, not at the first own-key call.
   loadSecretBox(config, log);
   warmTokenizer();
+  // The SDK's own worker metrics come from Core's Prometheus exporter, which binds a port of its own: a loopback
+  // one, merged into ours by serveWorkerMetrics, so a worker is one scrape target. Durations in seconds, named so
+  // (`_seconds`), as ours are; counters keep the SDK's documented names.
+  const metricsPort = config.QUORUM_WORKER_METRICS_PORT;
+  const corePort = metricsPort ? await freePort() : undefined;
   // The SDK's own INFO lines (bundler output, state changes) drown ours; warnings and errors still show. Stop
   // requests are ours to handle (onStopRequest, below: signals, and the supervisor gone), not the SDK's.
   Runtime.install({
     logger: new DefaultLogger('WARN'),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) },
+      ...(corePort
+        ? {
+            metrics: {
+              prometheus: { bindAddress: `127.0.0.1:${corePort}`, useSecondsForDurations: true, unitSuffix: true },
+            },
+          }
+        : {}),
+    },
     shutdownSignals: [],
   });
 
@@ -48,6 +64,15 @@ async function main(): Promise<void> {
   const started = await ensureTrialTimers(db, new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE }));
   if (started > 0) log.info('trial timers started', { count: started });
 
+  if (metricsPort) {
+    const served = await serveWorkerMetrics({
+      port: metricsPort,
+      token: config.QUORUM_METRICS_TOKEN,
+      coreUrl: `http://127.0.0.1:${String(corePort)}/metrics`,
+      log,
+    });
+    if (served) log.info('worker metrics', { url: `http://127.0.0.1:${metricsPort}/metrics` });
+  }
   const running = Promise.all(workers.map((w) => w.run()));
   log.info('worker polling', { taskQueues: workers.map((w) => w.options.taskQueue) });
   process.send?.({ ready: true });

@@ -2,6 +2,7 @@ import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode, type Workf
 import { createActivities, type ActivityDeps } from '../activities';
 import { runtimeModule } from '../infra/paths';
 import { TASK_QUEUES } from '../workflows/task-queues';
+import { metricsInterceptor } from './metrics';
 
 export const workflowsPath = runtimeModule('workflows/index');
 
@@ -42,6 +43,7 @@ export async function createWorkers({
 }: WorkerOptions): Promise<Worker[]> {
   const workflows = bundlePath ? { codePath: bundlePath } : await workflowBundle();
   const activities = createActivities(deps);
+  const interceptors = { activity: [metricsInterceptor(deps.engines)] };
   return Promise.all(
     Object.values(TASK_QUEUES).map((taskQueue) =>
       Worker.create({
@@ -50,6 +52,7 @@ export async function createWorkers({
         taskQueue,
         workflowBundle: workflows,
         activities,
+        interceptors,
         maxCachedWorkflows,
         maxConcurrentActivityTaskExecutions: maxConcurrentActivities,
         // The SDK takes a present-but-undefined option for a value (and refuses it): set only when given.

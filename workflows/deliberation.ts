@@ -99,7 +99,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   ]);
 
   if (input.keyMode === 'live')
-    await orAbandon('insufficient_balance', () => reserve({ orgId, requestId, amountMicros: input.ceilingMicros }));
+    await orAbandon('insufficient_balance', () => reserve({ orgId, requestId, amountMicros: input.ceilingMicros, lane }));
   // Its only non-retryable failure: the mode handed over is not the stored version the API resolved.
   const plan = await orAbandon('mode_resolution_mismatch', () => planSeats({ orgId, keyMode: input.keyMode, mode, tier, lane }));
   step({ stage: 'seats', round: 1, seats: plan.seats.length, seatsAnswered: 0 });

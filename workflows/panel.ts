@@ -133,7 +133,16 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
     if (s.plan.chain.length === 0 && s.failures.length === 0) s.failures.push(`${s.plan.designed}: no engine of this design can run here`);
     while (s.at < s.plan.chain.length) {
       const engine = s.plan.chain[s.at];
-      const call = { orgId, engineId: engine.engineId, ownKey: engine.ownKey, messages, knownAnswer: input.knownAnswer };
+      // lane and round label the worker's metrics; the call ignores them.
+      const call = {
+        orgId,
+        engineId: engine.engineId,
+        ownKey: engine.ownKey,
+        messages,
+        knownAnswer: input.knownAnswer,
+        lane: input.lane,
+        round,
+      };
       try {
         const first = await hedged(
           (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),
@@ -194,6 +203,8 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
               maxOutputTokens: JUDGE_MAX_OUTPUT,
               labels: labelled.map((a) => a.label),
               attempt: attempt || undefined,
+              lane: input.lane,
+              round: rounds,
             }),
           input.hedgeAfterMs,
         );
@@ -312,6 +323,7 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
               messages: prompt,
               maxOutputTokens: seatMax * 2,
               attempt: attempt || undefined,
+              lane: input.lane,
             }),
           input.hedgeAfterMs,
         );

@@ -19,6 +19,7 @@ import {
 } from '../../db/repositories/requests';
 import { workflowIds } from '../../domain/workflow-ids';
 import { startDeliberation } from '../../starters/deliberation';
+import { deliberationAnswered, deliberationFailed } from '../metrics';
 
 export interface RunDeliberationInput {
   orgId: string;
@@ -102,6 +103,7 @@ export async function runDeliberation(
   deps: RunDeliberationDeps,
   input: RunDeliberationInput,
 ): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const startedMs = performance.now();
   const { db, client } = deps;
   const workflowId = workflowIds.deliberation(input.orgId, input.idempotencyKey);
   const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
@@ -178,10 +180,14 @@ export async function runDeliberation(
     });
   }
 
+  // Counted here, where the run ends for its caller: one counter and two observations, no round trip.
   try {
-    return { outcome: await handle.result(), replayed: false };
+    const outcome = await handle.result();
+    deliberationAnswered(startedMs, outcome);
+    return { outcome, replayed: false };
   } catch (err) {
-    if (err instanceof WorkflowFailedError) throw toQuorumError(err, requestId);
-    throw err;
+    const failure = err instanceof WorkflowFailedError ? toQuorumError(err, requestId) : err;
+    deliberationFailed(startedMs, failure instanceof QuorumError ? failure.code : 'unknown');
+    throw failure;
   }
 }

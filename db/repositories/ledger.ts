@@ -281,3 +281,35 @@ export async function listLedger(db: DbOrTrx, orgId: string, limit = 20): Promis
     createdAt: r.created_at,
   }));
 }
+
+export interface LedgerKindTotal {
+  kind: LedgerKind;
+  entries: number;
+  amountMicros: bigint;
+  reservedDeltaMicros: bigint;
+}
+
+/**
+ * Every organisation's ledger summed by kind: the service's money at a glance (what `/metrics` exposes). One
+ * aggregate over the ledger, so its caller caches it rather than running it per scrape.
+ */
+export async function ledgerTotals(db: DbOrTrx): Promise<LedgerKindTotal[]> {
+  const rows = (await db('ledger_entries')
+    .groupBy('kind')
+    .orderBy('kind')
+    .select('kind')
+    .count({ entries: '*' })
+    .sum({ amount: 'amount_micros', reserved: 'reserved_delta_micros' })) as {
+    kind: LedgerKind;
+    entries: bigint;
+    amount: string;
+    reserved: string;
+  }[];
+  // count() is int8 (a bigint through our parser); sum() of int8 is numeric, which pg hands over as a string.
+  return rows.map((r) => ({
+    kind: r.kind,
+    entries: Number(r.entries),
+    amountMicros: BigInt(r.amount),
+    reservedDeltaMicros: BigInt(r.reserved),
+  }));
+}
