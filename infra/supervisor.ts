@@ -208,6 +208,8 @@ async function main(): Promise<void> {
 
   say(`ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   say(`API          ${apiUrl}  (health: ${apiUrl}/healthz)`);
+  const workerMetrics = config.QUORUM_WORKER_METRICS_PORT ? `, worker http://127.0.0.1:${config.QUORUM_WORKER_METRICS_PORT}/metrics` : '';
+  say(`metrics      API ${apiUrl}/metrics${workerMetrics}`);
   if (temporalUi) say(`Temporal UI  ${temporalUi}`);
   if (demo.apiKey) say(`demo organisation ${demo.orgId}; its live API key, shown this once: ${demo.apiKey}`);
   say('Ctrl-C stops everything.');
