@@ -1,7 +1,7 @@
 import { temporal } from '@temporalio/proto';
 import { canonicalHash } from '../../domain/canonical-json';
 import assert from 'node:assert/strict';
-import type { Worker } from '@temporalio/worker';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,12 +22,19 @@ import { historiesDir } from '../harness/histories';
 import { stack } from '../harness/stack';
 import { uniqueTicker } from '../harness/unique';
 
+/** Where in-process workers run: the shared test stack by default, or a stack of a test's own (isolated-stack.ts). */
+export interface WorkerTarget {
+  nativeConnection: NativeConnection;
+  namespace: string;
+  db: Db;
+}
+
 /** The product's own workers on the test server, with engines configured from `env` (loopback providers or none). */
-export async function startProductWorkers(env: NodeJS.ProcessEnv = {}): Promise<{ stop(): Promise<void> }> {
-  const { env: t, db, namespace } = stack();
+export async function startProductWorkers(env: NodeJS.ProcessEnv = {}, on?: WorkerTarget): Promise<{ stop(): Promise<void> }> {
+  const { nativeConnection, namespace, db } = on ?? { ...stack(), nativeConnection: stack().env.nativeConnection };
   const log = createLogger('test-worker', () => undefined);
   const workers: Worker[] = await createWorkers({
-    connection: t.nativeConnection,
+    connection: nativeConnection,
     namespace,
     deps: { db, engines: createEngines({ env, logger: log }), log, env },
   });
@@ -130,9 +137,27 @@ export async function ledgerSum(orgId: string, db: Db = stack().db): Promise<big
   return (await listLedger(db, orgId, 1000)).reduce((n, e) => n + e.amountMicros, 0n);
 }
 
+/** A request's state in Postgres, once the API has recorded it. `db`: another stack's database. */
+export async function requestState(orgId: string, idempotencyKey: string, db: Db = stack().db): Promise<string | undefined> {
+  const row = await db('requests').where({ org_id: orgId, idempotency_key: idempotencyKey }).whereNull('superseded_at').first('state');
+  return row?.state as string | undefined;
+}
+
 /** How many charges the organisation's ledger holds. `db`: another stack's database. */
 export async function chargeCount(orgId: string, db: Db = stack().db): Promise<number> {
   return (await listLedger(db, orgId, 1000)).filter((e) => e.kind === 'charge').length;
+}
+
+/**
+ * Each of `requestIds` charged exactly once and nothing else charged; nothing still held; the entries summing to the
+ * balance. `db`: another stack's database.
+ */
+export async function assertEachBilledOnce(orgId: string, requestIds: readonly string[], db: Db = stack().db): Promise<void> {
+  const charged = (await listLedger(db, orgId, 1000)).filter((e) => e.kind === 'charge').map((e) => e.requestId);
+  assert.deepEqual([...charged].sort(), [...requestIds].sort());
+  const balance = await getBalance(db, orgId);
+  assert.equal(balance.reservedMicros, 0n);
+  assert.equal(await ledgerSum(orgId, db), balance.balanceMicros);
 }
 
 /**

@@ -6,26 +6,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { workflowIds } from '../../domain/workflow-ids';
-import { forkEntryPoint } from '../../infra/entry-point';
-import { freePort } from '../../infra/free-port';
 import { newOrg as newApiOrg, PANEL } from '../api/helpers';
-import { chargeCount, customMode, deliberate, newOrg, startProductWorkers } from '../deliberation/helpers';
+import { chargeCount, customMode, deliberate, newOrg, requestState, startProductWorkers } from '../deliberation/helpers';
 import { activitiesRunning, exitOf, portOpen, until } from '../harness/faults';
 import { stack } from '../harness/stack';
-import { stackProcessEnv, startWorkerProcess } from '../harness/worker';
+import { stackProcessEnv, startApiProcess, startWorkerProcess } from '../harness/worker';
 
 const EventType = temporal.api.enums.v1.EventType;
 const SIM_SEATS = ['sim/alpha-plus', 'sim/beta-plus', 'sim/gamma-plus'];
-
-/** A request's state in Postgres, once the API has recorded it. */
-async function requestState(orgId: string, idempotencyKey: string): Promise<string | undefined> {
-  const row = await stack()
-    .db('requests')
-    .where({ org_id: orgId, idempotency_key: idempotencyKey })
-    .whereNull('superseded_at')
-    .first('state');
-  return row?.state as string | undefined;
-}
 
 /**
  * The engine calls (activities) of a deliberation as its history tells them: the last attempt of each (an attempt that failed and
@@ -67,17 +55,11 @@ describe('graceful shutdown (SIGTERM)', function () {
     async function callInFlight(
       graceMs: number,
     ): Promise<{ api: ChildProcess; port: number; orgId: string; key: string; answer: Promise<Response> }> {
-      const port = await freePort();
-      const { child, ready } = forkEntryPoint(
-        'api/main',
-        stackProcessEnv(dataDir, { PORT: String(port), QUORUM_SHUTDOWN_GRACE_MS: String(graceMs) }),
-        'ignore',
-      );
+      const { child, port, url } = await startApiProcess(stackProcessEnv(dataDir, { QUORUM_SHUTDOWN_GRACE_MS: String(graceMs) }));
       children.push(child);
-      await ready;
       const org = await newApiOrg();
       const key = randomUUID();
-      const answer = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      const answer = fetch(`${url}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${org.ownerKey}`, 'content-type': 'application/json', 'idempotency-key': key },
         body: JSON.stringify({ model: PANEL.B, messages: [{ role: 'user', content: 'Why do leaves change colour in autumn?' }] }),

@@ -70,3 +70,34 @@ export async function activitiesRunning(client: Client, workflowId: string): Pro
     throw err;
   }
 }
+
+export interface CompletionReply {
+  status: number;
+  body: {
+    choices?: { message: { content: string } }[];
+    svc?: { request_id?: string; replayed?: boolean; billed_usd?: number };
+    error?: { code: string; message: string };
+  };
+}
+
+/** A Form B chat completion over HTTP, as a client retrying by `Idempotency-Key` sends it; rejects when the connection dies. */
+export async function postCompletion(
+  url: string,
+  apiKey: string,
+  idempotencyKey: string,
+  opts: { model?: string; content?: string } = {},
+): Promise<CompletionReply> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+    body: JSON.stringify({
+      model: opts.model ?? 'QRM:PANL',
+      messages: [{ role: 'user', content: opts.content ?? 'Why do leaves change colour in autumn? Compare the pigments involved.' }],
+    }),
+  });
+  return { status: res.status, body: (await res.json()) as CompletionReply['body'] };
+}
+
+export function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
