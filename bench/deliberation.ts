@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import { canonicalHash } from '../domain/canonical-json';
 import { runDeliberation } from '../api/operations/run-deliberation';
 import { callCeilingMicros } from '../domain/fees';
@@ -13,6 +14,7 @@ import { createLogger } from '../infra/log';
 import { bundleInChild } from '../worker/bundle';
 import { createWorkers } from '../worker/workers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
+import { machine, round, writeResults } from './results';
 import { fmt, summary } from './stats';
 
 /**
@@ -110,6 +112,10 @@ async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promi
 }
 
 async function main(): Promise<void> {
+  const loadAtStart = os.loadavg();
+  const date = new Date().toISOString();
+  /** Every figure printed, for bench/results/. */
+  const figures: Record<string, unknown> = {};
   warmTokenizer();
   await startStack();
   const db = stack().db;
@@ -124,6 +130,7 @@ async function main(): Promise<void> {
     const started = performance.now();
     await pool(PANEL_CALLS, CONCURRENCY, (i) => call(ctx, panel, `Question ${i}: ${PANEL_PROMPT}`, 'panel'));
     const seconds = (performance.now() - started) / 1000;
+    figures.panelThroughput = { calls: PANEL_CALLS, concurrency: CONCURRENCY, perSecond: round(PANEL_CALLS / seconds) };
     console.log(
       `panel throughput, zero-latency engines, ${PANEL_CALLS} calls at ${CONCURRENCY} concurrent: ${(PANEL_CALLS / seconds).toFixed(1)} deliberations/s (target ≥ 30)`,
     );
@@ -141,6 +148,7 @@ async function main(): Promise<void> {
     // The pool's first wave starts 16 calls at one instant; later calls arrive staggered, as real traffic does.
     const burst = summary(panelOverhead.slice(0, CONCURRENCY));
     const o = summary(panelOverhead.slice(CONCURRENCY));
+    figures.panelOverheadMs = { engineMs: ENGINE_MS, concurrency: CONCURRENCY, ...o, firstBurst: burst };
     console.log(
       `panel orchestration overhead, ${ENGINE_MS} ms engines, ${OVERHEAD_CALLS - CONCURRENCY} calls at ${CONCURRENCY} concurrent: p50 ${fmt(o.p50)}  p90 ${fmt(o.p90)}  p99 ${fmt(o.p99)}  (target p50 ≤ 50 ms, p99 ≤ 250 ms)`,
     );
@@ -151,6 +159,7 @@ async function main(): Promise<void> {
       return overhead(outcome, performance.now() - t);
     });
     const x = summary(expressOverhead);
+    figures.expressOverheadMs = { engineMs: ENGINE_MS, concurrency: 1, ...x };
     console.log(`express orchestration overhead, 50 sequential calls: p50 ${fmt(x.p50)}  p99 ${fmt(x.p99)}  (target p50 ≤ 15 ms)`);
   });
 
@@ -166,6 +175,7 @@ async function main(): Promise<void> {
       peak = Math.max(peak, process.memoryUsage().rss);
       await new Promise((r) => setTimeout(r, 250));
     }
+    figures.memory = { inFlight: IN_FLIGHT, peakMb: round(peak / 2 ** 20, 0), beforeMb: round(before / 2 ** 20, 0) };
     console.log(
       `${IN_FLIGHT} deliberations in flight: API client + worker resident ${(peak / 2 ** 20).toFixed(0)} MB (before: ${(before / 2 ** 20).toFixed(0)} MB; target < 400 MB)`,
     );
@@ -177,6 +187,13 @@ async function main(): Promise<void> {
   });
 
   await stopStack();
+  writeResults('deliberation', {
+    date,
+    command: 'node --import tsx bench/deliberation.ts',
+    machine: machine(loadAtStart),
+    notes: 'in process: runDeliberation against the real Temporal dev server and Postgres, sim engines, workers in this process',
+    figures,
+  });
 }
 
 main().catch(async (err: unknown) => {

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { createApiKey } from '../db/repositories/api-keys';
 import { upsertMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
@@ -5,12 +6,16 @@ import { SYSTEM_MODES } from '../domain/modes';
 import { warmTokenizer } from '../domain/tokens';
 import { startApi } from '../test/api/helpers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
+import { machine, writeResults } from './results';
 import { fmt, summary } from './stats';
 
 /** `POST /v1/estimate` round trips over loopback HTTP against the real Postgres (budget p50 ≤ 5 ms, DESIGN §13). */
 const CALLS = Number(process.env.BENCH_ESTIMATE_CALLS ?? 500);
 
 async function main(): Promise<void> {
+  const loadAtStart = os.loadavg();
+  const date = new Date().toISOString();
+  const figures: Record<string, unknown> = {};
   warmTokenizer();
   await startStack();
   const { db } = stack();
@@ -51,12 +56,20 @@ async function main(): Promise<void> {
     const c = summary(samples.map((x) => x.ms));
     const srv = summary(samples.map((x) => x.server));
     const cls = summary(samples.map((x) => x.classify));
+    figures[label] = { calls: CALLS, concurrency: 1, clientMs: c, serverTotalMs: srv, classifyMs: cls };
     console.log(
       `estimate, ${label}, ${CALLS} sequential calls: client round trip p50 ${fmt(c.p50)} p99 ${fmt(c.p99)}; server timing_ms.total p50 ${fmt(srv.p50)} p99 ${fmt(srv.p99)}; classify p50 ${fmt(cls.p50)}${budget}`,
     );
   }
   await api.close();
   await stopStack();
+  writeResults('estimate', {
+    date,
+    command: 'node --import tsx bench/estimate.ts',
+    machine: machine(loadAtStart),
+    notes: 'POST /v1/estimate over loopback HTTP to the app in this process, sequential calls',
+    figures,
+  });
 }
 
 main().catch(async (err: unknown) => {

@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,13 +10,14 @@ import { createOrganisation } from '../db/repositories/organisations';
 import { SYSTEM_MODES, type ModeConfig } from '../domain/modes';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../domain/prompts';
 import { workflowIds } from '../domain/workflow-ids';
-import { forkEntryPoint } from '../infra/entry-point';
+import { runtimeExecArgv, runtimeModule } from '../infra/paths';
 import { freePort } from '../infra/free-port';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback } from '../test/fixtures/providers/openai';
 import type { RecordedRequest, Reply } from '../test/fixtures/providers/loopback';
 import { stack, startStack, stopStack } from '../test/harness/stack';
-import { stackProcessEnv, startWorkerProcess } from '../test/harness/worker';
+import { stackProcessEnv } from '../test/harness/worker';
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
+import { machine, round, writeResults } from './results';
 import { summary } from './stats';
 
 /**
@@ -26,13 +27,34 @@ import { summary } from './stats';
  * and time. Per phase: latency percentiles, throughput, errors by status, overhead (end to end minus the engine
  * time the loopback served on the call's critical path) and CPU per call summed over every process of the stack.
  * Prints a table and writes JSON under bench/results/; asserts nothing.
- *   BENCH_LOAD_SCALE=0.1 runs a tenth of the calls (a quick check); BENCH_LOAD_IN_FLIGHT sets the memory phase's size.
+ *   BENCH_LOAD_SCALE=0.1 runs a tenth of the calls (a quick check); BENCH_LOAD_IN_FLIGHT sets the memory phase's size;
+ *   BENCH_LOAD_ONLY='express 0' runs only the phases so named; BENCH_LOAD_CPU_PROF=<dir> has the API and the worker
+ *   write V8 CPU profiles there when they stop (open them in Chrome DevTools), to see where their CPU goes.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
 /** No phase runs longer than this, whatever its count. */
 const PHASE_MAX_S = 120;
 const SLOW_ENGINE_MS = 500;
+const ONLY = process.env.BENCH_LOAD_ONLY;
+const CPU_PROF = process.env.BENCH_LOAD_CPU_PROF;
+/** Node refuses --cpu-prof in NODE_OPTIONS: it goes on the command line. */
+const profileArgs: readonly string[] = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
+
+/** An entry point as its own process, as forkEntryPoint runs it, with `profileArgs` added. */
+function forkProduct(module: string, env: NodeJS.ProcessEnv): { child: ChildProcess; ready: Promise<void> } {
+  const child = fork(runtimeModule(module), [], {
+    execArgv: [...runtimeExecArgv, ...profileArgs],
+    env,
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    detached: true,
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`${module} exited (code ${String(code)}) before it was ready`)));
+  });
+  return { child, ready };
+}
 
 // The heuristic classifier picks the lane from the prompt (as in bench/deliberation.ts).
 const PANEL_PROMPT =
@@ -119,17 +141,26 @@ function engineScript(state: { engineMs: number; served: Map<string, [number, nu
   };
 }
 
-/** Length of the union of intervals: the engine time a call waited on, parallel seats counted once. */
-function unionMs(intervals: readonly [number, number][]): number {
+/**
+ * The engines' critical path of one call from the intervals the loopback served it: calls that start before every
+ * earlier one has ended ran side by side (a round's seats), a call that starts after that depends on them (the judge,
+ * the next round). The path is the sum of each stage's longest call; a seat started late because our worker was busy
+ * counts as ours, not the engine's.
+ */
+function criticalPathMs(intervals: readonly [number, number][]): number {
   const sorted = [...intervals].sort((a, b) => a[0] - b[0]);
   let total = 0;
-  let end = -Infinity;
+  let stageEnd = -Infinity;
+  let stageLongest = 0;
   for (const [s, e] of sorted) {
-    if (e <= end) continue;
-    total += e - Math.max(s, end);
-    end = e;
+    if (s >= stageEnd) {
+      total += stageLongest;
+      stageLongest = 0;
+    }
+    stageEnd = Math.max(stageEnd, e);
+    stageLongest = Math.max(stageLongest, e - s);
   }
-  return total;
+  return total + stageLongest;
 }
 
 interface CallContext {
@@ -144,10 +175,6 @@ interface Sample {
   status: number;
   ms: number;
   wrongPath: boolean;
-}
-
-function round(n: number, digits = 1): number {
-  return Number(n.toFixed(digits));
 }
 
 async function main(): Promise<void> {
@@ -177,12 +204,14 @@ async function main(): Promise<void> {
 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-load-'));
   const children: ChildProcess[] = [];
-  const worker = await startWorkerProcess(
+  const worker = forkProduct(
+    'worker/main',
     stackProcessEnv(dataDir, { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: loopback.baseUrl }),
   );
-  children.push(worker);
+  children.push(worker.child);
+  await worker.ready;
   const port = await freePort();
-  const api = forkEntryPoint('api/main', stackProcessEnv(dataDir, { PORT: String(port) }), 'ignore');
+  const api = forkProduct('api/main', stackProcessEnv(dataDir, { PORT: String(port) }));
   children.push(api.child);
   await api.ready;
   const url = `http://127.0.0.1:${port}`;
@@ -191,7 +220,7 @@ async function main(): Promise<void> {
   const temporalPort = stack().env.connection.options.address.split(':').pop() ?? '';
   const groups: Record<string, number[]> = {
     api: [api.child.pid ?? -1],
-    worker: [worker.pid ?? -1],
+    worker: [worker.child.pid ?? -1],
     temporal: findProcesses((comm, args) => comm.startsWith('temporal') && args.includes(temporalPort)),
     postgres: findProcesses((comm, args) => comm === 'postgres' && args.includes(pgPort)),
   };
@@ -261,7 +290,7 @@ async function main(): Promise<void> {
     if (last) lastKeys[spec.target] = last.key;
     const statuses: Record<string, number> = {};
     for (const s of samples) statuses[String(s.status)] = (statuses[String(s.status)] ?? 0) + 1;
-    const paths = ok.map((s) => unionMs(engine.served.get(s.tag) ?? []));
+    const paths = ok.map((s) => criticalPathMs(engine.served.get(s.tag) ?? []));
     const engineCalls = ok.map((s) => engine.served.get(s.tag)?.length ?? 0);
     const completions = spec.target !== 'estimate';
     const stackMs = cpu.api + cpu.worker + cpu.temporal + cpu.postgres;
@@ -288,7 +317,7 @@ async function main(): Promise<void> {
   const n = (calls: number, concurrency: number): number => Math.max(concurrency, Math.round(calls * SCALE));
   // Warm-up: JIT, pools, the workflow cache and Temporal's task queues, unrecorded.
   for (const target of ['panel', 'express', 'estimate'] as const) await runPhase({ target, engineMs: 0, concurrency: 4, calls: n(40, 4) });
-  const idle = { apiBytes: treeRss(api.child.pid ?? -1), workerBytes: treeRss(worker.pid ?? -1) };
+  const idle = { apiBytes: treeRss(api.child.pid ?? -1), workerBytes: treeRss(worker.child.pid ?? -1) };
 
   // Calls per phase at 1, 16 and 64 concurrent: enough for a p99 where it matters, a few minutes in all.
   const counts: Record<string, readonly [number, number, number]> = {
@@ -298,12 +327,14 @@ async function main(): Promise<void> {
     [`express ${SLOW_ENGINE_MS}`]: [20, 160, 384],
     [`panel ${SLOW_ENGINE_MS}`]: [12, 128, 256],
   };
-  const plan: PhaseSpec[] = Object.entries(counts).flatMap(([name, calls]) =>
-    [1, 16, 64].map((concurrency, i) => {
-      const [target, engineMs] = name.split(' ');
-      return { target: target as Target, engineMs: Number(engineMs), concurrency, calls: n(calls[i], concurrency) };
-    }),
-  );
+  const plan: PhaseSpec[] = Object.entries(counts)
+    .filter(([name]) => ONLY === undefined || name === ONLY)
+    .flatMap(([name, calls]) =>
+      [1, 16, 64].map((concurrency, i) => {
+        const [target, engineMs] = name.split(' ');
+        return { target: target as Target, engineMs: Number(engineMs), concurrency, calls: n(calls[i], concurrency) };
+      }),
+    );
 
   const phases: PhaseResult[] = [];
   for (const spec of plan) {
@@ -324,7 +355,7 @@ async function main(): Promise<void> {
   let peak = { apiBytes: 0, workerBytes: 0, sumBytes: 0 };
   const sampler = setInterval(() => {
     const a = treeRss(api.child.pid ?? -1);
-    const w = treeRss(worker.pid ?? -1);
+    const w = treeRss(worker.child.pid ?? -1);
     if (a + w > peak.sumBytes) peak = { apiBytes: a, workerBytes: w, sumBytes: a + w };
   }, 200);
   const inFlight = await runPhase({ target: 'panel', engineMs: SLOW_ENGINE_MS, concurrency: IN_FLIGHT, calls: IN_FLIGHT });
@@ -344,28 +375,23 @@ async function main(): Promise<void> {
   fs.rmSync(dataDir, { recursive: true, force: true });
 
   printTable(phases, memory, histories);
-  const report = {
-    date: started.toISOString(),
-    command: `node --import tsx bench/load.ts${SCALE !== 1 ? ` (BENCH_LOAD_SCALE=${SCALE})` : ''}`,
-    machine: {
-      nproc: os.cpus().length,
-      cpu: os.cpus()[0]?.model,
-      memoryMb: mb(os.totalmem()),
-      node: process.version,
-      loadAverageAtStart: loadAtStart.map((l) => round(l, 2)),
-      loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
+  // A partial or profiled run is for looking, not for the record.
+  if (ONLY !== undefined || SCALE !== 1 || CPU_PROF) return console.log('(partial or profiled run: no JSON written)');
+  const file = writeResults(
+    'load',
+    {
+      date: started.toISOString(),
+      command: 'npm run bench:load',
+      machine: machine(loadAtStart),
+      notes:
+        "overhead = end to end minus the engines' critical path of that call (per sequential stage, the longest call the loopback served); cpuMsPerCall sums utime+stime over each process tree (api, worker, temporal dev server, postgres with its backends), stack = their sum; bench = autocannon + the loopback engine",
+      phases,
+      histories,
+      memory,
     },
-    notes:
-      'overhead = end to end minus the union of the intervals the loopback engine served for that call; cpuMsPerCall sums utime+stime over each process tree (api, worker, temporal dev server, postgres with its backends), stack = their sum; bench = autocannon + the loopback engine',
-    phases,
-    histories,
-    memory,
-  };
-  const dir = path.join(__dirname, 'results');
-  fs.mkdirSync(dir, { recursive: true });
-  const text = JSON.stringify(report, null, 2) + '\n';
-  fs.writeFileSync(path.join(dir, `load-${started.toISOString().slice(0, 10)}.json`), text);
-  fs.writeFileSync(path.join(dir, 'latest.json'), text);
+    'latest.json',
+  );
+  console.log(`written: ${path.relative(process.cwd(), file)} and bench/results/latest.json`);
 }
 
 function printTable(
