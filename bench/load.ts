@@ -89,6 +89,8 @@ interface PhaseResult extends PhaseSpec {
   /** 200s whose receipt shows the other lane or an engine that is not the loopback's: a figure of the wrong path. */
   wrongPath: number;
   cpuMsPerCall: CpuSample;
+  /** Postgres transactions committed per call (API, worker and this bench's few reads), from pg_stat_database. */
+  pgTransactionsPerCall: number;
 }
 
 /** The all-OpenAI panel: every seat and the staff on the loopback, so no `sim` stand-in runs anywhere. */
@@ -226,6 +228,11 @@ async function main(): Promise<void> {
   };
   if (groups.temporal.length === 0 || groups.postgres.length === 0) throw new Error(`stack processes not found: ${JSON.stringify(groups)}`);
 
+  const pgTransactions = async (): Promise<number> => {
+    const { rows } = await db.raw<{ rows: { n: string }[] }>('select sum(xact_commit) as n from pg_stat_database');
+    return Number(rows[0].n);
+  };
+
   let seq = 0;
   const bodyFor = (target: Target, tag: string): string => {
     const content = `ref ${tag}: ${target === 'panel' ? PANEL_PROMPT : EXPRESS_PROMPT}`;
@@ -280,11 +287,13 @@ async function main(): Promise<void> {
     engine.served.clear();
     loopback.requests.length = 0;
     const samples: Sample[] = [];
+    const xactsBefore = await pgTransactions();
     const before = sampleCpu(groups);
     const t0 = performance.now();
     const result = await drive(spec, (s) => samples.push(s));
     const seconds = (performance.now() - t0) / 1000;
     const cpu = cpuDelta(before, sampleCpu(groups));
+    const xacts = (await pgTransactions()) - xactsBefore;
     const ok = samples.filter((s) => s.status === 200);
     const last = ok[ok.length - 1];
     if (last) lastKeys[spec.target] = last.key;
@@ -307,6 +316,7 @@ async function main(): Promise<void> {
       connectionErrors: result.errors,
       timeouts: result.timeouts,
       wrongPath: ok.filter((s) => s.wrongPath).length,
+      pgTransactionsPerCall: round(xacts / Math.max(1, samples.length)),
       cpuMsPerCall: Object.fromEntries(
         Object.entries({ ...cpu, stack: stackMs }).map(([k, v]) => [k, round(v / Math.max(1, samples.length), 2)]),
       ),
@@ -401,7 +411,7 @@ function printTable(
 ): void {
   const f = (v: number | undefined): string => (v === undefined || Number.isNaN(v) ? '—' : v.toFixed(1));
   console.log(
-    'target    engine  conc  calls   req/s   p50 ms   p90 ms   p99 ms  ovh p50  ovh p90  ovh p99  engine/call  CPU ms/call (stack: api+worker+temporal+pg)  statuses',
+    'target    engine  conc  calls   req/s   p50 ms   p90 ms   p99 ms  ovh p50  ovh p90  ovh p99  engine/call  pg tx  CPU ms/call (stack: api+worker+temporal+pg)  statuses',
   );
   for (const r of phases) {
     const c = r.cpuMsPerCall;
@@ -420,6 +430,7 @@ function printTable(
         f(r.overheadMs?.p90).padStart(8),
         f(r.overheadMs?.p99).padStart(8),
         (r.engineCallsPerCall === null ? '—' : `${r.engineCallsPerCall} · ${f(r.enginePathMs?.p50)}ms`).padStart(12),
+        f(r.pgTransactionsPerCall).padStart(6),
         `  ${f(c.stack)} (${f(c.api)}+${f(c.worker)}+${f(c.temporal)}+${f(c.postgres)}); bench ${f(c.bench)}`.padEnd(46),
         errors,
       ].join(' '),
