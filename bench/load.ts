@@ -335,8 +335,8 @@ async function main(): Promise<void> {
 
   // Calls per phase at 1, 16 and 64 concurrent: enough for a p99 where it matters, a few minutes in all.
   const counts: Record<string, readonly [number, number, number]> = {
-    'express 0': [60, 400, 640],
-    'panel 0': [40, 320, 640],
+    'express 0': [60, 320, 512],
+    'panel 0': [40, 240, 384],
     'estimate 0': [400, 1600, 3200],
     [`express ${SLOW_ENGINE_MS}`]: [20, 160, 384],
     [`panel ${SLOW_ENGINE_MS}`]: [12, 128, 256],
