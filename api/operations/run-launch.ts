@@ -190,23 +190,17 @@ export function launchFingerprint(kind: RunKind, request: RunRequest): string {
   return canonicalHash({ kind, request: { ...request, dryRun: false } });
 }
 
+/** What a test run request asks of its run, its questions drawn from `seed`. */
+export function testRunSpec(request: RunRequest, seed: number): RunSpec {
+  const { counts, judges, repeats, protocol, punchUp, tiers, questionSetId } = request;
+  return { counts, judges, repeats, protocol, punchUp, tiers, questionSetId, seed };
+}
+
 async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
   const { db, form } = deps;
   const mode = await resolveOwnMode(deps, auth, request.model);
   const seed = opts.seed ?? Number.parseInt(randomUUID().slice(0, 8), 16);
-  const spec: RunSpec =
-    kind === 'certification'
-      ? certificationSpec(seed)
-      : {
-          counts: request.counts,
-          judges: request.judges,
-          repeats: request.repeats,
-          protocol: request.protocol,
-          punchUp: request.punchUp,
-          tiers: request.tiers,
-          questionSetId: request.questionSetId,
-          seed,
-        };
+  const spec: RunSpec = kind === 'certification' ? certificationSpec(seed) : testRunSpec(request, seed);
   const questions = await runQuestions(deps, auth, spec);
   const price = kind === 'certification' ? CERTIFICATION.priceMicros : await testRunPrice(deps, auth, mode, spec, questions);
   // A test key's run is simulated and bills nothing, as its completions do.

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { getBalance, listLedger } from '../../db/repositories/ledger';
 import { quotedRequest } from '../../api/operations/quotes';
-import { launchFingerprint } from '../../api/operations/run-launch';
+import { launchFingerprint, testRunSpec } from '../../api/operations/run-launch';
 import type { QuotedRun } from '../../db/repositories/quotes';
 import { launchRun } from '../../db/repositories/runs';
 import { workflowIds } from '../../domain/workflow-ids';
@@ -316,16 +316,7 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
         modeId: strongId,
         modeVersion: 1,
         model: strong,
-        spec: {
-          counts: request.counts,
-          judges: request.judges,
-          repeats: request.repeats,
-          protocol: request.protocol,
-          punchUp: request.punchUp,
-          tiers: request.tiers,
-          questionSetId: null,
-          seed: Number(row.seed),
-        },
+        spec: testRunSpec(request, Number(row.seed)),
         totalQuestions: 1,
         billedMicros: Math.round(quote.price_usd * 1e6),
         estimatedMinutes: 1,
