@@ -208,6 +208,7 @@ async function main(): Promise<void> {
 
   say(`ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   say(`API          ${apiUrl}  (health: ${apiUrl}/healthz)`);
+  say(`console      ${apiUrl}/console  (sign up to build modes, issue keys, read receipts and runs)`);
   const workerMetrics = config.QUORUM_WORKER_METRICS_PORT ? `, worker http://127.0.0.1:${config.QUORUM_WORKER_METRICS_PORT}/metrics` : '';
   say(`metrics      API ${apiUrl}/metrics${workerMetrics}`);
   if (temporalUi) say(`Temporal UI  ${temporalUi}`);
