@@ -3,7 +3,7 @@ import { findMode } from '../../db/repositories/modes';
 import { findRun, type RunRecord } from '../../db/repositories/runs';
 import { QuorumError } from '../../domain/errors';
 import type { ModeRecord } from '../../domain/modes';
-import type { RunKind, RunProgress } from '../../domain/runs';
+import { ENDED_STATES, type RunKind, type RunProgress } from '../../domain/runs';
 import { runProgress } from '../../starters/runs';
 import type { OperationDeps } from './deps';
 
@@ -25,7 +25,10 @@ export async function pollRun(deps: OperationDeps, auth: AuthContext, kind: RunK
       },
     );
   const [progress, mode] = await Promise.all([runProgress(deps.client, deps.db, run), findModeById(deps, auth, run)]);
-  return { run, mode, progress };
+  // The run may have ended between reading its row and querying its workflow, which reports the end only after its
+  // summary is written: read the row again, so an ended run is never shown without its results.
+  const ended = ENDED_STATES.includes(progress.state) && !ENDED_STATES.includes(run.state);
+  return { run: (ended && (await findRun(deps.db, auth.orgId, batchId))) || run, mode, progress };
 }
 
 async function findModeById(deps: OperationDeps, auth: AuthContext, run: RunRecord): Promise<ModeRecord | undefined> {
