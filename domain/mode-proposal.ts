@@ -14,7 +14,7 @@ import {
 } from './mode-spec';
 import type { Refusal } from './mode-validation-codes';
 import { microsToDecimal, microsToUsd } from './money';
-import { DEPTHS, TIER_RANK, TIERS, type Depth, type ModeConfig, type Tier } from './modes';
+import { DEPTHS, SYSTEM_MODES, TIER_RANK, TIERS, type Depth, type ModeConfig, type Tier } from './modes';
 import { engineCostMicros, type TokenPrices } from './pricing';
 import { isSimEngine } from './seat-plan';
 
@@ -108,15 +108,15 @@ const BLANK = classifyHeuristic([{ role: 'user', content: '' }]);
 
 type Settings = Pick<ModeConfig, 'rounds' | 'critique' | 'grounding' | 'express' | 'skipSynthesisWhenConverged' | 'seatMaxOutputTokens'>;
 
-/** The platform's general panel, for a description that asks for nothing in particular. */
-const GENERAL: Settings = {
-  rounds: 2,
-  critique: 'when_split',
-  grounding: 'auto',
-  express: 'auto',
-  skipSynthesisWhenConverged: true,
-  seatMaxOutputTokens: 1_024,
-};
+/** The platform's general panel's settings, for a description that asks for nothing in particular. */
+const GENERAL: Settings = (({ rounds, critique, grounding, express, skipSynthesisWhenConverged, seatMaxOutputTokens }) => ({
+  rounds,
+  critique,
+  grounding,
+  express,
+  skipSynthesisWhenConverged,
+  seatMaxOutputTokens,
+}))((SYSTEM_MODES.find((m) => m.id === 'quorum-panel') as (typeof SYSTEM_MODES)[number]).config);
 
 interface Trait {
   asks: string;

@@ -1,3 +1,4 @@
+import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { canonicalHash } from '../../domain/canonical-json';
 import assert from 'node:assert/strict';
@@ -21,6 +22,8 @@ import { createWorkers } from '../../worker/workers';
 import { historiesDir } from '../harness/histories';
 import { stack } from '../harness/stack';
 import { uniqueTicker } from '../harness/unique';
+import { deliberationWorkflow, type DeliberationInput } from '../../workflows/deliberation';
+import { TASK_QUEUES } from '../../workflows/task-queues';
 
 /** Where in-process workers run: the shared test stack by default, or a stack of a test's own (isolated-stack.ts). */
 export interface WorkerTarget {
@@ -172,6 +175,19 @@ export async function assertNothingBilled(orgId: string, before: Balance, failed
   if (failedWith === undefined) return;
   const request = await db('requests').where({ org_id: orgId }).orderBy('created_at', 'desc').first();
   assert.deepEqual([request.state, request.error_code], ['failed', failedWith]);
+}
+
+/** Runs the deliberation workflow directly and expects its hold to refuse it with `code`, billing nothing. */
+export async function assertHoldRefused(workflowId: string, input: DeliberationInput, before: Balance, code: string): Promise<void> {
+  await assert.rejects(
+    stack().env.client.workflow.execute(deliberationWorkflow, { taskQueue: TASK_QUEUES.deliberation, workflowId, args: [input] }),
+    (e: unknown) => {
+      assert.ok(e instanceof WorkflowFailedError && e.cause instanceof ApplicationFailure);
+      assert.equal(e.cause.type, code);
+      return true;
+    },
+  );
+  await assertNothingBilled(input.orgId, before, code);
 }
 
 /**

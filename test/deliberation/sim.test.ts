@@ -1,15 +1,15 @@
-import { ApplicationFailure, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import assert from 'node:assert/strict';
 import { QuorumError } from '../../domain/errors';
 import { SYSTEM_MODES } from '../../domain/modes';
 import { getBalance, topUp } from '../../db/repositories/ledger';
 import { claimRequest, getReceipt } from '../../db/repositories/requests';
 import { workflowIds } from '../../domain/workflow-ids';
-import { deliberationWorkflow, type DeliberationInput } from '../../workflows/deliberation';
-import { TASK_QUEUES } from '../../workflows/task-queues';
+import type { DeliberationInput } from '../../workflows/deliberation';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../../workflows/search-attributes';
 import { stack } from '../harness/stack';
 import {
+  assertHoldRefused,
   assertNothingBilled,
   chargeCount,
   customMode,
@@ -240,15 +240,7 @@ describe('deliberation workflow on sim engines (offline)', function () {
       ceilingMicros: Number(before.balanceMicros) + 1,
       createdAt: new Date().toISOString(),
     };
-    await assert.rejects(
-      stack().env.client.workflow.execute(deliberationWorkflow, { taskQueue: TASK_QUEUES.deliberation, workflowId, args: [input] }),
-      (e: unknown) => {
-        assert.ok(e instanceof WorkflowFailedError && e.cause instanceof ApplicationFailure);
-        assert.equal(e.cause.type, 'insufficient_balance');
-        return true;
-      },
-    );
-    await assertNothingBilled(org.orgId, before, 'insufficient_balance');
+    await assertHoldRefused(workflowId, input, before, 'insufficient_balance');
   });
 
   it("asks the mode's small classifier model when configured and says which classifier ran; the heuristic answers when it cannot run", async () => {
