@@ -48,7 +48,8 @@ export async function up(knex: Knex): Promise<void> {
     language plpgsql volatile as $$
     declare
       o record;
-      held bigint;
+      total_used bigint;
+      month_used bigint;
     begin
       select billing, activation_allowance_micros, activated_at, monthly_quota_micros into o
         from organisations where id = p_org_id;
@@ -57,13 +58,17 @@ export async function up(knex: Knex): Promise<void> {
       if o.monthly_quota_micros is null and (o.activation_allowance_micros is null or o.activated_at is not null) then
         return null;
       end if;
-      held := (select reserved_micros from balances where org_id = p_org_id);
+      -- Held and spent from one snapshot: a settle turns a hold into a charge in one transaction, and reading the
+      -- two in separate statements could count that money twice (or not at all).
+      select b.reserved_micros + billing_spent(p_org_id, '-infinity'),
+             b.reserved_micros + billing_spent(p_org_id, date_trunc('month', now(), 'UTC'))
+        into total_used, month_used
+        from balances b where b.org_id = p_org_id;
       if o.activated_at is null and o.activation_allowance_micros is not null
-         and billing_spent(p_org_id, '-infinity') + held + p_amount_micros > o.activation_allowance_micros then
+         and total_used + p_amount_micros > o.activation_allowance_micros then
         return 'verification_required';
       end if;
-      if o.monthly_quota_micros is not null
-         and billing_spent(p_org_id, date_trunc('month', now(), 'UTC')) + held + p_amount_micros > o.monthly_quota_micros then
+      if o.monthly_quota_micros is not null and month_used + p_amount_micros > o.monthly_quota_micros then
         return 'quota_exceeded';
       end if;
       return null;

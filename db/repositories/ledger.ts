@@ -128,17 +128,24 @@ async function postOrThrow(trx: Knex.Transaction, orgId: string, entries: readon
  * `postEntries` for entries that start billed work of `amountMicros`. Refused, it throws why: a billing state's code
  * (`no_billing_configured`, `verification_required`, `quota_exceeded`) before `insufficient_balance`.
  */
+/** Admissions of one piece of work before a refusal that no longer reads as a billing state is the balance's. */
+const ADMIT_ATTEMPTS = 3;
+
 export async function postAdmitted(
   trx: Knex.Transaction,
   orgId: string,
   entries: readonly NewLedgerEntry[],
   work: { kind: BilledWork; amountMicros: bigint },
 ): Promise<Balance> {
-  const balance = await postEntries(trx, orgId, entries, work.amountMicros);
-  if (balance) return balance;
-  await assertOrganisationExists(trx, orgId);
-  const refusal = await billingRefusal(trx, orgId, work.amountMicros);
-  throw refusal ? billingRefusalError(refusal) : insufficientBalance(work.kind);
+  // A refusal is read again to name it; when by then nothing refuses (a hold was released meanwhile), admit again.
+  for (let attempt = 1; ; attempt++) {
+    const balance = await postEntries(trx, orgId, entries, work.amountMicros);
+    if (balance) return balance;
+    await assertOrganisationExists(trx, orgId);
+    const refusal = await billingRefusal(trx, orgId, work.amountMicros);
+    if (refusal) throw billingRefusalError(refusal);
+    if (attempt === ADMIT_ATTEMPTS) throw insufficientBalance(work.kind);
+  }
 }
 
 /**
