@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { generateApiKey, hashApiKey, parseApiKeyMode, randomBase62, SCOPES, type KeyMode, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
+import type { AppPrincipal } from '../../domain/plans';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
 /** Per-key overrides of the spec's limits; null = the service default. */
@@ -22,6 +23,8 @@ export interface AuthContext {
   limits: KeyLimits;
   /** The owner's key (issued with the organisation) may configure bring-your-own provider keys. */
   isOwner: boolean;
+  /** Set when a connected app calls with an OAuth access token: the call bills the person's plan (payer `plan`). */
+  app?: AppPrincipal;
 }
 
 export interface CreateApiKeyInput {

@@ -1,0 +1,26 @@
+import type { Tier } from './modes';
+
+/**
+ * Plans for people signed in through connected apps (spec 01 item 7, DESIGN §15): which tiers and modes they may
+ * use, a monthly allowance of real engine cost, and deliberations in flight per person.
+ */
+export interface Plan {
+  id: string;
+  name: string;
+  /** Tiers a signed-in person may ask for; another is 403 `tier_not_permitted`. */
+  tiers: Tier[];
+  /** Mode tickers (or ids) the plan allows; null = every mode the organisation is entitled to. */
+  modes: string[] | null;
+  /** Real engine cost a person may spend in a calendar month (UTC), in micro-dollars; over it, 402 `plan_limit_reached`. */
+  monthlyAllowanceMicros: number;
+  /** Deliberations in flight per person; over it, 429 `too_many_concurrent_requests`. */
+  maxInFlight: number;
+}
+
+/** Who a connected app acts for: a person in one organisation, through one OAuth grant. */
+export interface AppPrincipal {
+  personId: string;
+  clientId: string;
+  grantId: string;
+  plan: Plan;
+}
