@@ -9,6 +9,7 @@ import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
 import type { Settlement } from '../domain/outcome';
 import { planSeats, type Plan } from '../domain/seat-plan';
 import * as ledger from '../db/repositories/ledger';
+import { holdPlanCharge } from '../db/repositories/plans';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { settleOutcome } from '../db/repositories/receipts';
 import { abandonRequest } from '../db/repositories/requests';
@@ -45,7 +46,15 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
 
   return {
     /** Which engine sits where for this call; reads the organisation's own-key settings (never their secrets). */
-    async planSeats(input: { orgId: string; keyMode: 'live' | 'test'; mode: ResolvedMode; tier: Tier; lane: Lane }): Promise<Plan> {
+    async planSeats(input: {
+      orgId: string;
+      keyMode: 'live' | 'test';
+      mode: ResolvedMode;
+      tier: Tier;
+      lane: Lane;
+      /** A call on a plan runs on the service's keys: the plan pays the service, never the organisation's provider account. */
+      onPlan?: boolean;
+    }): Promise<Plan> {
       const { mode } = input;
       // The receipt names this hash: run nothing unless the configuration about to run is the one it names.
       // (The API read both from the same stored version; a difference means that version's data is not what it says.)
@@ -56,7 +65,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
         );
       }
       const simOnly = input.keyMode === 'test';
-      const ownFamilies = simOnly ? new Set<string>() : await ownProviderFamilies(db, input.orgId);
+      const ownFamilies = simOnly || input.onPlan ? new Set<string>() : await ownProviderFamilies(db, input.orgId);
       return planSeats(mode.config, input.tier, input.lane, {
         find: (id) => engines.find(id),
         serviceCanRun: (id) => engines.isAvailable(id),
@@ -87,12 +96,16 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
 
     /**
      * Holds the call's ceiling on the prepaid balance before anything runs (402 when it cannot be covered, or when a
-     * billing state refuses it). A refusal's type is its code, so the workflow ends the call with it. `lane` labels
-     * the worker's metrics only.
+     * billing state refuses it); with `personId`, a call on that person's plan holds on the plan instead (402
+     * `plan_limit_reached`). A refusal's type is its code, so the workflow ends the call with it. `lane` labels the
+     * worker's metrics only.
      */
-    async reserve(input: { orgId: string; requestId: string; amountMicros: number; lane?: Lane }): Promise<void> {
+    async reserve(input: { orgId: string; requestId: string; amountMicros: number; lane?: Lane; personId?: string }): Promise<void> {
+      const { orgId, requestId, personId } = input;
+      const amountMicros = BigInt(input.amountMicros);
       try {
-        await ledger.reserve(db, { orgId: input.orgId, requestId: input.requestId, amountMicros: BigInt(input.amountMicros) });
+        if (personId) await holdPlanCharge(db, { orgId, requestId, personId, amountMicros });
+        else await ledger.reserve(db, { orgId, requestId, amountMicros });
       } catch (err) {
         if (err instanceof QuorumError) throw ApplicationFailure.nonRetryable(err.message, err.code);
         throw err;

@@ -1,5 +1,5 @@
 import type { Lane } from './classifier';
-import { modeFeeMicros, platformFeeMicros } from './fees';
+import { modeFeeMicros, platformFeeMicros, type Ceiling } from './fees';
 import type { Form } from './form';
 import type { Depth, ModeConfig } from './modes';
 import type { CallSource } from './outcome';
@@ -26,7 +26,9 @@ export interface MeterTerms {
   fees: ModeConfig['fees'];
   depth: Depth;
   lane: Lane;
-  ceilingMicros: number;
+  ceilingMicros: Ceiling;
+  /** A connected app's call on a plan: real engine cost only, no platform fee and no mode fee (spec 01 rule 11). */
+  realCostOnly?: boolean;
 }
 
 /**
@@ -46,7 +48,7 @@ export class CostMeter {
 
   charge(call: MeteredCall): void {
     this.gatewayMicros += call.costMicros;
-    this.platformFeeMicros += platformFeeMicros(call.costMicros, call.source);
+    if (!this.terms.realCostOnly) this.platformFeeMicros += platformFeeMicros(call.costMicros, call.source);
     this.tokensIn += call.tokensIn;
     this.tokensOut += call.tokensOut;
     if (call.reasoningTokens !== null) this.reasoningTokens = (this.reasoningTokens ?? 0) + call.reasoningTokens;
@@ -54,18 +56,20 @@ export class CostMeter {
 
   /** The mode's fee for what has run so far (Form A: the depth's surcharge; Form B: per token processed). */
   modeFeeMicros(): number {
-    const { form, fees, depth, lane } = this.terms;
+    const { form, fees, depth, lane, realCostOnly } = this.terms;
+    if (realCostOnly) return 0;
     return modeFeeMicros(form, fees, { depth, lane, tokensIn: this.tokensIn, tokensOut: this.tokensOut });
   }
 
   /** Whether the next step fits under the ceiling even if every call writes its whole output allowance. */
   affords(step: readonly ProjectedCall[]): boolean {
-    if (this.terms.form === 'B') return true;
+    const ceiling = this.terms.ceilingMicros;
+    if (this.terms.form === 'B' || ceiling === null) return true;
     const stepMicros = step.reduce((sum, c) => {
       const cost = engineCostMicros(c.tokensIn, c.maxOut, c.engine);
       return sum + cost + platformFeeMicros(cost, c.engine.ownKey ? 'own_key' : 'service');
     }, 0);
-    if (this.gatewayMicros + this.platformFeeMicros + this.modeFeeMicros() + stepMicros <= this.terms.ceilingMicros) return true;
+    if (this.gatewayMicros + this.platformFeeMicros + this.modeFeeMicros() + stepMicros <= ceiling) return true;
     this.capped = true;
     return false;
   }

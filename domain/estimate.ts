@@ -1,6 +1,6 @@
 import type { Classification, Lane } from './classifier';
 import type { Form } from './form';
-import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros } from './fees';
+import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros, type Ceiling } from './fees';
 import { TIERS, type ModeConfig, type Tier } from './modes';
 import type { CallSource } from './outcome';
 import { engineCostMicros, type TokenPrices } from './pricing';
@@ -69,6 +69,8 @@ export interface QuoteInput {
   source: CallSource;
   keyCeilingMicros: number | undefined;
   requestedCeilingMicros: number | undefined;
+  /** A connected app's call on a plan: real engine cost only, no fees and no ceiling (spec 01 rule 11). */
+  realCostOnly?: boolean;
 }
 
 export interface Quote {
@@ -82,7 +84,7 @@ export interface Quote {
   /** What the caller would pay: the gross after the ceiling. */
   totalMicros: number;
   capped: boolean;
-  ceilingMicros: number;
+  ceilingMicros: Ceiling;
 }
 
 interface Call {
@@ -91,16 +93,32 @@ interface Call {
   tokensOut: number;
 }
 
-/** The calls a run is expected to make; undefined when an engine has no catalog price. */
+/** What the projected calls depend on. */
+type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens'>;
+
+/** How a run is projected: as expected (the quote), or at its most (a plan's hold). */
+interface Projection {
+  outputShare: number;
+  /** Every round the mode may run, on the panel unless the tier or mode is express-only. */
+  atMost: boolean;
+}
+
+const EXPECTED: Projection = { outputShare: EXPECTED_OUTPUT_SHARE, atMost: false };
+
+/** The calls a run is projected to make; undefined when an engine has no catalog price. */
 function expectedCalls(
-  input: QuoteInput,
+  input: CallShape,
   findPrices: (engineId: string) => TokenPrices | undefined,
+  projection: Projection = EXPECTED,
 ): { calls: Call[]; lane: Lane; rounds: number } | undefined {
-  const lane = laneFor(input.config, input.tier, input.classification);
+  const lane = laneFor(input.config, input.tier, projection.atMost ? { lane: 'panel' } : input.classification);
   const express = lane === 'express';
   const seats = designedSeats(input.config, input.tier, lane);
-  const rounds = expectedRounds(input.config, input.classification, express);
-  const out = Math.round(input.config.seatMaxOutputTokens * EXPECTED_OUTPUT_SHARE);
+  const rounds =
+    projection.atMost && !express && input.config.critique !== 'never'
+      ? input.config.rounds
+      : expectedRounds(input.config, input.classification, express);
+  const out = Math.round(input.config.seatMaxOutputTokens * projection.outputShare);
   const seen = (n: number): number => input.promptTokens + n * out;
   const plan: { engine: string; tokensIn: number; tokensOut: number }[] = [];
   for (let round = 1; round <= rounds; round++) {
@@ -125,15 +143,18 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
   const gatewayMicros = calls.reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
   const tokensIn = calls.reduce((sum, c) => sum + c.tokensIn, 0);
   const tokensOut = calls.reduce((sum, c) => sum + c.tokensOut, 0);
-  const modeFee =
-    input.form === 'A'
+  const modeFee = input.realCostOnly
+    ? 0
+    : input.form === 'A'
       ? modeFeeMicros('A', input.config.fees, { depth: input.classification.depth, lane, tokensIn, tokensOut })
       : engineCostMicros(tokensIn, tokensOut, {
           inputUsdPerMtok: input.rate.inputMicrosPerToken,
           outputUsdPerMtok: input.rate.outputMicrosPerToken,
         });
-  const platformFee = platformFeeMicros(gatewayMicros, input.source);
-  const ceilingMicros = callCeilingMicros(input.form, input.config, input.keyCeilingMicros, input.requestedCeilingMicros);
+  const platformFee = input.realCostOnly ? 0 : platformFeeMicros(gatewayMicros, input.source);
+  const ceilingMicros = input.realCostOnly
+    ? null
+    : callCeilingMicros(input.form, input.config, input.keyCeilingMicros, input.requestedCeilingMicros);
   const billed = bill(input.form, { gatewayMicros, platformFeeMicros: platformFee, modeFeeMicros: modeFee, ceilingMicros });
   return {
     express: lane === 'express',
@@ -171,4 +192,15 @@ export function minimumCallMicros(input: QuoteInput, findPrices: (engineId: stri
           outputUsdPerMtok: input.rate.outputMicrosPerToken,
         });
   return gatewayMicros + platformFeeMicros(gatewayMicros, input.source) + modeFee;
+}
+
+/**
+ * The engines' cost of a call as the quote projects it at its most: every seat and staff call writing a seat's whole
+ * output allowance, over every round the mode may run, on the panel unless the tier or mode is express-only. What a
+ * plan holds for a call, which has no ceiling to hold (spec 01 rule 11): a bound for admitting it, not a cap; the
+ * charge is the real cost (a retried cut-off seat or a longer synthesis may pass it).
+ */
+export function worstCaseGatewayMicros(input: CallShape, findPrices: (engineId: string) => TokenPrices | undefined): number | undefined {
+  const projected = expectedCalls(input, findPrices, { outputShare: 1, atMost: true });
+  return projected?.calls.reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
 }

@@ -41,6 +41,9 @@ export function callCeilingMicros(
   return requestedMicros !== undefined ? Math.min(base, requestedMicros) : base;
 }
 
+/** A call's ceiling in micro-dollars; null = none (a connected app's call on a plan pays real cost, spec 01 rule 11). */
+export type Ceiling = number | null;
+
 export interface Bill {
   capCreditMicros: number;
   billedMicros: number;
@@ -50,10 +53,10 @@ export interface Bill {
 /** Form B runs in full and credits back what passed the ceiling; Form A's charge is held at the ceiling. */
 export function bill(
   form: Form,
-  parts: { gatewayMicros: number; platformFeeMicros: number; modeFeeMicros: number; ceilingMicros: number },
+  parts: { gatewayMicros: number; platformFeeMicros: number; modeFeeMicros: number; ceilingMicros: Ceiling },
 ): Bill {
   const gross = parts.gatewayMicros + parts.platformFeeMicros + parts.modeFeeMicros;
-  if (gross <= parts.ceilingMicros) return { capCreditMicros: 0, billedMicros: gross, capped: false };
+  if (parts.ceilingMicros === null || gross <= parts.ceilingMicros) return { capCreditMicros: 0, billedMicros: gross, capped: false };
   return form === 'B'
     ? { capCreditMicros: gross - parts.ceilingMicros, billedMicros: parts.ceilingMicros, capped: true }
     : { capCreditMicros: 0, billedMicros: parts.ceilingMicros, capped: true };

@@ -1,6 +1,6 @@
 import type { Classification, Lane } from './classifier';
 import type { CostMeter } from './cost-meter';
-import { bill } from './fees';
+import { bill, type Ceiling } from './fees';
 import type { Form } from './form';
 import type { ResolvedMode, Tier } from './modes';
 import type { ContestedPassage, Outcome, PanelRun, SeatRecord, SeatRole, Substitution, Unavailable } from './outcome';
@@ -20,7 +20,12 @@ export interface AssemblyInput {
   tier: Tier;
   classification: Classification;
   lane: Lane;
-  ceilingMicros: number;
+  ceilingMicros: Ceiling;
+  /**
+   * A connected app's call on a plan (spec 01 rule 11): the plan pays the engines' real cost only (the meter counted
+   * no fee, and the ceiling is null), so no seat row carries a platform fee either, and the payer is `plan`.
+   */
+  onPlan?: boolean;
   run: PanelRun;
   meter: CostMeter;
   createdAt: string;
@@ -70,7 +75,7 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
   const bestRole = run.best;
   const best = run.seats.find((s) => s.role === bestRole)?.latest;
   if (!bestRole || !best) throw new Error('an outcome needs an answering seat');
-  const passes = run.passes.map((p) => ({ ...p, isBest: p.role === bestRole }));
+  const passes = run.passes.map((p) => ({ ...p, isBest: p.role === bestRole, ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}) }));
   const modeFee = meter.modeFeeMicros();
   const parts = a.billed
     ? { gatewayMicros: meter.gatewayMicros, platformFeeMicros: meter.platformFeeMicros, modeFeeMicros: modeFee }
@@ -110,7 +115,7 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     seatPasses: passes,
     usage: { promptTokens: meter.tokensIn, completionTokens: meter.tokensOut, reasoningTokens: meter.reasoningTokens },
     money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },
-    payer: passes.some((p) => p.source === 'own_key') ? 'own_keys' : 'service',
+    payer: a.onPlan ? 'plan' : passes.some((p) => p.source === 'own_key') ? 'own_keys' : 'service',
     latencyMs: a.completedMs - a.startedMs,
     createdAt: a.createdAt,
     completedAt: new Date(a.completedMs).toISOString(),

@@ -78,7 +78,8 @@ export interface Money {
   /** Form B: the part over the ceiling, credited back. */
   capCreditMicros: number;
   billedMicros: number;
-  ceilingMicros: number;
+  /** null: the call had no ceiling (a connected app's call on a plan). */
+  ceilingMicros: number | null;
 }
 
 export interface Outcome {

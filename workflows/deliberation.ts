@@ -16,6 +16,7 @@ import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode, Tier } from '../domain/modes';
 import type { Outcome, Settlement } from '../domain/outcome';
+import type { PlanPayer } from '../domain/plan-rules';
 import { assembleOutcome, unavailableSeats } from '../domain/outcome-assembly';
 import { laneFor } from '../domain/seat-plan';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
@@ -32,7 +33,13 @@ export interface DeliberationInput {
   messages: ChatMessage[];
   /** Counted by the API with the engines' tokenizer (the workflow has none). */
   promptTokens: number;
-  ceilingMicros: number;
+  /** null: no ceiling (a call on a plan). */
+  ceilingMicros: number | null;
+  /**
+   * Set on a connected app's call: the person's plan pays the engines' real cost (no fees, no ceiling, receipt
+   * `payer: plan`) and holds on the plan, not the organisation's balance. Absent: the organisation pays by today's rules.
+   */
+  payer?: PlanPayer;
   createdAt: string;
 }
 
@@ -45,7 +52,8 @@ const { classify, reserve, planSeats, failRequest, settle } = proxyLocalActiviti
 
 /** Spec error codes a deliberation can end with after its reservation; each releases the hold. */
 type AbandonCode =
-  Extract<ErrorCode, 'insufficient_balance' | 'mode_resolution_mismatch' | 'mode_unavailable' | 'cost_unreadable'> | BillingRefusal;
+  | Extract<ErrorCode, 'insufficient_balance' | 'mode_resolution_mismatch' | 'mode_unavailable' | 'cost_unreadable' | 'plan_limit_reached'>
+  | BillingRefusal;
 
 function failureReason(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;
@@ -53,18 +61,19 @@ function failureReason(err: unknown): string {
 }
 
 /**
- * A hold refused by a billing state of the organisation (a quota used since the API checked) ends with that code.
- * A local activity's failure reaches the workflow as the activity's own ApplicationFailure.
+ * A hold refused by a billing state of the organisation (a quota used since the API checked), or by the person's
+ * plan (its allowance used since), ends with that code. A local activity's failure reaches the workflow as the
+ * activity's own ApplicationFailure.
  */
-function billingRefusalOf(err: unknown): BillingRefusal | undefined {
+function billingRefusalOf(err: unknown): BillingRefusal | 'plan_limit_reached' | undefined {
   const type = err instanceof ApplicationFailure ? err.type : undefined;
-  return type && isBillingRefusal(type) ? type : undefined;
+  return type && (isBillingRefusal(type) || type === 'plan_limit_reached') ? type : undefined;
 }
 
 /** DESIGN §5: classify → reserve → plan → panel → settle. Idempotency is the workflow id (DESIGN §4). */
 export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
   const startedMs = Date.now();
-  const { orgId, requestId, mode, tier } = input;
+  const { orgId, requestId, mode, tier, payer } = input;
   // Answered to a caller that waits (the MCP server's progress notifications); adds nothing to the history.
   const progress: DeliberationProgress = { stage: 'classifying', round: 0, seats: 0, seatsAnswered: 0, steps: 0 };
   setHandler(deliberationProgressQuery, () => progress);
@@ -98,10 +107,13 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     { key: QuorumStatus, value: 'running' },
   ]);
 
-  if (input.keyMode === 'live')
-    await orAbandon('insufficient_balance', () => reserve({ orgId, requestId, amountMicros: input.ceilingMicros, lane }));
+  // A plan holds its bound of the call's cost; the organisation holds the call's ceiling.
+  const hold = payer ? { amountMicros: payer.holdMicros, personId: payer.personId } : { amountMicros: input.ceilingMicros ?? 0 };
+  if (input.keyMode === 'live') await orAbandon('insufficient_balance', () => reserve({ orgId, requestId, lane, ...hold }));
   // Its only non-retryable failure: the mode handed over is not the stored version the API resolved.
-  const plan = await orAbandon('mode_resolution_mismatch', () => planSeats({ orgId, keyMode: input.keyMode, mode, tier, lane }));
+  const plan = await orAbandon('mode_resolution_mismatch', () =>
+    planSeats({ orgId, keyMode: input.keyMode, mode, tier, lane, onPlan: payer !== undefined }),
+  );
   step({ stage: 'seats', round: 1, seats: plan.seats.length, seatsAnswered: 0 });
 
   const meter = new CostMeter({
@@ -110,6 +122,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     depth: classification.depth,
     lane,
     ceilingMicros: input.ceilingMicros,
+    realCostOnly: payer !== undefined,
   });
   const judgeSeed = Math.floor(Math.random() * 2 ** 31);
   const run = await runPanel({
@@ -143,6 +156,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     classification,
     lane,
     ceilingMicros: input.ceilingMicros,
+    onPlan: payer !== undefined,
     run,
     meter,
     createdAt: input.createdAt,

@@ -2,7 +2,17 @@ import { BUCKET_NAMES } from '../../domain/form';
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../schemas/b';
-import { completionShape, estimateShape, ratesJson, receiptEnvelope, receiptShape, replayFields, simulatedDisclosure, usd } from './shared';
+import {
+  ceilingUsd,
+  completionShape,
+  estimateShape,
+  ratesJson,
+  receiptEnvelope,
+  receiptShape,
+  replayFields,
+  simulatedDisclosure,
+  usd,
+} from './shared';
 import type { FormSerialiser, JsonObject } from './shared';
 import { runSerialiser } from './runs';
 
@@ -103,7 +113,7 @@ export const formB: FormSerialiser = {
           cap_credit_usd: usd(q.capCreditMicros),
           total_usd: usd(q.totalMicros),
           capped: q.capped,
-          ceiling_usd: usd(q.ceilingMicros),
+          ceiling_usd: ceilingUsd(q.ceilingMicros),
           tier: v.tier,
           depth: v.classification.depth,
           basis: {
@@ -138,7 +148,7 @@ export const formB: FormSerialiser = {
           engines: 'actual_cost_plus_platform_fee',
           tiers: ratesJson(rates),
           rate_note: `${RATE_NOTE} Until ${MIN_SAMPLE} calls are recorded on a tier, its rate is the configured ${mode.config.fees.perMtokInputUsd} USD per 1M input tokens and ${mode.config.fees.perMtokInputUsd * 4} per 1M output tokens.`,
-          per_call_cost_ceiling_usd: usd(ceilingMicros),
+          per_call_cost_ceiling_usd: ceilingUsd(ceilingMicros),
         },
         provider_families: mode.config.providerFamilies,
         includes_deliberation: mode.config.express !== 'always',

@@ -18,6 +18,11 @@ export function usd(micros: number): number {
   return microsToUsd(BigInt(micros));
 }
 
+/** A ceiling's `*_usd` field: null when the call has none (a call on a plan), never a stand-in number. */
+export function ceilingUsd(micros: number | null): number | null {
+  return micros === null ? null : usd(micros);
+}
+
 export interface EstimateView {
   requestId: string;
   model: string;
@@ -33,7 +38,8 @@ export interface EstimateView {
 export interface ModelView {
   mode: ModeRecord;
   rates: TierRates;
-  ceilingMicros: number;
+  /** null: no per-call ceiling (a connected app's call on a plan). */
+  ceilingMicros: number | null;
   /** Designed engines a simulated engine answers for in this (development) deployment; empty in production. */
   simulatedEngines: string[];
 }

@@ -4,6 +4,7 @@ import { QuorumError } from '../../domain/errors';
 import type { Outcome, ReceiptStatus, Settlement } from '../../domain/outcome';
 import { storableJson } from '../../domain/storable-text';
 import * as ledger from './ledger';
+import { settlePlanCharge } from './plans';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
 
 /** Every amount the settlement writes must be a whole, non-negative number of micro-dollars. */
@@ -29,7 +30,8 @@ function unreadableAmounts(o: Outcome): string[] {
 /**
  * Charge, receipt, seat passes and the request's final state in one transaction; idempotent by request id, so a
  * retried settle never charges twice. A live key is charged (Form B in full with the excess credited back, Form A
- * held at the ceiling); a test key's call is recorded and bills nothing. `cost_unreadable` when the outcome cannot
+ * held at the ceiling); a connected app's call on a plan charges its real cost to the plan's ledger and leaves the
+ * organisation's balance alone; a test key's call is recorded and bills nothing. `cost_unreadable` when the outcome cannot
  * be written at all (a retry would fail the same way).
  */
 
@@ -43,7 +45,9 @@ export async function settleOutcome(db: DbOrTrx, input: Settlement): Promise<voi
     .transaction(async (trx) => {
       const done = await trx('receipts').where({ request_id: o.requestId }).first('request_id');
       if (done) return;
-      if (input.billed) {
+      if (input.billed && o.payer === 'plan') {
+        await settlePlanCharge(trx, { requestId: o.requestId, chargeMicros: BigInt(o.money.billedMicros) });
+      } else if (input.billed) {
         const gross = o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros;
         const charge = input.form === 'B' ? gross : o.money.billedMicros;
         await ledger.settle(trx, {

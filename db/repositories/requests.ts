@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Outcome, Settlement } from '../../domain/outcome';
 import { release } from './ledger';
+import { releasePlanCharge } from './plans';
 import { storableJson } from '../../domain/storable-text';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
 
@@ -77,7 +78,10 @@ export async function markRequestFailed(db: DbOrTrx, requestId: string, code: st
   await db('requests').where({ id: requestId, state: 'running' }).update({ state: 'failed', error_code: code, completed_at: db.fn.now() });
 }
 
-/** A run that ends without an answer: its hold released and the request failed with `code`, together; nothing billed. */
+/**
+ * A run that ends without an answer: its hold released (the organisation's, or the plan's on a connected app's call;
+ * each is a no-op without one) and the request failed with `code`, together; nothing billed.
+ */
 export async function abandonRequest(
   db: Knex,
   input: { orgId: string; requestId: string; code: string; unsettled?: Settlement },
@@ -85,6 +89,7 @@ export async function abandonRequest(
   const write = (unsettled: Settlement | undefined): Promise<void> =>
     db.transaction(async (trx) => {
       await release(trx, { orgId: input.orgId, requestId: input.requestId });
+      await releasePlanCharge(trx, { requestId: input.requestId });
       await trx('requests')
         .where({ id: input.requestId })
         .update({

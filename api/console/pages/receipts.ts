@@ -202,7 +202,7 @@ function moneySection(o: Outcome): Html {
       </tr>
       <tr>
         <th scope="row">Ceiling</th>
-        <td class="num">${usd(m.ceilingMicros)}</td>
+        <td class="num">${m.ceilingMicros === null ? 'none (paid by a plan at real cost)' : usd(m.ceilingMicros)}</td>
       </tr>
     </tbody>
   </table>`;
