@@ -22,6 +22,7 @@ import type { RunDeps } from '../operations/run-settings';
 import { parseRequest } from '../schemas/common';
 import { parseCertifyRequest, parseTestRunRequest } from '../schemas/runs';
 import { QuorumError } from '../../domain/errors';
+import { assertTierPermitted, topTier } from '../../domain/plan-rules';
 import { refusalEntry, type ToolKind } from './errors';
 
 /**
@@ -290,7 +291,11 @@ const listEnginesTool = tool({
   forms: ['B'],
   async run(args, ctx) {
     const { deps, author } = authoring(ctx);
-    return { object: 'list', tier: args.tier ?? 'pro', data: (await listEngines(deps, author, args.tier)) as JsonObject[] };
+    // A connected app lists up to its plan's highest tier; a tier the plan does not include is refused as a call's is.
+    const plan = ctx.auth.app?.plan;
+    if (plan && args.tier) assertTierPermitted(plan, args.tier);
+    const tier = args.tier ?? (plan ? topTier(plan) : 'pro');
+    return { object: 'list', tier, data: (await listEngines(deps, author, tier)) as JsonObject[] };
   },
 });
 

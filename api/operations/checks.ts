@@ -57,23 +57,20 @@ export function checkInputTokens(auth: AuthContext, messages: readonly ChatMessa
 }
 
 /**
- * Runs `work` holding one of the organisation's concurrency slots (429 when none is free, unless `needsNoSlot`
- * says the work starts nothing new). The lease is renewed while the work runs and expires by itself if this
- * process dies, so a crash never leaks a slot.
+ * Runs `work` holding one of `limit` slots of `holder` (429 `refusal` when none is free, unless `needsNoSlot` says the
+ * work starts nothing new). The lease is renewed while the work runs and expires by itself if this process dies, so a
+ * crash never leaks a slot.
  */
-export async function withConcurrencySlot<T>(
+async function withSlot<T>(
   db: Db,
-  auth: AuthContext,
+  slot: { holder: string; limit: number; refusal: QuorumError },
   work: () => Promise<T>,
   needsNoSlot?: () => Promise<boolean>,
 ): Promise<T> {
-  const limit = auth.limits.concurrency ?? DEFAULT_CONCURRENCY;
-  const lease = await acquireLease(db, auth.orgId, limit);
+  const lease = await acquireLease(db, slot.holder, slot.limit);
   if (!lease) {
     if (needsNoSlot && (await needsNoSlot())) return work();
-    throw new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
-      retryAfter: CONCURRENCY_RETRY_AFTER_S,
-    });
+    throw slot.refusal;
   }
   const renew = setInterval(() => void renewLease(db, lease).catch(() => undefined), LEASE_TTL_MS / 3);
   try {
@@ -82,4 +79,35 @@ export async function withConcurrencySlot<T>(
     clearInterval(renew);
     await releaseLease(db, lease);
   }
+}
+
+/** `work` holding one of the organisation's concurrency slots (429 `concurrency_limit_exceeded`). */
+export function withConcurrencySlot<T>(
+  db: Db,
+  auth: AuthContext,
+  work: () => Promise<T>,
+  needsNoSlot?: () => Promise<boolean>,
+): Promise<T> {
+  const limit = auth.limits.concurrency ?? DEFAULT_CONCURRENCY;
+  const refusal = new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
+    retryAfter: CONCURRENCY_RETRY_AFTER_S,
+  });
+  return withSlot(db, { holder: auth.orgId, limit, refusal }, work, needsNoSlot);
+}
+
+/**
+ * `work` holding one of the person's deliberation slots when a connected app calls on their plan (429
+ * `too_many_concurrent_requests`); an API key's call has no person and runs as is. The person's leases sit beside the
+ * organisations' under `person:<id>` (concurrency_leases.org_id has no foreign key), so the limit holds across API
+ * processes the same way.
+ */
+export function withPersonSlot<T>(db: Db, auth: AuthContext, work: () => Promise<T>, needsNoSlot?: () => Promise<boolean>): Promise<T> {
+  if (!auth.app) return work();
+  const { personId, plan } = auth.app;
+  const refusal = new QuorumError(
+    'too_many_concurrent_requests',
+    `The ${plan.name} plan allows ${plan.maxInFlight} deliberation(s) in flight per person; retry when one ends.`,
+    { retryAfter: CONCURRENCY_RETRY_AFTER_S },
+  );
+  return withSlot(db, { holder: `person:${personId}`, limit: plan.maxInFlight, refusal }, work, needsNoSlot);
 }

@@ -2,18 +2,17 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import { findRequestByKey } from '../../db/repositories/requests';
 import { canonicalHash } from '../../domain/canonical-json';
 import { minimumCallMicros } from '../../domain/estimate';
-import { callCeilingMicros } from '../../domain/fees';
 import { classifyHeuristic } from '../../domain/classifier';
 import { QuorumError } from '../../domain/errors';
 import type { ChatMessage } from '../../domain/messages';
 import type { ModeRecord, Tier } from '../../domain/modes';
 import { microsToDecimal } from '../../domain/money';
 import type { Outcome } from '../../domain/outcome';
-import { keyCeilingMicros } from '../access';
+import { assertPlanPermits, type PlanPayer } from '../../domain/plan-rules';
 import type { CompletionInput } from '../schemas/common';
-import { checkInputTokens, resolveMode, withConcurrencySlot } from './checks';
+import { checkInputTokens, resolveMode, withConcurrencySlot, withPersonSlot } from './checks';
 import type { OperationDeps } from './deps';
-import { callQuoteInput, catalogPrices, ratesOf } from './estimate';
+import { callerCeilingMicros, callQuoteInput, catalogPrices, planHoldMicros, ratesOf } from './estimate';
 import { runDeliberation } from './run-deliberation';
 
 /** Far above any real ceiling; keeps the conversion of an absurd `max_cost_usd` exact. */
@@ -57,8 +56,10 @@ async function refuseCeilingBelowQuote(
 }
 
 /**
- * A chat completion, after the body was read: model and entitlement (404/403) → input tokens (413) → idempotency
- * (409 / replay / 422, in runDeliberation) → concurrency (429) → balance (402) → run.
+ * A chat completion, after the body was read: model and entitlement (404/403; a connected app's plan, 403
+ * `tier_not_permitted`) → input tokens (413) → idempotency (409 / replay / 422, in runDeliberation) → concurrency
+ * (429; a connected app's person too, `too_many_concurrent_requests`) → balance (402; a plan's allowance,
+ * `plan_limit_reached`) → run.
  */
 export async function createCompletion(
   deps: OperationDeps,
@@ -68,12 +69,18 @@ export async function createCompletion(
   const { db, client, form } = deps;
   const { body } = input;
   const mode = await resolveMode(db, form, auth, body.model);
-  const promptTokens = checkInputTokens(auth, body.messages);
   const tier = body.tier ?? 'plus';
-  // Form A has no per-call ceiling: the field is ignored there, not read.
-  const requested = form === 'B' ? requestedCeilingMicros(body.svc?.max_cost_usd) : undefined;
+  if (auth.app) assertPlanPermits(auth.app.plan, { mode, model: body.model, tier });
+  const promptTokens = checkInputTokens(auth, body.messages);
+  // Form A has no per-call ceiling, nor has a call on a plan: the field is ignored there, not read.
+  const requested = form === 'B' && !auth.app ? requestedCeilingMicros(body.svc?.max_cost_usd) : undefined;
   if (requested !== undefined) await refuseCeilingBelowQuote(deps, auth, { mode, tier, messages: body.messages, promptTokens, requested });
   const idempotencyKey = input.idempotencyKey ?? derivedIdempotencyKey(auth.orgId, auth.keyId, body);
+  const payer: PlanPayer | undefined = auth.app && {
+    kind: 'plan',
+    personId: auth.app.personId,
+    holdMicros: planHoldMicros(form, { mode, tier, messages: body.messages, promptTokens }),
+  };
   const run = () =>
     runDeliberation(
       { db, client },
@@ -89,7 +96,8 @@ export async function createCompletion(
         tier,
         messages: body.messages,
         promptTokens,
-        ceilingMicros: callCeilingMicros(form, mode.config, keyCeilingMicros(auth), requested),
+        ceilingMicros: callerCeilingMicros(form, auth, mode, requested),
+        payer,
       },
     );
   // Idempotency comes before concurrency (DESIGN §8): a key that already ran or is running replays or gets 409
@@ -98,5 +106,5 @@ export async function createCompletion(
     const row = await findRequestByKey(db, auth.orgId, idempotencyKey);
     return row?.state === 'running' || row?.state === 'succeeded';
   };
-  return withConcurrencySlot(db, auth, run, known);
+  return withConcurrencySlot(db, auth, () => withPersonSlot(db, auth, run, known), known);
 }

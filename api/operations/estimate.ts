@@ -7,7 +7,11 @@ import { latestRunSummary } from '../../db/repositories/runs';
 import { runEvidence } from '../../domain/run-summary';
 import type { Classification } from '../../domain/classifier';
 import type { Form } from '../../domain/form';
-import { quote, tierRates, type QuoteInput, type TierRates } from '../../domain/estimate';
+import { quote, tierRates, worstCaseGatewayMicros, type QuoteInput, type TierRates } from '../../domain/estimate';
+import { callCeilingMicros, type Ceiling } from '../../domain/fees';
+import type { ChatMessage } from '../../domain/messages';
+import { classifyHeuristic } from '../../domain/classifier';
+import { assertPlanPermits } from '../../domain/plan-rules';
 import { TIERS, type ModeRecord, type Tier } from '../../domain/modes';
 import type { TokenPrices } from '../../domain/pricing';
 import { findEngine } from '../../engines/catalog';
@@ -29,7 +33,28 @@ export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
   return tierRates(mode.config, { experience: stats[0], plus: stats[1], pro: stats[2] });
 }
 
-/** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies). */
+/**
+ * The ceiling of one call of `mode` by this caller: the key's or the mode's, lowered by `requested`; none (null) for a
+ * connected app's call on a plan, which pays real cost with no per-call ceiling (spec 01 rule 11).
+ */
+export function callerCeilingMicros(form: Form, auth: AuthContext, mode: ModeRecord, requested: number | undefined): Ceiling {
+  return auth.app ? null : callCeilingMicros(form, mode.config, keyCeilingMicros(auth), requested);
+}
+
+/**
+ * What a call on a plan holds while it runs: its engines' cost at its most, or the mode's own ceiling when an engine
+ * has no catalog price. It admits the call under the allowance; the charge is the real cost.
+ */
+export function planHoldMicros(
+  form: Form,
+  call: { mode: ModeRecord; tier: Tier; messages: readonly ChatMessage[]; promptTokens: number },
+): number {
+  const { mode, tier, promptTokens } = call;
+  const shape = { config: mode.config, tier, classification: classifyHeuristic(call.messages), promptTokens };
+  return worstCaseGatewayMicros(shape, catalogPrices) ?? callCeilingMicros(form, mode.config, undefined, undefined);
+}
+
+/** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
 export function callQuoteInput(
   form: Form,
   auth: AuthContext,
@@ -46,6 +71,7 @@ export function callQuoteInput(
     source: 'service',
     keyCeilingMicros: keyCeilingMicros(auth),
     requestedCeilingMicros: undefined,
+    realCostOnly: auth.app !== undefined,
   };
 }
 
@@ -78,8 +104,10 @@ export async function estimate(
   const { db, form } = deps;
   const { body, requestId } = input;
   const mode = await resolveMode(db, form, auth, body.model);
-  const promptTokens = checkInputTokens(auth, body.messages);
   const tier = body.tier ?? 'plus';
+  // Free, but a connected app is refused what its plan would refuse the call (spec: after the mode is resolved).
+  if (auth.app) assertPlanPermits(auth.app.plan, { mode, model: body.model, tier });
+  const promptTokens = checkInputTokens(auth, body.messages);
   // Read-only, so it may overlap the slot check; its failure surfaces where it is awaited.
   const ratesRead = ratesOf(db, mode);
   ratesRead.catch(() => undefined);

@@ -8,6 +8,8 @@ import type { ChatMessage } from '../../domain/messages';
 import type { ModeRecord, Tier } from '../../domain/modes';
 import type { Outcome, Settlement } from '../../domain/outcome';
 import { assertBillable } from '../../db/repositories/ledger';
+import { assertPlanAllows } from '../../db/repositories/plans';
+import type { PlanPayer } from '../../domain/plan-rules';
 import { settleOutcome } from '../../db/repositories/receipts';
 import {
   claimRequest,
@@ -35,7 +37,10 @@ export interface RunDeliberationInput {
   tier: Tier;
   messages: ChatMessage[];
   promptTokens: number;
-  ceilingMicros: number;
+  /** null: no ceiling (a call on a plan). */
+  ceilingMicros: number | null;
+  /** A connected app's call: the person's plan pays (see DeliberationInput.payer); absent, the organisation does. */
+  payer?: PlanPayer;
 }
 
 export interface RunDeliberationDeps {
@@ -125,10 +130,13 @@ export async function runDeliberation(
   }
   if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
   // DESIGN §8: after idempotency (a call still in progress is 409 whatever the balance), 402 before anything
-  // runs (the balance, or a billing state of the organisation), so a refused call leaves no request row and starts
-  // no workflow. A test key bills nothing, so no billing state refuses it.
+  // runs (the balance, or a billing state of the organisation; on a plan, its allowance), so a refused call leaves
+  // no request row and starts no workflow. A test key bills nothing, so no billing state refuses it.
   const stillRunning = existing?.state === 'running' && !takeOver.includes('running');
-  if (input.keyMode === 'live' && !stillRunning) await assertBillable(db, input.orgId, BigInt(input.ceilingMicros));
+  if (input.keyMode === 'live' && !stillRunning) {
+    if (input.payer) await assertPlanAllows(db, input.payer.personId, BigInt(input.payer.holdMicros));
+    else await assertBillable(db, input.orgId, BigInt(input.ceilingMicros ?? 0));
+  }
 
   const requestId = `req_${randomBytes(12).toString('hex')}`;
   const claimed = await claimRequest(
@@ -167,6 +175,7 @@ export async function runDeliberation(
         messages: input.messages,
         promptTokens: input.promptTokens,
         ceilingMicros: input.ceilingMicros,
+        payer: input.payer,
         createdAt: new Date().toISOString(),
       },
       { idempotencyKey: input.idempotencyKey, model: input.model },
