@@ -11,6 +11,7 @@ import { microsToUsd } from '../domain/money';
 import { startTrialTimer } from '../starters/trial-credit';
 import { billingCommands } from './billing-commands';
 import { modeCommands } from './mode-commands';
+import { planCommands } from './plan-commands';
 import { runCommands } from './run-commands';
 
 export { UsageError, type Command } from './command';
@@ -219,6 +220,7 @@ export const COMMANDS: readonly Command[] = [
   orgStatus('suspend'),
   orgStatus('resume'),
   ...billingCommands,
+  ...planCommands,
   keyCreate,
   keyRevoke,
   balanceAdd,

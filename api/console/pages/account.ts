@@ -4,6 +4,7 @@ import type { Context } from 'koa';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../db/repositories/api-keys';
 import { getBalance, listLedger, topUp } from '../../../db/repositories/ledger';
 import { createInvitation, membersOf, pendingInvitations, setSessionOrg } from '../../../db/repositories/people';
+import { planUsage, type PlanUsage } from '../../../db/repositories/plans';
 import { KEY_FAMILIES, ownProviderFamilies, setBedrockRole, setProviderKey } from '../../../db/repositories/provider-credentials';
 import { insertOrganisation } from '../../../db/repositories/organisations';
 import { SCOPES, isScope, type Scope } from '../../../domain/api-keys';
@@ -26,6 +27,34 @@ function copyButton(target: string): Html {
   return html`<button type="button" class="secondary" data-copy="${target}">Copy</button>`;
 }
 
+/**
+ * The signed-in person's plan (what connected apps acting for them may use, DESIGN §15) and this month's use of its
+ * allowance, as a bar like a run's progress.
+ */
+function planSection(u: PlanUsage): Html {
+  const allowance = BigInt(u.plan.monthlyAllowanceMicros);
+  const used = u.chargedMicros + u.heldMicros;
+  const modes = u.plan.modes === null ? 'every mode of the organisation' : u.plan.modes.join(', ');
+  return html`<h2>Your plan</h2>
+    <p>
+      Connected apps you sign in to act for you on the <strong id="plan-name">${u.plan.name}</strong> plan: tiers
+      ${u.plan.tiers.join(', ')}; ${modes}; ${u.plan.maxInFlight} deliberation(s) at a time. They pay the engines' real cost from its
+      monthly allowance, not from the organisation's balance.
+    </p>
+    <div class="progress-row" id="plan-usage" data-used="${used.toString()}" data-allowance="${allowance.toString()}">
+      <span class="progress-label">${u.period.slice(0, 7)}</span>
+      <progress
+        max="${allowance.toString()}"
+        value="${(used < allowance ? used : allowance).toString()}"
+        aria-label="${usd(used)} of ${usd(allowance)} used"
+      ></progress>
+      <span
+        >${usd(u.chargedMicros)} charged over ${u.calls} call(s), ${usd(u.heldMicros)} held, ${usd(u.remainingMicros)} left of
+        ${usd(allowance)}</span
+      >
+    </div>`;
+}
+
 export function accountPages(router: Router, deps: ConsoleDeps): void {
   router.get('/overview', async (ctx) => {
     const user = requireUser(ctx);
@@ -39,7 +68,11 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
             ><button>Create organisation</button>
           </form>`,
       );
-    const [balance, ledger] = await Promise.all([getBalance(deps.db, user.org.orgId), listLedger(deps.db, user.org.orgId, 50)]);
+    const [balance, ledger, usage] = await Promise.all([
+      getBalance(deps.db, user.org.orgId),
+      listLedger(deps.db, user.org.orgId, 50),
+      planUsage(deps.db, user.session.person.id),
+    ]);
     page(
       ctx,
       user.org.orgName,
@@ -61,6 +94,7 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
             <div class="big">${user.org.role}</div>
           </div>
         </div>
+        ${planSection(usage)}
         <h2>Add balance</h2>
         ${
           deps.selfTopUp
