@@ -1,5 +1,6 @@
 import { QuorumError } from './errors';
-import { TIER_RANK, type Tier } from './modes';
+import { TIER_RANK, type ModeConfig, type Tier } from './modes';
+import { laneFor, seatedTier } from './seat-plan';
 import type { Plan } from './plans';
 
 /**
@@ -37,11 +38,20 @@ export function assertTierPermitted(plan: Plan, tier: Tier): void {
     );
 }
 
-/** 403 `tier_not_permitted` for a mode or tier above the plan (spec: after the mode was resolved). */
-export function assertPlanPermits(plan: Plan, call: { mode: { id: string; ticker: string }; model: string; tier: Tier }): void {
+/**
+ * 403 `tier_not_permitted` for a mode or tier above the plan (spec: after the mode was resolved). The tier judged is
+ * the highest whose engines the call may seat: an express-only call (the experience tier, or an express mode) seats
+ * the experience row whatever tier was asked, so a plan of the experience tier may call an express mode on Form A,
+ * which has no tier field.
+ */
+export function assertPlanPermits(
+  plan: Plan,
+  call: { mode: { id: string; ticker: string; config: ModeConfig }; model: string; tier: Tier },
+): void {
   if (!planPermitsMode(plan, call.mode))
     throw new QuorumError('tier_not_permitted', `The ${plan.name} plan does not include the mode \`${call.model}\`.`, { param: 'model' });
-  assertTierPermitted(plan, call.tier);
+  const { config } = call.mode;
+  assertTierPermitted(plan, seatedTier(config, call.tier, laneFor(config, call.tier, { lane: 'panel' })));
 }
 
 /** A plan's month (UTC), as `plan_usage.period` stores it: the first day, `YYYY-MM-01`. */

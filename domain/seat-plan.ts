@@ -84,9 +84,14 @@ export function designedSeats(config: ModeConfig, tier: Tier, lane: Lane): strin
   return designedRow(config, tier, lane).seats;
 }
 
+/** The tier whose row seats a call: the experience row on the express lane, else the tier's, then plus's, then experience's. */
+export function seatedTier(config: ModeConfig, tier: Tier, lane: Lane): Tier {
+  if (lane === 'express') return 'experience';
+  return config.tiers[tier] ? tier : config.tiers.plus ? 'plus' : 'experience';
+}
+
 function designedRow(config: ModeConfig, tier: Tier, lane: Lane): ModeConfig['tiers']['experience'] {
-  if (lane === 'express') return config.tiers.experience;
-  return config.tiers[tier] ?? config.tiers.plus ?? config.tiers.experience;
+  return config.tiers[seatedTier(config, tier, lane)] ?? config.tiers.experience;
 }
 
 /** A mode designed on `sim` engines keeps them under a test key; only real engines are replaced by stand-ins. */
