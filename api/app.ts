@@ -20,6 +20,8 @@ import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { launchCertify, launchTests, poll } from './routes/runs';
 import { httpMetrics, metricsEndpoint } from './metrics';
+import { OAuthServer, type Edge } from './oauth/server';
+import { loadConfig } from '../infra/config';
 import { runSettingsFromEnv, type RunSettings } from './operations/run-settings';
 
 export interface AppDeps extends HealthDeps {
@@ -32,8 +34,22 @@ export interface AppDeps extends HealthDeps {
   engines?: Engines;
   /** Daily launch limits and questions in flight per run; default: from the environment (QUORUM_TEST_RUNS_PER_DAY…). */
   runs?: RunSettings;
-  /** Read for the deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS); default: the process environment. */
+  /** Read for the deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS…); default: the process environment. */
   env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * 401s on `/v1` and `/mcp` say where to sign in (RFC 9728 §5.1, as MCP authorization requires): clients that hold no
+ * key discover the authorization server from this header.
+ */
+function challenge(oauth: OAuthServer): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    const edge = /^\/(v1|mcp)(\/|$)/.exec(ctx.path)?.[1] as Edge | undefined;
+    if (edge && ctx.status === 401) {
+      ctx.set('WWW-Authenticate', oauth.challenge(edge, (ctx.body as { error?: { code?: string } } | undefined)?.error?.code ?? ''));
+    }
+  };
 }
 
 /** One line per request: what an operator needs to follow a call (its request id leads to the Temporal UI). */
@@ -72,6 +88,17 @@ export function createApp(deps: AppDeps): Koa {
   const router = new Router();
   const serialiser = serialiserFor(deps.form ?? 'B');
   const env = deps.env ?? process.env;
+  const config = loadConfig(env);
+  const production = config.QUORUM_ENV === 'production';
+  const oauth = new OAuthServer(
+    deps.db,
+    {
+      publicUrl: config.QUORUM_PUBLIC_URL ?? `http://localhost:${config.PORT}`,
+      accessTokenTtlS: config.QUORUM_OAUTH_ACCESS_TTL_S,
+      secureCookies: production,
+    },
+    deps.log,
+  );
   const routeDeps = {
     db: deps.db,
     env,
@@ -81,6 +108,7 @@ export function createApp(deps: AppDeps): Koa {
     log: deps.log,
     serialiser,
     runs: deps.runs ?? runSettingsFromEnv(env),
+    oauth,
   };
   const openapi = openApiDocument(serialiser);
   // The first prompt should not pay for building the tokenizer.
@@ -95,26 +123,28 @@ export function createApp(deps: AppDeps): Koa {
     ctx.body = openapi;
   });
   router.get('/metrics', metricsEndpoint({ db: deps.db, log: deps.log, token: (deps.env ?? process.env).QUORUM_METRICS_TOKEN }));
-  router.post('/v1/chat/completions', gate(deps.db, 'completions', 'req'), completions(routeDeps));
-  router.post('/v1/estimate', gate(deps.db, 'estimate', 'est'), estimate(routeDeps));
-  router.get('/v1/models', gate(deps.db, 'models'), models(routeDeps));
-  router.get('/v1/receipts/:request_id', gate(deps.db, 'receipts'), receipt(routeDeps));
-  router.get('/v1/receipts', gate(deps.db, 'receipts'), () => {
+  router.post('/v1/chat/completions', gate(routeDeps, 'completions', 'req'), completions(routeDeps));
+  router.post('/v1/estimate', gate(routeDeps, 'estimate', 'est'), estimate(routeDeps));
+  router.get('/v1/models', gate(routeDeps, 'models'), models(routeDeps));
+  router.get('/v1/receipts/:request_id', gate(routeDeps, 'receipts'), receipt(routeDeps));
+  router.get('/v1/receipts', gate(routeDeps, 'receipts'), () => {
     throw missingRequestId();
   });
-  router.post('/v1/tests', gate(deps.db, 'tests'), launchTests(routeDeps));
-  router.get('/v1/tests', gate(deps.db, 'tests'), poll(routeDeps, 'test'));
-  router.post('/v1/certify', gate(deps.db, 'certify'), launchCertify(routeDeps));
-  router.get('/v1/certify', gate(deps.db, 'certify'), poll(routeDeps, 'certification'));
+  router.post('/v1/tests', gate(routeDeps, 'tests'), launchTests(routeDeps));
+  router.get('/v1/tests', gate(routeDeps, 'tests'), poll(routeDeps, 'test'));
+  router.post('/v1/certify', gate(routeDeps, 'certify'), launchCertify(routeDeps));
+  router.get('/v1/certify', gate(routeDeps, 'certify'), poll(routeDeps, 'certification'));
   router.post('/mcp', mcpEndpoint(routeDeps, deps.log));
 
   // Outermost, so every request is timed with the status it ended with, errors and 404s included.
   app.use(httpMetrics());
   app.use(accessLog(deps.log));
+  app.use(challenge(oauth));
   app.use(errorMiddleware(deps.log));
+  app.use(oauth.metadataEndpoint());
+  app.use(oauth.middleware());
   app.use(refuseBrowsers);
   app.use(router.routes());
-  const production = env.QUORUM_ENV === 'production';
   app.use(consoleRouter({ ...routeDeps, secureCookies: production, selfTopUp: !production }).routes());
   app.use((ctx) => {
     // No route took the request: a known path with another method is 405 with the methods it has (RFC 9110), anything else 404.

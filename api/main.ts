@@ -11,6 +11,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger('api');
   if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) throw new Error('api needs DATABASE_URL and TEMPORAL_ADDRESS');
+  // Tokens name their issuer and audience from it: guessed from a request's Host header, a forged one could change them.
+  if (config.QUORUM_ENV === 'production' && !config.QUORUM_PUBLIC_URL)
+    throw new Error('QUORUM_PUBLIC_URL is required when QUORUM_ENV=production (e.g. https://api.example.com)');
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX, REQUEST_PATH_DB_TIMEOUTS);
   const temporal = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const app = createApp({ db, temporal, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });

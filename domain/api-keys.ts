@@ -27,6 +27,11 @@ export function generateApiKey(mode: KeyMode): string {
   return `${KEY_PREFIX}_${mode}_${randomBase62(SECRET_LENGTH)}`;
 }
 
+/** A bearer meant as one of our keys (it carries our prefix), well-formed or not; anything else is an access token. */
+export function isApiKeyAttempt(raw: string): boolean {
+  return raw.startsWith(`${KEY_PREFIX}_`);
+}
+
 /** The key's mode when it has the exact shape of a Quorum key, else undefined (→ `invalid_api_key`). */
 export function parseApiKeyMode(raw: string): KeyMode | undefined {
   const m = KEY_SHAPE.exec(raw);

@@ -72,6 +72,9 @@ export const ERROR_TABLE = {
   context_length_exceeded: e(413, 'invalid_request_error'),
   request_too_large: e(413, 'invalid_request_error'),
   batch_too_large: e(413, 'invalid_request_error'),
+  // spec 02 MCP server codes of connected apps: sign-in (the token store) and the plan's usage check unreachable.
+  oauth_unavailable: e(503, 'api_error', true),
+  gate_check_failed: e(503, 'api_error', true),
   idempotency_key_reused: e(422, 'invalid_request_error'),
   // 402
   verification_required: e(402, 'invalid_request_error'),

@@ -36,6 +36,17 @@ const EnvSchema = z.object({
   QUORUM_WORKFLOW_BUNDLE: z.string().min(1).optional(),
   /** Where the worker serves its `/metrics` (ours and the Temporal SDK's); 0: not served. The API serves its own on PORT. */
   QUORUM_WORKER_METRICS_PORT: portNumber.default(9464),
+  /**
+   * The origin clients reach the API at (scheme, host, port; no path), e.g. `https://api.quorum.example`: the OAuth
+   * issuer and the protected resources are named from it. Default `http://localhost:$PORT`; production needs it set.
+   */
+  QUORUM_PUBLIC_URL: z
+    .string()
+    .url()
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
+  /** Lifetime of a connected app's access token; apps refresh it with their (rotating) refresh token. */
+  QUORUM_OAUTH_ACCESS_TTL_S: z.coerce.number().int().positive().default(3600),
   /** When set, `/metrics` (API and worker) also wants `Authorization: Bearer <token>`; otherwise keep it on the scrape network. */
   QUORUM_METRICS_TOKEN: z.string().min(1).optional(),
 });

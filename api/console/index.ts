@@ -9,6 +9,7 @@ import { html } from './html';
 import { page } from './layout';
 import { accountPages } from './pages/account';
 import { authPages } from './pages/auth';
+import { authorizePages } from './pages/authorize';
 import { modePages } from './pages/modes';
 import { receiptPages } from './pages/receipts';
 import { runPages } from './pages/runs';
@@ -101,6 +102,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   router.use(bodyParser({ enableTypes: ['form', 'json'], formLimit: '300kb', jsonLimit: '300kb' }));
   router.use(consoleSession(deps.db, { secureCookies: deps.secureCookies }));
   authPages(router, deps);
+  authorizePages(router, deps);
   accountPages(router, deps);
   modePages(router, deps);
   receiptPages(router, deps);

@@ -58,7 +58,11 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
   const listed = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as { type: 'object' } }));
 
   return async (ctx: Context): Promise<void> => {
-    const auth = await authorize(deps.db, { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin }, undefined);
+    const auth = await authorize(
+      deps,
+      { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin, edge: 'mcp' },
+      undefined,
+    );
     const body = await readJson(ctx);
     refuseLargeBatch(body, tools);
 

@@ -1,12 +1,11 @@
 import type { Context, Middleware, Next } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Db } from '../../db/knex';
 import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
 import { recordRefusal } from '../../db/repositories/limits';
 import { QuorumError } from '../../domain/errors';
-import { authorize } from '../access';
+import { authorize, type AccessDeps } from '../access';
 
 /** What the gate leaves on `ctx.state` for the handlers behind it. */
 export interface ApiState {
@@ -34,12 +33,17 @@ export function newRequestId(prefix: 'req' | 'est'): string {
 }
 
 /** The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals. */
-export function gate(db: Db, scope: Scope, requestIdPrefix?: 'req' | 'est'): Middleware {
+export function gate(access: AccessDeps, scope: Scope, requestIdPrefix?: 'req' | 'est'): Middleware {
+  const { db } = access;
   return async (ctx: Context, next: Next): Promise<void> => {
     const state = ctx.state as ApiState;
     state.startedAt = performance.now();
     if (requestIdPrefix) state.requestId = newRequestId(requestIdPrefix);
-    const auth = await authorize(db, { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin }, scope);
+    const auth = await authorize(
+      access,
+      { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin, edge: 'v1' },
+      scope,
+    );
     state.auth = auth;
     try {
       await next();

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
 import { listen } from '../../api/listen';
@@ -31,6 +31,9 @@ export async function startApi(
 ): Promise<Api> {
   const { env, namespace } = stack();
   const db = opts.db ?? stack().db;
+  // The port is known before the app is built: the OAuth issuer and resources are named from the public URL.
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
   const app = createApp({
     db,
     temporal: env.connection,
@@ -39,16 +42,25 @@ export async function startApi(
     form,
     client: env.client,
     runs: opts.runs,
-    env: opts.env,
+    env: { ...(opts.env ?? process.env), QUORUM_PUBLIC_URL: opts.env?.QUORUM_PUBLIC_URL ?? url },
   });
-  const server: Server = listen(app, 0, '127.0.0.1');
+  const server: Server = listen(app, port, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     form,
     server,
     close: () => new Promise((r) => server.close(() => r(undefined))),
   };
+}
+
+/** A port free now, for a server that must know its own URL before it listens. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return port;
 }
 
 export interface TestOrg {
