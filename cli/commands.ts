@@ -12,6 +12,7 @@ import { startTrialTimer } from '../starters/trial-credit';
 import { billingCommands } from './billing-commands';
 import { modeCommands } from './mode-commands';
 import { planCommands } from './plan-commands';
+import { oauthCommands } from './oauth-commands';
 import { runCommands } from './run-commands';
 
 export { UsageError, type Command } from './command';
@@ -221,6 +222,7 @@ export const COMMANDS: readonly Command[] = [
   orgStatus('resume'),
   ...billingCommands,
   ...planCommands,
+  ...oauthCommands,
   keyCreate,
   keyRevoke,
   balanceAdd,

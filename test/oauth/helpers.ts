@@ -1,5 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { randomUUID } from 'node:crypto';
@@ -148,4 +148,26 @@ export async function connectFromNothing(
   const client = new Client({ name: app.name, version: '1.0.0' });
   await client.connect(mcpTransport(api, app));
   return client;
+}
+
+/**
+ * Tokens for `resource` (`/v1` or `/mcp`) the way the SDK gets them, without an MCP session: discovery from the
+ * resource's metadata, registration, the person's consent in the browser, the code exchanged with its PKCE verifier.
+ */
+export async function signIn(
+  api: Api,
+  app: DesktopApp,
+  receiver: RedirectReceiver,
+  email: string,
+  resource: 'v1' | 'mcp',
+  decision: 'Allow' | 'Deny' = 'Allow',
+): Promise<URLSearchParams> {
+  const serverUrl = `${api.url}/${resource}`;
+  if ((await auth(app, { serverUrl })) !== 'REDIRECT' || !app.pendingAuthorization) throw new Error('expected a sign-in');
+  const redirected = receiver.next();
+  await consent(await newPage(), app.pendingAuthorization, email, decision);
+  const params = await redirected;
+  const code = params.get('code');
+  if (code) await auth(app, { serverUrl, authorizationCode: code });
+  return params;
 }
