@@ -21,7 +21,7 @@ const GRPC_DEADLINE_EXCEEDED = 4;
  * Postgres or Temporal could not be reached (or went away mid-query): the request could not be checked or run,
  * which the spec answers 503 `service_unavailable` (retryable), not 500.
  */
-function isDependencyOutage(err: unknown): boolean {
+export function isDependencyOutage(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const e = err as Error & { code?: unknown; cause?: unknown };
   if (typeof e.code === 'string' && (NETWORK_CODES.has(e.code) || /^08|^57P0[123]$/.test(e.code))) return true;

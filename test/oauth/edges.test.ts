@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
+import { createDb } from '../../db/knex';
 import { createSecretBox, parseMasterKey, secretBox } from '../../infra/secret-box';
 import { dataDir } from '../../infra/paths';
-import { call, EXPRESS, moneySnapshot, PANEL, newKey, startApi, USER, type Api } from '../api/helpers';
+import { call, EXPRESS, freePort, moneySnapshot, PANEL, newKey, startApi, USER, type Api } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { quorumCli } from '../harness/cli';
 import { limitedDb } from '../harness/limited-db';
@@ -182,6 +183,24 @@ describe('connected apps: the authorization server and the access gate', functio
     } finally {
       await blind.close();
       await db.destroy();
+    }
+  });
+
+  it('fails closed when the access check cannot reach Postgres: gate_check_failed on /mcp, service_unavailable on /v1', async () => {
+    const dead = createDb(`postgres://nobody:x@127.0.0.1:${await freePort()}/none`, 1);
+    const cut = await startApi(form, { db: dead });
+    try {
+      const key = await newKey((await newPerson()).orgId);
+      const mcp = await call(cut, 'POST', '/mcp', { key, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+      assert.equal(mcp.status, 503);
+      assert.equal(mcp.body.error?.code, 'gate_check_failed');
+      assert.ok(Number(mcp.headers.get('retry-after')) > 0);
+      const v1 = await call(cut, 'GET', '/v1/models', { key });
+      assert.equal(v1.status, 503);
+      assert.equal(v1.body.error?.code, 'service_unavailable');
+    } finally {
+      await cut.close();
+      await dead.destroy();
     }
   });
 
