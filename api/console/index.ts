@@ -10,6 +10,7 @@ import { page } from './layout';
 import { accountPages } from './pages/account';
 import { authPages } from './pages/auth';
 import { authorizePages } from './pages/authorize';
+import { connectedAppPages } from './pages/connected-apps';
 import { modePages } from './pages/modes';
 import { receiptPages } from './pages/receipts';
 import { runPages } from './pages/runs';
@@ -103,6 +104,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   router.use(consoleSession(deps.db, { secureCookies: deps.secureCookies }));
   authPages(router, deps);
   authorizePages(router, deps);
+  connectedAppPages(router, deps);
   accountPages(router, deps);
   modePages(router, deps);
   receiptPages(router, deps);

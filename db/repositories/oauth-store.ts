@@ -1,4 +1,5 @@
 import { generateKeyPairSync, randomBytes, type JsonWebKey } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { SecretBox } from '../../infra/secret-box';
 import type { DbOrTrx } from './shared';
@@ -128,4 +129,59 @@ export async function loadOAuthKeys(db: DbOrTrx, box: SecretBox): Promise<OAuthK
   const open = (purpose: OAuthKeyPurpose): string[] =>
     rows.filter((r) => r.purpose === purpose).map((r) => box.open({ ciphertext: r.ciphertext, iv: r.iv, tag: r.tag }, context(r.id)));
   return { signing: open('signing').map((s) => JSON.parse(s) as JsonWebKeyWithKid), cookie: open('cookie') };
+}
+
+/** A connected app a person allowed: one grant, in one organisation. */
+export interface ConnectedApp {
+  grantId: string;
+  clientId: string;
+  appName: string;
+  orgId: string;
+  /** Resource → scopes granted there. */
+  resources: Record<string, string[]>;
+  grantedAt: Date;
+}
+
+/** `column` (a record's payload) is a grant of the person, whatever the organisation; LIKE's wildcards escaped. */
+function grantOfPerson(db: DbOrTrx, column: string, personId: string): Knex.Raw {
+  return db.raw(`${column}->>'accountId' like ? escape '\\'`, [`${personId.replace(/[\\%_]/g, '\\$&')}:%`]);
+}
+
+/** The person's grants still in force, newest first (the grant's account is `personId:orgId`, see api/oauth/server.ts). */
+export async function connectedAppsOf(db: DbOrTrx, personId: string): Promise<ConnectedApp[]> {
+  const rows = (await db('oauth_records as g')
+    .leftJoin('oauth_records as c', (j) => j.on('c.model', db.raw("'Client'")).andOn('c.id', db.raw("g.payload->>'clientId'")))
+    .where('g.model', 'Grant')
+    .andWhere(grantOfPerson(db, 'g.payload', personId))
+    .andWhere((q) => q.whereNull('g.expires_at').orWhere('g.expires_at', '>', db.fn.now()))
+    .orderByRaw("(g.payload->>'iat')::bigint desc")
+    .select('g.id', 'g.payload', db.raw("c.payload->>'client_name' as client_name"))) as {
+    id: string;
+    payload: { accountId: string; clientId: string; iat: number; resources?: Record<string, string> };
+    client_name: string | null;
+  }[];
+  return rows.map((r) => ({
+    grantId: r.id,
+    clientId: r.payload.clientId,
+    appName: r.client_name ?? r.payload.clientId,
+    orgId: r.payload.accountId.slice(personId.length + 1),
+    resources: Object.fromEntries(Object.entries(r.payload.resources ?? {}).map(([k, v]) => [k, v.split(' ')])),
+    grantedAt: new Date(r.payload.iat * 1000),
+  }));
+}
+
+/**
+ * Ends one of the person's grants and every token issued under it, in one transaction. False when it is not theirs
+ * (or already gone): another person's grant is never touched.
+ */
+export async function revokeConnectedApp(db: DbOrTrx, personId: string, grantId: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const removed = await trx('oauth_records')
+      .where({ model: 'Grant', id: grantId })
+      .andWhere(grantOfPerson(trx, 'payload', personId))
+      .delete();
+    if (removed === 0) return false;
+    await new OAuthStore(trx, 'Grant').revokeByGrantId(grantId);
+    return true;
+  });
 }

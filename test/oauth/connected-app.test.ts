@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import assert from 'node:assert/strict';
 import { EXPRESS, startApi, type Api } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
-import { newPage, screenshot } from '../harness/browser';
+import { newPage } from '../harness/browser';
 import { stack } from '../harness/stack';
 import { json } from '../mcp/helpers';
 import { connectFromNothing, DesktopApp, newPerson, RedirectReceiver } from './helpers';
@@ -42,7 +42,6 @@ describe('connected apps: an MCP client signs in with OAuth 2.1 from nothing', f
     const app = new DesktopApp(await receiver.start());
     const page = await newPage();
     client = await connectFromNothing(api, app, receiver, person.email, page);
-    await screenshot(page, 'oauth/after-consent');
 
     // Registered dynamically as a public client; the tokens carry a rotating refresh token.
     const registered = app.clientInformation();

@@ -10,6 +10,7 @@ import { call, EXPRESS, freePort, moneySnapshot, PANEL, newKey, startApi, USER, 
 import { startProductWorkers } from '../deliberation/helpers';
 import { quorumCli } from '../harness/cli';
 import { limitedDb } from '../harness/limited-db';
+import { newPage, screenshot } from '../harness/browser';
 import { stack } from '../harness/stack';
 import { DesktopApp, newPerson, RedirectReceiver, signIn } from './helpers';
 
@@ -161,6 +162,37 @@ describe('connected apps: the authorization server and the access gate', functio
     const refused = await call(api, 'GET', '/v1/models', { key: token });
     assert.equal(refused.status, 401);
     assert.equal(refused.body.error?.code, 'invalid_oauth_token');
+  });
+
+  it('lists the apps a person allowed on the console, and revoking one ends its tokens at once', async () => {
+    const person = await newPerson();
+    const app = new DesktopApp(redirectUrl, 'Notebook Helper');
+    const page = await newPage();
+    await signIn(api, app, receiver, person.email, 'v1', 'Allow', page);
+    const tokens = app.tokens();
+    assert.ok(tokens?.access_token && tokens.refresh_token);
+    assert.equal((await call(api, 'GET', '/v1/models', { key: tokens.access_token })).status, 200);
+
+    await page.goto(`${api.url}/console/apps`);
+    const row = page.getByRole('row', { name: /Notebook Helper/ });
+    assert.match((await row.textContent()) ?? '', /\/v1: completions, estimate, models, receipts/);
+    await screenshot(page, 'oauth/connected-apps');
+    await page.getByRole('button', { name: 'Revoke Notebook Helper' }).click();
+    await page.waitForURL(/\/console\/apps\?revoked=1$/);
+    assert.equal(await page.getByRole('row', { name: /Notebook Helper/ }).count(), 0);
+
+    const refused = await call(api, 'GET', '/v1/models', { key: tokens.access_token });
+    assert.equal(refused.body.error?.code, 'invalid_oauth_token');
+    const refresh = await fetch(`${api.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        client_id: app.clientInformation()?.client_id ?? '',
+      }),
+    });
+    assert.equal(((await refresh.json()) as { error: string }).error, 'invalid_grant', 'the refresh token went with the grant');
   });
 
   it('fails closed when the token store cannot be read: oauth_unavailable on /mcp, service_unavailable on /v1; keys still work', async () => {

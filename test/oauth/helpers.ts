@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { hashPassword } from '../../api/console/passwords';
 import { createPerson } from '../../db/repositories/people';
 import type { Api } from '../api/helpers';
-import { newPage } from '../harness/browser';
+import { newPage, screenshot } from '../harness/browser';
 import { stack } from '../harness/stack';
 
 /**
@@ -109,6 +109,7 @@ export async function consent(page: Page, authorization: URL, email: string, dec
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
   await page.waitForURL(/\/console\/authorize\//);
+  await screenshot(page, 'oauth/consent');
   await page.getByRole('button', { name: decision }).click();
 }
 
@@ -161,11 +162,12 @@ export async function signIn(
   email: string,
   resource: 'v1' | 'mcp',
   decision: 'Allow' | 'Deny' = 'Allow',
+  page?: Page,
 ): Promise<URLSearchParams> {
   const serverUrl = `${api.url}/${resource}`;
   if ((await auth(app, { serverUrl })) !== 'REDIRECT' || !app.pendingAuthorization) throw new Error('expected a sign-in');
   const redirected = receiver.next();
-  await consent(await newPage(), app.pendingAuthorization, email, decision);
+  await consent(page ?? (await newPage()), app.pendingAuthorization, email, decision);
   const params = await redirected;
   const code = params.get('code');
   if (code) await auth(app, { serverUrl, authorizationCode: code });

@@ -52,13 +52,18 @@ function requested(deps: ConsoleDeps, details: Details): Record<string, string[]
   return Object.fromEntries(resources.map((r) => [r, scopes]));
 }
 
+/** Where the answer goes: shown to the person (a look-alike app is told apart by where it sends them). */
+function redirectOrigin(redirectUri: string): string | undefined {
+  return URL.canParse(redirectUri) ? new URL(redirectUri).origin : undefined;
+}
+
 /**
  * The console's CSP allows forms to post only to itself, and browsers apply `form-action` to every redirect the post
  * leads to: the answer's last redirect goes to the app, so this page's policy names the app's redirect origin too.
  */
 function allowRedirectTo(ctx: Context, redirectUri: string): void {
   const csp = ctx.response.get('Content-Security-Policy');
-  const origin = URL.canParse(redirectUri) ? new URL(redirectUri).origin : undefined;
+  const origin = redirectOrigin(redirectUri);
   if (!csp || !origin || origin === 'null') return;
   ctx.set('Content-Security-Policy', csp.replace(/form-action 'self'/, `form-action 'self' ${origin}`));
 }
@@ -92,6 +97,7 @@ export function authorizePages(router: Router, deps: ConsoleDeps): void {
               ${microsToDecimal(BigInt(plan.monthlyAllowanceMicros))} USD a month, ${plan.maxInFlight} at a time, tiers
               ${plan.tiers.join(', ')}.
             </p>
+            <p class="muted">After you answer, you go back to <code>${redirectOrigin(String(details.params.redirect_uri))}</code>.</p>
             <form method="post" action="/console/authorize/${details.uid}">
               ${csrfField(ctx)}
               <label
