@@ -28,7 +28,8 @@ import { summary } from './stats';
  * time the loopback served on the call's critical path) and CPU per call summed over every process of the stack.
  * Prints a table and writes JSON under bench/results/; asserts nothing.
  *   BENCH_LOAD_SCALE=0.1 runs a tenth of the calls (a quick check); BENCH_LOAD_IN_FLIGHT sets the memory phase's size;
- *   BENCH_LOAD_ONLY='express 0' runs only the phases so named; BENCH_LOAD_CPU_PROF=<dir> has the API and the worker
+ *   BENCH_LOAD_ONLY='express 0,express 500' runs only the phases so named (and no memory phase, unless the list names
+ *   'memory'); BENCH_LOAD_CPU_PROF=<dir> has the API and the worker
  *   write V8 CPU profiles there when they stop (open them in Chrome DevTools), to see where their CPU goes.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
@@ -36,7 +37,7 @@ const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
 /** No phase runs longer than this, whatever its count. */
 const PHASE_MAX_S = 120;
 const SLOW_ENGINE_MS = 500;
-const ONLY = process.env.BENCH_LOAD_ONLY;
+const ONLY = process.env.BENCH_LOAD_ONLY?.split(',').map((name) => name.trim());
 const CPU_PROF = process.env.BENCH_LOAD_CPU_PROF;
 /** Node refuses --cpu-prof in NODE_OPTIONS: it goes on the command line. */
 const profileArgs: readonly string[] = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
@@ -342,7 +343,7 @@ async function main(): Promise<void> {
     [`panel ${SLOW_ENGINE_MS}`]: [12, 128, 256],
   };
   const plan: PhaseSpec[] = Object.entries(counts)
-    .filter(([name]) => ONLY === undefined || name === ONLY)
+    .filter(([name]) => ONLY === undefined || ONLY.includes(name))
     .flatMap(([name, calls]) =>
       [1, 16, 64].map((concurrency, i) => {
         const [target, engineMs] = name.split(' ');
@@ -366,21 +367,24 @@ async function main(): Promise<void> {
   const histories = { panel: await history(lastKeys.panel), express: await history(lastKeys.express) };
 
   // Memory with IN_FLIGHT deliberations in flight at once on 500 ms engines: peak resident, sampled every 200 ms.
-  let peak = { apiBytes: 0, workerBytes: 0, sumBytes: 0 };
-  const sampler = setInterval(() => {
-    const a = treeRss(api.child.pid ?? -1);
-    const w = treeRss(worker.child.pid ?? -1);
-    if (a + w > peak.sumBytes) peak = { apiBytes: a, workerBytes: w, sumBytes: a + w };
-  }, 200);
-  const inFlight = await runPhase({ target: 'panel', engineMs: SLOW_ENGINE_MS, concurrency: IN_FLIGHT, calls: IN_FLIGHT });
-  clearInterval(sampler);
-  const mb = (b: number): number => round(b / 2 ** 20, 0);
-  const memory = {
-    inFlight: IN_FLIGHT,
-    idleMb: { api: mb(idle.apiBytes), worker: mb(idle.workerBytes), sum: mb(idle.apiBytes + idle.workerBytes) },
-    peakMb: { api: mb(peak.apiBytes), worker: mb(peak.workerBytes), sum: mb(peak.sumBytes) },
-    phase: inFlight,
+  const measureMemory = async () => {
+    let peak = { apiBytes: 0, workerBytes: 0, sumBytes: 0 };
+    const sampler = setInterval(() => {
+      const a = treeRss(api.child.pid ?? -1);
+      const w = treeRss(worker.child.pid ?? -1);
+      if (a + w > peak.sumBytes) peak = { apiBytes: a, workerBytes: w, sumBytes: a + w };
+    }, 200);
+    const inFlight = await runPhase({ target: 'panel', engineMs: SLOW_ENGINE_MS, concurrency: IN_FLIGHT, calls: IN_FLIGHT });
+    clearInterval(sampler);
+    const mb = (b: number): number => round(b / 2 ** 20, 0);
+    return {
+      inFlight: IN_FLIGHT,
+      idleMb: { api: mb(idle.apiBytes), worker: mb(idle.workerBytes), sum: mb(idle.apiBytes + idle.workerBytes) },
+      peakMb: { api: mb(peak.apiBytes), worker: mb(peak.workerBytes), sum: mb(peak.sumBytes) },
+      phase: inFlight,
+    };
   };
+  const memory = ONLY === undefined || ONLY.includes('memory') ? await measureMemory() : null;
 
   for (const c of children) c.kill('SIGTERM');
   await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(undefined) : c.once('exit', r)))));
@@ -410,7 +414,7 @@ async function main(): Promise<void> {
 
 function printTable(
   phases: readonly PhaseResult[],
-  memory: { inFlight: number; idleMb: Record<string, number>; peakMb: Record<string, number> },
+  memory: { inFlight: number; idleMb: Record<string, number>; peakMb: Record<string, number> } | null,
   histories: Record<string, { events: number; workflowTasks: number } | null>,
 ): void {
   const f = (v: number | undefined): string => (v === undefined || Number.isNaN(v) ? '—' : v.toFixed(1));
@@ -443,6 +447,7 @@ function printTable(
   console.log(
     `history per call: panel ${histories.panel?.events ?? '—'} events / ${histories.panel?.workflowTasks ?? '—'} workflow tasks; express ${histories.express?.events ?? '—'} / ${histories.express?.workflowTasks ?? '—'}`,
   );
+  if (!memory) return;
   console.log(
     `memory: API + worker resident idle ${memory.idleMb.sum} MB (api ${memory.idleMb.api}, worker ${memory.idleMb.worker}); with ${memory.inFlight} panel deliberations in flight (500 ms engines) peak ${memory.peakMb.sum} MB (api ${memory.peakMb.api}, worker ${memory.peakMb.worker}); target < 400 MB`,
   );
