@@ -7,13 +7,14 @@ import type { Form } from '../../domain/form';
 import type { ChatMessage } from '../../domain/messages';
 import type { ModeRecord, Tier } from '../../domain/modes';
 import type { Outcome, Settlement } from '../../domain/outcome';
-import { assertBillable } from '../../db/repositories/ledger';
+import { assertBillableRow } from '../../db/repositories/ledger';
 import { assertPlanAllows } from '../../db/repositories/plans';
 import type { PlanPayer } from '../../domain/plan-rules';
 import { settleOutcome } from '../../db/repositories/receipts';
 import {
   claimRequest,
   findRequestByKey,
+  findRequestWithBalance,
   markRequestFailed,
   outcomeOf,
   unsettledOf,
@@ -113,7 +114,12 @@ export async function runDeliberation(
   const workflowId = workflowIds.deliberation(input.orgId, input.idempotencyKey);
   const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
 
-  const existing = await findRequestByKey(db, input.orgId, input.idempotencyKey);
+  // A live call the organisation pays reads its balance in the same round trip as the key's request (judged below).
+  const orgHold = input.keyMode === 'live' && !input.payer ? BigInt(input.ceilingMicros ?? 0) : undefined;
+  const { request: existing, balance } =
+    orgHold === undefined
+      ? { request: await findRequestByKey(db, input.orgId, input.idempotencyKey), balance: undefined }
+      : await findRequestWithBalance(db, input.orgId, input.idempotencyKey, orgHold);
   if (existing?.state === 'succeeded' || (existing?.state === 'capped' && input.form === 'A')) {
     if (input.form === 'A' && existing.fingerprint !== input.fingerprint) {
       throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', {
@@ -135,7 +141,7 @@ export async function runDeliberation(
   const stillRunning = existing?.state === 'running' && !takeOver.includes('running');
   if (input.keyMode === 'live' && !stillRunning) {
     if (input.payer) await assertPlanAllows(db, input.payer.personId, BigInt(input.payer.holdMicros));
-    else await assertBillable(db, input.orgId, BigInt(input.ceilingMicros ?? 0));
+    else assertBillableRow(balance, input.orgId, orgHold ?? 0n);
   }
 
   const requestId = `req_${randomBytes(12).toString('hex')}`;
@@ -151,7 +157,7 @@ export async function runDeliberation(
       modeId: input.mode.id,
       model: input.model,
     },
-    { takeOver },
+    { takeOver, unclaimed: existing === undefined },
   );
   if (!claimed) throw await inProgress(db, input);
 

@@ -148,20 +148,32 @@ export async function postAdmitted(
   }
 }
 
+/** A balance row with what `billing_refusal` answers for a hold: what `assertBillableRow` judges. */
+export interface BillableRow extends BalanceRow {
+  refusal: string | null;
+}
+
+/** The columns of a `BillableRow` for a hold of `:hold` micro-dollars, read from `balances` as `b`. */
+export const BILLABLE_COLUMNS = 'b.balance_micros, b.reserved_micros, billing_refusal(b.org_id, :hold) as refusal';
+
+/** Throws what `reserve` would refuse a call holding `amountMicros` with, judged from its balance row (none: no organisation). */
+export function assertBillableRow(row: BillableRow | undefined, orgId: string, amountMicros: bigint): void {
+  if (!row) throw new QuorumError('not_found', `no organisation ${orgId}`);
+  const refusal = asRefusal(row.refusal);
+  if (refusal) throw billingRefusalError(refusal);
+  if (toBalance(row).availableMicros < amountMicros) throw insufficientBalance('call');
+}
+
 /**
  * Throws what `reserve` would refuse a call holding `amountMicros` with, in one query. A read only: `reserve` stays
  * the authority (another call may take the money in between); this lets a refused call fail before it starts.
  */
 export async function assertBillable(db: DbOrTrx, orgId: string, amountMicros: bigint): Promise<void> {
-  const { rows } = await db.raw<{ rows: (BalanceRow & { refusal: string | null })[] }>(
-    'select balance_micros, reserved_micros, billing_refusal(org_id, ?) as refusal from balances where org_id = ?',
-    [amountMicros.toString(), orgId],
-  );
-  const row = rows[0];
-  if (!row) throw new QuorumError('not_found', `no organisation ${orgId}`);
-  const refusal = asRefusal(row.refusal);
-  if (refusal) throw billingRefusalError(refusal);
-  if (toBalance(row).availableMicros < amountMicros) throw insufficientBalance('call');
+  const { rows } = await db.raw<{ rows: BillableRow[] }>(`select ${BILLABLE_COLUMNS} from balances b where b.org_id = :orgId`, {
+    hold: amountMicros.toString(),
+    orgId,
+  });
+  assertBillableRow(rows[0], orgId, amountMicros);
 }
 
 export async function createBalance(trx: Knex.Transaction, orgId: string): Promise<void> {
@@ -204,39 +216,45 @@ interface ReservationRow {
  * in the same step. Idempotent by request id: a second call changes nothing and reports `alreadySettled`.
  * Without a held reservation the charge is taken only if the available balance covers it.
  */
-export async function settle(
-  db: DbOrTrx,
-  input: { orgId: string; requestId: string; chargeMicros: bigint; capCreditMicros?: bigint; kind?: ChargeKind },
-): Promise<{ alreadySettled: boolean }> {
+export function settle(db: Knex, input: SettleInput): Promise<{ alreadySettled: boolean }> {
+  return unknownOrgAsNotFound(input.orgId, () => db.transaction((trx) => settleIn(trx, input)));
+}
+
+export interface SettleInput {
+  orgId: string;
+  requestId: string;
+  chargeMicros: bigint;
+  capCreditMicros?: bigint;
+  kind?: ChargeKind;
+}
+
+/** `settle` as part of the caller's transaction (a settle that writes its receipt beside it), without a savepoint of its own. */
+export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promise<{ alreadySettled: boolean }> {
   const cap = input.capCreditMicros ?? 0n;
   requireNonNegative('chargeMicros', input.chargeMicros);
   requireNonNegative('capCreditMicros', cap);
   if (cap > input.chargeMicros)
     throw new QuorumError('invalid_request', 'capCreditMicros exceeds chargeMicros', { param: 'capCreditMicros' });
-  return unknownOrgAsNotFound(input.orgId, () =>
-    db.transaction(async (trx) => {
-      // A settle with no prior reserve still needs a row to lock and to record that it happened.
-      await trx('reservations')
-        .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: '0', state: 'held' })
-        .onConflict(['org_id', 'request_id'])
-        .ignore();
-      const row = (await trx('reservations')
-        .where({ org_id: input.orgId, request_id: input.requestId })
-        .forUpdate()
-        .first('amount_micros', 'state')) as ReservationRow;
-      if (row.state === 'settled') return { alreadySettled: true };
-      const held = row.state === 'held' ? row.amount_micros : 0n;
-      const entries: NewLedgerEntry[] = [];
-      if (held > 0n) entries.push({ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId });
-      entries.push({ kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId });
-      if (cap > 0n) entries.push({ kind: 'cap_credit', amountMicros: cap, requestId: input.requestId });
-      await postOrThrow(trx, input.orgId, entries);
-      await trx('reservations')
-        .where({ org_id: input.orgId, request_id: input.requestId })
-        .update({ state: 'settled', charged_micros: (input.chargeMicros - cap).toString(), updated_at: trx.fn.now() });
-      return { alreadySettled: false };
-    }),
+  // The reservation row, locked, in one round trip: a settle with no prior reserve inserts one to lock and to record
+  // that it happened; the no-op update on a conflict locks and returns the existing row.
+  const { rows } = await trx.raw<{ rows: ReservationRow[] }>(
+    `insert into reservations (org_id, request_id, amount_micros, state) values (?, ?, 0, 'held')
+       on conflict (org_id, request_id) do update set state = reservations.state
+       returning amount_micros, state`,
+    [input.orgId, input.requestId],
   );
+  const row = rows[0];
+  if (row.state === 'settled') return { alreadySettled: true };
+  const held = row.state === 'held' ? row.amount_micros : 0n;
+  const entries: NewLedgerEntry[] = [];
+  if (held > 0n) entries.push({ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId });
+  entries.push({ kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId });
+  if (cap > 0n) entries.push({ kind: 'cap_credit', amountMicros: cap, requestId: input.requestId });
+  await postOrThrow(trx, input.orgId, entries);
+  await trx('reservations')
+    .where({ org_id: input.orgId, request_id: input.requestId })
+    .update({ state: 'settled', charged_micros: (input.chargeMicros - cap).toString(), updated_at: trx.fn.now() });
+  return { alreadySettled: false };
 }
 
 /** Gives a held reservation back (a failed or unbilled call). Idempotent; a no-op once settled or released. */

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Classification, Lane } from '../../domain/classifier';
 import type { Tier } from '../../domain/modes';
 import { QuorumError } from '../../domain/errors';
@@ -35,7 +36,7 @@ function unreadableAmounts(o: Outcome): string[] {
  * be written at all (a retry would fail the same way).
  */
 
-export async function settleOutcome(db: DbOrTrx, input: Settlement): Promise<void> {
+export async function settleOutcome(db: Knex, input: Settlement): Promise<void> {
   // An engine's text is stored whatever characters it holds: a settle never fails on what a provider returned.
   const o = storableJson(input.outcome);
   const unreadable = unreadableAmounts(o);
@@ -43,41 +44,45 @@ export async function settleOutcome(db: DbOrTrx, input: Settlement): Promise<voi
     throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
   await db
     .transaction(async (trx) => {
-      const done = await trx('receipts').where({ request_id: o.requestId }).first('request_id');
-      if (done) return;
+      // The receipt first: its key says whether this request was settled already (a retried settle changes nothing).
+      const inserted = await trx('receipts')
+        .insert({
+          request_id: o.requestId,
+          org_id: o.orgId,
+          mode_id: o.modeId,
+          mode_version: input.modeVersion,
+          config_hash: o.configHash,
+          status: o.status,
+          lane: o.lane,
+          tier: o.tier,
+          gateway_micros: o.money.gatewayMicros,
+          platform_fee_micros: o.money.platformFeeMicros,
+          mode_fee_micros: o.money.modeFeeMicros,
+          cap_credit_micros: o.money.capCreditMicros,
+          billed_micros: o.money.billedMicros,
+          prompt_tokens: o.usage.promptTokens,
+          completion_tokens: o.usage.completionTokens,
+          latency_ms: o.latencyMs,
+          outcome: JSON.stringify(o),
+          created_at: o.createdAt,
+          completed_at: o.completedAt,
+        })
+        .onConflict('request_id')
+        .ignore()
+        .returning('request_id');
+      if (inserted.length === 0) return;
       if (input.billed && o.payer === 'plan') {
         await settlePlanCharge(trx, { requestId: o.requestId, chargeMicros: BigInt(o.money.billedMicros) });
       } else if (input.billed) {
         const gross = o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros;
         const charge = input.form === 'B' ? gross : o.money.billedMicros;
-        await ledger.settle(trx, {
+        await ledger.settleIn(trx, {
           orgId: o.orgId,
           requestId: o.requestId,
           chargeMicros: BigInt(charge),
           capCreditMicros: BigInt(o.money.capCreditMicros),
         });
       }
-      await trx('receipts').insert({
-        request_id: o.requestId,
-        org_id: o.orgId,
-        mode_id: o.modeId,
-        mode_version: input.modeVersion,
-        config_hash: o.configHash,
-        status: o.status,
-        lane: o.lane,
-        tier: o.tier,
-        gateway_micros: o.money.gatewayMicros,
-        platform_fee_micros: o.money.platformFeeMicros,
-        mode_fee_micros: o.money.modeFeeMicros,
-        cap_credit_micros: o.money.capCreditMicros,
-        billed_micros: o.money.billedMicros,
-        prompt_tokens: o.usage.promptTokens,
-        completion_tokens: o.usage.completionTokens,
-        latency_ms: o.latencyMs,
-        outcome: JSON.stringify(o),
-        created_at: o.createdAt,
-        completed_at: o.completedAt,
-      });
       if (o.seatPasses.length > 0) {
         await trx('receipt_seats').insert(
           o.seatPasses.map((p) => ({

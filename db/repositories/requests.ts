@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Outcome, Settlement } from '../../domain/outcome';
-import { release } from './ledger';
+import { BILLABLE_COLUMNS, release, type BillableRow } from './ledger';
 import { releasePlanCharge } from './plans';
 import { storableJson } from '../../domain/storable-text';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
@@ -26,24 +26,75 @@ export function findRequestByKey(db: DbOrTrx, orgId: string, idempotencyKey: str
 }
 
 /**
+ * The live request for a key and, in the same round trip, the organisation's balance row judged for a hold of
+ * `holdMicros` (see `assertBillableRow`): a live call's first read. No balance row: no such organisation.
+ */
+export async function findRequestWithBalance(
+  db: DbOrTrx,
+  orgId: string,
+  idempotencyKey: string,
+  holdMicros: bigint,
+): Promise<{ request: RequestRow | undefined; balance: BillableRow | undefined }> {
+  // Without a live request, its columns are null.
+  const { rows } = await db.raw<{ rows: (BillableRow & Omit<RequestRow, 'id'> & { id: string | null })[] }>(
+    `select ${BILLABLE_COLUMNS}, r.id, r.org_id, r.idempotency_key, r.workflow_id, r.fingerprint, r.state, r.error_code, r.created_at
+       from balances b
+       left join requests r on r.org_id = b.org_id and r.idempotency_key = :key and r.superseded_at is null
+      where b.org_id = :orgId`,
+    { hold: holdMicros.toString(), key: idempotencyKey, orgId },
+  );
+  if (!rows[0]) return { request: undefined, balance: undefined };
+  const { balance_micros, reserved_micros, refusal, id, ...request } = rows[0];
+  return { request: id === null ? undefined : { ...request, id }, balance: { balance_micros, reserved_micros, refusal } };
+}
+
+export interface ClaimRow {
+  id: string;
+  orgId: string;
+  apiKeyId: string;
+  idempotencyKey: string;
+  workflowId: string;
+  fingerprint: string;
+  modeId: string;
+  model: string;
+}
+
+/** Inserts the key's live row unless one exists (then nothing, and undefined: a concurrent claim won the unique index). */
+async function insertClaim(db: DbOrTrx, row: ClaimRow): Promise<RequestRow | undefined> {
+  const inserted = (await db('requests')
+    .insert({
+      id: row.id,
+      org_id: row.orgId,
+      api_key_id: row.apiKeyId,
+      idempotency_key: row.idempotencyKey,
+      workflow_id: row.workflowId,
+      fingerprint: row.fingerprint,
+      mode_id: row.modeId,
+      model: row.model,
+      state: 'running',
+    })
+    .onConflict(db.raw('(org_id, idempotency_key) where superseded_at is null'))
+    .ignore()
+    .returning('*')) as RequestRow[];
+  return inserted[0];
+}
+
+/**
  * Claims an idempotency key for a new run: inserts its row, or supersedes the live one when its last run may be
  * taken over (failed, capped on Form B, or never started) and inserts the new run's row beside it, so the earlier
- * request keeps its own id and receipt. Undefined when another caller holds the key.
+ * request keeps its own id and receipt. Undefined when another caller holds the key. `unclaimed`: the caller saw no
+ * live row just before, so the insert alone is tried first (one round trip); a row that appeared meanwhile is judged
+ * as ever, under its lock.
  */
 export async function claimRequest(
   db: Knex,
-  row: {
-    id: string;
-    orgId: string;
-    apiKeyId: string;
-    idempotencyKey: string;
-    workflowId: string;
-    fingerprint: string;
-    modeId: string;
-    model: string;
-  },
-  opts: { takeOver: RequestState[] },
+  row: ClaimRow,
+  opts: { takeOver: RequestState[]; unclaimed?: boolean },
 ): Promise<RequestRow | undefined> {
+  if (opts.unclaimed) {
+    const claimed = await insertClaim(db, row);
+    if (claimed) return claimed;
+  }
   return db.transaction(async (trx) => {
     const live = (await trx('requests')
       .where({ org_id: row.orgId, idempotency_key: row.idempotencyKey })
@@ -54,23 +105,7 @@ export async function claimRequest(
       if (!opts.takeOver.includes(live.state)) return undefined;
       await trx('requests').where({ id: live.id }).update({ superseded_at: trx.fn.now() });
     }
-    const inserted = (await trx('requests')
-      .insert({
-        id: row.id,
-        org_id: row.orgId,
-        api_key_id: row.apiKeyId,
-        idempotency_key: row.idempotencyKey,
-        workflow_id: row.workflowId,
-        fingerprint: row.fingerprint,
-        mode_id: row.modeId,
-        model: row.model,
-        state: 'running',
-      })
-      // A concurrent first claim of the same key won the unique index: that caller holds it.
-      .onConflict(trx.raw('(org_id, idempotency_key) where superseded_at is null'))
-      .ignore()
-      .returning('*')) as RequestRow[];
-    return inserted[0];
+    return insertClaim(trx, row);
   });
 }
 
