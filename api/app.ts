@@ -19,7 +19,7 @@ import { receipt } from './routes/receipts';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { launchCertify, launchTests, poll } from './routes/runs';
-import { httpMetrics, metricsEndpoint } from './metrics';
+import { httpMetrics, metricsEndpoint, statusOf } from './metrics';
 import { OAuthServer, type Edge } from './oauth/server';
 import { loadConfig } from '../infra/config';
 import { runSettingsFromEnv, type RunSettings } from './operations/run-settings';
@@ -56,17 +56,19 @@ function challenge(oauth: OAuthServer): Koa.Middleware {
 function accessLog(log: Logger): Koa.Middleware {
   return async (ctx, next) => {
     const started = performance.now();
+    // Read first: a mounted handler (the OAuth server) sees its own paths.
+    const path = ctx.path;
     await next();
-    if (ctx.path === '/healthz') return;
+    if (path === '/healthz') return;
     const state = ctx.state as ApiState;
     log.info('request', {
       method: ctx.method,
-      path: ctx.path,
-      status: ctx.status,
+      path,
+      status: statusOf(ctx),
       ms: Math.round(performance.now() - started),
       request_id: state.requestId,
       org: state.auth?.orgId,
-      code: ctx.status >= 400 ? (ctx.body as { error?: { code?: string } } | undefined)?.error?.code : undefined,
+      code: statusOf(ctx) >= 400 ? (ctx.body as { error?: { code?: string } } | undefined)?.error?.code : undefined,
     });
   };
 }

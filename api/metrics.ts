@@ -50,11 +50,16 @@ function routeOf(ctx: Koa.Context): string {
   return matched === undefined ? 'unmatched' : String(matched);
 }
 
+/** The status sent: a handler that writes the response itself (the MCP transport, the OAuth server) bypasses ctx.status. */
+export function statusOf(ctx: Koa.Context): number {
+  return ctx.respond === false ? ctx.res.statusCode : ctx.status;
+}
+
 /** Times every request to its response's close, so a streamed body counts until its last byte. */
 export function httpMetrics(): Koa.Middleware {
   return async (ctx, next) => {
     const end = httpDuration.startTimer();
-    ctx.res.once('close', () => end({ method: ctx.method, route: routeOf(ctx), status: String(ctx.status) }));
+    ctx.res.once('close', () => end({ method: ctx.method, route: routeOf(ctx), status: String(statusOf(ctx)) }));
     await next();
   };
 }
