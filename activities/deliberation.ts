@@ -13,6 +13,7 @@ import { holdPlanCharge } from '../db/repositories/plans';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { settleOutcome } from '../db/repositories/receipts';
 import { abandonRequest } from '../db/repositories/requests';
+import { unknownOrgAsNotFound } from '../db/repositories/shared';
 import type { Engines } from '../engines';
 import { classifyPrompt } from '../engines/classify';
 import { simStandInsAllowed } from '../engines/run-planning';
@@ -45,27 +46,58 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
   const engineCall = createEngineCall({ db, engines, env });
 
   return {
-    /** Which engine sits where for this call; reads the organisation's own-key settings (never their secrets). */
-    async planSeats(input: {
+    /**
+     * Before anything runs, in one step (one local activity, one transaction): the call's hold, then which engine sits
+     * where. The hold is the call's ceiling on the prepaid balance (402 when it cannot be covered, or when a billing
+     * state refuses it); with `personId`, a call on that person's plan holds on the plan instead (402
+     * `plan_limit_reached`); a test key holds nothing. The plan reads the organisation's own-key settings (never their
+     * secrets). A refusal's failure type is its code, so the workflow ends the call with it. `lane` also labels the
+     * worker's metrics.
+     */
+    async prepare(input: {
       orgId: string;
+      requestId: string;
       keyMode: 'live' | 'test';
       mode: ResolvedMode;
       tier: Tier;
       lane: Lane;
+      hold?: { amountMicros: number; personId?: string };
       /** A call on a plan runs on the service's keys: the plan pays the service, never the organisation's provider account. */
       onPlan?: boolean;
     }): Promise<Plan> {
-      const { mode } = input;
+      const { orgId, requestId, mode, hold } = input;
       // The receipt names this hash: run nothing unless the configuration about to run is the one it names.
       // (The API read both from the same stored version; a difference means that version's data is not what it says.)
       if (modeConfigHash(mode.config) !== mode.configHash) {
-        throw new QuorumError(
-          'mode_resolution_mismatch',
+        throw ApplicationFailure.nonRetryable(
           `The configuration handed to the deliberation does not hash to version ${mode.version} of ${mode.id}; nothing was run or billed.`,
+          'mode_resolution_mismatch',
         );
       }
       const simOnly = input.keyMode === 'test';
-      const ownFamilies = simOnly || input.onPlan ? new Set<string>() : await ownProviderFamilies(db, input.orgId);
+      const readsOwnKeys = !simOnly && !input.onPlan;
+      const none = new Set<string>();
+      const holdThenRead = async (): Promise<Set<string>> => {
+        if (!hold) return readsOwnKeys ? ownProviderFamilies(db, orgId) : none;
+        const amountMicros = BigInt(hold.amountMicros);
+        if (hold.personId) {
+          await holdPlanCharge(db, { orgId, requestId, personId: hold.personId, amountMicros });
+          return none;
+        }
+        return unknownOrgAsNotFound(orgId, () =>
+          db.transaction(async (trx) => {
+            await ledger.reserveIn(trx, { orgId, requestId, amountMicros });
+            return readsOwnKeys ? ownProviderFamilies(trx, orgId) : none;
+          }),
+        );
+      };
+      let ownFamilies: Set<string>;
+      try {
+        ownFamilies = await holdThenRead();
+      } catch (err) {
+        if (err instanceof QuorumError) throw ApplicationFailure.nonRetryable(err.message, err.code);
+        throw err;
+      }
       return planSeats(mode.config, input.tier, input.lane, {
         find: (id) => engines.find(id),
         serviceCanRun: (id) => engines.isAvailable(id),
@@ -93,24 +125,6 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
       return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
     },
     synthesize: engineCall,
-
-    /**
-     * Holds the call's ceiling on the prepaid balance before anything runs (402 when it cannot be covered, or when a
-     * billing state refuses it); with `personId`, a call on that person's plan holds on the plan instead (402
-     * `plan_limit_reached`). A refusal's type is its code, so the workflow ends the call with it. `lane` labels the
-     * worker's metrics only.
-     */
-    async reserve(input: { orgId: string; requestId: string; amountMicros: number; lane?: Lane; personId?: string }): Promise<void> {
-      const { orgId, requestId, personId } = input;
-      const amountMicros = BigInt(input.amountMicros);
-      try {
-        if (personId) await holdPlanCharge(db, { orgId, requestId, personId, amountMicros });
-        else await ledger.reserve(db, { orgId, requestId, amountMicros });
-      } catch (err) {
-        if (err instanceof QuorumError) throw ApplicationFailure.nonRetryable(err.message, err.code);
-        throw err;
-      }
-    },
 
     /** A run that ends without an answer: nothing billed, the hold released, the request marked failed. */
     async failRequest(input: { orgId: string; requestId: string; code: string; unsettled?: Settlement }): Promise<void> {

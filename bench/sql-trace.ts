@@ -1,10 +1,12 @@
 import { createServer, type AddressInfo } from 'node:net';
+import { temporal } from '@temporalio/proto';
 import type { Knex } from 'knex';
 import { createApp } from '../api/app';
 import { listen } from '../api/listen';
 import { createDb } from '../db/knex';
 import { createApiKey } from '../db/repositories/api-keys';
 import { createOrganisation } from '../db/repositories/organisations';
+import { workflowIds } from '../domain/workflow-ids';
 import { createEngines } from '../engines';
 import { createLogger } from '../infra/log';
 import { createWorkers } from '../worker/workers';
@@ -12,7 +14,7 @@ import { stack, startStack, stopStack } from '../test/harness/stack';
 
 /**
  * Every SQL statement of one express completion through HTTP, by process (API, worker), in order, with the
- * transactions it commits: what the per-call Postgres round trips are (issue 16). A warm-up call first, so pools and
+ * transactions it commits: what the per-call Postgres round trips are (issue 16); then the call's workflow history. A warm-up call first, so pools and
  * caches are as under load. `node --import tsx bench/sql-trace.ts` (BENCH_TRACE_LANE=panel for a panel).
  */
 const PROMPTS = {
@@ -83,6 +85,12 @@ async function main(): Promise<void> {
   const statements: Record<string, number> = {};
   for (const t of trace) statements[t.who] = (statements[t.who] ?? 0) + 1;
   console.log(`statements by process: ${JSON.stringify(statements)}; explicit transactions: ${JSON.stringify(commits)}`);
+  const history = await env.client.workflow.getHandle(workflowIds.deliberation(org.orgId, 'trace-1')).fetchHistory();
+  const events = history.events ?? [];
+  const types = events.map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0].replace(/^EVENT_TYPE_/, ''));
+  console.log(
+    `history: ${events.length} events, ${types.filter((t) => t === 'WORKFLOW_TASK_COMPLETED').length} workflow tasks: ${types.join(' ')}`,
+  );
 
   await new Promise((r) => server.close(r));
   for (const w of workers) w.shutdown();

@@ -1,4 +1,5 @@
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { laneFor } from '../domain/seat-plan';
 import { workflowIds } from '../domain/workflow-ids';
 import type { deliberationWorkflow, DeliberationInput } from '../workflows/deliberation';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
@@ -25,11 +26,12 @@ export function startDeliberation(
       workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       args: [input],
-      // Set once here and once at the end by the workflow, so an operator can find any call in the Temporal UI.
+      // Set once here and once at the end by the workflow (and after classifying when the workflow classifies), so an operator can find any call in the Temporal UI.
       typedSearchAttributes: [
         { key: QuorumOrg, value: input.orgId },
         { key: QuorumMode, value: input.form === 'A' ? input.mode.id : input.mode.ticker },
-        { key: QuorumLane, value: 'pending' },
+        // Known already when the API classified the prompt (see DeliberationInput.classification).
+        { key: QuorumLane, value: input.classification ? laneFor(input.mode.config, input.tier, input.classification) : 'pending' },
         { key: QuorumStatus, value: 'running' },
       ],
       memo: { requestId: input.requestId, model: opts.model, tier: input.tier },

@@ -33,8 +33,7 @@ const engineCalls = new Histogram({
 /** Activity types that are a deliberation's stages, and the stage each is reported as. */
 const STAGES: Readonly<Record<string, string>> = {
   classify: 'classify',
-  reserve: 'reserve',
-  planSeats: 'plan',
+  prepare: 'prepare',
   ground: 'ground',
   seat: 'seats',
   judge: 'judge',

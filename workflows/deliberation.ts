@@ -10,6 +10,7 @@ import {
 } from '@temporalio/workflow';
 import type { DeliberationActivities } from '../activities/deliberation';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
+import type { Classification } from '../domain/classifier';
 import { CostMeter } from '../domain/cost-meter';
 import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
@@ -40,12 +41,18 @@ export interface DeliberationInput {
    * `payer: plan`) and holds on the plan, not the organisation's balance. Absent: the organisation pays by today's rules.
    */
   payer?: PlanPayer;
+  /**
+   * The prompt's classification when the API could give it: a mode that names no classifier model is classified by
+   * the heuristic, which the API has already run (and the lane search attribute was set at start). Absent, the
+   * workflow classifies (the mode's small model, the heuristic on its failure).
+   */
+  classification?: Classification;
   createdAt: string;
 }
 
 // Short steps (Postgres, and the classifier's small model, capped at 8 s) run as local activities: no extra server
 // round trip on the hot path. They retry until they succeed: a database blip must not lose a paid answer.
-const { classify, reserve, planSeats, failRequest, settle } = proxyLocalActivities<DeliberationActivities>({
+const { classify, prepare, failRequest, settle } = proxyLocalActivities<DeliberationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['QuorumError'] },
 });
@@ -60,17 +67,20 @@ function failureReason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** Codes a step's non-retryable failure names by its type, besides the billing states' refusals. */
+const NAMED_CODES: ReadonlySet<string> = new Set<AbandonCode>(['insufficient_balance', 'plan_limit_reached', 'mode_resolution_mismatch']);
+
 /**
- * A hold refused by a billing state of the organisation (a quota used since the API checked), or by the person's
- * plan (its allowance used since), ends with that code. A local activity's failure reaches the workflow as the
- * activity's own ApplicationFailure.
+ * The code a failure names: a hold refused (the balance, a billing state of the organisation such as a quota used since
+ * the API checked, or the person's plan), or a mode that is not the version it says. A local activity's failure
+ * reaches the workflow as the activity's own ApplicationFailure.
  */
-function billingRefusalOf(err: unknown): BillingRefusal | 'plan_limit_reached' | undefined {
+function abandonCodeOf(err: unknown): AbandonCode | undefined {
   const type = err instanceof ApplicationFailure ? err.type : undefined;
-  return type && (isBillingRefusal(type) || type === 'plan_limit_reached') ? type : undefined;
+  return type && (isBillingRefusal(type) || NAMED_CODES.has(type)) ? (type as AbandonCode) : undefined;
 }
 
-/** DESIGN §5: classify → reserve → plan → panel → settle. Idempotency is the workflow id (DESIGN §4). */
+/** DESIGN §5: classify → hold and plan → panel → settle. Idempotency is the workflow id (DESIGN §4). */
 export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
   const startedMs = Date.now();
   const { orgId, requestId, mode, tier, payer } = input;
@@ -88,31 +98,39 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     throw ApplicationFailure.nonRetryable(message, code);
   };
   /**
-   * A step whose (non-retryable) failure ends the call with `code`, or with the billing state that refused it; a
-   * cancellation passes through.
+   * A step whose (non-retryable) failure ends the call with the code it names, or else with `code`; a cancellation
+   * passes through.
    */
   const orAbandon = async <T>(code: AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
     try {
       return await run();
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return abandon(billingRefusalOf(err) ?? code, failureReason(err), unsettled);
+      return abandon(abandonCodeOf(err) ?? code, failureReason(err), unsettled);
     }
   };
 
-  const classification = await classify({ messages: input.messages, engineId: mode.config.staff.classifier?.engine });
+  const classification =
+    input.classification ?? (await classify({ messages: input.messages, engineId: mode.config.staff.classifier?.engine }));
   const lane = laneFor(mode.config, tier, classification);
-  upsertSearchAttributes([
-    { key: QuorumLane, value: lane },
-    { key: QuorumStatus, value: 'running' },
-  ]);
+  // Handed in, the classification named the lane at start already: one search attribute update fewer per call.
+  if (!input.classification) {
+    upsertSearchAttributes([
+      { key: QuorumLane, value: lane },
+      { key: QuorumStatus, value: 'running' },
+    ]);
+  }
 
-  // A plan holds its bound of the call's cost; the organisation holds the call's ceiling.
-  const hold = payer ? { amountMicros: payer.holdMicros, personId: payer.personId } : { amountMicros: input.ceilingMicros ?? 0 };
-  if (input.keyMode === 'live') await orAbandon('insufficient_balance', () => reserve({ orgId, requestId, lane, ...hold }));
-  // Its only non-retryable failure: the mode handed over is not the stored version the API resolved.
-  const plan = await orAbandon('mode_resolution_mismatch', () =>
-    planSeats({ orgId, keyMode: input.keyMode, mode, tier, lane, onPlan: payer !== undefined }),
+  // One step holds and plans: a plan holds its bound of the call's cost, the organisation the call's ceiling, a test
+  // key nothing. A mode handed over that is not the stored version the API resolved ends `mode_resolution_mismatch`.
+  const hold =
+    input.keyMode !== 'live'
+      ? undefined
+      : payer
+        ? { amountMicros: payer.holdMicros, personId: payer.personId }
+        : { amountMicros: input.ceilingMicros ?? 0 };
+  const plan = await orAbandon('insufficient_balance', () =>
+    prepare({ orgId, requestId, keyMode: input.keyMode, mode, tier, lane, hold, onPlan: payer !== undefined }),
   );
   step({ stage: 'seats', round: 1, seats: plan.seats.length, seatsAnswered: 0 });
 

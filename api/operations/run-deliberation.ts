@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotF
 import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { classifyHeuristic } from '../../domain/classifier';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import type { ChatMessage } from '../../domain/messages';
@@ -182,6 +183,8 @@ export async function runDeliberation(
         promptTokens: input.promptTokens,
         ceilingMicros: input.ceilingMicros,
         payer: input.payer,
+        // The heuristic is all a mode without a classifier model runs: classified here, the workflow skips a step.
+        classification: input.mode.config.staff.classifier ? undefined : classifyHeuristic(input.messages),
         createdAt: new Date().toISOString(),
       },
       { idempotencyKey: input.idempotencyKey, model: input.model },

@@ -185,24 +185,31 @@ export async function createBalance(trx: Knex.Transaction, orgId: string): Promi
  * Idempotent per request id: one reservation per request id, ever, so a repeated call (a retried activity) changes
  * nothing; a new run after a release needs a new request id.
  */
-export async function reserve(db: DbOrTrx, input: { orgId: string; requestId: string; amountMicros: bigint }): Promise<void> {
+export async function reserve(db: Knex, input: ReserveInput): Promise<void> {
+  await unknownOrgAsNotFound(input.orgId, () => db.transaction((trx) => reserveIn(trx, input)));
+}
+
+export interface ReserveInput {
+  orgId: string;
+  requestId: string;
+  amountMicros: bigint;
+}
+
+/** `reserve` as part of the caller's transaction, without a savepoint of its own: a refusal rolls back the caller's too. */
+export async function reserveIn(trx: Knex.Transaction, input: ReserveInput): Promise<void> {
   requireNonNegative('amountMicros', input.amountMicros);
-  await unknownOrgAsNotFound(input.orgId, () =>
-    db.transaction(async (trx) => {
-      const inserted = await trx('reservations')
-        .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: input.amountMicros.toString(), state: 'held' })
-        .onConflict(['org_id', 'request_id'])
-        .ignore()
-        .returning('request_id');
-      if (inserted.length === 0) return;
-      // A failure here rolls back the reservation row with it.
-      await postAdmitted(
-        trx,
-        input.orgId,
-        [{ kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId }],
-        { kind: 'call', amountMicros: input.amountMicros },
-      );
-    }),
+  const inserted = await trx('reservations')
+    .insert({ org_id: input.orgId, request_id: input.requestId, amount_micros: input.amountMicros.toString(), state: 'held' })
+    .onConflict(['org_id', 'request_id'])
+    .ignore()
+    .returning('request_id');
+  if (inserted.length === 0) return;
+  // A failure here rolls back the reservation row with it.
+  await postAdmitted(
+    trx,
+    input.orgId,
+    [{ kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId }],
+    { kind: 'call', amountMicros: input.amountMicros },
   );
 }
 

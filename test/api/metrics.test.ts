@@ -102,9 +102,9 @@ describe('/metrics in Prometheus format (issue 16)', function () {
 
   it('the worker: stage durations by lane, engine calls by family and outcome, and the Temporal SDK metrics in one scrape', async () => {
     const m = await scrape(workerMetrics);
-    for (const stage of ['classify', 'reserve', 'plan', 'settle'])
+    for (const stage of ['prepare', 'settle'])
       assert.ok(total(m, 'quorum_deliberation_stage_duration_seconds_count', { stage }) >= 1, `${stage} timed`);
-    assert.ok(total(m, 'quorum_deliberation_stage_duration_seconds_count', { stage: 'reserve', lane }) >= 1, 'reserve knows the lane');
+    assert.ok(total(m, 'quorum_deliberation_stage_duration_seconds_count', { stage: 'prepare', lane }) >= 1, 'prepare knows the lane');
     assert.ok(total(m, 'quorum_deliberation_stage_duration_seconds_count', { stage: 'seats', lane, round: '1' }) >= 1, 'round 1 seats');
     if (lane === 'panel') assert.ok(total(m, 'quorum_deliberation_stage_duration_seconds_count', { stage: 'judge', lane }) >= 1);
     assert.ok(total(m, 'quorum_engine_call_duration_seconds_count', { family: 'sim', outcome: 'ok' }) >= 1, 'sim engine calls');

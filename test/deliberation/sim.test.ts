@@ -249,7 +249,8 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const withModel = await customMode(org.orgId, 'quorum-panel', {
       staff: { ...base.config.staff, classifier: { engine: 'sim/alpha-experience' } },
     });
-    assert.equal((await deliberate({ org, mode: withModel })).outcome.classification.classifiedBy, 'model');
+    // Recorded: the one path where the workflow classifies (a mode without a classifier model is classified by the API).
+    assert.equal((await deliberate({ org, mode: withModel }, 'classifier-model')).outcome.classification.classifiedBy, 'model');
     // No OpenAI key here: that classifier cannot run, so the heuristic answers on the same scale.
     const unreachable = await customMode(org.orgId, 'quorum-panel', {
       staff: { ...base.config.staff, classifier: { engine: 'openai/gpt-4.1-mini' } },
