@@ -3,6 +3,7 @@ import type { Context, Middleware } from 'koa';
 import Provider, { errors as oidcErrors, type Configuration, type JWK, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../../db/knex';
 import type { AppGrant } from '../../db/repositories/app-principals';
+import { admitRequest } from '../../db/repositories/limits';
 import { loadOAuthKeys, OAuthStore } from '../../db/repositories/oauth-store';
 import type { Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
@@ -27,6 +28,10 @@ export const OAUTH_SCOPES = ['completions', 'estimate', 'models', 'receipts'] as
 /** The two protected resources; a token is good only on the edge it was issued for (its audience). */
 export type Edge = 'mcp' | 'v1';
 export const EDGES: readonly Edge[] = ['mcp', 'v1'];
+
+/** Open registration (RFC 7591, as MCP clients need it) is limited per client address, so no one can fill the store. */
+export const REGISTRATIONS_PER_HOUR = 20;
+const HOUR_MS = 3_600_000;
 
 export interface OAuthSettings {
   /** The service's public origin (`QUORUM_PUBLIC_URL`); the issuer is this plus `/oauth`. */
@@ -179,6 +184,7 @@ export class OAuthServer {
     return async (ctx, next) => {
       const inside = ctx.path === OAUTH_MOUNT || ctx.path.startsWith(`${OAUTH_MOUNT}/`);
       if (!inside && ctx.path !== wellKnown) return next();
+      if (ctx.method === 'POST' && ctx.path === `${OAUTH_MOUNT}/reg`) await this.admitRegistration(ctx.ip);
       let provider: Provider;
       try {
         provider = await this.provider();
@@ -193,6 +199,18 @@ export class OAuthServer {
       ctx.respond = false;
       await provider.callback()(req, ctx.res);
     };
+  }
+
+  private async admitRegistration(ip: string): Promise<void> {
+    const admission = await admitRequest(this.db, `oauth-reg:${ip}`, REGISTRATIONS_PER_HOUR, HOUR_MS);
+    if (!admission.allowed)
+      throw new QuorumError(
+        'rate_limit_exceeded',
+        `More than ${REGISTRATIONS_PER_HOUR} app registrations from this address in the last hour.`,
+        {
+          retryAfter: admission.retryAfterSeconds,
+        },
+      );
   }
 
   /**

@@ -12,6 +12,7 @@ import { quorumCli } from '../harness/cli';
 import { limitedDb } from '../harness/limited-db';
 import { newPage, screenshot } from '../harness/browser';
 import { stack } from '../harness/stack';
+import { REGISTRATIONS_PER_HOUR } from '../../api/oauth/server';
 import { DesktopApp, newPerson, RedirectReceiver, signIn } from './helpers';
 
 /**
@@ -112,6 +113,23 @@ describe('connected apps: the authorization server and the access gate', functio
     assert.equal(location.origin + location.pathname, redirectUrl);
     assert.equal(location.searchParams.get('error'), 'invalid_request');
     assert.match(location.searchParams.get('error_description') ?? '', /PKCE/);
+  });
+
+  it('limits open registration per client address: 429 with Retry-After past the hourly allowance', async () => {
+    // A documentation address of its own (the API trusts X-Forwarded-For, as behind a load balancer), so no other test shares its count.
+    const address = `203.0.113.${1 + (Date.now() % 250)}`;
+    const register = (): Promise<Response> =>
+      fetch(`${api.url}/oauth/reg`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
+        body: JSON.stringify({ redirect_uris: [redirectUrl], token_endpoint_auth_method: 'none' }),
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i <= REGISTRATIONS_PER_HOUR; i++) statuses.push((await register()).status);
+    assert.deepEqual(statuses, [...Array<number>(REGISTRATIONS_PER_HOUR).fill(201), 429]);
+    const refused = await register();
+    assert.equal(((await refused.json()) as TokenError).error.code, 'rate_limit_exceeded');
+    assert.ok(Number(refused.headers.get('retry-after')) > 3000, 'about an hour');
   });
 
   it('a /v1 token deliberates through the OpenAI client on the plan, is refused on /mcp, and a tier above the plan is tier_not_permitted', async () => {
