@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { parseJsonReply } from './json-reply';
+import { jsonObjectIn } from './json-reply';
 import type { ChatMessage } from './messages';
 import { seededRandom, shuffled } from './prng';
 
@@ -110,15 +109,24 @@ export function runJudgePrompt(
   ];
 }
 
-const RunJudgeReply = z.object({ winner: z.string(), why: z.string().optional() });
+/**
+ * The reply asked for, `{"winner": string, "why"?: string}`, checked by hand: this module is in the workflow bundle,
+ * whose modules are evaluated again for every workflow started, and a schema library there (zod, ~25k lines) was
+ * evaluated for every deliberation too.
+ */
+function isRunJudgeReply(v: unknown): v is { winner: string; why?: string } {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const { winner, why } = v as Record<string, unknown>;
+  return typeof winner === 'string' && (why === undefined || typeof why === 'string');
+}
 
 /**
  * The mode's verdict from a judge's reply: `winner` names a presented label or `tie`. The mode's answer sits at
  * presentation position `modeAt`. Undefined when the reply is not the JSON asked for or names no shown label.
  */
 export function readRunVerdict(reply: string, shown: number, modeAt: number): Verdict | undefined {
-  const r = parseJsonReply(reply, RunJudgeReply);
-  if (!r) return undefined;
+  const r = jsonObjectIn(reply);
+  if (!isRunJudgeReply(r)) return undefined;
   const winner = r.winner.trim().toUpperCase();
   if (winner === 'TIE') return 'tie';
   const position = Array.from({ length: shown }, (_, i) => answerLabel(i)).indexOf(winner);
