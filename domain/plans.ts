@@ -24,3 +24,13 @@ export interface AppPrincipal {
   grantId: string;
   plan: Plan;
 }
+
+/** An OAuth grant's account: a person acting in one organisation, chosen at consent. */
+export function accountIdOf(personId: string, orgId: string): string {
+  return `${personId}:${orgId}`;
+}
+
+export function parseAccountId(accountId: string): { personId: string; orgId: string } | undefined {
+  const [personId, orgId, ...rest] = accountId.split(':');
+  return personId && orgId && rest.length === 0 ? { personId, orgId } : undefined;
+}

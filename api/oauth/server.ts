@@ -7,6 +7,7 @@ import { admitRequest } from '../../db/repositories/limits';
 import { loadOAuthKeys, OAuthStore } from '../../db/repositories/oauth-store';
 import type { Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
+import { parseAccountId } from '../../domain/plans';
 import type { Logger } from '../../infra/log';
 import { secretBox, type SecretBox } from '../../infra/secret-box';
 import { html } from '../console/html';
@@ -40,16 +41,6 @@ export interface OAuthSettings {
   accessTokenTtlS: number;
   /** Cookies marked Secure (production, behind TLS). */
   secureCookies: boolean;
-}
-
-/** The grant's account: a person acting in one organisation, chosen at consent. */
-export function accountIdOf(personId: string, orgId: string): string {
-  return `${personId}:${orgId}`;
-}
-
-function parseAccountId(accountId: string): { personId: string; orgId: string } | undefined {
-  const [personId, orgId, ...rest] = accountId.split(':');
-  return personId && orgId && rest.length === 0 ? { personId, orgId } : undefined;
 }
 
 const DAY_S = 24 * 60 * 60;
@@ -231,7 +222,8 @@ export class OAuthServer {
     }
     const refused = (why: string): QuorumError =>
       new QuorumError('invalid_oauth_token', `The access token was refused (${why}); sign in again.`);
-    if (!found || found.isExpired) throw refused('unknown, expired or revoked');
+    // `find` verifies the expiry: an expired token is not found.
+    if (!found) throw refused('unknown, expired or revoked');
     const audiences = Array.isArray(found.aud) ? found.aud : [found.aud];
     if (!audiences.includes(this.resource(edge))) throw refused(`issued for another resource than ${this.resource(edge)}`);
     const account = parseAccountId(found.accountId);

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomBytes, type JsonWebKey } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { accountIdOf, parseAccountId } from '../../domain/plans';
 import type { SecretBox } from '../../infra/secret-box';
 import type { DbOrTrx } from './shared';
 
@@ -144,7 +145,8 @@ export interface ConnectedApp {
 
 /** `column` (a record's payload) is a grant of the person, whatever the organisation; LIKE's wildcards escaped. */
 function grantOfPerson(db: DbOrTrx, column: string, personId: string): Knex.Raw {
-  return db.raw(`${column}->>'accountId' like ? escape '\\'`, [`${personId.replace(/[\\%_]/g, '\\$&')}:%`]);
+  const prefix = accountIdOf(personId, '').replace(/[\\%_]/g, '\\$&');
+  return db.raw(`${column}->>'accountId' like ? escape '\\'`, [`${prefix}%`]);
 }
 
 /** The person's grants still in force, newest first (the grant's account is `personId:orgId`, see api/oauth/server.ts). */
@@ -160,14 +162,20 @@ export async function connectedAppsOf(db: DbOrTrx, personId: string): Promise<Co
     payload: { accountId: string; clientId: string; iat: number; resources?: Record<string, string> };
     client_name: string | null;
   }[];
-  return rows.map((r) => ({
-    grantId: r.id,
-    clientId: r.payload.clientId,
-    appName: r.client_name ?? r.payload.clientId,
-    orgId: r.payload.accountId.slice(personId.length + 1),
-    resources: Object.fromEntries(Object.entries(r.payload.resources ?? {}).map(([k, v]) => [k, v.split(' ')])),
-    grantedAt: new Date(r.payload.iat * 1000),
-  }));
+  return rows.flatMap((r) => {
+    const account = parseAccountId(r.payload.accountId);
+    if (!account) return [];
+    return [
+      {
+        grantId: r.id,
+        clientId: r.payload.clientId,
+        appName: r.client_name ?? r.payload.clientId,
+        orgId: account.orgId,
+        resources: Object.fromEntries(Object.entries(r.payload.resources ?? {}).map(([k, v]) => [k, v.split(' ')])),
+        grantedAt: new Date(r.payload.iat * 1000),
+      },
+    ];
+  });
 }
 
 /**
