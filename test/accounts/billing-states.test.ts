@@ -4,13 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { billingRefusal, setBilling } from '../../db/repositories/billing';
 import { getBalance, reserve, settle } from '../../db/repositories/ledger';
-import { claimRequest } from '../../db/repositories/requests';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import { microsToDecimal } from '../../domain/money';
 import { CERTIFICATION } from '../../domain/runs';
-import { workflowIds } from '../../domain/workflow-ids';
-import type { DeliberationInput } from '../../workflows/deliberation';
 import { call, EXPRESS, FORMS, moneySnapshot, newKey, newOrg, startApi, USER, type Api, type Reply, type TestOrg } from '../api/helpers';
 import { assertHoldRefused, startProductWorkers, systemMode } from '../deliberation/helpers';
 import { quorumCli } from '../harness/cli';
@@ -183,38 +180,14 @@ describe('accounts: organisation billing states (402), set by the operator CLI',
   it("a quota used between the API's check and the workflow's hold ends the call quota_exceeded, nothing billed", async () => {
     const org = await newOrg(20);
     const mode = await systemMode('quorum-express');
-    const requestId = `req_quota_race_${org.orgId}`;
-    const workflowId = workflowIds.deliberation(org.orgId, 'quota-race');
-    await claimRequest(
-      stack().db,
-      {
-        id: requestId,
-        orgId: org.orgId,
-        apiKeyId: org.keyId,
-        idempotencyKey: 'quota-race',
-        workflowId,
-        fingerprint: 'f',
-        modeId: mode.id,
-        model: mode.id,
-      },
-      { takeOver: [] },
-    );
     // The API's check passed; by the time the workflow holds the ceiling, an operator set a quota it does not fit.
     await setBilling(stack().db, org.orgId, { monthlyQuotaMicros: CEILING - 1n });
     const before = await getBalance(stack().db, org.orgId);
-    const input: DeliberationInput = {
-      requestId,
-      orgId: org.orgId,
-      keyMode: 'live',
-      form: 'B',
-      mode,
-      tier: 'plus',
-      messages: USER('What is 2 + 2?'),
-      promptTokens: 10,
-      ceilingMicros: Number(CEILING),
-      createdAt: new Date().toISOString(),
-    };
-    await assertHoldRefused(workflowId, input, before, 'quota_exceeded');
+    await assertHoldRefused(
+      { orgId: org.orgId, apiKeyId: org.keyId, mode, tier: 'plus', ceilingMicros: Number(CEILING) },
+      before,
+      'quota_exceeded',
+    );
   });
 
   it('concurrent calls never spend past the quota: money held by calls in flight counts, and a settle raced is seen', async () => {

@@ -14,6 +14,7 @@ import type { ModeConfig, ModeRecord, Tier } from '../../domain/modes';
 import type { Outcome } from '../../domain/outcome';
 import type { Db } from '../../db/knex';
 import { getBalance, listLedger, type Balance } from '../../db/repositories/ledger';
+import { claimRequest } from '../../db/repositories/requests';
 import { findMode, upsertMode } from '../../db/repositories/modes';
 import { createOrganisation } from '../../db/repositories/organisations';
 import { createEngines } from '../../engines';
@@ -178,7 +179,34 @@ export async function assertNothingBilled(orgId: string, before: Balance, failed
 }
 
 /** Runs the deliberation workflow directly and expects its hold to refuse it with `code`, billing nothing. */
-export async function assertHoldRefused(workflowId: string, input: DeliberationInput, before: Balance, code: string): Promise<void> {
+/**
+ * A call the API admitted (its request claimed, as `runDeliberation` does) whose workflow then meets a hold that is
+ * refused: `call` is what differs between such tests; the rest of the workflow's input is fixed. Returns the
+ * request's id.
+ */
+export async function assertHoldRefused(
+  call: Pick<DeliberationInput, 'orgId' | 'mode' | 'tier' | 'ceilingMicros' | 'payer'> & { apiKeyId: string },
+  before: Balance,
+  code: string,
+): Promise<string> {
+  const requestId = `req_hold_${randomUUID()}`;
+  const workflowId = workflowIds.deliberation(call.orgId, requestId);
+  const claim = { id: requestId, orgId: call.orgId, apiKeyId: call.apiKeyId, idempotencyKey: requestId, workflowId, fingerprint: 'f' };
+  await claimRequest(stack().db, { ...claim, modeId: call.mode.id, model: call.mode.id }, { takeOver: [] });
+  const messages = [{ role: 'user' as const, content: 'Compare two sorting algorithms step by step. Why? How?' }];
+  const input: DeliberationInput = {
+    requestId,
+    orgId: call.orgId,
+    keyMode: 'live',
+    form: 'B',
+    mode: call.mode,
+    tier: call.tier,
+    messages,
+    promptTokens: countMessagesTokens(messages),
+    ceilingMicros: call.ceilingMicros,
+    payer: call.payer,
+    createdAt: new Date().toISOString(),
+  };
   await assert.rejects(
     stack().env.client.workflow.execute(deliberationWorkflow, { taskQueue: TASK_QUEUES.deliberation, workflowId, args: [input] }),
     (e: unknown) => {
@@ -188,6 +216,7 @@ export async function assertHoldRefused(workflowId: string, input: DeliberationI
     },
   );
   await assertNothingBilled(input.orgId, before, code);
+  return requestId;
 }
 
 /**

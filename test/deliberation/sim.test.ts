@@ -3,9 +3,8 @@ import assert from 'node:assert/strict';
 import { QuorumError } from '../../domain/errors';
 import { SYSTEM_MODES } from '../../domain/modes';
 import { getBalance, topUp } from '../../db/repositories/ledger';
-import { claimRequest, getReceipt } from '../../db/repositories/requests';
+import { getReceipt } from '../../db/repositories/requests';
 import { workflowIds } from '../../domain/workflow-ids';
-import type { DeliberationInput } from '../../workflows/deliberation';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../../workflows/search-attributes';
 import { stack } from '../harness/stack';
 import {
@@ -211,36 +210,11 @@ describe('deliberation workflow on sim engines (offline)', function () {
     const before = await getBalance(stack().db, org.orgId);
     const mode = await systemMode('quorum-panel');
     // The API's check passed; by the time the workflow holds the ceiling, the balance no longer covers it.
-    const requestId = `req_race_${org.orgId}`;
-    const workflowId = workflowIds.deliberation(org.orgId, 'raced');
-    await claimRequest(
-      stack().db,
-      {
-        id: requestId,
-        orgId: org.orgId,
-        apiKeyId: org.keyId,
-        idempotencyKey: 'raced',
-        workflowId,
-        fingerprint: 'f',
-        modeId: mode.id,
-        model: mode.id,
-      },
-      { takeOver: [] },
+    await assertHoldRefused(
+      { orgId: org.orgId, apiKeyId: org.keyId, mode, tier: 'plus', ceilingMicros: Number(before.balanceMicros) + 1 },
+      before,
+      'insufficient_balance',
     );
-    const messages = [{ role: 'user' as const, content: 'Compare two sorting algorithms step by step. Why? How?' }];
-    const input: DeliberationInput = {
-      requestId,
-      orgId: org.orgId,
-      keyMode: 'live',
-      form: 'B',
-      mode,
-      tier: 'plus',
-      messages,
-      promptTokens: 20,
-      ceilingMicros: Number(before.balanceMicros) + 1,
-      createdAt: new Date().toISOString(),
-    };
-    await assertHoldRefused(workflowId, input, before, 'insufficient_balance');
   });
 
   it("asks the mode's small classifier model when configured and says which classifier ran; the heuristic answers when it cannot run", async () => {

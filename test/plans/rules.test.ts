@@ -15,9 +15,7 @@ import type { Tier } from '../../domain/modes';
 import { EXPRESS, moneySnapshot, PANEL, USER } from '../api/helpers';
 import { assertHoldRefused, startProductWorkers, systemMode } from '../deliberation/helpers';
 import { getBalance } from '../../db/repositories/ledger';
-import { abandonRequest, claimRequest } from '../../db/repositories/requests';
-import { workflowIds } from '../../domain/workflow-ids';
-import type { DeliberationInput } from '../../workflows/deliberation';
+import { abandonRequest } from '../../db/repositories/requests';
 import { stack } from '../harness/stack';
 import { appAuth, appCaller, newPerson, operationDeps, testPlan } from './helpers';
 
@@ -186,37 +184,19 @@ describe('plans: the rules a plan sets on a connected app (tier_not_permitted, p
       const plan = await testPlan({ monthlyAllowanceMicros: 1_000 });
       const { org, person } = await appCaller(plan);
       const mode = await systemMode(EXPRESS.A);
-      const requestId = `req_plan_race_${randomUUID()}`;
-      const workflowId = workflowIds.deliberation(org.orgId, requestId);
-      await claimRequest(
-        db,
+      // Between the API's check and the workflow's hold, another call of the person took the allowance.
+      const requestId = await assertHoldRefused(
         {
-          id: requestId,
           orgId: org.orgId,
           apiKeyId: 'app:grant_race',
-          idempotencyKey: requestId,
-          workflowId,
-          fingerprint: 'f',
-          modeId: mode.id,
-          model: mode.id,
+          mode,
+          tier: 'experience',
+          ceilingMicros: null,
+          payer: { kind: 'plan', personId: person.id, holdMicros: 1_001 },
         },
-        { takeOver: [] },
+        await getBalance(db, org.orgId),
+        'plan_limit_reached',
       );
-      // Between the API's check and the workflow's hold, another call of the person took the allowance.
-      const input: DeliberationInput = {
-        requestId,
-        orgId: org.orgId,
-        keyMode: 'live',
-        form: 'B',
-        mode,
-        tier: 'experience',
-        messages: prompt(),
-        promptTokens: 10,
-        ceilingMicros: null,
-        payer: { kind: 'plan', personId: person.id, holdMicros: 1_001 },
-        createdAt: new Date().toISOString(),
-      };
-      await assertHoldRefused(workflowId, input, await getBalance(db, org.orgId), 'plan_limit_reached');
       assert.equal(await planUsageRow(db, requestId), undefined, 'no hold was taken');
     });
 
