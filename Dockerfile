@@ -1,6 +1,6 @@
 # One image for the `api`, `worker` and `migrate` services; the command picks the process.
 # Build stage: compile TypeScript and bundle the workflows (both need the dev dependencies).
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -8,7 +8,7 @@ COPY . .
 RUN npm run build && node dist/worker/bundle.js /app/workflow-bundle.js
 
 # Runtime stage: production dependencies and compiled JavaScript only, no transpiler.
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production QUORUM_ENV=production
 COPY package.json package-lock.json ./

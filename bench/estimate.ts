@@ -4,7 +4,7 @@ import { upsertMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
 import { SYSTEM_MODES } from '../domain/modes';
 import { warmTokenizer } from '../domain/tokens';
-import { startApi } from '../test/api/helpers';
+import { startApi } from '../test/stack/api/helpers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { machine, writeResults } from './results';
 import { fmt, summary } from './stats';

@@ -24,7 +24,7 @@ export interface IsolatedStack {
   temporalAddress: string;
   namespace: string;
   client: Client;
-  /** For in-process workers (test/deliberation/helpers.ts startProductWorkers). */
+  /** For in-process workers (test/stack/deliberation/helpers.ts startProductWorkers). */
   nativeConnection: NativeConnection;
   /** What a product process (the API) needs to join this stack. */
   processEnv(extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;

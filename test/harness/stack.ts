@@ -18,8 +18,8 @@ import { quorumSearchAttributes } from '../../workflows/search-attributes';
  * every test file before it runs any test, and while it loads them its `before`/`after` globals attach hooks to the
  * suite being defined: at a module's top level, outside any `describe`, that is the root suite. So the first import
  * of this module (module evaluation happens once per process) registers a root `before` that starts the stack and a
- * root `after` that stops it; they run once, around all tests of the run. A run of pure files only (`npx mocha
- * test/domain test/lint`) never imports this module, registers no hook and starts no process. Outside mocha (the
+ * root `after` that stops it; they run once, around all tests of the run. A run of test/unit only (`npm run
+ * test:unit`) never imports this module, registers no hook and starts no process (a unit test checks it). Outside mocha (the
  * benches call startStack/stopStack themselves) the globals do not exist and nothing is registered.
  */
 export interface TestStack {

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startProductWorkers } from '../deliberation/helpers';
+import { FORMS, newKey, newOrg, startApi, type Api } from '../api/helpers';
+
+/**
+ * Schemathesis (a maintained property-based API fuzzer, from PyPI) against /openapi.json of each Form: no request it
+ * makes may get a 5xx or a status the document does not declare. Installed once per checkout into .tools/ (about
+ * 40 s), bounded in examples per operation and in time.
+ */
+const VERSION = '4.32.5';
+const VENV = path.join(__dirname, '..', '..', '..', '.tools', `schemathesis-${VERSION}`);
+const BIN = path.join(VENV, 'bin', 'schemathesis');
+const EXAMPLES_PER_OPERATION = 40;
+const RUN_LIMIT_S = 180;
+
+/** Runs the fuzzer as a child without blocking this process, whose event loop serves the API under test. */
+function run(args: string[]): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(BIN, args, { env: { ...process.env, NO_COLOR: '1' } });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_LIMIT_S * 1000);
+    child.once('error', reject);
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, output });
+    });
+  });
+}
+
+function ensureSchemathesis(): void {
+  if (fs.existsSync(BIN)) return;
+  for (const [cmd, args] of [
+    ['python3', ['-m', 'venv', VENV]],
+    [path.join(VENV, 'bin', 'pip'), ['install', '--quiet', `schemathesis==${VERSION}`]],
+  ] as const) {
+    const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 300_000 });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.error?.message}`);
+  }
+}
+
+describe('fuzzing /openapi.json with schemathesis: no 5xx, no undeclared status', function () {
+  this.timeout(10 * 60_000);
+  let workers: { stop(): Promise<void> };
+  before(async () => {
+    ensureSchemathesis();
+    workers = await startProductWorkers({});
+  });
+  after(() => workers.stop());
+
+  for (const form of FORMS) {
+    it(`Form ${form}`, async () => {
+      const api: Api = await startApi(form);
+      try {
+        const org = await newOrg(1_000);
+        const key = await newKey(org.orgId, { limits: { requestsPerMinute: 1_000_000, concurrency: 100 } });
+        const r = await run([
+          'run',
+          `${api.url}/openapi.json`,
+          '--header',
+          `Authorization: Bearer ${key}`,
+          '--checks',
+          'not_a_server_error,status_code_conformance',
+          '--max-examples',
+          String(EXAMPLES_PER_OPERATION),
+          '--request-timeout',
+          '30',
+          '--generation-deterministic',
+        ]);
+        assert.equal(r.status, 0, `schemathesis found problems (exit ${String(r.status)}):\n${r.output}`);
+        const cases = /Test cases:\s+(\d+) generated, (\d+) passed/.exec(r.output);
+        assert.ok(cases && Number(cases[1]) > 100 && cases[1] === cases[2], `too few cases ran:\n${r.output.slice(-800)}`);
+      } finally {
+        await api.close();
+      }
+    });
+  }
+});

@@ -1,0 +1,250 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { createDb } from '../../../db/knex';
+import { getBalance } from '../../../db/repositories/ledger';
+import { DEMO_ORG_ID } from '../../../db/seed';
+import { workflowIds } from '../../../domain/workflow-ids';
+import { freePort } from '../../../infra/free-port';
+import { activitiesRunning, exitOf, listProcesses, portOpen, until } from '../../harness/faults';
+import { chargeCount, ledgerSum } from '../deliberation/helpers';
+import { stack } from '../../harness/stack';
+
+const root = path.join(__dirname, '..', '..', '..');
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+}
+
+/** `npm start`'s own entry point (the compiled supervisor), with its state in a scratch folder and every port free. */
+async function startSupervisor(env: NodeJS.ProcessEnv): Promise<Started> {
+  const child = spawn(process.execPath, [path.join(root, 'dist/infra/supervisor.js')], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group, as npm start in a terminal: the test's Ctrl-C goes to that group, not to mocha's.
+    detached: true,
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`supervisor not ready in 120 s:\n${out}`)), 120_000);
+    const check = (): void => {
+      // The last line a ready start prints (the URLs and the demo key come before it).
+      if (/\[quorum\] Ctrl-C stops everything/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`supervisor exited (${String(code)}) before ready:\n${out}`));
+    });
+  });
+  return { child, output: () => out };
+}
+
+/** Ctrl-C in the supervisor's terminal: SIGINT to its process group. */
+async function ctrlC(s: Started): Promise<number | null> {
+  const exited = exitOf(s.child);
+  process.kill(-(s.child.pid ?? 0), 'SIGINT');
+  return (await exited).code;
+}
+
+/** Processes whose command line mentions our scratch folder (Postgres, Temporal) or our ports. */
+function processesMentioning(needle: string): string[] {
+  return listProcesses()
+    .filter((p) => p.cmd.includes(needle))
+    .map((p) => `${p.pid}: ${p.cmd}`);
+}
+
+/** A client of the supervised stack's Temporal server, for `work` only. */
+async function withTemporal<T>(port: number, work: (client: Client) => Promise<T>): Promise<T> {
+  const connection = await Connection.connect({ address: `127.0.0.1:${port}` });
+  try {
+    return await work(new Client({ connection }));
+  } finally {
+    await connection.close();
+  }
+}
+
+async function describeTrialTimer(temporalPort: number): Promise<{ status: string; runId: string }> {
+  const d = await withTemporal(temporalPort, (client) => client.workflow.getHandle(workflowIds.trialCredit(DEMO_ORG_ID)).describe());
+  return { status: d.status.name, runId: d.runId };
+}
+
+type Ports = Record<'PORT' | 'TEMPORAL_PORT' | 'TEMPORAL_UI_PORT', number>;
+
+/** A supervisor's environment: its state in `dataDir`, every port free, the embedded Postgres and dev server. */
+async function supervisorEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise<{ env: NodeJS.ProcessEnv; ports: Ports }> {
+  const ports: Ports = { PORT: await freePort(), TEMPORAL_PORT: await freePort(), TEMPORAL_UI_PORT: await freePort() };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    QUORUM_DATA_DIR: dataDir,
+    TEMPORAL_CLI_PATH: stack().temporalBinary,
+    PORT: String(ports.PORT),
+    TEMPORAL_PORT: String(ports.TEMPORAL_PORT),
+    TEMPORAL_UI_PORT: String(ports.TEMPORAL_UI_PORT),
+    ...extra,
+  };
+  delete env.DATABASE_URL;
+  delete env.TEMPORAL_ADDRESS;
+  return { env, ports };
+}
+
+/** The demo organisation's live key, printed on a first start. */
+function demoKey(s: Started): string {
+  const key = /its live API key, shown this once: (\S+)/.exec(s.output())?.[1];
+  assert.ok(key, s.output());
+  return key;
+}
+
+/**
+ * A panel call to the supervised API under the demo key, resolved with its status and answer; returns once the
+ * deliberation's engine calls are running (so the next step lands mid-call).
+ */
+async function callInFlight(s: Started, ports: Ports): Promise<{ answer: Promise<{ status: number; content?: string }> }> {
+  const idempotencyKey = randomUUID();
+  const answer = fetch(`http://127.0.0.1:${ports.PORT}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${demoKey(s)}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+    body: JSON.stringify({
+      model: 'QRM:PANL',
+      messages: [{ role: 'user', content: 'Why is the sky blue? Compare Rayleigh and Mie scattering.' }],
+    }),
+  }).then(async (res) => {
+    const body = (await res.json()) as { choices?: { message: { content: string } }[] };
+    return { status: res.status, content: body.choices?.[0]?.message.content };
+  });
+  const workflowId = workflowIds.deliberation(DEMO_ORG_ID, idempotencyKey);
+  await withTemporal(ports.TEMPORAL_PORT, (client) =>
+    until(async () => (await activitiesRunning(client, workflowId)) > 0, 30_000, 'engine calls running'),
+  );
+  // Wrapped: an async function returning the promise itself would wait for it.
+  return { answer };
+}
+
+/** Ids of the supervisor's children running `module` (`worker/main`, `api/main`). */
+function supervised(supervisor: Started, module: string): number[] {
+  return listProcesses()
+    .filter((p) => p.ppid === supervisor.child.pid && p.cmd.includes(`dist/${module}.js`))
+    .map((p) => p.pid);
+}
+
+async function healthy(apiUrl: string): Promise<boolean> {
+  try {
+    return (await fetch(`${apiUrl}/healthz`)).ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Nothing of this stack left: its ports free and no process naming its folder. */
+async function assertGone(ports: Ports, dataDir: string): Promise<void> {
+  for (const port of Object.values(ports)) assert.equal(await portOpen(port), false, `port ${port} still bound`);
+  assert.deepEqual(processesMentioning(dataDir), []);
+  assert.equal(fs.existsSync(path.join(dataDir, 'stack.json')), false);
+}
+
+describe('npm start: the supervisor', function () {
+  this.timeout(300_000);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-start-'));
+  // `npm start` runs `npm run build` first; so does this suite, then runs what it built.
+  before(() =>
+    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' }),
+  );
+  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('brings the stack up healthy with the Temporal UI; Ctrl-C during a call delivers its answer, then leaves nothing running; a second start reuses the data', async () => {
+    // Engines slow enough for Ctrl-C to land mid-call.
+    const { env, ports } = await supervisorEnv(dataDir, { QUORUM_SIM_LATENCY: 'fixed:1500' });
+    const trialRunIds: string[] = [];
+    for (const round of [1, 2]) {
+      const s = await startSupervisor(env);
+      const health = await fetch(`http://127.0.0.1:${ports.PORT}/healthz`);
+      assert.equal(health.status, 200, await health.text());
+      const ui = await fetch(`http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/`);
+      assert.equal(ui.status, 200);
+      assert.match(s.output(), new RegExp(`Temporal UI +http://127\\.0\\.0\\.1:${ports.TEMPORAL_UI_PORT}`));
+      if (round === 2) assert.match(s.output(), /0 migration\(s\) applied/, 'the second start must reuse the migrated database');
+      // The supervisor, not the seed, starts the demo organisation's trial timer, once: the second start keeps it.
+      const trial = await describeTrialTimer(ports.TEMPORAL_PORT);
+      assert.equal(trial.status, 'RUNNING');
+      trialRunIds.push(trial.runId);
+
+      if (round === 1) {
+        // The children are not in the terminal's process group: the supervisor stops the API first, which drains
+        // while the worker and Temporal still serve the call.
+        const { answer } = await callInFlight(s, ports);
+        assert.equal(await ctrlC(s), 0, s.output());
+        const { status, content } = await answer;
+        assert.equal(status, 200, s.output());
+        assert.ok(content);
+      } else {
+        assert.equal(await ctrlC(s), 0, s.output());
+      }
+      await assertGone(ports, dataDir);
+    }
+    assert.equal(trialRunIds[1], trialRunIds[0], 'the demo trial timer must not be started twice');
+    assert.ok(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION')));
+    assert.ok(fs.existsSync(path.join(dataDir, 'temporal.db')));
+  });
+
+  it('restarts a killed worker (the call in flight still answered, billed once) and a killed API; after 5 API crashes in a minute it stops the stack, exit 1', async () => {
+    const healDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-heal-'));
+    // Engines slow enough for the worker to die with the seats' calls out.
+    const { env, ports } = await supervisorEnv(healDir, { QUORUM_SIM_LATENCY: 'fixed:1500' });
+    const s = await startSupervisor(env);
+    try {
+      const apiUrl = `http://127.0.0.1:${ports.PORT}`;
+      const { answer } = await callInFlight(s, ports);
+      const [worker] = supervised(s, 'worker/main');
+      process.kill(worker, 'SIGKILL');
+      await until(() => /worker restarted and ready/.test(s.output()), 30_000, 'the worker restarted');
+      assert.match(s.output(), /worker exited unexpectedly \(SIGKILL\); restarting it in 0\.5 s/);
+      assert.deepEqual(supervised(s, 'worker/main').length, 1);
+      const { status, content } = await answer;
+      assert.equal(status, 200, s.output());
+      assert.ok(content);
+
+      // The ledger after the crash: one charge, nothing still held, the entries summing to the balance.
+      const { databaseUrl } = JSON.parse(fs.readFileSync(path.join(healDir, 'stack.json'), 'utf8')) as { databaseUrl: string };
+      const db = createDb(databaseUrl, 1);
+      try {
+        assert.equal(await chargeCount(DEMO_ORG_ID, db), 1);
+        const balance = await getBalance(db, DEMO_ORG_ID);
+        assert.equal(balance.reservedMicros, 0n);
+        assert.equal(await ledgerSum(DEMO_ORG_ID, db), balance.balanceMicros);
+      } finally {
+        await db.destroy();
+      }
+
+      // The API, killed: back and healthy; killed again and again: the fifth crash within a minute ends the stack.
+      const exit = exitOf(s.child);
+      for (let crash = 1; crash <= 5; crash++) {
+        const [api] = supervised(s, 'api/main');
+        process.kill(api, 'SIGKILL');
+        if (crash === 5) break;
+        await until(
+          async () => supervised(s, 'api/main').some((pid) => pid !== api) && (await healthy(apiUrl)),
+          30_000,
+          `the API back after crash ${crash}`,
+        );
+      }
+      assert.equal((await exit).code, 1, s.output());
+      assert.match(s.output(), /api exited unexpectedly \(SIGKILL\); restarting it in 0\.5 s/);
+      assert.match(s.output(), /api crashed 5 times within 60 s \(last: SIGKILL\); giving up, stopping the stack/);
+      await assertGone(ports, healDir);
+    } finally {
+      if (s.child.exitCode === null) await ctrlC(s);
+      fs.rmSync(healDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import { seedDemoModes } from '../../../db/seed';
+import type { Form } from '../../../domain/form';
+import { call, type Api, type Reply } from '../api/helpers';
+import { stack } from '../../harness/stack';
+
+/** The simulated strong and weak demo modes, owned by `orgId`, under ids and tickers of their own. */
+export async function demoModes(orgId: string): Promise<{ strong: Record<Form, string>; weak: Record<Form, string> }> {
+  const tag = randomBytes(3).toString('hex').toUpperCase();
+  const owner = { idPrefix: `t${tag.toLowerCase()}`, company: `T${tag}` };
+  await seedDemoModes(stack().db, orgId, owner);
+  return {
+    strong: { A: `${owner.idPrefix}-strong-sim`, B: `${owner.company}:STRG` },
+    weak: { A: `${owner.idPrefix}-weak-sim`, B: `${owner.company}:WEAK` },
+  };
+}
+
+/** Polls a run until it ends (or the deadline passes); returns the last poll. */
+export async function untilEnded(api: Api, key: string, kind: 'tests' | 'certify', batchId: string, deadlineMs = 240_000): Promise<Reply> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const r = await call(api, 'GET', `/v1/${kind}?batch_id=${batchId}`, { key });
+    const state = (r.body.batch as { state?: string } | undefined)?.state;
+    if (r.status !== 200 && r.status !== 429) return r;
+    if (['completed', 'failed', 'cancelled'].includes(state ?? '')) return r;
+    if (Date.now() > until) throw new Error(`run ${batchId} still ${state} after ${deadlineMs} ms`);
+    // A poller keeps under the key's requests per minute, and waits as told when it does not.
+    await new Promise((resolve) => setTimeout(resolve, r.status === 429 ? Number(r.headers.get('retry-after')) * 1000 : 2_000));
+  }
+}

@@ -1,0 +1,213 @@
+import assert from 'node:assert/strict';
+import { CATALOG } from '../../../engines/catalog';
+import { modeTemplate, ModeSpecDocSchema, validateMode, VALIDATION_CODE_NAMES, type ValidationContext } from '../../../domain/mode-spec';
+import type { ValidationCode } from '../../../domain/mode-validation-codes';
+import { ModeConfigSchema } from '../../../domain/modes';
+
+/** Pure: the validation table, one refusing spec per code, over the real catalog. */
+
+const UNAVAILABLE = 'bedrock/meta.llama3-1-8b-instruct';
+
+function context(over: Partial<ValidationContext> = {}): ValidationContext {
+  return {
+    form: 'B',
+    find: (id) => CATALOG.find((e) => e.id === id),
+    canRun: (id) => id !== UNAVAILABLE,
+    floor: { perMtokUsd: 0.05, surchargeUsd: 0.0005 },
+    via: 'key',
+    hasOrg: true,
+    system: false,
+    tickerTaken: (t) => t === 'TAKN' || t === 'TAKO',
+    ...over,
+  };
+}
+
+type Spec = Record<string, unknown>;
+const template = (): Spec => modeTemplate();
+const withField = (field: string, value: unknown) => (): Spec => ({ ...template(), [field]: value });
+const rows = (byTier: Record<string, unknown>) => withField('seats_by_tier', byTier);
+const staff = (over: Record<string, unknown>) => (): Spec => ({ ...template(), staff: { ...(template().staff as object), ...over } });
+const PLUS = ['openai/gpt-4.1', 'anthropic/claude-sonnet-4', 'google/gemini-2.5-flash'];
+const PRO = ['openai/gpt-5', 'anthropic/claude-opus-4-1', 'google/gemini-2.5-pro'];
+const AUTO3 = [{ auto: true }, { auto: true }, { auto: true }];
+const fixedRows = { experience: ['openai/gpt-4.1-mini'], plus: PLUS, pro: PRO };
+const noAuto = (s: Spec): Spec => Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'auto'));
+
+interface Case {
+  code: ValidationCode;
+  spec: () => Spec | unknown;
+  ctx?: Partial<ValidationContext>;
+  check?: (refusal: Record<string, unknown>) => void;
+}
+
+const CASES: Case[] = [
+  // Seats
+  { code: 'six_seats_required', spec: rows({ experience: ['openai/gpt-4.1-mini'], plus: PLUS.slice(0, 2) }) },
+  { code: 'duplicate_seat_engine', spec: rows({ ...fixedRows, plus: ['openai/gpt-4.1', 'openai/gpt-4.1', 'google/gemini-2.5-flash'] }) },
+  { code: 'seat_engine_not_found', spec: rows({ ...fixedRows, plus: ['openai/gpt-9', ...PLUS.slice(1)] }) },
+  { code: 'seat_engine_above_tier', spec: rows({ ...fixedRows, plus: ['openai/gpt-5', ...PLUS.slice(1)] }) },
+  { code: 'single_family_row', spec: rows({ ...fixedRows, plus: ['sim/alpha-plus', 'sim/beta-plus', 'sim/gamma-plus'] }) },
+  { code: 'seat_selection_required', spec: () => noAuto({ ...template(), seats_by_tier: undefined }) },
+  { code: 'seats_ambiguous', spec: () => ({ ...template(), seats: PLUS, tier: 'plus' }) },
+  { code: 'engine_unavailable', spec: rows({ ...fixedRows, experience: [UNAVAILABLE] }) },
+  // Seat rows by tier
+  { code: 'seats_by_tier_invalid', spec: withField('seats_by_tier', [PLUS]) },
+  { code: 'seat_tier_unknown', spec: rows({ ...fixedRows, ultra: PRO }) },
+  {
+    code: 'seat_tiers_not_contiguous',
+    spec: () => noAuto({ ...template(), seats_by_tier: { experience: ['openai/gpt-4.1-mini'], pro: PRO }, staff: proStaff() }),
+  },
+  { code: 'seats_by_tier_needs_fixed', spec: rows({ ...fixedRows, experience: [{ auto: true }] }) },
+  { code: 'seat_tiers_min_tier_mismatch', spec: withField('min_tier', 'plus') },
+  {
+    code: 'seat_tiers_below_staff',
+    spec: () => noAuto({ ...template(), seats_by_tier: { experience: ['openai/gpt-4.1-mini'], plus: PLUS }, staff: proStaff() }),
+  },
+  { code: 'tier_required', spec: () => noAuto({ ...template(), seats_by_tier: undefined, seats: PLUS }) },
+  // Staff
+  { code: 'staff_role_unknown', spec: staff({ critic: { tier: 'plus', engine: 'openai/gpt-4.1' } }) },
+  { code: 'staff_auto_not_allowed', spec: staff({ judge: { tier: 'plus', auto: true } }) },
+  { code: 'staff_tiers_shape', spec: staff({ judge: 'anthropic/claude-sonnet-4' }) },
+  { code: 'staff_tier_unknown', spec: staff({ judge: { tier: 'gold', engine: 'anthropic/claude-sonnet-4' } }) },
+  { code: 'staff_tier_is_lowest', spec: staff({ judge: { tier: 'experience', engine: 'openai/gpt-4.1-mini' } }) },
+  { code: 'staff_backup_without_primary', spec: staff({ judge: { tier: 'plus', backup: 'openai/gpt-4.1' } }) },
+  { code: 'staff_backup_same_as_primary', spec: staff({ judge: { tier: 'plus', engine: 'openai/gpt-4.1', backup: 'openai/gpt-4.1' } }) },
+  { code: 'staff_engine_above_tier', spec: staff({ judge: { tier: 'plus', engine: 'openai/gpt-5' } }) },
+  // System modes
+  { code: 'system_mode_seats', spec: rows({ ...fixedRows, experience: ['sim/alpha-experience'] }), ctx: { system: true } },
+  {
+    code: 'system_mode_needs_tiers',
+    spec: () => noAuto({ ...template(), seats_by_tier: undefined, seats: PLUS, tier: 'plus' }),
+    ctx: { system: true },
+  },
+  {
+    code: 'system_mode_seats_incomplete',
+    spec: () => noAuto({ ...template(), seats_by_tier: { experience: ['openai/gpt-4.1-mini'], plus: PLUS } }),
+    ctx: { system: true, storedSystemTiers: ['experience', 'plus', 'pro'] },
+    check: (refusal) => assert.deepEqual(refusal.tiers, ['pro']),
+  },
+  {
+    code: 'system_mode_tier_dropped',
+    spec: () => noAuto({ ...template(), min_tier: 'plus', seats_by_tier: { plus: PLUS, pro: PRO } }),
+    ctx: { system: true, storedSystemTiers: ['experience', 'plus', 'pro'] },
+  },
+  // Auto seats
+  { code: 'auto_needs_fixed_pool', spec: withField('auto', { family_diversity: 'distinct' }) },
+  { code: 'auto_seats_mixed', spec: rows({ ...fixedRows, pro: ['openai/gpt-5', { auto: true }, { auto: true }] }) },
+  { code: 'auto_rows_differ_by_tier', spec: rows({ experience: ['openai/gpt-4.1-mini'], plus: PLUS, pro: AUTO3 }) },
+  {
+    code: 'auto_seat_backup',
+    spec: rows({
+      experience: ['openai/gpt-4.1-mini'],
+      plus: AUTO3,
+      pro: [{ auto: true, backup: 'openai/gpt-5' }, { auto: true }, { auto: true }],
+    }),
+  },
+  { code: 'auto_picked_needs_backup', spec: withField('auto', { pool: [...PLUS, 'bedrock/meta.llama3-3-70b-instruct', ...PRO] }) },
+  {
+    code: 'family_diversity_invalid',
+    spec: withField('auto', { pool: (modeTemplate().auto as { pool: string[] }).pool, family_diversity: 'some' }),
+  },
+  {
+    code: 'family_diversity_needs_auto',
+    spec: () => ({ ...template(), seats_by_tier: fixedRows, auto: { pool: PRO, family_diversity: 'any' } }),
+  },
+  // Other settings
+  { code: 'fidelity_retired', spec: withField('fidelity', 'max') },
+  { code: 'fidelity_inert', spec: withField('fidelity', 'standard') },
+  { code: 'invalid_value', spec: withField('critique', 'sometimes') },
+  // Listing and price
+  { code: 'description_too_long', spec: withField('description', 'x'.repeat(501)) },
+  { code: 'use_when_invalid', spec: withField('use_when', '') },
+  { code: 'use_when_too_long', spec: withField('use_when', 'y'.repeat(201)) },
+  { code: 'price_override_not_allowed', spec: withField('api_commercial', { price_override_acknowledged: true }) },
+  { code: 'ticker_required', spec: withField('ticker', undefined) },
+  { code: 'ticker_invalid', spec: withField('ticker', 'ABC1') },
+  { code: 'ticker_taken', spec: withField('ticker', 'TAKN'), check: (refusal) => assert.equal(refusal.suggested_ticker, 'TAKP') },
+  { code: 'org_required', spec: template, ctx: { hasOrg: false } },
+  { code: 'price_below_floor', spec: withField('fees', { per_mtok_usd: 0.01 }) },
+  // Name and description
+  { code: 'name_too_short', spec: withField('name', 'AB') },
+  { code: 'name_too_long', spec: withField('name', 'N'.repeat(61)) },
+  { code: 'name_bad_chars', spec: withField('name', 'Panel <b>') },
+  { code: 'name_edge_punctuation', spec: withField('name', '-Panel') },
+  { code: 'name_reserved', spec: withField('name', 'Quorum Pro') },
+  { code: 'description_bad_chars', spec: withField('description', 'A <script> panel') },
+  // Shape
+  { code: 'invalid_request', spec: withField('rounds', 4) },
+];
+
+function proStaff(): Record<string, unknown> {
+  return {
+    judge: { tier: 'pro', engine: 'openai/gpt-5' },
+    synthesis: { tier: 'pro', engine: 'google/gemini-2.5-pro' },
+  };
+}
+
+describe('mode spec validation', () => {
+  it('the template passes every rule and compiles to a stored ModeConfig', () => {
+    const result = validateMode(template(), context());
+    assert.deepEqual(result.refusals, []);
+    assert.ok(result.ok);
+    const config = ModeConfigSchema.parse(result.mode.config);
+    assert.deepEqual(config.tiers.plus?.seats, PLUS);
+    assert.deepEqual(config.tiers.plus?.backups, Array(3).fill('bedrock/meta.llama3-3-70b-instruct'));
+    // Auto-pick: the first engine of each maker in pool order; the pool's spare backs every picked seat up.
+    assert.deepEqual(config.tiers.pro?.seats, PRO);
+    assert.deepEqual(config.tiers.pro?.backups, Array(3).fill('bedrock/meta.llama4-maverick-17b-instruct'));
+    assert.deepEqual(config.providerFamilies, ['anthropic', 'bedrock', 'google', 'openai']);
+    assert.equal(config.fees.perMtokInputUsd, 0.5);
+    assert.equal(config.fees.surchargeByDepthMicros.deep, 10_000);
+    assert.equal(result.mode.ticker, 'MYPN');
+    ModeSpecDocSchema.parse(template());
+  });
+
+  it('has a refusing spec for every code in the table', () => {
+    const covered = new Set(CASES.map((c) => c.code));
+    assert.deepEqual(
+      VALIDATION_CODE_NAMES.filter((code) => !covered.has(code)),
+      [],
+    );
+  });
+
+  for (const c of CASES) {
+    it(`refuses with ${c.code}`, () => {
+      const result = validateMode(c.spec(), context(c.ctx));
+      assert.equal(result.ok, false);
+      const refusal = result.refusals.find((r) => r.code === c.code);
+      assert.ok(refusal, `expected ${c.code}, got ${JSON.stringify(result.refusals)}`);
+      assert.ok(refusal.message.length > 10);
+      c.check?.(refusal as unknown as Record<string, unknown>);
+    });
+  }
+
+  it('returns every refusal at once, price_override_not_allowed first, each with its path', () => {
+    const spec = { ...template(), name: 'x', ticker: 'abc', rounds: 0, api_commercial: { price_override_acknowledged: true } };
+    const result = validateMode(spec, context());
+    assert.deepEqual(
+      result.refusals.map((r) => [r.code, r.path]),
+      [
+        ['price_override_not_allowed', 'api_commercial.price_override_acknowledged'],
+        ['name_too_short', 'name'],
+        ['ticker_invalid', 'ticker'],
+        ['invalid_request', 'rounds'],
+      ],
+    );
+  });
+
+  it('a person in the builder may acknowledge a price override; Form A needs no ticker', () => {
+    const spec = { ...template(), api_commercial: { price_override_acknowledged: true } };
+    assert.equal(validateMode(spec, context({ via: 'console' })).ok, true);
+    const noTicker = { ...template(), ticker: undefined };
+    const a = validateMode(noTicker, context({ form: 'A' }));
+    assert.ok(a.ok);
+    assert.equal(a.mode.ticker, undefined);
+  });
+
+  it('a flat row serves one tier; the express lane then seats its first engine', () => {
+    const spec = noAuto({ ...template(), seats_by_tier: undefined, seats: PLUS, tier: 'plus' });
+    const result = validateMode(spec, context());
+    assert.ok(result.ok, JSON.stringify(result.refusals));
+    assert.deepEqual(result.mode.config.tiers, { experience: { seats: ['openai/gpt-4.1'] }, plus: { seats: PLUS } });
+  });
+});

@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { SYSTEM_MODES, simDemoModes } from '../../../domain/modes';
+import { planRun, type RunShape } from '../../../domain/run-plan';
+import { runEvidence, summarizeRun } from '../../../domain/run-summary';
+import { JUDGE_SLOTS } from '../../../domain/run-judging';
+import type { QuestionResult } from '../../../domain/runs';
+import { createEngines } from '../../../engines';
+import { runPlanningContext } from '../../../engines/run-planning';
+
+const engines = createEngines({ env: {} });
+const [strong, weak] = simDemoModes({ idPrefix: 'x', company: 'X' });
+const panel = SYSTEM_MODES[0];
+const shape = (over: Partial<RunShape> = {}): RunShape => ({
+  tiers: ['plus'],
+  punchUp: false,
+  judges: [...JUDGE_SLOTS],
+  protocol: 'pairwise',
+  ...over,
+});
+const live = runPlanningContext(engines, new Set(), false);
+const test = runPlanningContext(engines, new Set(), true);
+
+describe('domain: who answers and who judges a run', () => {
+  it('the baseline is the strongest seat engine; a judge of its maker recuses itself for a reserve', () => {
+    const plan = planRun(weak.config, shape(), live);
+    assert.ok(plan.ok);
+    const [tier] = plan.tiers;
+    assert.equal(tier.baseline.engineId, 'sim/beta-pro');
+    // Each simulated engine stands for its own maker: only the baseline engine itself must not judge.
+    const recused = tier.judges.filter((j) => j.recusal);
+    assert.deepEqual(
+      recused.map((j) => [j.recusal?.engineId, j.engineId]),
+      [['sim/beta-pro', j0(tier.judges)]],
+    );
+    assert.ok(tier.judges.every((j) => j.engineId !== 'sim/beta-pro'));
+    assert.equal(new Set(tier.judges.map((j) => j.engineId)).size, 3);
+  });
+
+  it('punch_up takes the next tier’s strongest engine as the baseline', () => {
+    const plan = planRun(strong.config, shape({ punchUp: true }), live);
+    assert.ok(plan.ok);
+    assert.equal(plan.tiers[0].baseline.engineId, 'sim/beta-pro');
+    const own = planRun(strong.config, shape(), live);
+    assert.ok(own.ok);
+    assert.equal(own.tiers[0].baseline.engineId, 'sim/beta-plus', 'the dearest plus seat');
+  });
+
+  it('plurality also recuses judges of any seat’s maker', () => {
+    const plan = planRun(strong.config, shape({ protocol: 'plurality', tiers: ['pro'] }), live);
+    assert.ok(plan.ok);
+    const seats = new Set(plan.tiers[0].plan.seats.map((s) => s.chain[0].engineId));
+    assert.ok(plan.tiers[0].judges.every((j) => !seats.has(j.engineId)));
+  });
+
+  it('a live run of real engines with no credentials is refused, naming what is missing; a test key runs it on sim', () => {
+    const refused = planRun(panel.config, shape(), live);
+    assert.equal(refused.ok, false);
+    if (refused.ok) return;
+    assert.ok(refused.missing.some((m) => m.startsWith('judges: 3 judges')));
+    assert.ok(refused.missing.includes('openai/gpt-4.1: no credentials configured'));
+    const simulated = planRun(panel.config, shape(), test);
+    assert.ok(simulated.ok);
+    assert.ok(simulated.tiers[0].plan.seats.every((s) => s.chain[0].engineId.startsWith('sim/')));
+    assert.ok(simulated.tiers[0].baseline.engineId.startsWith('sim/'));
+  });
+});
+
+function j0(judges: { slot: string; engineId: string }[]): string {
+  return judges.find((j) => j.slot === 'judge_a')?.engineId ?? '';
+}
+
+function result(
+  id: string,
+  bucket: QuestionResult['bucket'],
+  verdicts: [string, number, QuestionResult['judgments'][number]['verdict']][],
+  correct: [boolean, boolean],
+): QuestionResult {
+  return {
+    questionId: id,
+    bucket,
+    tier: 'plus',
+    cluster: `t-${bucket}`,
+    reference: '1',
+    modeAnswer: '',
+    baselineAnswer: '',
+    baselineEngine: 'sim/beta-plus',
+    modeCorrect: correct[0],
+    baselineCorrect: correct[1],
+    judgments: verdicts.map(([slot, repeat, verdict]) => ({
+      slot: slot as 'judge_a',
+      engineId: `e-${slot}`,
+      repeat,
+      order: [0, 1],
+      verdict,
+    })),
+    recusals: [{ slot: 'judge_a', engineId: 'sim/beta-plus', replacedBy: 'sim/alpha-plus' }],
+    costMicros: 100,
+    latencyMs: 10,
+  };
+}
+
+describe('domain: a run’s summary from its question rows', () => {
+  const rows = [
+    result(
+      'q1',
+      'light',
+      [
+        ['judge_a', 1, 'win'],
+        ['judge_a', 2, 'win'],
+        ['judge_b', 1, 'tie'],
+        ['judge_b', 2, 'win'],
+      ],
+      [true, false],
+    ),
+    result(
+      'q2',
+      'light',
+      [
+        ['judge_a', 1, 'loss'],
+        ['judge_a', 2, 'loss'],
+        ['judge_b', 1, 'loss'],
+        ['judge_b', 2, null],
+      ],
+      [false, true],
+    ),
+  ];
+
+  it('scores, clusters, accuracy, position flips, unread verdicts and recusals (hand-computed)', () => {
+    const s = summarizeRun('certification', rows);
+    // Scores 1, 1, 0.5, 1 | 0, 0, 0: 3.5 / 7 = 0.5.
+    assert.equal(s.overall.judgments, 7);
+    assert.equal(s.overall.winRate?.winRate, 0.5);
+    assert.equal(s.overall.winRate?.clusters, 2);
+    assert.equal(s.perBucket.light.questions, 2);
+    assert.equal(s.perBucket.hard.winRate, null);
+    assert.equal(s.overall.mode.correct, 1);
+    assert.equal(s.overall.baseline.correct, 1);
+    // Mirrored pairs: a(w,w) b(t,w) a(l,l); b's second verdict was unreadable. One flip in three.
+    assert.deepEqual(
+      { pairs: s.positionConsistency.pairs, flips: s.positionConsistency.flips, flagged: s.positionConsistency.flagged },
+      { pairs: 3, flips: 1, flagged: true },
+    );
+    assert.equal(s.unreadVerdicts, 1);
+    assert.deepEqual(s.recusals, [{ slot: 'judge_a', engineId: 'sim/beta-plus', replacedBy: 'sim/alpha-plus', questions: 2 }]);
+    assert.equal(s.costMicros, 200);
+    assert.equal(s.templates, 1);
+    // Two questions leave a wide interval: not certified on a 0.5 point estimate.
+    assert.equal(s.verdict, 'not_certified');
+    assert.equal(summarizeRun('test', rows).verdict, null);
+  });
+
+  it('grounds the estimate: helps above one half, hurts below, unknown across it', () => {
+    const many = (verdict: 'win' | 'loss' | 'tie', n: number) =>
+      Array.from({ length: n }, (_, i) =>
+        result(
+          `q${i}`,
+          'medium',
+          [
+            ['judge_a', 1, verdict],
+            ['judge_b', 1, i % 4 === 0 ? 'tie' : verdict],
+          ],
+          [true, true],
+        ),
+      );
+    assert.equal(runEvidence(summarizeRun('test', many('win', 30)), 'medium', 'r1')?.verdict, 'likely_helps');
+    assert.equal(runEvidence(summarizeRun('test', many('loss', 30)), 'medium', 'r1')?.verdict, 'likely_hurts');
+    const mixed = summarizeRun('test', [...many('win', 10), ...many('loss', 10).map((r, i) => ({ ...r, questionId: `l${i}` }))]);
+    const unknown = runEvidence(mixed, 'medium', 'r1');
+    assert.equal(unknown?.verdict, 'unknown');
+    assert.equal(unknown?.basis, 'test_runs');
+    assert.match(
+      unknown?.evidence ?? '',
+      /^run r1, medium questions: n=20 \(40 judgments\), win rate 0\.\d{3} vs the baseline, 95% interval \[/,
+    );
+    assert.equal(runEvidence(mixed, 'deep', 'r1'), undefined, 'no hard questions were run');
+  });
+});

@@ -1,0 +1,173 @@
+import { ESLint } from 'eslint';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+
+/**
+ * The layer rules of eslint.config.mjs (DESIGN §3), run through ESLint's own API on code that is never written
+ * to disk: `filePath` only decides which folder's rules apply. Pure: no stack.
+ */
+const eslint = new ESLint({ cwd: path.join(__dirname, '..', '..', '..') });
+
+/** The layer-rule messages ESLint gives `code` as if it were the file `filePath`. */
+async function layerErrors(filePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  assert.ok(result, 'ESLint returned no result');
+  // An unknown file or a parse error would pass every check below for the wrong reason.
+  assert.ok(
+    result.messages.every((m) => !m.fatal),
+    `${filePath} did not parse: ${JSON.stringify(result.messages)}`,
+  );
+  return result.messages
+    .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports' || m.ruleId === 'no-restricted-syntax')
+    .map((m) => m.message);
+}
+
+async function refused(filePath: string, code: string, why: RegExp): Promise<void> {
+  const errors = await layerErrors(filePath, code);
+  assert.equal(errors.length, 1, `${filePath}: expected one refusal of\n  ${code}\ngot ${JSON.stringify(errors)}`);
+  assert.match(errors[0] ?? '', why);
+}
+
+async function accepted(filePath: string, code: string): Promise<void> {
+  assert.deepEqual(await layerErrors(filePath, code), [], `${filePath}: expected\n  ${code}\nto be accepted`);
+}
+
+describe('lint: layers are enforced', function () {
+  // The first lint loads the TypeScript parser.
+  this.timeout(30_000);
+
+  describe('domain/ is pure', () => {
+    it('refuses other project folders', async () => {
+      await refused(
+        'domain/bad.ts',
+        "import { createDb } from '../db/knex';\nexport const x = createDb;\n",
+        /domain\/ is pure: it imports nothing from other project folders/,
+      );
+      await refused('domain/bad.ts', "import { redact } from '../infra/redact';\nexport const x = redact;\n", /domain\/ is pure/);
+      await refused('domain/nested/bad.ts', "import type { Db } from '../../../db/knex';\nexport type X = Db;\n", /domain\/ is pure/);
+      await refused('domain/bad.ts', "export * from '../api/app';\n", /domain\/ is pure/);
+    });
+
+    it('refuses Node I/O modules, with or without the node: prefix', async () => {
+      await refused('domain/bad.ts', "import fs from 'node:fs';\nexport const x = fs;\n", /domain\/ is pure: no I\/O/);
+      await refused('domain/bad.ts', "import { readFile } from 'fs/promises';\nexport const x = readFile;\n", /domain\/ is pure: no I\/O/);
+      await refused('domain/bad.ts', "import { spawn } from 'node:child_process';\nexport const x = spawn;\n", /domain\/ is pure: no I\/O/);
+      await refused('domain/bad.ts', "export const load = () => import('node:fs');\n", /domain\/ is pure: no dynamic import/);
+    });
+
+    it('refuses database, Temporal and HTTP packages', async () => {
+      await refused('domain/bad.ts', "import knex from 'knex';\nexport const x = knex;\n", /domain\/ is pure: of npm packages/);
+      await refused('domain/bad.ts', "import { Pool } from 'pg';\nexport const x = Pool;\n", /domain\/ is pure: of npm packages/);
+      await refused(
+        'domain/bad.ts',
+        "import { sleep } from '@temporalio/workflow';\nexport const x = sleep;\n",
+        /domain\/ is pure: of npm packages/,
+      );
+    });
+
+    it('accepts its own modules, node:crypto and the pure libraries', async () => {
+      await accepted(
+        'domain/good.ts',
+        "import { createHash } from 'node:crypto';\nimport { z } from 'zod';\nimport { encode } from 'gpt-tokenizer/encoding/o200k_base';\nimport { usdToMicros } from './money';\nexport const x = [createHash, z, encode, usdToMicros];\n",
+      );
+      await accepted('domain/nested/good.ts', "import { usdToMicros } from '../money';\nexport const x = usdToMicros;\n");
+    });
+  });
+
+  describe('workflows/ are deterministic', () => {
+    it('refuses a value import of an activity module', async () => {
+      await refused(
+        'workflows/bad.ts',
+        "import { createDeliberationActivities } from '../activities/deliberation';\nexport const x = createDeliberationActivities;\n",
+        /import activities only as types/,
+      );
+      await refused('workflows/bad.ts', "import '../activities/deliberation';\n", /import activities only as types/);
+    });
+
+    it('accepts activity modules imported as types', async () => {
+      await accepted(
+        'workflows/good.ts',
+        "import type { DeliberationActivities } from '../activities/deliberation';\nexport type X = DeliberationActivities;\n",
+      );
+      await accepted(
+        'workflows/good.ts',
+        "import { type AccountActivities } from '../activities/accounts';\nexport type X = AccountActivities;\n",
+      );
+    });
+
+    it('refuses the Temporal client, worker and activity packages', async () => {
+      await refused(
+        'workflows/bad.ts',
+        "import { Client } from '@temporalio/client';\nexport const x = Client;\n",
+        /workflows\/ run in the Temporal sandbox/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import { Context } from '@temporalio/activity';\nexport const x = Context;\n",
+        /workflows\/ run in the Temporal sandbox/,
+      );
+    });
+
+    it('refuses Node modules, I/O folders and other packages', async () => {
+      await refused(
+        'workflows/bad.ts',
+        "import { randomUUID } from 'node:crypto';\nexport const x = randomUUID;\n",
+        /workflows\/ are deterministic and run in the Temporal sandbox: no Node module/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import { createDb } from '../db/knex';\nexport const x = createDb;\n",
+        /workflows\/ are deterministic: they import only domain/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import { startTrialTimer } from '../starters/trial-credit';\nexport const x = startTrialTimer;\n",
+        /workflows\/ are deterministic/,
+      );
+      await refused(
+        'workflows/bad.ts',
+        "import knex from 'knex';\nexport const x = knex;\n",
+        /workflows\/ are deterministic: of npm packages/,
+      );
+    });
+
+    it('accepts domain/, its own modules and the workflow SDK', async () => {
+      await accepted(
+        'workflows/good.ts',
+        "import { sleep } from '@temporalio/workflow';\nimport { defineSearchAttributeKey } from '@temporalio/common';\nimport { trialEndsAt } from '../domain/trial';\nimport { TASK_QUEUES } from './task-queues';\nexport const x = [sleep, defineSearchAttributeKey, trialEndsAt, TASK_QUEUES];\n",
+      );
+    });
+  });
+
+  describe('inner layers never import the edges (api/, cli/)', () => {
+    for (const folder of ['db', 'worker', 'engines', 'activities', 'starters', 'authoring', 'infra']) {
+      it(`${folder}/ refuses api/ and cli/`, async () => {
+        await refused(
+          `${folder}/bad.ts`,
+          "import { createApp } from '../api/app';\nexport const x = createApp;\n",
+          /api\/ and cli\/ are edges/,
+        );
+        await refused(`${folder}/bad.ts`, "import { main } from '../cli/main';\nexport const x = main;\n", /api\/ and cli\/ are edges/);
+      });
+    }
+
+    it('db/repositories/ refuses them at any depth, and accepts the layers below', async () => {
+      await refused(
+        'db/repositories/bad.ts',
+        "import type { Api } from '../../../api/app';\nexport type X = Api;\n",
+        /api\/ and cli\/ are edges/,
+      );
+      await accepted(
+        'db/good.ts',
+        "import { usdToMicros } from '../domain/money';\nimport { loadConfig } from '../infra/config';\nexport const x = [usdToMicros, loadConfig];\n",
+      );
+    });
+
+    it('the edges themselves may import anything below them', async () => {
+      await accepted(
+        'cli/good.ts',
+        "import { createApp } from '../api/app';\nimport { createDb } from '../db/knex';\nexport const x = [createApp, createDb];\n",
+      );
+    });
+  });
+});
