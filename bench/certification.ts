@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/app';
-import { DEFAULT_HEDGE_AFTER_MS } from '../api/operations/run-settings';
+import { DEFAULT_HEDGE_AFTER_MS } from '../operations/run-settings';
 import { getRun, questionResults } from '../db/repositories/runs';
 import { createOrganisation } from '../db/repositories/organisations';
 import { seedDemoModes } from '../db/seed';

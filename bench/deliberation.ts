@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { canonicalHash } from '../domain/canonical-json';
-import { runDeliberation } from '../api/operations/run-deliberation';
+import { runDeliberation } from '../operations/run-deliberation';
 import { callCeilingMicros } from '../domain/fees';
 import type { ModeRecord } from '../domain/modes';
 import type { Outcome } from '../domain/outcome';

@@ -11,7 +11,7 @@ import {
   type Author,
   type AuthoringDeps,
   type ModeView,
-} from '../authoring/modes';
+} from '../operations/authoring/modes';
 import { readAuthoredMode, writePriceFloor } from '../db/repositories/mode-authoring';
 import { QuorumError } from '../domain/errors';
 import { modeTemplate } from '../domain/mode-spec';

@@ -1,4 +1,4 @@
-import { html, type Html } from './html';
+import { html, type Html } from '../http/html';
 
 /**
  * The console's charts: small SVG drawn on the server with the escaping template tag, so a page needs no chart

@@ -1,4 +1,4 @@
-import type { AuthoringDeps, Author } from '../../authoring/modes';
+import type { AuthoringDeps, Author } from '../../operations/authoring/modes';
 import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Membership } from '../../db/repositories/people';
 import { organisationStatus } from '../../db/repositories/organisations';

@@ -1,5 +1,5 @@
-import type { RunDeps } from '../operations/run-settings';
-import type { RouteDeps } from '../routes/context';
+import type { RunDeps } from '../../operations/run-settings';
+import type { RouteDeps } from '../http/context';
 
 /** What the console's pages work with: the API's operations and settings, and how cookies are set here. */
 export interface ConsoleDeps extends RouteDeps, RunDeps {

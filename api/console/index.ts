@@ -5,7 +5,7 @@ import type { Context, Next } from 'koa';
 import helmet from 'koa-helmet';
 import { QuorumError } from '../../domain/errors';
 import type { ConsoleDeps } from './deps';
-import { html } from './html';
+import { html } from '../http/html';
 import { page } from './layout';
 import { accountPages } from './pages/account';
 import { authPages } from './pages/auth';

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { html, type Html } from './html';
+import { html, type Html } from '../http/html';
 import { consoleState } from './session';
 
 /** The console's page shell: navigation by what the person can see, accessible landmarks, no external assets. */

@@ -1,6 +1,6 @@
 import { BUCKET_NAMES } from '../../domain/form';
 import type { Outcome } from '../../domain/outcome';
-import { formARequests } from '../schemas/a';
+import { formARequests } from '../../operations/requests/a';
 import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, simulatedDisclosure, usd } from './shared';
 import type { FormSerialiser, JsonObject } from './shared';
 import { runSerialiser } from './runs';

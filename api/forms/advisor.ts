@@ -2,9 +2,9 @@ import type { QuoteRecord } from '../../db/repositories/quotes';
 import { adviceLines, type BucketAdvice } from '../../domain/advisor';
 import { BUCKETS } from '../../domain/questions/types';
 import type { BucketCounts } from '../../domain/runs';
-import type { AdviceResult } from '../operations/advisor';
-import type { Approval } from '../operations/quotes';
-import type { LaunchView } from '../operations/run-launch';
+import type { AdviceResult } from '../../operations/advisor';
+import type { Approval } from '../../operations/quotes';
+import type { LaunchView } from '../../operations/run-launch';
 import { usd, type JsonObject } from './shared';
 import type { RunNames } from './runs';
 

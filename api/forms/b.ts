@@ -1,7 +1,7 @@
 import { BUCKET_NAMES } from '../../domain/form';
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
-import { formBRequests } from '../schemas/b';
+import { formBRequests } from '../../operations/requests/b';
 import {
   ceilingUsd,
   completionShape,

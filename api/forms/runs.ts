@@ -4,8 +4,8 @@ import type { ResultGroup, RunSummary } from '../../domain/run-summary';
 import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
 import { runTiming } from '../../domain/runs';
-import { statusPath, type LaunchView } from '../operations/run-launch';
-import type { RunView } from '../operations/run-poll';
+import { statusPath, type LaunchView } from '../../operations/run-launch';
+import type { RunView } from '../../operations/run-poll';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
 import { usd, type Json, type JsonObject } from './shared';
 

@@ -4,7 +4,7 @@ import { microsToUsd } from '../../domain/money';
 import type { Outcome, SeatPass, StaffCall } from '../../domain/outcome';
 import type { Quote, TierRate, TierRates } from '../../domain/estimate';
 import type { Classification } from '../../domain/classifier';
-import type { RequestSchemas } from '../schemas/common';
+import type { RequestSchemas } from '../../operations/requests/common';
 import type { RunSerialiser } from './runs';
 
 /** JSON as the serialisers emit it; an `undefined` member is left out of the body. */

@@ -1,6 +1,6 @@
 import { ERROR_TABLE, type QuorumError } from '../../domain/errors';
 import { VALIDATION_CODES, type Refusal } from '../../domain/mode-validation-codes';
-import { errorBody } from '../errors';
+import { errorBody } from '../http/errors';
 import type { JsonObject } from '../forms/shared';
 
 /**

@@ -10,7 +10,7 @@ import { QuorumError } from '../../domain/errors';
 import { parseAccountId } from '../../domain/plans';
 import type { Logger } from '../../infra/log';
 import { secretBox, type SecretBox } from '../../infra/secret-box';
-import { html } from '../console/html';
+import { html } from '../http/html';
 
 /**
  * The OAuth 2.1 authorization server for connected apps (spec 01 item 7, DESIGN §15), from `oidc-provider` (a

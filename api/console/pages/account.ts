@@ -1,4 +1,4 @@
-import { baseUrlOf } from '../../routes/runs';
+import { baseUrlOf } from '../../v1/runs';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../db/repositories/api-keys';
@@ -15,7 +15,7 @@ import { startTrialTimer } from '../../../starters/trial-credit';
 import type { ConsoleDeps } from '../deps';
 import { usd, when } from '../format';
 import { formOf, text } from '../forms';
-import { html, type Html } from '../html';
+import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { ConsoleRefusal, requireOrg, requireUser } from '../session';
 import { inviteUrl } from './auth';

@@ -14,7 +14,7 @@ import {
 import { nameProblems, normaliseEmail, passwordProblems, PASSWORD_LIMITS } from '../../../domain/people';
 import { startTrialTimer } from '../../../starters/trial-credit';
 import { formOf, text } from '../forms';
-import { html, type Html } from '../html';
+import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { DECOY_HASH, hashPassword, passwordMatches } from '../passwords';
 import { ConsoleRefusal, consoleState, cookieOptions, endSession, requireUser, SESSION_COOKIE } from '../session';

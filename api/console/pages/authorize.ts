@@ -8,7 +8,7 @@ import { accountIdOf } from '../../../domain/plans';
 import { OAUTH_SCOPES } from '../../oauth/server';
 import type { ConsoleDeps } from '../deps';
 import { formOf } from '../forms';
-import { html } from '../html';
+import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { ConsoleRefusal, requireUser } from '../session';
 

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import { connectedAppsOf, revokeConnectedApp } from '../../../db/repositories/oauth-store';
 import type { ConsoleDeps } from '../deps';
 import { when } from '../format';
-import { html } from '../html';
+import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { ConsoleRefusal, requireUser } from '../session';
 

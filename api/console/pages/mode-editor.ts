@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
-import type { EngineListing } from '../../../authoring/modes';
+import type { EngineListing } from '../../../operations/authoring/modes';
 import { TIER_RANK, TIERS } from '../../../domain/modes';
-import { html, type Html } from '../html';
+import { html, type Html } from '../../http/html';
 import { csrfField } from '../layout';
 import {
   BASE_FIELD,

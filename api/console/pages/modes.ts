@@ -12,8 +12,8 @@ import {
   saveMode,
   type EngineListing,
   type ModeDetail,
-} from '../../../authoring/modes';
-import { proposeMode, type ModeProposal } from '../../../authoring/propose';
+} from '../../../operations/authoring/modes';
+import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
 import type { AuthContext } from '../../../db/repositories/api-keys';
 import type { Membership } from '../../../db/repositories/people';
 import { QuorumError } from '../../../domain/errors';
@@ -22,12 +22,12 @@ import { microsToUsd } from '../../../domain/money';
 import { BUCKETS, type Bucket } from '../../../domain/questions/types';
 import type { RunKind } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from '../../operations/run-launch';
-import { FORM_B_DIFFICULTIES, parseTestRunRequest } from '../../schemas/runs';
+import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from '../../../operations/run-launch';
+import { FORM_B_DIFFICULTIES, parseTestRunRequest } from '../../../operations/requests/runs';
 import { consoleAuth, consoleAuthoring, type Authoring } from '../console-auth';
 import type { ConsoleDeps } from '../deps';
 import { formOf, text } from '../forms';
-import { html, type Html } from '../html';
+import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { editorSections, isShown, postedValue, specFromForm, type Shown, type Spec } from '../mode-form';
 import { ConsoleRefusal, requireOrg } from '../session';

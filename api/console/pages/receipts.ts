@@ -8,7 +8,7 @@ import { isStorableText } from '../../../domain/storable-text';
 import { barChart } from '../chart';
 import type { ConsoleDeps } from '../deps';
 import { count, duration, usd, when } from '../format';
-import { html, type Html } from '../html';
+import { html, type Html } from '../../http/html';
 import { page } from '../layout';
 import { ConsoleRefusal, requireOrg } from '../session';
 

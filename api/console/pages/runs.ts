@@ -10,7 +10,7 @@ import { cancelRun, runProgress } from '../../../starters/runs';
 import { intervalChart, type IntervalRow } from '../chart';
 import type { ConsoleDeps } from '../deps';
 import { count, duration, percent, rate, usd, when } from '../format';
-import { html, type Html } from '../html';
+import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { ConsoleRefusal, requireOrg } from '../session';
 

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../../api/app';
 import { listen } from '../../../api/listen';
-import type { RunSettings } from '../../../api/operations/run-settings';
+import type { RunSettings } from '../../../operations/run-settings';
 import type { Db } from '../../../db/knex';
 import type { Form } from '../../../domain/form';
 import { createApiKey, type CreateApiKeyInput } from '../../../db/repositories/api-keys';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { countMessagesTokens } from '../../../domain/tokens';
-import { checkInputTokens } from '../../../api/operations/checks';
+import { checkInputTokens } from '../../../operations/checks';
 import type { AuthContext } from '../../../db/repositories/api-keys';
 import { call, EXPRESS, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, type Api, type TestOrg } from './helpers';
 

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { runDeliberation, type RunDeliberationInput } from '../../../api/operations/run-deliberation';
+import { runDeliberation, type RunDeliberationInput } from '../../../operations/run-deliberation';
 import { countMessagesTokens } from '../../../domain/tokens';
 import { callCeilingMicros } from '../../../domain/fees';
 import type { ModeConfig, ModeRecord, Tier } from '../../../domain/modes';

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { releaseMode, reviewListing, saveMode, type Author, type AuthoringDeps } from '../../../authoring/modes';
+import { releaseMode, reviewListing, saveMode, type Author, type AuthoringDeps } from '../../../operations/authoring/modes';
 import { revokeApiKey } from '../../../db/repositories/api-keys';
 import { readAuthoredMode, releaseDraft, saveDraft, writeListing } from '../../../db/repositories/mode-authoring';
 import { QuorumError } from '../../../domain/errors';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { checkModeSpec, saveMode, type Author, type AuthoringDeps } from '../../../authoring/modes';
-import { proposeMode, type ModeProposal } from '../../../authoring/propose';
+import { checkModeSpec, saveMode, type Author, type AuthoringDeps } from '../../../operations/authoring/modes';
+import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
 import type { Db } from '../../../db/knex';
 import { readAuthoredMode } from '../../../db/repositories/mode-authoring';
 import { setProviderKey, type KeyFamily } from '../../../db/repositories/provider-credentials';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { OperationDeps } from '../../../api/operations/deps';
+import type { OperationDeps } from '../../../operations/deps';
 import type { AuthContext } from '../../../db/repositories/api-keys';
 import { authenticateApp } from '../../../db/repositories/app-principals';
 import { createPerson, type Person } from '../../../db/repositories/people';

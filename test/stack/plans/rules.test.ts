@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { formB } from '../../../api/forms/b';
-import { createCompletion } from '../../../api/operations/completion';
-import { estimate } from '../../../api/operations/estimate';
-import { listModels } from '../../../api/operations/models';
+import { createCompletion } from '../../../operations/completion';
+import { estimate } from '../../../operations/estimate';
+import { listModels } from '../../../operations/models';
 import { authenticate } from '../../../db/repositories/api-keys';
 import { authenticateApp } from '../../../db/repositories/app-principals';
 import { acquireLease, releaseLease } from '../../../db/repositories/limits';

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { listLedger } from '../../../db/repositories/ledger';
-import { TestPollSchema } from '../../../api/schemas/run-resources';
+import { TestPollSchema } from '../../../api/v1/run-resources';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
 import { stack } from '../../harness/stack';
 import { startWorkerProcess, stackProcessEnv } from '../../harness/worker';

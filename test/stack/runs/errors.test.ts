@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { launchFingerprint } from '../../../api/operations/run-launch';
+import { launchFingerprint } from '../../../operations/run-launch';
 import { launchRun } from '../../../db/repositories/runs';
 import { setListingState } from '../../../db/repositories/modes';
 import type { Form } from '../../../domain/form';
 import { certificationSpec } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { LaunchSchema } from '../../../api/schemas/run-resources';
+import { LaunchSchema } from '../../../api/v1/run-resources';
 import { call, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, type Api, type TestOrg } from '../api/helpers';
 import { customMode } from '../deliberation/helpers';
 import { stack } from '../../harness/stack';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { listLedger } from '../../../db/repositories/ledger';
 import { getRun } from '../../../db/repositories/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { CertifyPollSchema, LaunchSchema, TestPollSchema } from '../../../api/schemas/run-resources';
+import { CertifyPollSchema, LaunchSchema, TestPollSchema } from '../../../api/v1/run-resources';
 import { cancelRun } from '../../../starters/runs';
 import { call, newKey, newOrg, startApi, USER, type Api } from '../api/helpers';
 import { recordHistory, startProductWorkers } from '../deliberation/helpers';

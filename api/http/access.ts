@@ -1,0 +1,72 @@
+import type { Db } from '../../db/knex';
+import { authenticate, type AuthContext } from '../../db/repositories/api-keys';
+import { authenticateApp } from '../../db/repositories/app-principals';
+import { admitRequest } from '../../db/repositories/limits';
+import { isApiKeyAttempt, type Scope } from '../../domain/api-keys';
+import { QuorumError } from '../../domain/errors';
+import { isDependencyOutage } from './errors';
+import type { Edge, OAuthServer } from '../oauth/server';
+
+/**
+ * Who is calling, and may they: the checks every edge (REST and MCP) runs first, in DESIGN §8's order —
+ * browser `Origin` (403) → key or access token (401) → organisation (403) → scope (403) → requests per minute per
+ * key or grant (429).
+ */
+export interface Credentials {
+  /** The `Authorization` header as sent. */
+  authorization?: string;
+  /** The `Origin` header, present when a browser sent the request. */
+  origin?: string;
+  /** Which edge: an access token is good only on the one it was issued for. */
+  edge: Edge;
+}
+
+/** What the access check reads: the database, and the authorization server that knows access tokens. */
+export interface AccessDeps {
+  db: Db;
+  oauth: OAuthServer;
+}
+
+export const DEFAULT_REQUESTS_PER_MINUTE = 60;
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** `scope` undefined: the caller checks each operation's own scope (`requireScope`), as the MCP server does per tool. */
+export async function authorize(deps: AccessDeps, credentials: Credentials, scope: Scope | undefined): Promise<AuthContext> {
+  // A browser sends Origin on cross-origin fetches; a real key seen there is treated as leaked (spec 01, Authentication 3).
+  if (credentials.origin !== undefined)
+    throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
+  const match = BEARER.exec(credentials.authorization ?? '');
+  if (!match) throw new QuorumError('invalid_api_key', 'Send the API key as `Authorization: Bearer <key>`.');
+  try {
+    return await admit(deps, credentials.edge, match[1], scope);
+  } catch (err) {
+    // The MCP server names its gate's own failure (spec 02); `/v1` answers service_unavailable, as for every outage.
+    if (credentials.edge === 'mcp' && isDependencyOutage(err))
+      throw new QuorumError('gate_check_failed', 'The access check could not complete; retry shortly.', { retryAfter: 2 });
+    throw err;
+  }
+}
+
+async function admit({ db, oauth }: AccessDeps, edge: Edge, bearer: string, scope: Scope | undefined): Promise<AuthContext> {
+  // Our keys have a prefix of their own; any other bearer is a connected app's access token (spec 01 item 7).
+  const auth = isApiKeyAttempt(bearer) ? await authenticate(db, bearer) : await authenticateApp(db, await oauth.verify(bearer, edge));
+  if (scope !== undefined) requireScope(auth, scope);
+  const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
+  const admission = await admitRequest(db, auth.keyId, limit);
+  if (!admission.allowed) {
+    throw new QuorumError('rate_limit_exceeded', `More than ${limit} requests in the last minute for this key.`, {
+      retryAfter: admission.retryAfterSeconds,
+    });
+  }
+  return auth;
+}
+
+export function requireScope(auth: AuthContext, scope: Scope): void {
+  if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
+}
+
+/** The key's own per-call ceiling in micro-dollars, when the service set one. */
+export function keyCeilingMicros(auth: AuthContext): number | undefined {
+  return auth.limits.maxCostMicros === null ? undefined : Number(auth.limits.maxCostMicros);
+}

@@ -1,0 +1,58 @@
+import type { Context, Middleware, Next } from 'koa';
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { AuthContext } from '../../db/repositories/api-keys';
+import type { Scope } from '../../domain/api-keys';
+import { recordRefusal } from '../../db/repositories/limits';
+import { QuorumError } from '../../domain/errors';
+import { authorize, type AccessDeps } from './access';
+
+/** What the gate leaves on `ctx.state` for the handlers behind it. */
+export interface ApiState {
+  /** The id error bodies report as `svc.request_id` (completions and estimates have one from the start). */
+  requestId?: string;
+  auth?: AuthContext;
+  /** `performance.now()` when the request reached the gate: the start of this round trip's own timing. */
+  startedAt?: number;
+}
+
+/** The caller the gate authenticated; only reachable behind `gate()`. */
+export function authOf(ctx: Context): AuthContext {
+  const auth = (ctx.state as ApiState).auth;
+  if (!auth) throw new Error('handler reached without the gate');
+  return auth;
+}
+
+export function startedAt(ctx: Context): number {
+  return (ctx.state as ApiState).startedAt ?? performance.now();
+}
+
+/** A request's id (`req_…` for completions, `est_…` for estimates): 96 random bits. */
+export function newRequestId(prefix: 'req' | 'est'): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/** The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals. */
+export function gate(access: AccessDeps, scope: Scope, requestIdPrefix?: 'req' | 'est'): Middleware {
+  const { db } = access;
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const state = ctx.state as ApiState;
+    state.startedAt = performance.now();
+    if (requestIdPrefix) state.requestId = newRequestId(requestIdPrefix);
+    const auth = await authorize(
+      access,
+      { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin, edge: 'v1' },
+      scope,
+    );
+    state.auth = auth;
+    try {
+      await next();
+    } catch (err) {
+      // Refused before it ran, under this request's own id: recorded so its receipt lookup says so (best effort).
+      if (state.requestId && err instanceof QuorumError && err.requestId === undefined) {
+        await recordRefusal(db, auth.orgId, state.requestId, err.code).catch(() => undefined);
+      }
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,133 @@
+import { z } from 'zod';
+import { ERROR_TABLE } from '../../domain/errors';
+import type { FormSerialiser } from '../forms';
+import { ModeSpecDocSchema } from '../../domain/mode-spec';
+import { IdempotencyKeySchema } from '../../operations/requests/common';
+import type { JsonObject } from '../forms/shared';
+import { CertifyPollSchema, CertifyRequestSchema, LaunchSchema, TestPollSchema, testRunRequestSchema } from './run-resources';
+
+/** The error body every failure uses (spec 01 "Error body"); documented from the same table that builds it. */
+const ErrorBodySchema = z.object({
+  error: z.object({
+    message: z.string(),
+    type: z.enum(['invalid_request_error', 'authentication_error', 'permission_error', 'rate_limit_error', 'api_error']),
+    code: z.enum(Object.keys(ERROR_TABLE) as [string, ...string[]]),
+    param: z.string().nullable(),
+  }),
+  svc: z.object({ request_id: z.string().nullable() }).optional(),
+});
+
+/** JSON Schema (draft 2020-12, which OpenAPI 3.1 uses natively) of what a request schema accepts. */
+function schemaOf(schema: z.ZodType): JsonObject {
+  const doc = { ...(z.toJSONSchema(schema, { io: 'input' }) as JsonObject) };
+  // The document itself declares the dialect.
+  delete doc.$schema;
+  return doc;
+}
+
+const json = (schema: JsonObject): JsonObject => ({ 'application/json': { schema } });
+const ok = (description: string): JsonObject => ({ description, content: json({ type: 'object' }) });
+const okOf = (description: string, ref: string): JsonObject => ({ description, content: json({ $ref: `#/components/schemas/${ref}` }) });
+const batchId = { name: 'batch_id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } };
+/** The failure statuses an operation may answer (spec 01 per endpoint, plus 413 for an oversized body), each in the error shape. */
+const errors = (...statuses: number[]): JsonObject =>
+  Object.fromEntries(
+    statuses.map((s) => [
+      String(s),
+      { description: 'An error in the spec shape.', content: json({ $ref: '#/components/schemas/ErrorBody' }) },
+    ]),
+  );
+/** Every endpoint can refuse the caller (401, 403), limit it (429) and fail on the service side (500, 503). */
+const ALWAYS = [401, 403, 429, 500, 503];
+
+/** GET /openapi.json: generated from the zod schemas that validate the requests of this deployment's Form. */
+export function openApiDocument(serialiser: FormSerialiser): JsonObject {
+  const body = (schema: z.ZodType): JsonObject => ({ required: true, content: json(schemaOf(schema)) });
+  return {
+    openapi: '3.1.0',
+    info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
+    security: [{ bearer: [] }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        ErrorBody: schemaOf(ErrorBodySchema),
+        RunAccepted: schemaOf(LaunchSchema),
+        TestRunPoll: schemaOf(TestPollSchema),
+        CertificationPoll: schemaOf(CertifyPollSchema),
+        // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
+        ModeSpec: schemaOf(ModeSpecDocSchema),
+      },
+    },
+    paths: {
+      '/v1/chat/completions': {
+        post: {
+          operationId: 'createChatCompletion',
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }],
+          requestBody: body(serialiser.requests.completion),
+          responses: { '200': ok('A chat completion with the `svc` block.'), ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502) },
+        },
+      },
+      '/v1/estimate': {
+        post: {
+          operationId: 'createEstimate',
+          requestBody: body(serialiser.requests.estimate),
+          responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors(...ALWAYS, 400, 404, 413, 502) },
+        },
+      },
+      '/v1/models': {
+        get: { operationId: 'listModels', responses: { '200': ok('`{object: list, data}` of callable modes.'), ...errors(...ALWAYS) } },
+      },
+      '/v1/receipts/{request_id}': {
+        get: {
+          operationId: 'getReceipt',
+          parameters: [
+            { name: 'request_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
+            { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
+          ],
+          responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors(...ALWAYS, 400, 404) },
+        },
+      },
+      '/v1/tests': {
+        post: {
+          operationId: 'launchTestRun',
+          parameters:
+            serialiser.form === 'B'
+              ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }]
+              : [],
+          requestBody: body(testRunRequestSchema(serialiser.form)),
+          responses: {
+            '200': okOf('Launched (charged up front), or priced when `dry_run`.', 'RunAccepted'),
+            ...errors(...ALWAYS, 400, 404, 413, ...(serialiser.form === 'B' ? [402, 409, 422] : [])),
+          },
+        },
+        get: {
+          operationId: 'getTestRun',
+          parameters: [batchId],
+          responses: { '200': okOf('Progress, and results once the run has ended.', 'TestRunPoll'), ...errors(...ALWAYS, 400, 404) },
+        },
+      },
+      '/v1/certify': {
+        post: {
+          operationId: 'launchCertification',
+          parameters:
+            serialiser.form === 'B'
+              ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }]
+              : [],
+          requestBody: body(CertifyRequestSchema),
+          responses: {
+            '200': okOf('150 questions, three judges, two repeats; $50 flat.', 'RunAccepted'),
+            ...errors(...ALWAYS, 400, 404, 413, ...(serialiser.form === 'B' ? [402, 409, 422] : [])),
+          },
+        },
+        get: {
+          operationId: 'getCertification',
+          parameters: [batchId],
+          responses: {
+            '200': okOf('Progress, and the verdict once the run has ended.', 'CertificationPoll'),
+            ...errors(...ALWAYS, 400, 404),
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import type { Context } from 'koa';
+import { readJsonObject } from '../http/body';
+import { authOf } from '../http/gate';
+import { launchCertification, launchTestRun } from '../../operations/run-launch';
+import { pollRun } from '../../operations/run-poll';
+import type { RunDeps } from '../../operations/run-settings';
+import { parseIdempotencyKey } from '../../operations/requests/common';
+import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
+import type { RouteDeps } from '../http/context';
+
+type RunRouteDeps = RouteDeps & RunDeps;
+
+/** The address the caller reached, for status URLs (Koa 3's `ctx.origin` is the Origin header, not this). */
+export function baseUrlOf(ctx: Context): string {
+  return `${ctx.protocol}://${ctx.host}`;
+}
+
+/** POST /v1/tests: launched, or priced when `dry_run`. */
+export function launchTests(deps: RunRouteDeps) {
+  return async (ctx: Context): Promise<void> => {
+    const request = parseTestRunRequest(deps.form, await readJsonObject(ctx));
+    const view = await launchTestRun(deps, authOf(ctx), { request, idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']) });
+    ctx.body = deps.serialiser.runs.launch(view, baseUrlOf(ctx));
+  };
+}
+
+/** POST /v1/certify: 150 questions, three judges, two repeats, $50 flat. */
+export function launchCertify(deps: RunRouteDeps) {
+  return async (ctx: Context): Promise<void> => {
+    const request = parseCertifyRequest(deps.form, await readJsonObject(ctx));
+    const view = await launchCertification(deps, authOf(ctx), {
+      ...request,
+      idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']),
+    });
+    ctx.body = deps.serialiser.runs.launch(view, baseUrlOf(ctx));
+  };
+}
+
+/** GET /v1/tests and GET /v1/certify: progress while the run is live, its results once it has ended. */
+export function poll(deps: RunRouteDeps, kind: 'test' | 'certification') {
+  return async (ctx: Context): Promise<void> => {
+    const view = await pollRun(deps, authOf(ctx), kind, parseBatchId(ctx.query.batch_id));
+    ctx.body = deps.serialiser.runs.poll(view);
+  };
+}

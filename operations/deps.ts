@@ -1,0 +1,18 @@
+import type { Client } from '@temporalio/client';
+import type { Db } from '../db/knex';
+import type { Form } from '../domain/form';
+import type { Engines } from '../engines';
+import type { Logger } from '../infra/log';
+
+/**
+ * What every operation works with. An operation is `(deps, auth, input) → result`: it runs the checks and the work
+ * behind one endpoint, throws `QuorumError`, and knows nothing of the edge (REST or MCP) that serialises its result.
+ */
+export interface OperationDeps {
+  db: Db;
+  client: Client;
+  form: Form;
+  /** For the estimate's classifier model, the same engines a deliberation's classify step calls. */
+  engines: Engines;
+  log: Logger;
+}

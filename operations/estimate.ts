@@ -1,0 +1,128 @@
+import { performance } from 'node:perf_hooks';
+import type { AuthContext } from '../db/repositories/api-keys';
+import type { Db } from '../db/knex';
+import { recordEstimate } from '../db/repositories/limits';
+import { recordedCallStats } from '../db/repositories/requests';
+import { latestRunSummary } from '../db/repositories/runs';
+import { runEvidence } from '../domain/run-summary';
+import type { Classification } from '../domain/classifier';
+import type { Form } from '../domain/form';
+import { quote, tierRates, worstCaseGatewayMicros, type QuoteInput, type TierRates } from '../domain/estimate';
+import { callCeilingMicros, type Ceiling } from '../domain/fees';
+import type { ChatMessage } from '../domain/messages';
+import { classifyHeuristic } from '../domain/classifier';
+import { assertPlanPermits } from '../domain/plan-rules';
+import { TIERS, type ModeRecord, type Tier } from '../domain/modes';
+import type { TokenPrices } from '../domain/pricing';
+import { findEngine } from '../engines/catalog';
+import { classifyPrompt } from '../engines/classify';
+import { keyCeilingMicros } from '../api/http/access';
+import type { EstimateView } from '../api/forms/shared';
+import type { EstimateInput } from './requests/common';
+import { checkInputTokens, resolveMode, withConcurrencySlot } from './checks';
+import type { OperationDeps } from './deps';
+
+export function catalogPrices(engineId: string): TokenPrices | undefined {
+  const spec = findEngine(engineId);
+  return spec && { inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok };
+}
+
+/** The mode's fee rate per tier, from its recorded calls (one query per tier, in parallel). */
+export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
+  const stats = await Promise.all(TIERS.map((tier) => recordedCallStats(db, mode.id, tier)));
+  return tierRates(mode.config, { experience: stats[0], plus: stats[1], pro: stats[2] });
+}
+
+/**
+ * The ceiling of one call of `mode` by this caller: the key's or the mode's, lowered by `requested`; none (null) for a
+ * connected app's call on a plan, which pays real cost with no per-call ceiling (spec 01 rule 11).
+ */
+export function callerCeilingMicros(form: Form, auth: AuthContext, mode: ModeRecord, requested: number | undefined): Ceiling {
+  return auth.app ? null : callCeilingMicros(form, mode.config, keyCeilingMicros(auth), requested);
+}
+
+/**
+ * What a call on a plan holds while it runs: its engines' cost at its most, or the mode's own ceiling when an engine
+ * has no catalog price. It admits the call under the allowance; the charge is the real cost.
+ */
+export function planHoldMicros(
+  form: Form,
+  call: { mode: ModeRecord; tier: Tier; messages: readonly ChatMessage[]; promptTokens: number },
+): number {
+  const { mode, tier, promptTokens } = call;
+  const shape = { config: mode.config, tier, classification: classifyHeuristic(call.messages), promptTokens };
+  return worstCaseGatewayMicros(shape, catalogPrices) ?? callCeilingMicros(form, mode.config, undefined, undefined);
+}
+
+/** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
+export function callQuoteInput(
+  form: Form,
+  auth: AuthContext,
+  call: { mode: ModeRecord; tier: Tier; classification: Classification; promptTokens: number; rates: TierRates },
+): QuoteInput {
+  const { mode, tier, classification, promptTokens, rates } = call;
+  return {
+    form,
+    config: mode.config,
+    tier,
+    classification,
+    promptTokens,
+    rate: rates[tier],
+    source: 'service',
+    keyCeilingMicros: keyCeilingMicros(auth),
+    requestedCeilingMicros: undefined,
+    realCostOnly: auth.app !== undefined,
+  };
+}
+
+/** A mode's newest finished run changes a few times a day at most; the estimate's budget is milliseconds. */
+const EVIDENCE_TTL_MS = 30_000;
+const evidenceCache = new Map<string, { at: number; value: Promise<Awaited<ReturnType<typeof latestRunSummary>>> }>();
+
+/** The mode's newest completed run, read at most once per mode every 30 s per API process (so a new run shows within 30 s). */
+function runEvidenceOf(db: Db, modeId: string): ReturnType<typeof latestRunSummary> {
+  const now = Date.now();
+  const cached = evidenceCache.get(modeId);
+  if (cached && now - cached.at < EVIDENCE_TTL_MS) return cached.value;
+  const value = latestRunSummary(db, modeId);
+  evidenceCache.set(modeId, { at: now, value });
+  // A failed read is not kept: the next estimate asks again.
+  value.catch(() => evidenceCache.delete(modeId));
+  return value;
+}
+
+/**
+ * The free quote: the same classifier as a real call, in process (no workflow); it never reads or touches the
+ * balance. Subject to the same rate and concurrency limits as a billed call (spec 01). `startedAt` is the
+ * `performance.now()` of the round trip's start, for its own timing.
+ */
+export async function estimate(
+  deps: OperationDeps,
+  auth: AuthContext,
+  input: { requestId: string; body: EstimateInput; startedAt: number },
+): Promise<EstimateView> {
+  const { db, form } = deps;
+  const { body, requestId } = input;
+  const mode = await resolveMode(db, form, auth, body.model);
+  const tier = body.tier ?? 'plus';
+  // Free, but a connected app is refused what its plan would refuse the call (spec: after the mode is resolved).
+  if (auth.app) assertPlanPermits(auth.app.plan, { mode, model: body.model, tier });
+  const promptTokens = checkInputTokens(auth, body.messages);
+  // Read-only, so it may overlap the slot check; its failure surfaces where it is awaited.
+  const ratesRead = ratesOf(db, mode);
+  ratesRead.catch(() => undefined);
+  const evidenceRead = runEvidenceOf(db, mode.id);
+  evidenceRead.catch(() => undefined);
+  return withConcurrencySlot(db, auth, async () => {
+    const classifyStart = performance.now();
+    const classified = await classifyPrompt(deps.engines, deps.log, body.messages, mode.config.staff.classifier?.engine);
+    const classify = Math.round(performance.now() - classifyStart);
+    const [rates, runs] = await Promise.all([ratesRead, evidenceRead, recordEstimate(db, auth.orgId, requestId)]);
+    // DESIGN §10: once the mode has finished runs, they decide whether a panel helps on questions like this one.
+    const fromRuns = runs && runEvidence(runs.summary, classified.depth, runs.runId);
+    const classification = fromRuns ? { ...classified, deliberationValue: fromRuns } : classified;
+    const q = quote(callQuoteInput(form, auth, { mode, tier, classification, promptTokens, rates }), catalogPrices);
+    const total = Math.round(performance.now() - input.startedAt);
+    return { requestId, model: body.model, mode, classification, tier, rates, quote: q, timing: { total, classify } };
+  });
+}

@@ -1,0 +1,211 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import { classifyHeuristic } from '../domain/classifier';
+import { QuorumError } from '../domain/errors';
+import type { Form } from '../domain/form';
+import type { ChatMessage } from '../domain/messages';
+import type { ModeRecord, Tier } from '../domain/modes';
+import type { Outcome, Settlement } from '../domain/outcome';
+import { assertBillableRow } from '../db/repositories/ledger';
+import { assertPlanAllows } from '../db/repositories/plans';
+import type { PlanPayer } from '../domain/plan-rules';
+import { settleOutcome } from '../db/repositories/receipts';
+import {
+  claimRequest,
+  findRequestByKey,
+  findRequestWithBalance,
+  markRequestFailed,
+  outcomeOf,
+  unsettledOf,
+  type RequestState,
+} from '../db/repositories/requests';
+import { workflowIds } from '../domain/workflow-ids';
+import { startDeliberation } from '../starters/deliberation';
+import { deliberationAnswered, deliberationFailed } from '../api/http/metrics';
+
+export interface RunDeliberationInput {
+  orgId: string;
+  apiKeyId: string;
+  keyMode: 'live' | 'test';
+  /** The `Idempotency-Key` header, or `derivedIdempotencyKey(...)` when none was sent. */
+  idempotencyKey: string;
+  /** sha256 of the canonical body: Form A answers 422 when a succeeded key comes back with another body. */
+  fingerprint: string;
+  form: Form;
+  mode: ModeRecord;
+  model: string;
+  tier: Tier;
+  messages: ChatMessage[];
+  promptTokens: number;
+  /** null: no ceiling (a call on a plan). */
+  ceilingMicros: number | null;
+  /** A connected app's call: the person's plan pays (see DeliberationInput.payer); absent, the organisation does. */
+  payer?: PlanPayer;
+}
+
+export interface RunDeliberationDeps {
+  db: Knex;
+  client: Client;
+}
+
+/** A running row whose workflow is gone (the API died between claiming the key and starting) may be taken over. */
+async function workflowStillRunning(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return d.status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+async function replay(db: Knex, requestId: string): Promise<{ outcome: Outcome; replayed: true }> {
+  const outcome = await outcomeOf(db, requestId);
+  if (!outcome)
+    throw new QuorumError('internal_error', 'The stored answer for this key could not be read; retry with the same Idempotency-Key.', {
+      requestId,
+    });
+  return { outcome, replayed: true };
+}
+
+/** Maps the workflow's failure to the spec's error; the failure type is the error code where the table has it. */
+function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError {
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type && QuorumError.isCode(cause.type))
+    return new QuorumError(cause.type, cause.message, { requestId });
+  return new QuorumError('upstream_provider_error', 'The deliberation failed; nothing was billed. Retry with the same Idempotency-Key.', {
+    requestId,
+  });
+}
+
+/** A stored outcome settled now, once; a database that still refuses it is 502 again, and nothing ran. */
+async function settleAgain(db: Knex, unsettled: Settlement): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const requestId = unsettled.outcome.requestId;
+  try {
+    await settleOutcome(db, unsettled);
+  } catch (err) {
+    if (err instanceof QuorumError) throw new QuorumError(err.code, err.message, { requestId });
+    throw err;
+  }
+  return { outcome: unsettled.outcome, replayed: false };
+}
+
+/** 409 naming the running call's request id, so the caller can read its receipt once it ends. */
+async function inProgress(db: Knex, input: RunDeliberationInput): Promise<QuorumError> {
+  const running = await findRequestByKey(db, input.orgId, input.idempotencyKey);
+  return new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
+    retryAfter: 5,
+    requestId: running?.id,
+  });
+}
+
+/**
+ * DESIGN §4: the idempotency key is the workflow's identity. running → 409; succeeded → the stored answer;
+ * failed, or capped on Form B → a new run under the same workflow id. The caller's disconnect does not cancel
+ * the workflow: it finishes, settles once, and a retry with the same key replays it.
+ */
+export async function runDeliberation(
+  deps: RunDeliberationDeps,
+  input: RunDeliberationInput,
+): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const startedMs = performance.now();
+  const { db, client } = deps;
+  const workflowId = workflowIds.deliberation(input.orgId, input.idempotencyKey);
+  const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
+
+  // A live call the organisation pays reads its balance in the same round trip as the key's request (judged below).
+  const orgHold = input.keyMode === 'live' && !input.payer ? BigInt(input.ceilingMicros ?? 0) : undefined;
+  const { request: existing, balance } =
+    orgHold === undefined
+      ? { request: await findRequestByKey(db, input.orgId, input.idempotencyKey), balance: undefined }
+      : await findRequestWithBalance(db, input.orgId, input.idempotencyKey, orgHold);
+  if (existing?.state === 'succeeded' || (existing?.state === 'capped' && input.form === 'A')) {
+    if (input.form === 'A' && existing.fingerprint !== input.fingerprint) {
+      throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', {
+        param: 'Idempotency-Key',
+      });
+    }
+    return replay(db, existing.id);
+  }
+  // The engines ran but the database refused the outcome: settle what they said, never pay them for a second run.
+  const sameBody = input.form === 'B' || existing?.fingerprint === input.fingerprint;
+  if (existing?.state === 'failed' && existing.error_code === 'cost_unreadable' && sameBody) {
+    const unsettled = await unsettledOf(db, existing.id);
+    if (unsettled) return settleAgain(db, unsettled);
+  }
+  if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
+  // DESIGN §8: after idempotency (a call still in progress is 409 whatever the balance), 402 before anything
+  // runs (the balance, or a billing state of the organisation; on a plan, its allowance), so a refused call leaves
+  // no request row and starts no workflow. A test key bills nothing, so no billing state refuses it.
+  const stillRunning = existing?.state === 'running' && !takeOver.includes('running');
+  if (input.keyMode === 'live' && !stillRunning) {
+    if (input.payer) await assertPlanAllows(db, input.payer.personId, BigInt(input.payer.holdMicros));
+    else assertBillableRow(balance, input.orgId, orgHold ?? 0n);
+  }
+
+  const requestId = `req_${randomBytes(12).toString('hex')}`;
+  const claimed = await claimRequest(
+    db,
+    {
+      id: requestId,
+      orgId: input.orgId,
+      apiKeyId: input.apiKeyId,
+      idempotencyKey: input.idempotencyKey,
+      workflowId,
+      fingerprint: input.fingerprint,
+      modeId: input.mode.id,
+      model: input.model,
+    },
+    { takeOver, unclaimed: existing === undefined },
+  );
+  if (!claimed) throw await inProgress(db, input);
+
+  let handle;
+  try {
+    handle = await startDeliberation(
+      client,
+      {
+        requestId,
+        orgId: input.orgId,
+        keyMode: input.keyMode,
+        form: input.form,
+        mode: {
+          id: input.mode.id,
+          ticker: input.mode.ticker,
+          version: input.mode.version,
+          configHash: input.mode.configHash,
+          config: input.mode.config,
+        },
+        tier: input.tier,
+        messages: input.messages,
+        promptTokens: input.promptTokens,
+        ceilingMicros: input.ceilingMicros,
+        payer: input.payer,
+        // The heuristic is all a mode without a classifier model runs: classified here, the workflow skips a step.
+        classification: input.mode.config.staff.classifier ? undefined : classifyHeuristic(input.messages),
+        createdAt: new Date().toISOString(),
+      },
+      { idempotencyKey: input.idempotencyKey, model: input.model },
+    );
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw await inProgress(db, input);
+    await markRequestFailed(db, requestId, 'service_unavailable');
+    throw new QuorumError('service_unavailable', 'The deliberation could not be started; retry with the same Idempotency-Key.', {
+      requestId,
+      retryAfter: 2,
+    });
+  }
+
+  // Counted here, where the run ends for its caller: one counter and two observations, no round trip.
+  try {
+    const outcome = await handle.result();
+    deliberationAnswered(startedMs, outcome);
+    return { outcome, replayed: false };
+  } catch (err) {
+    const failure = err instanceof WorkflowFailedError ? toQuorumError(err, requestId) : err;
+    deliberationFailed(startedMs, failure instanceof QuorumError ? failure.code : 'unknown');
+    throw failure;
+  }
+}

@@ -1,0 +1,358 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import type { AuthContext } from '../db/repositories/api-keys';
+import { findMode, isListed } from '../db/repositories/modes';
+import { ownProviderFamilies } from '../db/repositories/provider-credentials';
+import { failLaunch, findRunByKey, launchRun, markRunQueued, questionsForRun, type RunRecord } from '../db/repositories/runs';
+import { keyAllowsMode } from '../domain/api-keys';
+import { isBillingRefusal } from '../domain/billing';
+import { canonicalHash } from '../domain/canonical-json';
+import { classifyHeuristic } from '../domain/classifier';
+import { QuorumError } from '../domain/errors';
+import { quote } from '../domain/estimate';
+import type { ModeRecord } from '../domain/modes';
+import type { Question } from '../domain/questions/types';
+import { planRun } from '../domain/run-plan';
+import {
+  BUCKET_DEPTH,
+  CERTIFICATION,
+  certificationSpec,
+  dealTiers,
+  estimatedRunMinutes,
+  runQuestionPriceMicros,
+  totalQuestions,
+  type BucketCounts,
+  type RunKind,
+  type RunSpec,
+} from '../domain/runs';
+import { countMessagesTokens } from '../domain/tokens';
+import { workflowIds } from '../domain/workflow-ids';
+import { startRun } from '../starters/runs';
+import { runPlanningContext } from '../engines/run-planning';
+import type { RunRequest } from './requests/runs';
+import type { OperationDeps } from './deps';
+import { callQuoteInput, catalogPrices, ratesOf } from './estimate';
+
+import { LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
+
+/**
+ * Launching test and certification runs (spec 02): mode (404 / 403 `mode_not_owned`) →
+ * questions and price (400) → engines (409 `provider_unavailable`) → listing (Form B certification) → dry run →
+ * idempotency (replay / 422 / 409 `reconciliation_required`) → the run and its charge in one transaction (daily
+ * limit 429, balance 402) → the workflow (a start that fails credits everything back).
+ */
+
+export interface LaunchView {
+  kind: RunKind;
+  dryRun: boolean;
+  mode: ModeRecord;
+  model: string;
+  run: RunRecord | null;
+  counts: BucketCounts;
+  totalQuestions: number;
+  priceMicros: number;
+  estimatedMinutes: number;
+  requiresListing: boolean;
+  /** The idempotency key had already launched this run: nothing new was started or charged. */
+  replayed: boolean;
+  note: string;
+}
+
+/** How a launch is keyed and bounded; an advisor quote's approval sets them all, a REST launch only the key. */
+export interface LaunchOptions {
+  idempotencyKey?: string;
+  /** The questions' seed (a quote's, so the launch draws exactly the questions it priced); fresh when absent. */
+  seed?: number;
+  runId?: string;
+  workflowId?: string;
+  /** Refused with 409 `requoted`, before any charge, when the run would now cost more than this. */
+  maxPriceMicros?: number;
+}
+
+/** Where a run is polled, below the address the caller reached. */
+export function statusPath(kind: RunKind, id: string): string {
+  return `/v1/${kind === 'test' ? 'tests' : 'certify'}?batch_id=${id}`;
+}
+
+/**
+ * Spec 02: on the launch endpoints `insufficient_balance` also covers a billing state (a used quota, missing billing,
+ * an activation allowance used); the message names which.
+ */
+function asInsufficientBalance(err: QuorumError): QuorumError {
+  if (!isBillingRefusal(err.code)) return err;
+  return new QuorumError('insufficient_balance', `${err.code}: ${err.message}`, { param: err.param, requestId: err.requestId });
+}
+
+/** Form A answers what Form B calls 402 and 409 with `launch_refused` (its launch lists neither status). */
+function refusal(form: 'A' | 'B', err: QuorumError): QuorumError {
+  if (form === 'B') return err;
+  return new QuorumError('launch_refused', err.message, { param: err.param, requestId: err.requestId });
+}
+
+async function resolveOwnMode(deps: OperationDeps, auth: AuthContext, model: string): Promise<ModeRecord> {
+  const mode = await findMode(deps.db, { orgId: auth.orgId, form: deps.form, model });
+  if (!mode)
+    throw new QuorumError('model_not_found', `No mode \`${JSON.stringify(model).slice(1, -1)}\` is available to this organisation.`, {
+      param: 'model',
+    });
+  if (mode.orgId !== auth.orgId)
+    throw new QuorumError('mode_not_owned', `Runs need a mode your organisation owns; \`${model}\` is not one of them.`, {
+      param: 'model',
+    });
+  if (!keyAllowsMode(auth.allowedModes, mode.id) && !keyAllowsMode(auth.allowedModes, mode.ticker))
+    throw new QuorumError('insufficient_scope', `This key is limited to other modes than \`${model}\`.`, { param: 'model' });
+  return mode;
+}
+
+async function runQuestions(deps: OperationDeps, auth: AuthContext, spec: RunSpec): Promise<Question[]> {
+  const found = await questionsForRun(deps.db, auth.orgId, spec);
+  if ('questions' in found) return found.questions;
+  const message =
+    found.missing === 'set'
+      ? `No question set \`${spec.questionSetId}\` in this organisation.`
+      : `Question set \`${spec.questionSetId}\` has fewer questions of some difficulty than the run asks for.`;
+  throw new QuorumError('invalid_request', message, { param: 'svc.question_set' });
+}
+
+/** 25% off the mode's normal quote for each question, at its bucket's depth and its tier, from its real prompt. */
+async function testRunPrice(
+  deps: OperationDeps,
+  auth: AuthContext,
+  mode: ModeRecord,
+  spec: RunSpec,
+  questions: Question[],
+): Promise<number> {
+  const rates = await ratesOf(deps.db, mode);
+  const base = classifyHeuristic([{ role: 'user', content: '' }]);
+  let total = 0;
+  for (const q of dealTiers(questions, spec.tiers)) {
+    const classification = { ...base, depth: BUCKET_DEPTH[q.bucket], lane: 'panel' as const };
+    const promptTokens = countMessagesTokens([{ role: 'user', content: q.question }]);
+    const priced = quote(callQuoteInput(deps.form, auth, { mode, tier: q.tier, classification, promptTokens, rates }), catalogPrices);
+    if (!priced)
+      throw new QuorumError('price_unavailable', `The mode has no API price for ${q.bucket} questions at the ${q.tier} tier.`, {
+        param: 'model',
+      });
+    total += runQuestionPriceMicros(priced.grossMicros);
+  }
+  return total;
+}
+
+async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: ModeRecord, spec: RunSpec): Promise<void> {
+  const simOnly = auth.mode === 'test';
+  const own = simOnly ? new Set<string>() : await ownProviderFamilies(deps.db, auth.orgId);
+  const plan = planRun(mode.config, spec, runPlanningContext(deps.engines, own, simOnly));
+  if (!plan.ok)
+    throw refusal(
+      deps.form,
+      new QuorumError(
+        'provider_unavailable',
+        `The run needs engines that cannot run here: ${plan.missing.join('; ')}. Nothing was charged.`,
+      ),
+    );
+}
+
+async function workflowExists(deps: OperationDeps, workflowId: string): Promise<boolean> {
+  try {
+    await deps.client.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** A key's earlier launch: the same body gets the same run; another body is 422; a launch cut off mid-way is reconciled. */
+async function replayLaunch(deps: OperationDeps, existing: RunRecord, fingerprint: string): Promise<RunRecord> {
+  if (existing.fingerprint !== fingerprint)
+    throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', {
+      param: 'Idempotency-Key',
+    });
+  if (existing.state === 'failed' && (existing.errorCode === 'reconciliation_required' || existing.errorCode === 'launch_failed'))
+    throw new QuorumError(
+      'reconciliation_required',
+      'An earlier attempt with this key stopped mid-charge and was credited back; retry with a new key.',
+    );
+  if (existing.state !== 'launching') return existing;
+  if (await workflowExists(deps, existing.workflowId)) {
+    await markRunQueued(deps.db, existing.id);
+    return { ...existing, state: 'queued' };
+  }
+  await failLaunch(deps.db, existing.id, 'reconciliation_required', 'The launch stopped between its charge and its start.');
+  throw new QuorumError(
+    'reconciliation_required',
+    'An earlier attempt with this key stopped mid-charge; it was credited back. Retry with a new key.',
+  );
+}
+
+/** What a launch's idempotency key is bound to: the run asked for, whether or not it was a dry run first. */
+export function launchFingerprint(kind: RunKind, request: RunRequest): string {
+  return canonicalHash({ kind, request: { ...request, dryRun: false } });
+}
+
+/** What a test run request asks of its run, its questions drawn from `seed`. */
+export function testRunSpec(request: RunRequest, seed: number): RunSpec {
+  const { counts, judges, repeats, protocol, punchUp, tiers, questionSetId } = request;
+  return { counts, judges, repeats, protocol, punchUp, tiers, questionSetId, seed };
+}
+
+async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
+  const { db, form } = deps;
+  const mode = await resolveOwnMode(deps, auth, request.model);
+  const seed = opts.seed ?? Number.parseInt(randomUUID().slice(0, 8), 16);
+  const spec: RunSpec = kind === 'certification' ? certificationSpec(seed) : testRunSpec(request, seed);
+  const questions = await runQuestions(deps, auth, spec);
+  const price = kind === 'certification' ? CERTIFICATION.priceMicros : await testRunPrice(deps, auth, mode, spec, questions);
+  // A test key's run is simulated and bills nothing, as its completions do.
+  const billed = auth.mode === 'test' ? 0 : price;
+  if (opts.maxPriceMicros !== undefined && !request.dryRun && billed > opts.maxPriceMicros)
+    throw new QuorumError('requoted', 'The run now costs more than the approved price; nothing was launched or charged.', {
+      detail: { price_micros: billed },
+    });
+  await assertEnginesRun(deps, auth, mode, spec);
+  const listed = form === 'A' || kind === 'test' || (await isListed(db, mode.id));
+  const total = totalQuestions(spec.counts);
+  const view: LaunchView = {
+    kind,
+    dryRun: request.dryRun,
+    mode,
+    model: request.model,
+    run: null,
+    counts: spec.counts,
+    totalQuestions: total,
+    priceMicros: billed,
+    estimatedMinutes: estimatedRunMinutes(mode.config, total, deps.runs.window),
+    requiresListing: !listed,
+    replayed: false,
+    note: '',
+  };
+  if (request.dryRun) {
+    view.note = listed
+      ? 'Priced only: nothing was started or charged.'
+      : 'Priced only. Certification needs the mode listed in the marketplace first.';
+    return view;
+  }
+  if (!listed)
+    throw new QuorumError('listing_required', 'Certification needs the mode listed in the marketplace; list it, then certify.', {
+      param: 'model',
+    });
+
+  // Form A has no idempotency on launches (spec 02: the header is Form B's); every Form A launch is a new run.
+  const key = (form === 'B' || opts.workflowId ? opts.idempotencyKey : undefined) ?? `auto-${randomUUID()}`;
+  const fingerprint = launchFingerprint(kind, request);
+  const existing = await findRunByKey(db, auth.orgId, kind, key);
+  if (existing)
+    return {
+      ...view,
+      priceMicros: existing.billedMicros,
+      run: await replayLaunch(deps, existing, fingerprint),
+      replayed: true,
+      note: 'Replayed: this key already launched this run.',
+    };
+
+  const runId = opts.runId ?? randomUUID();
+  const workflowId =
+    opts.workflowId ?? (kind === 'test' ? workflowIds.testRun(auth.orgId, key) : workflowIds.certification(auth.orgId, key));
+  const limit = kind === 'test' ? deps.runs.testsPerDay : deps.runs.certificationsPerDay;
+  let launched;
+  try {
+    launched = await launchRun(
+      db,
+      {
+        id: runId,
+        orgId: auth.orgId,
+        kind,
+        workflowId,
+        idempotencyKey: key,
+        fingerprint,
+        keyMode: auth.mode,
+        apiKeyId: auth.keyId,
+        modeId: mode.id,
+        modeVersion: mode.version,
+        model: request.model,
+        spec,
+        totalQuestions: total,
+        billedMicros: billed,
+        estimatedMinutes: view.estimatedMinutes,
+      },
+      limit,
+    );
+  } catch (err) {
+    if (err instanceof QuorumError && (err.code === 'insufficient_balance' || isBillingRefusal(err.code)))
+      throw refusal(form, asInsufficientBalance(err));
+    throw err;
+  }
+  if ('limited' in launched) {
+    const code = kind === 'test' ? 'test_launch_limit_exceeded' : 'certify_launch_limit_exceeded';
+    throw new QuorumError(
+      code,
+      `This organisation has launched ${limit} ${kind === 'test' ? 'test runs' : 'certifications'} in the last 24 hours.`,
+      {
+        retryAfter: LAUNCH_RETRY_AFTER_S,
+      },
+    );
+  }
+  // A concurrent launch with the same key won the row: answer as its replay.
+  if (!launched.created)
+    return { ...view, priceMicros: launched.run.billedMicros, run: await replayLaunch(deps, launched.run, fingerprint), replayed: true };
+
+  try {
+    await startRun(
+      deps.client,
+      workflowId,
+      {
+        runId,
+        orgId: auth.orgId,
+        kind,
+        keyMode: auth.mode,
+        mode,
+        spec,
+        form,
+        window: deps.runs.window,
+        historyLimit: deps.runs.historyLimit,
+        hedgeAfterMs: deps.runs.hedgeAfterMs,
+      },
+      form === 'A' ? mode.id : mode.ticker,
+    );
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      await failLaunch(db, runId, 'launch_failed', 'The run could not be started.');
+      throw new QuorumError(
+        'service_unavailable',
+        'The run could not be started and its charge was credited back; retry with a new Idempotency-Key.',
+        {
+          retryAfter: 2,
+        },
+      );
+    }
+  }
+  await markRunQueued(db, runId);
+  view.run = { ...launched.run, state: 'queued' };
+  view.note =
+    billed > 0 ? 'Charged up front; unanswered questions are credited back.' : 'A test key runs on simulated engines and bills nothing.';
+  return view;
+}
+
+export function launchTestRun(deps: RunDeps, auth: AuthContext, input: { request: RunRequest } & LaunchOptions): Promise<LaunchView> {
+  return launch(deps, auth, 'test', input.request, input);
+}
+
+export function launchCertification(
+  deps: RunDeps,
+  auth: AuthContext,
+  input: { model: string; dryRun: boolean } & LaunchOptions,
+): Promise<LaunchView> {
+  const spec = certificationSpec(0);
+  const request: RunRequest = {
+    model: input.model,
+    counts: spec.counts,
+    judges: spec.judges,
+    repeats: spec.repeats,
+    protocol: spec.protocol,
+    dryRun: input.dryRun,
+    tiers: spec.tiers,
+    punchUp: false,
+    questionSetId: null,
+  };
+  return launch(deps, auth, 'certification', request, input);
+}

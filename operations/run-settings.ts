@@ -1,0 +1,51 @@
+import { DEFAULT_RUN_WINDOW } from '../domain/runs';
+import type { OperationDeps } from './deps';
+
+/** How runs are limited and paced in this deployment (environment, with defaults), and what their operations need. */
+export interface RunSettings {
+  testsPerDay: number;
+  certificationsPerDay: number;
+  /** Questions in flight per run. */
+  window: number;
+  /** A run continues as new past this many history events (the workflow's default when absent). */
+  historyLimit?: number;
+  /** A run's engine calls still out after this long get a duplicate request (0: never); see workflows/hedge.ts. */
+  hedgeAfterMs?: number;
+  /** How long an advisor quote can be approved (default a day). */
+  quoteTtlSeconds?: number;
+  /** Advisor quotes need chat history; a deployment that keeps none answers `chat_history_required` (default on). */
+  chatHistory?: boolean;
+}
+
+/**
+ * Hedge a run's engine calls still out after 45 s (about the spec's p70): about 30% of calls get a duplicate, and
+ * a certification at the spec's latency ends in under 10 minutes (bench/certification.ts: 9.5 min; 10.1 at 60 s).
+ */
+export const DEFAULT_HEDGE_AFTER_MS = 45_000;
+export const DEFAULT_RUN_SETTINGS: RunSettings = {
+  testsPerDay: 20,
+  certificationsPerDay: 3,
+  window: DEFAULT_RUN_WINDOW,
+  hedgeAfterMs: DEFAULT_HEDGE_AFTER_MS,
+};
+export const LAUNCH_RETRY_AFTER_S = 3_600;
+export const DEFAULT_QUOTE_TTL_S = 86_400;
+
+export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
+  const positive = (name: string, fallback: number): number => {
+    const v = Number(env[name]);
+    return Number.isInteger(v) && v > 0 ? v : fallback;
+  };
+  return {
+    testsPerDay: positive('QUORUM_TEST_RUNS_PER_DAY', DEFAULT_RUN_SETTINGS.testsPerDay),
+    certificationsPerDay: positive('QUORUM_CERTIFICATIONS_PER_DAY', DEFAULT_RUN_SETTINGS.certificationsPerDay),
+    window: positive('QUORUM_RUN_WINDOW', DEFAULT_RUN_SETTINGS.window),
+    hedgeAfterMs: env.QUORUM_RUN_HEDGE_MS === '0' ? 0 : positive('QUORUM_RUN_HEDGE_MS', DEFAULT_HEDGE_AFTER_MS),
+    quoteTtlSeconds: positive('QUORUM_QUOTE_TTL_S', DEFAULT_QUOTE_TTL_S),
+    chatHistory: env.QUORUM_CHAT_HISTORY !== 'off',
+  };
+}
+
+export interface RunDeps extends OperationDeps {
+  runs: RunSettings;
+}
