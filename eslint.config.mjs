@@ -1,21 +1,26 @@
 import js from '@eslint/js';
 import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 /*
  * Layers (DESIGN §3), enforced here so a stray import fails `npm run lint`:
+ *   api/{v1,mcp,console,oauth}  the edges: siblings that never import each other; api/http and api/forms hold
+ *               what they share, and import no edge.
+ *   operations/ the application layer every edge and the CLI call: never imports an edge (api/, cli/).
  *   domain/     pure logic: imports only itself and a few pure npm libraries; no I/O, no process state.
  *   workflows/  deterministic, sandboxed: domain/, @temporalio/workflow|common, and activity modules as types.
- *   db/ worker/ engines/ activities/ starters/ authoring/ infra/  never reach up into the edges (api/, cli/).
- * Each rule names the project folders explicitly (at any depth of `../`), so a subfolder of a layer may still
- * import its siblings. test/lint/layers.test.ts shows each rule refusing a bad import.
+ *   db/ worker/ engines/ activities/ starters/ infra/  never reach up into operations/ or the edges.
+ * And no import cycle anywhere (import-x/no-cycle). Each rule names the project folders explicitly (at any depth of
+ * `../`), so a subfolder of a layer may still import its siblings. test/unit/lint/layers.test.ts shows each rule
+ * refusing a bad import.
  */
 
 /** Every top-level folder of project code. A new one goes here too, so domain/ and workflows/ keep refusing it. */
 const PROJECT_FOLDERS = [
   'activities',
   'api',
-  'authoring',
   'bench',
   'bin',
   'cli',
@@ -23,6 +28,7 @@ const PROJECT_FOLDERS = [
   'domain',
   'engines',
   'infra',
+  'operations',
   'starters',
   'test',
   'worker',
@@ -93,9 +99,45 @@ const workflowImports = {
 const innerImports = {
   patterns: [
     {
+      regex: intoFolders(['api', 'cli', 'operations']),
+      message:
+        'api/ and cli/ are edges and operations/ the layer they call: the inner layers (db/, worker/, engines/, activities/, starters/, infra/) never import them. Move the shared code down (e.g. a workflow start into starters/, pure logic into domain/).',
+    },
+  ],
+};
+
+const operationsImports = {
+  patterns: [
+    {
       regex: intoFolders(['api', 'cli']),
       message:
-        'api/ and cli/ are edges: the inner layers (db/, worker/, engines/, activities/, starters/, authoring/, infra/) never import them. Move the shared code down (e.g. a workflow start into starters/, pure logic into domain/).',
+        'operations/ is the application layer under every edge: it never imports an edge (api/, cli/). Declare the type it returns in operations/ and let the edge import it; take what it needs from an edge as an argument.',
+    },
+  ],
+};
+
+/** The edges of api/: each parses, calls an operation and serialises; none imports another. */
+const EDGES = ['v1', 'mcp', 'console', 'oauth'];
+/** A relative import into one of api/'s `edges` from inside api/, at any depth: `../mcp/tools`, `../../oauth/server`. */
+const intoEdges = (edges) => `^(\\.\\./)+(api/)?(${edges.join('|')})(/|$)`;
+const edgeImports = (edge) => ({
+  patterns: [
+    {
+      regex: intoEdges(EDGES.filter((e) => e !== edge)),
+      message: `api/${edge}/ is an edge: it never imports another edge (${EDGES.filter((e) => e !== edge)
+        .map((e) => `api/${e}/`)
+        .join(
+          ', ',
+        )}). Move what both need to api/http/ (plumbing), api/forms/ (serialisers) or operations/; pass a capability in through the edge's deps.`,
+    },
+  ],
+});
+const sharedApiImports = {
+  patterns: [
+    {
+      regex: intoEdges(EDGES),
+      message:
+        'api/http/ and api/forms/ are what the edges share: they import no edge. Declare an interface here and let the edge implement it.',
     },
   ],
 };
@@ -131,8 +173,28 @@ export default tseslint.config(
     },
   },
   {
-    files: ['db/**', 'worker/**', 'engines/**', 'activities/**', 'starters/**', 'authoring/**', 'infra/**'],
+    files: ['db/**', 'worker/**', 'engines/**', 'activities/**', 'starters/**', 'infra/**'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', innerImports] },
+  },
+  {
+    files: ['operations/**'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', operationsImports] },
+  },
+  ...EDGES.map((edge) => ({
+    files: [`api/${edge}/**`],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', edgeImports(edge)] },
+  })),
+  {
+    files: ['api/http/**', 'api/forms/**'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', sharedApiImports] },
+  },
+  {
+    // Type-only imports count too: a circle of types still ties the modules into one unit to read and change.
+    files: ['**/*.ts'],
+    plugins: { 'import-x': importX },
+    // The plugin's TypeScript settings (parser and extensions for the files it follows), with the TypeScript resolver.
+    settings: { ...importX.flatConfigs.typescript.settings, 'import-x/resolver-next': [createTypeScriptImportResolver()] },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
   {
     files: ['bin/**/*.js'],

@@ -1,5 +1,5 @@
 import { expireTrialCredit } from '../db/repositories/trial-credit';
-import type { ActivityDeps } from './index';
+import type { ActivityDeps } from './deps';
 
 /** Activities of the accounts workflows; bigint crosses Temporal's JSON payloads as a decimal string. */
 export function createAccountActivities({ db, log }: Pick<ActivityDeps, 'db' | 'log'>) {

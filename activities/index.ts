@@ -1,18 +1,10 @@
-import type { Db } from '../db/knex';
-import type { Engines } from '../engines';
-import type { Logger } from '../infra/log';
+/** The activities: all the I/O the workflows need (engines, Postgres, search), one factory per workflow family. */
 import { createAccountActivities } from './accounts';
 import { createBenchmarkActivities } from './benchmark';
 import { createDeliberationActivities } from './deliberation';
+import type { ActivityDeps } from './deps';
 
-/** What activities need from the outside world; built once per worker process. */
-export interface ActivityDeps {
-  db: Db;
-  engines: Engines;
-  log: Logger;
-  /** Settings read by activities (e.g. QUORUM_SEARXNG_URL); process.env when absent. */
-  env?: NodeJS.ProcessEnv;
-}
+export type { ActivityDeps } from './deps';
 
 /** Temporal samples' habit: a factory closing over dependencies, so tests pass real ones of their own. */
 export function createActivities(deps: ActivityDeps) {

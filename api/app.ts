@@ -20,7 +20,8 @@ import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { launchCertify, launchTests, poll } from './v1/runs';
 import { httpMetrics, metricsEndpoint, statusOf } from './http/metrics';
-import { OAuthServer, type Edge } from './oauth/server';
+import type { Edge } from './http/access';
+import { OAuthServer } from './oauth/server';
 import { loadConfig } from '../infra/config';
 import { runSettingsFromEnv, type RunSettings } from '../operations/run-settings';
 

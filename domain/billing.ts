@@ -6,6 +6,9 @@ import type { ErrorCode } from './errors';
  * money cannot disagree; this module names its answers.
  */
 
+/** An organisation's standing; a suspended one is refused on every edge (403 `org_suspended`). */
+export type OrganisationStatus = 'active' | 'suspended';
+
 export const BILLING = ['active', 'not_configured'] as const;
 export type Billing = (typeof BILLING)[number];
 

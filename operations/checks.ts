@@ -2,7 +2,7 @@ import type { Db } from '../db/knex';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { acquireLease, LEASE_TTL_MS, releaseLease, renewLease } from '../db/repositories/limits';
 import { findMode } from '../db/repositories/modes';
-import { keyAllowsMode } from '../domain/api-keys';
+import { keyAllowsMode, type Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import type { ModeRecord } from '../domain/modes';
 import type { ChatMessage } from '../domain/messages';
@@ -110,4 +110,14 @@ export function withPersonSlot<T>(db: Db, auth: AuthContext, work: () => Promise
     { retryAfter: CONCURRENCY_RETRY_AFTER_S },
   );
   return withSlot(db, { holder: `person:${personId}`, limit: plan.maxInFlight, refusal }, work, needsNoSlot);
+}
+
+/** Each operation checks its own scope (the MCP server admits a call before it knows the tool). */
+export function requireScope(auth: AuthContext, scope: Scope): void {
+  if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
+}
+
+/** The key's own per-call ceiling in micro-dollars, when the service set one. */
+export function keyCeilingMicros(auth: AuthContext): number | undefined {
+  return auth.limits.maxCostMicros === null ? undefined : Number(auth.limits.maxCostMicros);
 }

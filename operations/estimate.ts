@@ -7,7 +7,7 @@ import { latestRunSummary } from '../db/repositories/runs';
 import { runEvidence } from '../domain/run-summary';
 import type { Classification } from '../domain/classifier';
 import type { Form } from '../domain/form';
-import { quote, tierRates, worstCaseGatewayMicros, type QuoteInput, type TierRates } from '../domain/estimate';
+import { quote, tierRates, worstCaseGatewayMicros, type Quote, type QuoteInput, type TierRates } from '../domain/estimate';
 import { callCeilingMicros, type Ceiling } from '../domain/fees';
 import type { ChatMessage } from '../domain/messages';
 import { classifyHeuristic } from '../domain/classifier';
@@ -16,11 +16,22 @@ import { TIERS, type ModeRecord, type Tier } from '../domain/modes';
 import type { TokenPrices } from '../domain/pricing';
 import { findEngine } from '../engines/catalog';
 import { classifyPrompt } from '../engines/classify';
-import { keyCeilingMicros } from '../api/http/access';
-import type { EstimateView } from '../api/forms/shared';
 import type { EstimateInput } from './requests/common';
-import { checkInputTokens, resolveMode, withConcurrencySlot } from './checks';
+import type { Outcome } from '../domain/outcome';
+import { checkInputTokens, keyCeilingMicros, resolveMode, withConcurrencySlot } from './checks';
 import type { OperationDeps } from './deps';
+
+export interface EstimateView {
+  requestId: string;
+  model: string;
+  mode: ModeRecord;
+  classification: Classification;
+  tier: Outcome['tier'];
+  rates: TierRates;
+  /** Undefined when an engine of the mode has no catalog price. */
+  quote: Quote | undefined;
+  timing: { total: number; classify: number };
+}
 
 export function catalogPrices(engineId: string): TokenPrices | undefined {
   const spec = findEngine(engineId);

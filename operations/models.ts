@@ -4,10 +4,20 @@ import { keyAllowsMode } from '../domain/api-keys';
 import type { ModeConfig } from '../domain/modes';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { simStandInsAllowed } from '../engines/run-planning';
-import type { ModelView } from '../api/forms/shared';
+import type { TierRates } from '../domain/estimate';
+import type { ModeRecord } from '../domain/modes';
 import type { OperationDeps } from './deps';
 import { planPermitsMode } from '../domain/plan-rules';
 import { callerCeilingMicros, ratesOf } from './estimate';
+
+export interface ModelView {
+  mode: ModeRecord;
+  rates: TierRates;
+  /** null: no per-call ceiling (a connected app's call on a plan). */
+  ceilingMicros: number | null;
+  /** Designed engines a simulated engine answers for in this (development) deployment; empty in production. */
+  simulatedEngines: string[];
+}
 
 /** Every engine a mode is designed to call: its seats and their backups on every tier, and its staff. */
 function designedEngines(config: ModeConfig): string[] {

@@ -15,7 +15,7 @@ import type { Tier } from '../domain/modes';
 import type { JudgeSlot, JudgingProtocol } from '../domain/run-judging';
 import { certificationSpec, type RunKind } from '../domain/runs';
 import { workflowIds } from '../domain/workflow-ids';
-import { requireScope } from '../api/http/access';
+import { requireScope } from './checks';
 import type { RunRequest } from './requests/runs';
 import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from './run-launch';
 import { DEFAULT_QUOTE_TTL_S, type RunDeps } from './run-settings';

@@ -23,7 +23,7 @@ import {
 } from '../db/repositories/requests';
 import { workflowIds } from '../domain/workflow-ids';
 import { startDeliberation } from '../starters/deliberation';
-import { deliberationAnswered, deliberationFailed } from '../api/http/metrics';
+import { deliberationAnswered, deliberationFailed } from './metrics';
 
 export interface RunDeliberationInput {
   orgId: string;

@@ -1,4 +1,4 @@
-import { baseUrlOf } from '../v1/runs';
+import { baseUrlOf } from '../http/context';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { deleteSession, membershipsOf, readSession, type Membership, type Session } from '../../db/repositories/people';

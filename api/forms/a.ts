@@ -1,8 +1,16 @@
 import { BUCKET_NAMES } from '../../domain/form';
 import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../../operations/requests/a';
-import { completionShape, estimateShape, receiptEnvelope, receiptShape, replayFields, simulatedDisclosure, usd } from './shared';
-import type { FormSerialiser, JsonObject } from './shared';
+import { usd, type JsonObject } from './json';
+import {
+  completionShape,
+  estimateShape,
+  receiptEnvelope,
+  receiptShape,
+  replayFields,
+  simulatedDisclosure,
+  type FormSerialiser,
+} from './shared';
 import { runSerialiser } from './runs';
 
 /** Form A: modes by key, depth surcharges, provider families; `finish_reason: cost_cap` when the ceiling stopped the run. */

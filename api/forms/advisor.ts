@@ -5,8 +5,8 @@ import type { BucketCounts } from '../../domain/runs';
 import type { AdviceResult } from '../../operations/advisor';
 import type { Approval } from '../../operations/quotes';
 import type { LaunchView } from '../../operations/run-launch';
-import { usd, type JsonObject } from './shared';
-import type { RunNames } from './runs';
+import { usd, type JsonObject } from './json';
+import type { RunNames } from './names';
 
 /** The advisor's answers (spec 02 `ask_advisor`, `approve_quote`), in the Form's names for buckets and modes. */
 export interface AdvisorSerialiser {

@@ -2,8 +2,8 @@ import { BUCKET_NAMES } from '../../domain/form';
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../../operations/requests/b';
+import { ceilingUsd, usd, type JsonObject } from './json';
 import {
-  ceilingUsd,
   completionShape,
   estimateShape,
   ratesJson,
@@ -11,9 +11,8 @@ import {
   receiptShape,
   replayFields,
   simulatedDisclosure,
-  usd,
+  type FormSerialiser,
 } from './shared';
-import type { FormSerialiser, JsonObject } from './shared';
 import { runSerialiser } from './runs';
 
 /** Form B: modes by ticker, per-Mtok mode fee, engines at actual cost plus the platform fee, cap credit over the ceiling. */

@@ -1,4 +1,3 @@
-import type { ModeRecord } from '../../domain/modes';
 import type { Bucket } from '../../domain/questions/types';
 import type { ResultGroup, RunSummary } from '../../domain/run-summary';
 import { BUCKETS } from '../../domain/questions/types';
@@ -7,17 +6,13 @@ import { runTiming } from '../../domain/runs';
 import { statusPath, type LaunchView } from '../../operations/run-launch';
 import type { RunView } from '../../operations/run-poll';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
-import { usd, type Json, type JsonObject } from './shared';
+import { usd, type Json, type JsonObject } from './json';
+import type { RunNames } from './names';
 
 /**
  * The run resources of spec 02 (accepted launches, the `batch` and `certification` objects), one shape for both
  * Forms: a Form names the buckets (`light` or `easy`) and the mode (`id` or ticker) its own way.
  */
-export interface RunNames {
-  bucket: Readonly<Record<Bucket, string>>;
-  modeKey(mode: Pick<ModeRecord, 'id' | 'ticker'>): string;
-}
-
 export interface RunSerialiser extends AdvisorSerialiser {
   launch(view: LaunchView, baseUrl: string): JsonObject;
   poll(view: RunView): JsonObject;

@@ -1,48 +1,11 @@
 import type { Form } from '../../domain/form';
-import type { ModeRecord } from '../../domain/modes';
-import { microsToUsd } from '../../domain/money';
 import type { Outcome, SeatPass, StaffCall } from '../../domain/outcome';
-import type { Quote, TierRate, TierRates } from '../../domain/estimate';
-import type { Classification } from '../../domain/classifier';
+import type { TierRate, TierRates } from '../../domain/estimate';
+import type { EstimateView } from '../../operations/estimate';
+import type { ModelView } from '../../operations/models';
 import type { RequestSchemas } from '../../operations/requests/common';
+import { usd, type JsonObject } from './json';
 import type { RunSerialiser } from './runs';
-
-/** JSON as the serialisers emit it; an `undefined` member is left out of the body. */
-export type Json = string | number | boolean | null | Json[] | JsonObject;
-export interface JsonObject {
-  [key: string]: Json | undefined;
-}
-
-/** Micro-dollars → the USD number of a `*_usd` field: the one place money leaves integers. */
-export function usd(micros: number): number {
-  return microsToUsd(BigInt(micros));
-}
-
-/** A ceiling's `*_usd` field: null when the call has none (a call on a plan), never a stand-in number. */
-export function ceilingUsd(micros: number | null): number | null {
-  return micros === null ? null : usd(micros);
-}
-
-export interface EstimateView {
-  requestId: string;
-  model: string;
-  mode: ModeRecord;
-  classification: Classification;
-  tier: Outcome['tier'];
-  rates: TierRates;
-  /** Undefined when an engine of the mode has no catalog price. */
-  quote: Quote | undefined;
-  timing: { total: number; classify: number };
-}
-
-export interface ModelView {
-  mode: ModeRecord;
-  rates: TierRates;
-  /** null: no per-call ceiling (a connected app's call on a plan). */
-  ceilingMicros: number | null;
-  /** Designed engines a simulated engine answers for in this (development) deployment; empty in production. */
-  simulatedEngines: string[];
-}
 
 /** `svc.simulated_engines` of a model listing, present only when a simulated engine stands in for a designed one. */
 export function simulatedDisclosure(v: ModelView): JsonObject {

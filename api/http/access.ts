@@ -1,11 +1,11 @@
 import type { Db } from '../../db/knex';
 import { authenticate, type AuthContext } from '../../db/repositories/api-keys';
-import { authenticateApp } from '../../db/repositories/app-principals';
+import { authenticateApp, type AppGrant } from '../../db/repositories/app-principals';
 import { admitRequest } from '../../db/repositories/limits';
 import { isApiKeyAttempt, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { isDependencyOutage } from './errors';
-import type { Edge, OAuthServer } from '../oauth/server';
+import { requireScope } from '../../operations/checks';
 
 /**
  * Who is calling, and may they: the checks every edge (REST and MCP) runs first, in DESIGN §8's order —
@@ -21,10 +21,19 @@ export interface Credentials {
   edge: Edge;
 }
 
+/** The two protected resources; an access token is good only on the edge it was issued for (its audience). */
+export type Edge = 'mcp' | 'v1';
+export const EDGES: readonly Edge[] = ['mcp', 'v1'];
+
+/** What the access check needs of the authorization server (api/oauth/server.ts): the grant behind a token. */
+export interface AccessTokens {
+  verify(token: string, edge: Edge): Promise<AppGrant>;
+}
+
 /** What the access check reads: the database, and the authorization server that knows access tokens. */
 export interface AccessDeps {
   db: Db;
-  oauth: OAuthServer;
+  oauth: AccessTokens;
 }
 
 export const DEFAULT_REQUESTS_PER_MINUTE = 60;
@@ -60,13 +69,4 @@ async function admit({ db, oauth }: AccessDeps, edge: Edge, bearer: string, scop
     });
   }
   return auth;
-}
-
-export function requireScope(auth: AuthContext, scope: Scope): void {
-  if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
-}
-
-/** The key's own per-call ceiling in micro-dollars, when the service set one. */
-export function keyCeilingMicros(auth: AuthContext): number | undefined {
-  return auth.limits.maxCostMicros === null ? undefined : Number(auth.limits.maxCostMicros);
 }

@@ -1,4 +1,6 @@
-import type { OAuthServer } from '../oauth/server';
+import type { Context } from 'koa';
+import type Provider from 'oidc-provider';
+import type { AccessTokens, Edge } from './access';
 import type { FormSerialiser } from '../forms';
 import type { OperationDeps } from '../../operations/deps';
 
@@ -8,5 +10,19 @@ export interface RouteDeps extends OperationDeps {
   /** The deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS…). */
   env: NodeJS.ProcessEnv;
   /** The authorization server of connected apps: it knows their access tokens. */
-  oauth: OAuthServer;
+  oauth: AuthorizationServer;
+}
+
+/**
+ * What the edges need of the authorization server (api/oauth/server.ts): the access check verifies tokens, and the
+ * console's consent pages finish the provider's interactions and name a resource.
+ */
+export interface AuthorizationServer extends AccessTokens {
+  provider(): Promise<Provider>;
+  resource(edge: Edge): string;
+}
+
+/** The address the caller reached, for status URLs (Koa 3's `ctx.origin` is the Origin header, not this). */
+export function baseUrlOf(ctx: Context): string {
+  return `${ctx.protocol}://${ctx.host}`;
 }

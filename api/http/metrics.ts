@@ -1,45 +1,20 @@
 import type Koa from 'koa';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../../db/knex';
 import { ledgerTotals, type LedgerKindTotal } from '../../db/repositories/ledger';
-import { enginePathMs } from '../../domain/engine-path';
-import type { Outcome } from '../../domain/outcome';
 import type { Logger } from '../../infra/log';
-import { DURATION_BUCKETS, metricsAuthorised, processRegistry } from '../../infra/metrics';
+import { DURATION_BUCKETS, metricsAuthorised } from '../../infra/metrics';
+import { registry } from '../../operations/metrics';
 
 /**
- * The API process's metrics (README "Metrics"). Per process, as Prometheus scrapes them: every app of the process
- * (tests start several) adds to the same series, and each replica of the API is a target of its own.
+ * The API process's HTTP metrics, in the registry the operations record deliberations in (docs/metrics.md), served
+ * at `/metrics` with the ledger's totals.
  */
-const registry = processRegistry();
 
 const httpDuration = new Histogram({
   name: 'quorum_http_request_duration_seconds',
   help: 'HTTP requests by route pattern (never the raw path) and status, from the first byte in to the response closed',
   labelNames: ['method', 'route', 'status'] as const,
-  buckets: DURATION_BUCKETS,
-  registers: [registry],
-});
-
-const deliberationsEnded = new Counter({
-  name: 'quorum_deliberations_total',
-  help: 'Deliberations this API started that ended, by lane (unknown when failed) and outcome (succeeded, capped, failed with its error code)',
-  labelNames: ['lane', 'outcome', 'code'] as const,
-  registers: [registry],
-});
-
-const deliberationDuration = new Histogram({
-  name: 'quorum_deliberation_duration_seconds',
-  help: 'Deliberations end to end as the API sees them: key claimed, workflow started, result received',
-  labelNames: ['lane', 'outcome'] as const,
-  buckets: DURATION_BUCKETS,
-  registers: [registry],
-});
-
-const deliberationOverhead = new Histogram({
-  name: 'quorum_deliberation_overhead_seconds',
-  help: "Deliberations that answered: end to end minus the engines' critical path (slowest seat per round, judge, synthesis)",
-  labelNames: ['lane'] as const,
   buckets: DURATION_BUCKETS,
   registers: [registry],
 });
@@ -62,20 +37,6 @@ export function httpMetrics(): Koa.Middleware {
     ctx.res.once('close', () => end({ method: ctx.method, route: routeOf(ctx), status: String(statusOf(ctx)) }));
     await next();
   };
-}
-
-/** A deliberation this API started answered (`startedMs`: performance.now() when the call reached it). */
-export function deliberationAnswered(startedMs: number, outcome: Outcome): void {
-  const seconds = (performance.now() - startedMs) / 1000;
-  deliberationsEnded.inc({ lane: outcome.lane, outcome: outcome.status });
-  deliberationDuration.observe({ lane: outcome.lane, outcome: outcome.status }, seconds);
-  deliberationOverhead.observe({ lane: outcome.lane }, Math.max(0, seconds - enginePathMs(outcome) / 1000));
-}
-
-/** A deliberation this API started ended without an answer; its lane is not in the failure. */
-export function deliberationFailed(startedMs: number, code: string): void {
-  deliberationsEnded.inc({ lane: 'unknown', outcome: 'failed', code });
-  deliberationDuration.observe({ lane: 'unknown', outcome: 'failed' }, (performance.now() - startedMs) / 1000);
 }
 
 /** How long one read of the ledger's totals serves scrapes: several scrapers, or a fast one, cost one query. */

@@ -1,7 +1,7 @@
 import { ERROR_TABLE, type QuorumError } from '../../domain/errors';
 import { VALIDATION_CODES, type Refusal } from '../../domain/mode-validation-codes';
 import { errorBody } from '../http/errors';
-import type { JsonObject } from '../forms/shared';
+import type { JsonObject } from '../forms/json';
 
 /**
  * The three shapes a failed MCP tool answers with (spec 02, "MCP tool error shapes"), always in a result with

@@ -10,12 +10,12 @@ import {
 import type { Context } from 'koa';
 import { QuorumError } from '../../domain/errors';
 import type { Logger } from '../../infra/log';
-import { authorize, requireScope } from '../http/access';
+import { requireScope } from '../../operations/checks';
+import { authorize } from '../http/access';
 import { readJson } from '../http/body';
 import { asQuorumError } from '../http/errors';
 import type { RunDeps } from '../../operations/run-settings';
-import type { RouteDeps } from '../http/context';
-import { baseUrlOf } from '../v1/runs';
+import { baseUrlOf, type RouteDeps } from '../http/context';
 import { failedShape, toolErrorShape } from './errors';
 import { toolsFor, type Tool, type ToolContext } from './tools';
 

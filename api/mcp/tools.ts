@@ -7,7 +7,7 @@ import { proposeMode } from '../../operations/authoring/propose';
 import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../operations/authoring/modes';
 import { workflowIds } from '../../domain/workflow-ids';
 import { deliberationProgressQuery, type DeliberationProgress } from '../../workflows/messages';
-import type { JsonObject } from '../forms/shared';
+import type { JsonObject } from '../forms/json';
 import { newRequestId } from '../http/gate';
 import { createCompletion, derivedIdempotencyKey } from '../../operations/completion';
 import { estimate } from '../../operations/estimate';

@@ -7,9 +7,10 @@ import { admitRequest } from '../../db/repositories/limits';
 import { loadOAuthKeys, OAuthStore } from '../../db/repositories/oauth-store';
 import type { Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
-import { parseAccountId } from '../../domain/plans';
+import { OAUTH_SCOPES, parseAccountId } from '../../domain/plans';
 import type { Logger } from '../../infra/log';
 import { secretBox, type SecretBox } from '../../infra/secret-box';
+import { EDGES, type AccessTokens, type Edge } from '../http/access';
 import { html } from '../http/html';
 
 /**
@@ -22,13 +23,6 @@ import { html } from '../http/html';
  */
 
 export const OAUTH_MOUNT = '/oauth';
-
-/** What a connected app may ask for: deliberating and what goes with it. Runs and authoring stay with API keys. */
-export const OAUTH_SCOPES = ['completions', 'estimate', 'models', 'receipts'] as const satisfies readonly Scope[];
-
-/** The two protected resources; a token is good only on the edge it was issued for (its audience). */
-export type Edge = 'mcp' | 'v1';
-export const EDGES: readonly Edge[] = ['mcp', 'v1'];
 
 /** Open registration (RFC 7591, as MCP clients need it) is limited per client address, so no one can fill the store. */
 export const REGISTRATIONS_PER_HOUR = 20;
@@ -45,7 +39,7 @@ export interface OAuthSettings {
 
 const DAY_S = 24 * 60 * 60;
 
-export class OAuthServer {
+export class OAuthServer implements AccessTokens {
   readonly issuer: string;
   private built?: Promise<Provider>;
 

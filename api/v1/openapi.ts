@@ -3,7 +3,7 @@ import { ERROR_TABLE } from '../../domain/errors';
 import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../../operations/requests/common';
-import type { JsonObject } from '../forms/shared';
+import type { JsonObject } from '../forms/json';
 import { CertifyPollSchema, CertifyRequestSchema, LaunchSchema, TestPollSchema, testRunRequestSchema } from './run-resources';
 
 /** The error body every failure uses (spec 01 "Error body"); documented from the same table that builds it. */

@@ -6,14 +6,9 @@ import { pollRun } from '../../operations/run-poll';
 import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey } from '../../operations/requests/common';
 import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
-import type { RouteDeps } from '../http/context';
+import { baseUrlOf, type RouteDeps } from '../http/context';
 
 type RunRouteDeps = RouteDeps & RunDeps;
-
-/** The address the caller reached, for status URLs (Koa 3's `ctx.origin` is the Origin header, not this). */
-export function baseUrlOf(ctx: Context): string {
-  return `${ctx.protocol}://${ctx.host}`;
-}
 
 /** POST /v1/tests: launched, or priced when `dry_run`. */
 export function launchTests(deps: RunRouteDeps) {

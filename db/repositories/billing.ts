@@ -1,6 +1,12 @@
-import { BILLING_REFUSAL_MESSAGES, isBillingRefusal, type Billing, type BillingRefusal, type BillingSettings } from '../../domain/billing';
+import {
+  BILLING_REFUSAL_MESSAGES,
+  isBillingRefusal,
+  type Billing,
+  type BillingRefusal,
+  type BillingSettings,
+  type OrganisationStatus,
+} from '../../domain/billing';
 import { QuorumError } from '../../domain/errors';
-import type { OrganisationStatus } from './organisations';
 import type { DbOrTrx } from './shared';
 
 /** Organisation billing states, as operators set them (db/migrations/013_billing_states.ts has the rule). */

@@ -1,11 +1,10 @@
 import { randomBase62, SCOPES } from '../../domain/api-keys';
+import type { OrganisationStatus } from '../../domain/billing';
 import { QuorumError } from '../../domain/errors';
 import { TRIAL_CREDIT_MICROS } from '../../domain/trial';
 import { createApiKey } from './api-keys';
 import { createBalance, postEntries, type NewLedgerEntry } from './ledger';
 import type { DbOrTrx } from './shared';
-
-export type OrganisationStatus = 'active' | 'suspended';
 
 export interface CreatedOrganisation {
   orgId: string;

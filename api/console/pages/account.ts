@@ -1,4 +1,4 @@
-import { baseUrlOf } from '../../v1/runs';
+import { baseUrlOf } from '../../http/context';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../db/repositories/api-keys';

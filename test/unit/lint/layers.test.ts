@@ -4,7 +4,7 @@ import path from 'node:path';
 
 /**
  * The layer rules of eslint.config.mjs (DESIGN §3), run through ESLint's own API on code that is never written
- * to disk: `filePath` only decides which folder's rules apply. Pure: no stack.
+ * to disk: `filePath` decides which folder's rules apply (and, for no-cycle, where the file's imports lead).
  */
 const eslint = new ESLint({ cwd: path.join(__dirname, '..', '..', '..') });
 
@@ -18,7 +18,7 @@ async function layerErrors(filePath: string, code: string): Promise<string[]> {
     `${filePath} did not parse: ${JSON.stringify(result.messages)}`,
   );
   return result.messages
-    .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports' || m.ruleId === 'no-restricted-syntax')
+    .filter((m) => ['@typescript-eslint/no-restricted-imports', 'no-restricted-syntax', 'import-x/no-cycle'].includes(m.ruleId ?? ''))
     .map((m) => m.message);
 }
 
@@ -139,15 +139,20 @@ describe('lint: layers are enforced', function () {
     });
   });
 
-  describe('inner layers never import the edges (api/, cli/)', () => {
-    for (const folder of ['db', 'worker', 'engines', 'activities', 'starters', 'authoring', 'infra']) {
-      it(`${folder}/ refuses api/ and cli/`, async () => {
+  describe('inner layers never import operations/ or the edges (api/, cli/)', () => {
+    for (const folder of ['db', 'worker', 'engines', 'activities', 'starters', 'infra']) {
+      it(`${folder}/ refuses api/, cli/ and operations/`, async () => {
         await refused(
           `${folder}/bad.ts`,
           "import { createApp } from '../api/app';\nexport const x = createApp;\n",
           /api\/ and cli\/ are edges/,
         );
         await refused(`${folder}/bad.ts`, "import { main } from '../cli/main';\nexport const x = main;\n", /api\/ and cli\/ are edges/);
+        await refused(
+          `${folder}/bad.ts`,
+          "import { estimate } from '../operations/estimate';\nexport const x = estimate;\n",
+          /operations\/ the layer they call/,
+        );
       });
     }
 
@@ -163,11 +168,77 @@ describe('lint: layers are enforced', function () {
       );
     });
 
+    it('operations/ refuses every edge, types included, and accepts the layers below', async () => {
+      await refused(
+        'operations/bad.ts',
+        "import type { JsonObject } from '../api/forms/json';\nexport type X = JsonObject;\n",
+        /operations\/ is the application layer under every edge/,
+      );
+      await refused(
+        'operations/authoring/bad.ts',
+        "import { authorize } from '../../api/http/access';\nexport const x = authorize;\n",
+        /operations\/ is the application layer/,
+      );
+      await refused(
+        'operations/bad.ts',
+        "import { main } from '../cli/main';\nexport const x = main;\n",
+        /operations\/ is the application layer/,
+      );
+      await accepted(
+        'operations/good.ts',
+        "import { findMode } from '../db/repositories/modes';\nimport { startDeliberation } from '../starters/deliberation';\nexport const x = [findMode, startDeliberation];\n",
+      );
+    });
+
     it('the edges themselves may import anything below them', async () => {
       await accepted(
         'cli/good.ts',
         "import { createApp } from '../api/app';\nimport { createDb } from '../db/knex';\nexport const x = [createApp, createDb];\n",
       );
+    });
+  });
+
+  describe('the edges of api/ never import each other', () => {
+    const edges = ['v1', 'mcp', 'console', 'oauth'];
+    for (const edge of edges) {
+      it(`api/${edge}/ refuses the other edges`, async () => {
+        for (const other of edges.filter((e) => e !== edge)) {
+          await refused(
+            `api/${edge}/bad.ts`,
+            `import { x } from '../${other}/anything';\nexport const y = x;\n`,
+            new RegExp(`api/${edge}/ is an edge: it never imports another edge`),
+          );
+        }
+        await refused(
+          `api/${edge}/nested/bad.ts`,
+          `import type { X } from '../../${edges.find((e) => e !== edge) ?? ''}/anything';\nexport type Y = X;\n`,
+          /is an edge: it never imports another edge/,
+        );
+      });
+    }
+
+    it('api/http/ and api/forms/ import no edge', async () => {
+      await refused('api/http/bad.ts', "import { OAuthServer } from '../oauth/server';\nexport const x = OAuthServer;\n", /import no edge/);
+      await refused('api/forms/bad.ts', "import type { X } from '../v1/runs';\nexport type Y = X;\n", /import no edge/);
+    });
+
+    it('an edge may import the shared plumbing, the serialisers and operations', async () => {
+      await accepted(
+        'api/mcp/good.ts',
+        "import { authorize } from '../http/access';\nimport type { JsonObject } from '../forms/json';\nimport { estimate } from '../../operations/estimate';\nexport const x = [authorize, estimate];\nexport type Y = JsonObject;\n",
+      );
+      await accepted('api/console/pages/good.ts', "import { formOf } from '../forms';\nexport const x = formOf;\n");
+    });
+  });
+
+  describe('no import cycle', () => {
+    it('refuses a module that imports one that imports it back', async () => {
+      // domain/estimate.ts imports domain/fees.ts: fees importing estimate closes a circle.
+      await refused('domain/fees.ts', "import { quote } from './estimate';\nexport const x = quote;\n", /Dependency cycle detected/);
+    });
+
+    it('accepts the same import the other way round', async () => {
+      await accepted('domain/good.ts', "import { callCeilingMicros } from './fees';\nexport const x = callCeilingMicros;\n");
     });
   });
 });
