@@ -1,4 +1,4 @@
-/** The activities: all the I/O the workflows need (engines, Postgres, search), one factory per workflow family. */
+// activities/: all the I/O the workflows need (engines, Postgres, search), one factory per workflow family.
 import { createAccountActivities } from './accounts';
 import { createBenchmarkActivities } from './benchmark';
 import { createDeliberationActivities } from './deliberation';

@@ -1,3 +1,5 @@
+// api/: the HTTP host. It mounts the edges (v1/ REST, mcp/, console/, oauth/) over what they share (http/, forms/);
+// each edge parses, calls an operation and serialises, and none imports another.
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Client } from '@temporalio/client';

@@ -1,3 +1,4 @@
+// cli/: the `quorum` operator command, a typed registry of commands (commands.ts) over operations and db/.
 import { QuorumError } from '../domain/errors';
 import type { Refusal } from '../domain/mode-validation-codes';
 import { refusalLine } from './mode-commands';

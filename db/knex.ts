@@ -1,3 +1,4 @@
+// db/: Postgres through knex: the pool (here), migrations/, and the repositories every write and read goes through.
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
 import fs from 'node:fs';

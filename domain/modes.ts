@@ -1,3 +1,4 @@
+// domain/: pure logic (modes, money, pricing, statistics, questions, the error table): no I/O, no process state.
 import { z } from 'zod';
 import { canonicalHash } from './canonical-json';
 

@@ -1,3 +1,4 @@
+// engines/: one adapter per provider wire protocol, the catalog, and the one call every engine request goes through.
 /**
  * The engine layer: every seat, judge, synthesiser and classifier call goes through `Engines.call`.
  *

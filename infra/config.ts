@@ -1,3 +1,4 @@
+// infra/: the process's settings (here), logging, secrets, metrics, and the local stack `npm start` supervises.
 import { z } from 'zod';
 
 const portNumber = z.coerce.number().int().min(0).max(65535);

@@ -1,3 +1,4 @@
+// operations/: the application layer every edge and the CLI call, (deps, principal, input) → result or QuorumError.
 import type { Client } from '@temporalio/client';
 import type { Db } from '../db/knex';
 import type { Form } from '../domain/form';

@@ -1,3 +1,4 @@
+// starters/: the client side of each workflow (start, signal, query), for the API, the CLI and the worker.
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { laneFor } from '../domain/seat-plan';
 import { workflowIds } from '../domain/workflow-ids';

@@ -1,3 +1,4 @@
+// worker/: the process that runs the workflows and activities on their task queues.
 import { Client, Connection } from '@temporalio/client';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// Every workflow the worker registers, re-exported from its own module.
+// workflows/: deterministic orchestration only (the I/O is in activities/); every workflow the worker registers.
 export * from './trial-credit';
 export * from './deliberation';
 export * from './benchmark';
