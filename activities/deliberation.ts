@@ -1,7 +1,7 @@
-import { ApplicationFailure } from '@temporalio/activity';
 import type { Knex } from 'knex';
+import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
-import { QuorumError } from '../domain/errors';
+import { QuorumError, type ErrorCode } from '../domain/errors';
 import type { Judgment } from '../domain/judge';
 import { parseJudgment } from '../domain/judge-reply';
 import type { ChatMessage } from '../domain/messages';
@@ -40,6 +40,17 @@ export interface JudgeCallResult extends EngineCallResult {
   judgment: Judgment | null;
 }
 
+/** A call `prepare` refuses to run: the code the workflow ends it with (nothing held, nothing run), and why. */
+export interface PrepareRefusal {
+  refused: Extract<ErrorCode, 'insufficient_balance' | 'plan_limit_reached' | 'mode_resolution_mismatch'> | BillingRefusal;
+  message: string;
+}
+
+/** A hold's refusal as the call's code; any other (an organisation or person unknown) ends it as a hold not covered. */
+function holdRefusal(code: ErrorCode): PrepareRefusal['refused'] {
+  return code === 'plan_limit_reached' || code === 'mode_resolution_mismatch' || isBillingRefusal(code) ? code : 'insufficient_balance';
+}
+
 export function createDeliberationActivities(deps: DeliberationDeps) {
   const { db, engines } = deps;
   const env = deps.env ?? process.env;
@@ -51,7 +62,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
      * where. The hold is the call's ceiling on the prepaid balance (402 when it cannot be covered, or when a billing
      * state refuses it); with `personId`, a call on that person's plan holds on the plan instead (402
      * `plan_limit_reached`); a test key holds nothing. The plan reads the organisation's own-key settings (never their
-     * secrets). A refusal's failure type is its code, so the workflow ends the call with it. `lane` also labels the
+     * secrets). A refusal is an answer, not a failure: the workflow ends the call with its code. `lane` also labels the
      * worker's metrics.
      */
     async prepare(input: {
@@ -64,15 +75,15 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
       hold?: { amountMicros: number; personId?: string };
       /** A call on a plan runs on the service's keys: the plan pays the service, never the organisation's provider account. */
       onPlan?: boolean;
-    }): Promise<Plan> {
+    }): Promise<Plan | PrepareRefusal> {
       const { orgId, requestId, mode, hold } = input;
       // The receipt names this hash: run nothing unless the configuration about to run is the one it names.
       // (The API read both from the same stored version; a difference means that version's data is not what it says.)
       if (modeConfigHash(mode.config) !== mode.configHash) {
-        throw ApplicationFailure.nonRetryable(
-          `The configuration handed to the deliberation does not hash to version ${mode.version} of ${mode.id}; nothing was run or billed.`,
-          'mode_resolution_mismatch',
-        );
+        return {
+          refused: 'mode_resolution_mismatch',
+          message: `The configuration handed to the deliberation does not hash to version ${mode.version} of ${mode.id}; nothing was run or billed.`,
+        };
       }
       const simOnly = input.keyMode === 'test';
       const readsOwnKeys = !simOnly && !input.onPlan;
@@ -95,7 +106,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
       try {
         ownFamilies = await holdThenRead();
       } catch (err) {
-        if (err instanceof QuorumError) throw ApplicationFailure.nonRetryable(err.message, err.code);
+        if (err instanceof QuorumError) return { refused: holdRefusal(err.code), message: err.message };
         throw err;
       }
       return planSeats(mode.config, input.tier, input.lane, {

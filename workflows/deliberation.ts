@@ -1,5 +1,4 @@
 import {
-  ActivityFailure,
   ApplicationFailure,
   isCancellation,
   proxyLocalActivities,
@@ -8,8 +7,8 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { DeliberationActivities } from '../activities/deliberation';
-import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
+import type { DeliberationActivities, PrepareRefusal } from '../activities/deliberation';
+import { isBillingRefusal } from '../domain/billing';
 import type { Classification } from '../domain/classifier';
 import { CostMeter } from '../domain/cost-meter';
 import type { ErrorCode } from '../domain/errors';
@@ -20,6 +19,7 @@ import type { Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
 import { assembleOutcome, unavailableSeats } from '../domain/outcome-assembly';
 import { laneFor } from '../domain/seat-plan';
+import { failureReason } from './engine-chain';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
 import { runPanel, type PanelStep } from './panel';
 import { QuorumLane, QuorumStatus } from './search-attributes';
@@ -58,26 +58,17 @@ const { classify, prepare, failRequest, settle } = proxyLocalActivities<Delibera
 });
 
 /** Spec error codes a deliberation can end with after its reservation; each releases the hold. */
-type AbandonCode =
-  | Extract<ErrorCode, 'insufficient_balance' | 'mode_resolution_mismatch' | 'mode_unavailable' | 'cost_unreadable' | 'plan_limit_reached'>
-  | BillingRefusal;
-
-function failureReason(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Codes a step's non-retryable failure names by its type, besides the billing states' refusals. */
-const NAMED_CODES: ReadonlySet<string> = new Set<AbandonCode>(['insufficient_balance', 'plan_limit_reached', 'mode_resolution_mismatch']);
+type AbandonCode = PrepareRefusal['refused'] | Extract<ErrorCode, 'mode_unavailable' | 'cost_unreadable'>;
 
 /**
- * The code a failure names: a hold refused (the balance, a billing state of the organisation such as a quota used since
- * the API checked, or the person's plan), or a mode that is not the version it says. A local activity's failure
- * reaches the workflow as the activity's own ApplicationFailure.
+ * The code of a `prepare` that failed for good. Before it returned refusals as values, a refusal was thrown with the code
+ * as its failure type (any other failure ended the call `insufficient_balance`): read so, a call prepared by an earlier
+ * worker and still open replays and ends as it would have.
  */
-function abandonCodeOf(err: unknown): AbandonCode | undefined {
+function priorRefusalCode(err: unknown): AbandonCode {
   const type = err instanceof ApplicationFailure ? err.type : undefined;
-  return type && (isBillingRefusal(type) || NAMED_CODES.has(type)) ? (type as AbandonCode) : undefined;
+  if (type === 'plan_limit_reached' || type === 'mode_resolution_mismatch') return type;
+  return type && isBillingRefusal(type) ? type : 'insufficient_balance';
 }
 
 /** DESIGN §5: classify → hold and plan → panel → settle. Idempotency is the workflow id (DESIGN §4). */
@@ -97,16 +88,13 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
     throw ApplicationFailure.nonRetryable(message, code);
   };
-  /**
-   * A step whose (non-retryable) failure ends the call with the code it names, or else with `code`; a cancellation
-   * passes through.
-   */
-  const orAbandon = async <T>(code: AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
+  /** A step whose (non-retryable) failure ends the call with the code `codeOf` gives it; a cancellation passes through. */
+  const orAbandon = async <T>(codeOf: (err: unknown) => AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
     try {
       return await run();
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return abandon(abandonCodeOf(err) ?? code, failureReason(err), unsettled);
+      return abandon(codeOf(err), failureReason(err), unsettled);
     }
   };
 
@@ -122,16 +110,19 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   }
 
   // One step holds and plans: a plan holds its bound of the call's cost, the organisation the call's ceiling, a test
-  // key nothing. A mode handed over that is not the stored version the API resolved ends `mode_resolution_mismatch`.
+  // key nothing. A mode handed over that is not the stored version the API resolved ends `mode_resolution_mismatch`;
+  // a hold refused (the balance, a billing state such as a quota used since the API checked, the person's plan) ends
+  // with the refusal's code.
   const hold =
     input.keyMode !== 'live'
       ? undefined
       : payer
         ? { amountMicros: payer.holdMicros, personId: payer.personId }
         : { amountMicros: input.ceilingMicros ?? 0 };
-  const plan = await orAbandon('insufficient_balance', () =>
+  const plan = await orAbandon(priorRefusalCode, () =>
     prepare({ orgId, requestId, keyMode: input.keyMode, mode, tier, lane, hold, onPlan: payer !== undefined }),
   );
+  if ('refused' in plan) return abandon(plan.refused, plan.message);
   step({ stage: 'seats', round: 1, seats: plan.seats.length, seatsAnswered: 0 });
 
   const meter = new CostMeter({
@@ -185,7 +176,11 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   // A settle the database refuses for good keeps the outcome on the request: a retry settles it, not a second run.
   const settlement: Settlement = { outcome, form: input.form, billed: input.keyMode === 'live', modeVersion: mode.version };
   step({ stage: 'settling' });
-  await orAbandon('cost_unreadable', () => settle(settlement), settlement);
+  await orAbandon(
+    () => 'cost_unreadable',
+    () => settle(settlement),
+    settlement,
+  );
   step({ stage: 'done' });
   upsertSearchAttributes([{ key: QuorumStatus, value: outcome.status }]);
   upsertMemo({

@@ -1,4 +1,4 @@
-import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
@@ -10,6 +10,7 @@ import type { PanelRun, RoundSummary, SeatPass, StaffCall, Unavailable } from '.
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
 import type { Plan, SeatPlan } from '../domain/seat-plan';
+import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL } from './engine-call-policy';
 import { hedged } from './hedge';
 
@@ -69,11 +70,6 @@ interface SeatState {
   latest: SeatPass | null;
 }
 
-function failureReason(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
-
 function seatPass(s: SeatState, round: number, first: EngineCallResult, final: EngineCallResult): SeatPass {
   const cost = first === final ? first.costMicros : first.costMicros + final.costMicros;
   const fallback = final.engineId !== s.plan.designed;
@@ -104,38 +100,121 @@ function staffCall(r: EngineCallResult, designed: string, latencyMs: number): St
   return { modelUsed: r.engineId, latencyMs, fallbackUsed: fallback, originalModel: fallback ? designed : null };
 }
 
+/** Step 3's result: what every seat is given of the search, and what the receipt says of it. */
+interface Grounding {
+  snippets: string[];
+  /** The snippets' size, counted into Form A's check before a critique round. */
+  tokens: number;
+  staff: PanelRun['staff']['grounding'];
+}
+
+/**
+ * The panel's state, handed from step to step: each step reads it and records in it what it did, so every change
+ * to it is made by a named step below.
+ */
+interface PanelState {
+  readonly input: PanelInput;
+  readonly grounding: Grounding;
+  /** Draws each judgment's answer order from the recorded seed. */
+  readonly random: () => number;
+  readonly seats: SeatState[];
+  /** Every seat pass, in the order they answered. */
+  readonly passes: SeatPass[];
+  readonly deliberation: RoundSummary[];
+  readonly staffUnavailable: Unavailable[];
+  /** Seat passes run so far; judging is not a round (DESIGN §5 step 7). */
+  rounds: number;
+  /** The seats whose latest answer is in play: those that answered the last round. */
+  answered: SeatState[];
+  /** The last round's judgment; null until a judge reads one (never on the express lane). */
+  judgment: Judgment | null;
+  divergenceFirst: number | null;
+  /** Each seat's anonymous label in the last judgment. */
+  labels: PanelRun['labels'];
+  judgedBy: PanelRun['judgedBy'];
+  judgeCall: StaffCall | null;
+  /** Every judge call's latency, summed over the rounds: the receipt's judge line. */
+  judgeLatency: number;
+}
+
+/** DESIGN §5 steps 3 and 5–8: grounding, round 1, judge, critique rounds, synthesis. */
 export async function runPanel(input: PanelInput): Promise<PanelRun> {
-  const { config, plan, meter, orgId } = input;
-  const seatMax = config.seatMaxOutputTokens;
-  const random = seededRandom(input.judgeSeed);
-  const staffUnavailable: Unavailable[] = [];
-  const passes: SeatPass[] = [];
-  const deliberation: RoundSummary[] = [];
-
-  let snippets: string[] = [];
-  let snippetTokens = 0;
-  let grounding: PanelRun['staff']['grounding'] = { fired: false, modelUsed: null };
-  if (input.ground) {
-    try {
-      const g = await ground({ query: lastUserText(input.messages).slice(0, 500) });
-      ({ snippets, tokens: snippetTokens } = g);
-      grounding = { fired: g.fired, modelUsed: g.source };
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-    }
+  const panel = startPanel(input, await groundQuestion(input));
+  // Round 1: every seat in parallel, on the same prompt.
+  const round1 = seatPrompt(input.messages, panel.grounding.snippets);
+  const prompts = panel.seats.map(() => round1);
+  panel.answered = await seatRound(panel, 1, panel.seats, prompts);
+  panel.rounds = 1;
+  if (panel.answered.length > 0 && input.lane === 'panel') {
+    panel.divergenceFirst = (await judgeRound(panel, true)).divergence;
+    await critiqueRounds(panel);
+  } else if (panel.answered.length > 0) {
+    recordRound(panel, 1, null);
   }
+  const run = panelRun(panel);
+  // No seat answered: the caller decides (a deliberation abandons, a run's question scores an empty answer).
+  if (panel.answered.length === 0) return run;
+  return synthesisStep(panel, run);
+}
 
-  const seats: SeatState[] = plan.seats.map((p) => ({ plan: p, at: 0, failures: [], latest: null }));
+function startPanel(input: PanelInput, grounding: Grounding): PanelState {
+  return {
+    input,
+    grounding,
+    random: seededRandom(input.judgeSeed),
+    seats: input.plan.seats.map((p) => ({ plan: p, at: 0, failures: [], latest: null })),
+    passes: [],
+    deliberation: [],
+    staffUnavailable: [],
+    rounds: 0,
+    answered: [],
+    judgment: null,
+    divergenceFirst: null,
+    labels: {},
+    judgedBy: input.lane === 'express' ? 'express_lane' : 'heuristic',
+    judgeCall: null,
+    judgeLatency: 0,
+  };
+}
 
-  /** One seat's pass: its current engine, then backups on failure; a cut-off answer is retried once with twice the room. */
-  const runSeat = async (s: SeatState, round: number, messages: ChatMessage[], inRound: number): Promise<SeatPass | undefined> => {
-    // Nothing of the seat's design can run here, and no stand-in may (production): say so on the receipt.
-    if (s.plan.chain.length === 0 && s.failures.length === 0) s.failures.push(`${s.plan.designed}: no engine of this design can run here`);
-    while (s.at < s.plan.chain.length) {
-      const engine = s.plan.chain[s.at];
+/** Step 3: one search before the seats answer; the panel goes on without it if it keeps failing. */
+async function groundQuestion(input: PanelInput): Promise<Grounding> {
+  const none: Grounding = { snippets: [], tokens: 0, staff: { fired: false, modelUsed: null } };
+  if (!input.ground) return none;
+  try {
+    const g = await ground({ query: lastUserText(input.messages).slice(0, 500) });
+    return { snippets: g.snippets, tokens: g.tokens, staff: { fired: g.fired, modelUsed: g.source } };
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return none;
+  }
+}
+
+/** Step 5, and each critique round's seat pass: the seats in parallel, each on its own prompt; those that answered. */
+async function seatRound(panel: PanelState, round: number, seats: SeatState[], prompts: ChatMessage[][]): Promise<SeatState[]> {
+  const answers = await Promise.all(seats.map((s, i) => runSeat(panel, s, round, prompts[i], seats.length)));
+  return seats.filter((_, i) => answers[i] !== undefined);
+}
+
+/** One seat's pass: its current engine, then backups on failure; a cut-off answer is retried once with twice the room. */
+async function runSeat(
+  panel: PanelState,
+  s: SeatState,
+  round: number,
+  messages: ChatMessage[],
+  inRound: number,
+): Promise<SeatPass | undefined> {
+  const { input } = panel;
+  const seatMax = input.config.seatMaxOutputTokens;
+  // Nothing of the seat's design can run here, and no stand-in may (production): say so on the receipt.
+  if (s.plan.chain.length === 0 && s.failures.length === 0) s.failures.push(`${s.plan.designed}: no engine of this design can run here`);
+  // The seat keeps its place in its chain from round to round: an engine that failed for good is not asked again.
+  return firstAnswering(
+    s.plan.chain.slice(s.at),
+    async (engine) => {
       // lane and round label the worker's metrics; the call ignores them.
       const call = {
-        orgId,
+        orgId: input.orgId,
         engineId: engine.engineId,
         ownKey: engine.ownKey,
         messages,
@@ -143,201 +222,201 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
         lane: input.lane,
         round,
       };
-      try {
-        const first = await hedged(
-          (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),
-          input.hedgeAfterMs,
-        );
-        meter.charge(first);
-        let final = first;
-        if (first.finish === 'length') {
-          final = await seat({ ...call, maxOutputTokens: seatMax * 2 });
-          meter.charge(final);
-        }
-        const pass = seatPass(s, round, first, final);
-        passes.push(pass);
-        s.latest = pass;
-        input.onStep?.({
-          stage: round === 1 ? 'seats' : 'critique',
-          round,
-          seats: inRound,
-          seatsAnswered: passes.filter((p) => p.round === round).length,
-        });
-        return pass;
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        s.failures.push(`${engine.engineId}: ${failureReason(err)}`);
-        s.at += 1;
-      }
-    }
-    return undefined;
-  };
-
-  /** Everything every answer adds to a prompt that reads them all. */
-  const readingAll = (answered: readonly SeatState[]): number =>
-    input.promptTokens + answered.reduce((n, s) => n + (s.latest?.tokensOut ?? 0), 0) + PROMPT_TEMPLATE_TOKENS;
-
-  let judgeCall: StaffCall | null = null;
-  let judgeLatency = 0;
-  let judgedBy: PanelRun['judgedBy'] = input.lane === 'express' ? 'express_lane' : 'heuristic';
-  let labels: PanelRun['labels'] = {};
-
-  /** The judge sees anonymous labels in an order drawn from the recorded seed; the heuristic judges when no engine can. */
-  const judgeRound = async (answered: SeatState[], allowEngine: boolean): Promise<Judgment> => {
-    input.onStep?.({ stage: 'judging', round: rounds });
-    const order = shuffled(answered, random);
-    labels = Object.fromEntries(order.map((s, i) => [s.plan.role, LABELS[i]]));
-    const labelled: LabelledAnswer[] = order.map((s, i) => ({ label: LABELS[i], text: s.latest?.content ?? '' }));
-    const prompt = judgePrompt(input.messages, labelled);
-    const tokensIn = readingAll(answered);
-    for (const engine of allowEngine ? plan.judge.chain : []) {
-      if (!meter.affords([{ engine, tokensIn, maxOut: JUDGE_MAX_OUTPUT }])) break;
-      try {
-        const r = await hedged(
-          (attempt) =>
-            judge({
-              orgId,
-              engineId: engine.engineId,
-              ownKey: false,
-              messages: prompt,
-              maxOutputTokens: JUDGE_MAX_OUTPUT,
-              labels: labelled.map((a) => a.label),
-              attempt: attempt || undefined,
-              lane: input.lane,
-              round: rounds,
-            }),
-          input.hedgeAfterMs,
-        );
-        meter.charge(r);
-        judgeLatency += r.latencyMs;
-        judgeCall = staffCall(r, plan.judge.designed, judgeLatency);
-        if (r.judgment) {
-          judgedBy = 'llm';
-          return r.judgment;
-        }
-        staffUnavailable.push({ role: 'judge', reason: `${r.engineId} gave no usable verdict` });
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        staffUnavailable.push({ role: 'judge', reason: `${engine.engineId}: ${failureReason(err)}` });
-      }
-    }
-    judgedBy = 'heuristic';
-    return heuristicJudgment(labelled);
-  };
-
-  const recordRound = (round: number, j: Judgment | null): void => {
-    const inRound = passes.filter((p) => p.round === round);
-    for (const p of inRound) p.judgeScore = j ? (j.scores[labels[p.role] ?? ''] ?? null) : null;
-    deliberation.push({
-      round,
-      seats: inRound.map((p) => ({ role: p.role, model: p.modelUsed, score: p.judgeScore })),
-      divergence: j ? j.divergence : null,
-      converged: j ? j.converged : null,
-    });
-  };
-
-  // Round 1: every seat in parallel.
-  const round1 = seatPrompt(input.messages, snippets);
-  await Promise.all(seats.map((s) => runSeat(s, 1, round1, seats.length)));
-  let answered = seats.filter((s) => s.latest);
-  let rounds = 1;
-  let judgment: Judgment | null = null;
-  let divergenceFirst: number | null = null;
-
-  if (answered.length > 0 && input.lane === 'panel') {
-    judgment = await judgeRound(answered, true);
-    divergenceFirst = judgment.divergence;
-    recordRound(1, judgment);
-
-    // Critique rounds, as the mode says: always, or only while the seats are split.
-    while (
-      rounds < config.rounds &&
-      answered.length > 1 &&
-      (config.critique === 'always' || (config.critique === 'when_split' && !judgment.converged))
-    ) {
-      const current = answered;
-      const prompts = current.map((s) => {
-        const others = current.filter((o) => o !== s).map((o) => ({ label: labels[o.plan.role] ?? '?', text: o.latest?.content ?? '' }));
-        return critiquePrompt(input.messages, snippets, s.latest?.content ?? '', others);
+      const first = await hedged(
+        (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),
+        input.hedgeAfterMs,
+      );
+      input.meter.charge(first);
+      const final = first.finish === 'length' ? await seat({ ...call, maxOutputTokens: seatMax * 2 }) : first;
+      if (final !== first) input.meter.charge(final);
+      const pass = seatPass(s, round, first, final);
+      panel.passes.push(pass);
+      s.latest = pass;
+      input.onStep?.({
+        stage: round === 1 ? 'seats' : 'critique',
+        round,
+        seats: inRound,
+        seatsAnswered: panel.passes.filter((p) => p.round === round).length,
       });
-      // Each seat reads the question, the snippets and every current answer (its own and the others'), all counted.
-      const tokensIn = readingAll(current) + snippetTokens;
-      const step: ProjectedCall[] = current.map((s) => ({ engine: s.plan.chain[s.at], tokensIn, maxOut: seatMax }));
-      if (!meter.affords(step)) break;
-      const revised = await Promise.all(current.map((s, i) => runSeat(s, rounds + 1, prompts[i], current.length)));
-      const survivors = current.filter((_, i) => revised[i] !== undefined);
-      // No seat could revise: the previous round's answers and judgment stand.
-      if (survivors.length === 0) break;
-      rounds += 1;
-      answered = survivors;
-      judgment = await judgeRound(answered, !meter.capped);
-      recordRound(rounds, judgment);
-    }
-  } else if (answered.length > 0) {
-    recordRound(1, null);
-  }
+      return { answer: pass };
+    },
+    {
+      failed: (reason) => {
+        s.failures.push(reason);
+        s.at += 1;
+      },
+    },
+  );
+}
 
-  const run: PanelRun = {
-    seats: seats.map((s) => ({ role: s.plan.role, designed: s.plan.designed, latest: s.latest, failures: s.failures })),
-    passes,
-    rounds,
-    deliberation,
-    judgment,
-    labels,
-    judgedBy,
-    divergenceFirst,
+/** Everything every answer adds to a prompt that reads them all. */
+function readingAll(panel: PanelState, answered: readonly SeatState[]): number {
+  return panel.input.promptTokens + answered.reduce((n, s) => n + (s.latest?.tokensOut ?? 0), 0) + PROMPT_TEMPLATE_TOKENS;
+}
+
+/**
+ * Step 6, for the round just run: the judge sees anonymous labels in an order drawn from the recorded seed; the
+ * heuristic judges when no engine can, and alone when `allowEngine` is false (Form A's ceiling is reached).
+ */
+async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judgment> {
+  const { input, answered } = panel;
+  input.onStep?.({ stage: 'judging', round: panel.rounds });
+  const order = shuffled(answered, panel.random);
+  panel.labels = Object.fromEntries(order.map((s, i) => [s.plan.role, LABELS[i]]));
+  const labelled: LabelledAnswer[] = order.map((s, i) => ({ label: LABELS[i], text: s.latest?.content ?? '' }));
+  const prompt = judgePrompt(input.messages, labelled);
+  const tokensIn = readingAll(panel, answered);
+  const verdict = await firstAnswering(
+    allowEngine ? input.plan.judge.chain : [],
+    async (engine) => {
+      const r = await hedged(
+        (attempt) =>
+          judge({
+            orgId: input.orgId,
+            engineId: engine.engineId,
+            ownKey: false,
+            messages: prompt,
+            maxOutputTokens: JUDGE_MAX_OUTPUT,
+            labels: labelled.map((a) => a.label),
+            attempt: attempt || undefined,
+            lane: input.lane,
+            round: panel.rounds,
+          }),
+        input.hedgeAfterMs,
+      );
+      input.meter.charge(r);
+      panel.judgeLatency += r.latencyMs;
+      panel.judgeCall = staffCall(r, input.plan.judge.designed, panel.judgeLatency);
+      return r.judgment ? { answer: r.judgment } : { unusable: `${r.engineId} gave no usable verdict` };
+    },
+    {
+      affords: (engine) => input.meter.affords([{ engine, tokensIn, maxOut: JUDGE_MAX_OUTPUT }]),
+      failed: (reason) => {
+        panel.staffUnavailable.push({ role: 'judge', reason });
+      },
+    },
+  );
+  panel.judgedBy = verdict ? 'llm' : 'heuristic';
+  panel.judgment = verdict ?? heuristicJudgment(labelled);
+  recordRound(panel, panel.rounds, panel.judgment);
+  return panel.judgment;
+}
+
+/** A round's line in the deliberation: each pass's score under its seat's label, and whether the seats agree. */
+function recordRound(panel: PanelState, round: number, j: Judgment | null): void {
+  const inRound = panel.passes.filter((p) => p.round === round);
+  for (const p of inRound) p.judgeScore = j ? (j.scores[panel.labels[p.role] ?? ''] ?? null) : null;
+  panel.deliberation.push({
+    round,
+    seats: inRound.map((p) => ({ role: p.role, model: p.modelUsed, score: p.judgeScore })),
+    divergence: j ? j.divergence : null,
+    converged: j ? j.converged : null,
+  });
+}
+
+/**
+ * Step 7: critique rounds, as the mode says (always, or only while the seats are split): each seat still answering
+ * reads the others' answers under their labels and revises, then the judge reads the round.
+ */
+async function critiqueRounds(panel: PanelState): Promise<void> {
+  const { config, meter, messages } = panel.input;
+  while (
+    panel.rounds < config.rounds &&
+    panel.answered.length > 1 &&
+    (config.critique === 'always' || (config.critique === 'when_split' && !panel.judgment?.converged))
+  ) {
+    const current = panel.answered;
+    const prompts = current.map((s) => {
+      const others = current
+        .filter((o) => o !== s)
+        .map((o) => ({ label: panel.labels[o.plan.role] ?? '?', text: o.latest?.content ?? '' }));
+      return critiquePrompt(messages, panel.grounding.snippets, s.latest?.content ?? '', others);
+    });
+    // Each seat reads the question, the snippets and every current answer (its own and the others'), all counted.
+    const tokensIn = readingAll(panel, current) + panel.grounding.tokens;
+    const step: ProjectedCall[] = current.map((s) => ({ engine: s.plan.chain[s.at], tokensIn, maxOut: config.seatMaxOutputTokens }));
+    if (!meter.affords(step)) return;
+    const survivors = await seatRound(panel, panel.rounds + 1, current, prompts);
+    // No seat could revise: the previous round's answers and judgment stand.
+    if (survivors.length === 0) return;
+    panel.rounds += 1;
+    panel.answered = survivors;
+    await judgeRound(panel, !meter.capped);
+  }
+}
+
+function panelRun(panel: PanelState): PanelRun {
+  const { input } = panel;
+  return {
+    seats: panel.seats.map((s) => ({ role: s.plan.role, designed: s.plan.designed, latest: s.latest, failures: s.failures })),
+    passes: panel.passes,
+    rounds: panel.rounds,
+    deliberation: panel.deliberation,
+    judgment: panel.judgment,
+    labels: panel.labels,
+    judgedBy: panel.judgedBy,
+    divergenceFirst: panel.divergenceFirst,
     best: null,
     answer: '',
     finish: 'stop',
-    staff: { judge: judgeCall, synthesis: null, grounding },
-    staffUnavailable,
-    notes: plan.notes,
+    staff: { judge: panel.judgeCall, synthesis: null, grounding: panel.grounding.staff },
+    staffUnavailable: panel.staffUnavailable,
+    notes: input.plan.notes,
     judgeSeed: input.judgeSeed,
   };
-  if (answered.length === 0) return run;
+}
 
-  // The best seat's latest answer (every seat still answering has one).
-  const best = (judgment && answered.find((s) => labels[s.plan.role] === judgment?.best)) || answered[0];
+/**
+ * Step 8: the best seat's latest answer (every seat still answering has one), which synthesis replaces unless the
+ * seats agree and the mode skips it, or Form A's ceiling is reached.
+ */
+async function synthesisStep(panel: PanelState, run: PanelRun): Promise<PanelRun> {
+  const { input, answered, judgment, labels } = panel;
+  const best = (judgment && answered.find((s) => labels[s.plan.role] === judgment.best)) || answered[0];
   const bestPass = best.latest as SeatPass;
   run.best = bestPass.role;
   run.answer = bestPass.content;
   run.finish = bestPass.finish;
+  if (!judgment || (judgment.converged && input.config.skipSynthesisWhenConverged) || input.meter.capped) return run;
 
-  if (judgment && !(judgment.converged && config.skipSynthesisWhenConverged) && !meter.capped) {
-    const labelled = answered
-      .map((s) => ({ label: labels[s.plan.role] ?? '?', text: s.latest?.content ?? '' }))
-      .sort((a, b) => a.label.localeCompare(b.label));
-    input.onStep?.({ stage: 'synthesising' });
-    const prompt = synthesisPrompt(input.messages, labelled, judgment.best, judgment.why);
-    const tokensIn = readingAll(answered);
-    let latency = 0;
-    for (const engine of plan.synthesis.chain) {
-      if (!meter.affords([{ engine, tokensIn, maxOut: seatMax * 2 }])) break;
-      try {
-        const r = await hedged(
-          (attempt) =>
-            synthesize({
-              orgId,
-              engineId: engine.engineId,
-              ownKey: false,
-              messages: prompt,
-              maxOutputTokens: seatMax * 2,
-              attempt: attempt || undefined,
-              lane: input.lane,
-            }),
-          input.hedgeAfterMs,
-        );
-        meter.charge(r);
-        latency += r.latencyMs;
-        run.staff.synthesis = staffCall(r, plan.synthesis.designed, latency);
-        run.answer = r.text;
-        run.finish = r.finish;
-        break;
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        staffUnavailable.push({ role: 'synthesis', reason: `${engine.engineId}: ${failureReason(err)}` });
-      }
-    }
+  const labelled = answered
+    .map((s) => ({ label: labels[s.plan.role] ?? '?', text: s.latest?.content ?? '' }))
+    .sort((a, b) => a.label.localeCompare(b.label));
+  input.onStep?.({ stage: 'synthesising' });
+  const prompt = synthesisPrompt(input.messages, labelled, judgment.best, judgment.why);
+  const tokensIn = readingAll(panel, answered);
+  const maxOut = input.config.seatMaxOutputTokens * 2;
+  const r = await firstAnswering(
+    input.plan.synthesis.chain,
+    async (engine) => {
+      const reply = await hedged(
+        (attempt) =>
+          synthesize({
+            orgId: input.orgId,
+            engineId: engine.engineId,
+            ownKey: false,
+            messages: prompt,
+            maxOutputTokens: maxOut,
+            attempt: attempt || undefined,
+            lane: input.lane,
+          }),
+        input.hedgeAfterMs,
+      );
+      input.meter.charge(reply);
+      return { answer: reply };
+    },
+    {
+      affords: (engine) => input.meter.affords([{ engine, tokensIn, maxOut }]),
+      failed: (reason) => {
+        panel.staffUnavailable.push({ role: 'synthesis', reason });
+      },
+    },
+  );
+  if (r) {
+    // The first synthesis call that answers is the only one: its latency is the receipt's.
+    run.staff.synthesis = staffCall(r, input.plan.synthesis.designed, r.latencyMs);
+    run.answer = r.text;
+    run.finish = r.finish;
   }
   return run;
 }

@@ -1,0 +1,42 @@
+import { ActivityFailure, isCancellation } from '@temporalio/workflow';
+import type { PlannedEngine } from '../domain/seat-plan';
+
+/** What an engine of a chain gave: an answer the step can use, or why not (the engine ran but its reply is unusable). */
+export type EngineReply<T> = { answer: T } | { unusable: string };
+
+export interface ChainOptions {
+  /** Asked before each engine; false ends the chain there (the step would pass the cost ceiling). */
+  affords?: (engine: PlannedEngine) => boolean;
+  /** Told of each engine that did not answer: `engineId: why`, or the unusable reply's reason. */
+  failed: (reason: string) => void;
+}
+
+/** An activity's failure reaches the workflow wrapped; its cause says what the engine or database reported. */
+export function failureReason(err: unknown): string {
+  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A backup chain (seat, judge or synthesis): each engine in turn until one answers, the first answer wins. A failure
+ * that reaches here is permanent (ENGINE_CALL has retried the transient ones), so the next engine takes over; a
+ * cancellation passes through. Undefined when no engine answered.
+ */
+export async function firstAnswering<T>(
+  chain: readonly PlannedEngine[],
+  call: (engine: PlannedEngine) => Promise<EngineReply<T>>,
+  options: ChainOptions,
+): Promise<T | undefined> {
+  for (const engine of chain) {
+    if (options.affords && !options.affords(engine)) return undefined;
+    try {
+      const reply = await call(engine);
+      if ('answer' in reply) return reply.answer;
+      options.failed(reply.unusable);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      options.failed(`${engine.engineId}: ${failureReason(err)}`);
+    }
+  }
+  return undefined;
+}
