@@ -6,6 +6,8 @@ import type { Logger } from '../infra/log';
 import type { CliResources } from './connect';
 
 /** The typed command registry every `quorum` command is declared with: options parsed and validated before anything connects. */
+// Deliberately, each command is declared whole (name, usage, options, input, run) even where two look alike: a
+// command reads top to bottom as its help text does, and the likeness `duplicates` finds is this registry's shape.
 
 /** Bad arguments: reported with the command's usage and exit code 2. */
 export class UsageError extends Error {

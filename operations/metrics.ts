@@ -9,6 +9,7 @@ import { DURATION_BUCKETS, processRegistry } from '../infra/metrics';
  * own. The HTTP edge adds its request timings to this registry and serves it at `/metrics`.
  */
 export const registry = processRegistry();
+// Each metric declared whole, as worker/metrics.ts explains.
 
 const deliberationsEnded = new Counter({
   name: 'quorum_deliberations_total',

@@ -12,6 +12,8 @@ import { DURATION_BUCKETS, metricsAuthorised, processRegistry } from '../infra/m
  * The worker process's metrics (README "Metrics"), recorded by an activity interceptor: workflow code stays
  * deterministic and records nothing, activities stay unaware of metrics.
  */
+// Deliberately, each metric is declared whole, as prom-client's own examples do (and as operations/metrics.ts and
+// api/http/metrics.ts do): a metric's name, help, labels and buckets read best side by side, not through a helper.
 const registry = processRegistry();
 
 const stageDuration = new Histogram({
