@@ -49,7 +49,7 @@ describe('accounts: trial credit', () => {
     this.timeout(60_000);
     const { env, db } = stack();
     const { worker, taskQueue } = await testWorker(
-      require.resolve('../../workflows/trial-credit'),
+      require.resolve('../../../workflows/trial-credit'),
       createAccountActivities({ db, log: createLogger('test', () => undefined) }),
     );
 
