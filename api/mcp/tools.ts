@@ -261,7 +261,7 @@ const certifyMode = tool({
   scope: 'certify',
   kind: 'forwarded',
   async run(args, ctx) {
-    const request = parseCertifyRequest(ctx.deps.form, args as Record<string, unknown>);
+    const request = parseCertifyRequest(args as Record<string, unknown>);
     return ctx.deps.serialiser.runs.launch(await launchCertification(ctx.deps, ctx.auth, request), ctx.baseUrl);
   },
 });

@@ -22,7 +22,7 @@ export function launchTests(deps: RunRouteDeps) {
 /** POST /v1/certify: 150 questions, three judges, two repeats, $50 flat. */
 export function launchCertify(deps: RunRouteDeps) {
   return async (ctx: Context): Promise<void> => {
-    const request = parseCertifyRequest(deps.form, await readJsonObject(ctx));
+    const request = parseCertifyRequest(await readJsonObject(ctx));
     const view = await launchCertification(deps, authOf(ctx), {
       ...request,
       idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']),

@@ -36,9 +36,10 @@ const fail = (code: ErrorCode, message: string, param: string): never => {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isWhole = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
 
-function model(body: Record<string, unknown>, form: Form): string {
+function model(body: Record<string, unknown>): string {
   const m = body.model;
-  if (m === undefined) return fail(form === 'A' ? 'invalid_model' : 'invalid_request', '`model` is required.', 'model');
+  // Spec 01's table: `invalid_model` when `model` is missing, for tests and certify in both Forms.
+  if (m === undefined) return fail('invalid_model', '`model` is required.', 'model');
   if (typeof m !== 'string' || m.length === 0 || m.length > 200 || !isStorableText(m))
     return fail('invalid_model', '`model` must be a mode id (Form A) or a ticker (Form B).', 'model');
   return m;
@@ -139,7 +140,7 @@ function questionSet(body: Record<string, unknown>): string | null {
 }
 
 export function parseTestRunRequest(form: Form, body: Record<string, unknown>): RunRequest {
-  const m = model(body, form);
+  const m = model(body);
   const c = questionCounts(body, form);
   const j = judges(body.judges, form);
   const repeats = body.judge_repeats ?? 1;
@@ -162,8 +163,8 @@ export function parseTestRunRequest(form: Form, body: Record<string, unknown>): 
   };
 }
 
-export function parseCertifyRequest(form: Form, body: Record<string, unknown>): { model: string; dryRun: boolean } {
-  return { model: model(body, form), dryRun: boolean(body.dry_run, 'dry_run', 'invalid_request') };
+export function parseCertifyRequest(body: Record<string, unknown>): { model: string; dryRun: boolean } {
+  return { model: model(body), dryRun: boolean(body.dry_run, 'dry_run', 'invalid_request') };
 }
 
 /** `batch_id` of a poll: required; anything else is simply a batch that does not exist. */

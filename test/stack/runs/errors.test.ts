@@ -84,6 +84,7 @@ describe('runs: request rules and error codes', function () {
       [{ ...base, tiers: 'plus' }, 'invalid_tiers'],
       [{ ...base, punch_up: 'yes' }, 'invalid_punch_up'],
       [{ ...base, judges: ['judge_z'] }, 'invalid_request'],
+      [{ ...base, model: undefined }, 'invalid_model'],
     ];
     for (const [body, code] of cases) await refuses('B', body, 400, code);
     // The legacy form and Form B's own names are both accepted.
@@ -93,6 +94,13 @@ describe('runs: request rules and error codes', function () {
     ]) {
       const r = await call(apis.B, 'POST', '/v1/tests', { key: org.ownerKey, body });
       assert.equal(r.status, 200, JSON.stringify(r.body));
+    }
+  });
+
+  it('a launch without `model` is 400 invalid_model on both endpoints in both Forms (spec 01 table)', async () => {
+    for (const form of FORMS) {
+      await refuses(form, { ...valid(form), model: undefined }, 400, 'invalid_model');
+      await refuses(form, { dry_run: true }, 400, 'invalid_model', '/v1/certify');
     }
   });
 
