@@ -78,16 +78,6 @@ export async function orgModeNamed(
   return row && { id: row.id, released: row.current_version > 0 };
 }
 
-/** Whether a listed mode of another organisation already has this name (marketplace names are unique). */
-export async function listedModeNamed(db: DbOrTrx, name: string, exceptId: string): Promise<boolean> {
-  const row = await db('modes')
-    .where({ listing_state: 'listed' })
-    .whereRaw('lower(name) = lower(?)', [name])
-    .whereNot({ id: exceptId })
-    .first('id');
-  return row !== undefined;
-}
-
 /** The organisation's ticker company part, if its first mode assigned one. */
 export async function assignedTickerPrefix(db: DbOrTrx, orgId: string): Promise<string | null> {
   const row = (await db('organisations').where({ id: orgId }).first('ticker_prefix')) as { ticker_prefix: string | null } | undefined;

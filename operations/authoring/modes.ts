@@ -13,7 +13,6 @@ import {
   inviteToLab,
   labInvites,
   listAuthoredModes,
-  listedModeNamed,
   modeVersions,
   orgModeNamed,
   orgHasOwner,
@@ -303,8 +302,9 @@ export async function listMode(deps: AuthoringDeps, author: Author, modeId: stri
   let certified: number | null;
   try {
     certified = await certifiedVersion(deps.db, mode.id);
-    if (await listedModeNamed(deps.db, mode.name, mode.id))
-      throw new QuorumError('name_taken', `A listed mode is already named "${mode.name}".`);
+    // Spec 02: name_taken is the organisation's own namesake; another organisation may list a mode of the same name.
+    if (mode.orgId !== null && (await orgModeNamed(deps.db, mode.orgId, mode.name, mode.id)))
+      throw new QuorumError('name_taken', `This organisation already has a mode named "${mode.name}".`);
   } catch (err) {
     if (err instanceof QuorumError) throw err;
     throw new QuorumError('listing_read_failed', 'The current listing could not be read; retry.');

@@ -318,11 +318,18 @@ describe('modes that organisations build', function () {
       await tool(client, 'save_mode', { spec: spec('LSTA', { name: listed.name, rounds: 1 }), mode_id: d.mode_id, release: true });
       refusedWith(await tool(client, 'list_mode', { mode_id: d.mode_id }), 'published_version_uncertified', 409);
 
-      // Marketplace names are unique: another organisation cannot list a mode under a listed name.
+      // Spec 02: name_taken is the organisation's own namesake. Another organisation may list a mode of the same name.
       const rival = await newOrg();
       const rc = await connect(apis.B, rival.ownerKey);
       const theirs = await tool(rc, 'save_mode', { spec: spec('RIVL', { name: listed.name }), release: true });
-      refusedWith(await tool(rc, 'list_mode', { mode_id: theirs.mode_id }), 'name_taken', 409);
+      assert.deepEqual((await tool(rc, 'list_mode', { mode_id: theirs.mode_id })).listing, { state: 'listed', version: 1 });
+      // A namesake in the organisation itself (written behind save_mode's own check, as a concurrent save could) is refused.
+      const twin = await tool(rc, 'save_mode', { spec: spec('TWIN'), release: true });
+      await stack()
+        .db('modes')
+        .where({ id: twin.mode_id })
+        .update({ name: String(listed.name).toUpperCase() });
+      refusedWith(await tool(rc, 'list_mode', { mode_id: twin.mode_id }), 'name_taken', 409);
       await rc.close();
     });
 
