@@ -27,9 +27,21 @@ export function generateApiKey(mode: KeyMode): string {
   return `${KEY_PREFIX}_${mode}_${randomBase62(SECRET_LENGTH)}`;
 }
 
-/** A bearer meant as one of our keys (it carries our prefix), well-formed or not; anything else is an access token. */
+/** A bearer meant as one of our keys (it carries our prefix), well-formed or not. */
 export function isApiKeyAttempt(raw: string): boolean {
   return raw.startsWith(`${KEY_PREFIX}_`);
+}
+
+/**
+ * Access tokens for connected apps carry this many bits of randomness, written as 64 URL-safe base64 characters: a
+ * length of their own (the library's default, 256 bits, is 43), so a bearer of any other shape, such as a provider's
+ * `sk-…` key pasted by mistake, is answered as the key it was meant to be (`invalid_api_key`), not as a token.
+ */
+export const ACCESS_TOKEN_BITS = 384;
+const ACCESS_TOKEN_SHAPE = new RegExp(`^[A-Za-z0-9_-]{${ACCESS_TOKEN_BITS / 6}}$`);
+
+export function isAccessTokenShaped(raw: string): boolean {
+  return ACCESS_TOKEN_SHAPE.test(raw);
 }
 
 /** The key's mode when it has the exact shape of a Quorum key, else undefined (→ `invalid_api_key`). */

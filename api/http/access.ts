@@ -2,7 +2,7 @@ import type { Db } from '../../db/knex';
 import { authenticate, type AuthContext } from '../../db/repositories/api-keys';
 import { authenticateApp, type AppGrant } from '../../db/repositories/app-principals';
 import { admitRequest } from '../../db/repositories/limits';
-import { isApiKeyAttempt, type Scope } from '../../domain/api-keys';
+import { isAccessTokenShaped, isApiKeyAttempt, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { isDependencyOutage } from './errors';
 import { requireScope } from '../../operations/checks';
@@ -58,15 +58,42 @@ export async function authorize(deps: AccessDeps, credentials: Credentials, scop
 }
 
 async function admit({ db, oauth }: AccessDeps, edge: Edge, bearer: string, scope: Scope | undefined): Promise<AuthContext> {
-  // Our keys have a prefix of their own; any other bearer is a connected app's access token (spec 01 item 7).
+  // Our keys have a prefix of their own and access tokens a shape of their own (spec 01 item 7); anything else is a
+  // key gone wrong, often a provider's key pasted here, and is answered as one (spec 01: a malformed key).
+  if (!isApiKeyAttempt(bearer) && !isAccessTokenShaped(bearer))
+    throw new QuorumError(
+      'invalid_api_key',
+      "This is neither a Quorum API key (they begin qrm_live_ or qrm_test_) nor an access token Quorum issued. A provider's own key is set in the console, under provider keys, not sent here.",
+    );
   const auth = isApiKeyAttempt(bearer) ? await authenticate(db, bearer) : await authenticateApp(db, await oauth.verify(bearer, edge));
   if (scope !== undefined) requireScope(auth, scope);
-  const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
-  const admission = await admitRequest(db, auth.keyId, limit);
-  if (!admission.allowed) {
-    throw new QuorumError('rate_limit_exceeded', `More than ${limit} requests in the last minute for this key.`, {
-      retryAfter: admission.retryAfterSeconds,
-    });
-  }
+  await admitCalls(db, auth, 1);
   return auth;
+}
+
+/**
+ * Counts `count` more calls against the caller's requests per minute, all or none: the rest of a JSON-RPC batch on
+ * `/mcp`, where each call counts (its first was counted by `authorize`).
+ */
+export async function admitMore(deps: AccessDeps, auth: AuthContext, count: number): Promise<void> {
+  try {
+    await admitCalls(deps.db, auth, count);
+  } catch (err) {
+    if (isDependencyOutage(err))
+      throw new QuorumError('gate_check_failed', 'The access check could not complete; retry shortly.', { retryAfter: 2 });
+    throw err;
+  }
+}
+
+async function admitCalls(db: Db, auth: AuthContext, count: number): Promise<void> {
+  const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
+  const admission = await admitRequest(db, auth.keyId, limit, undefined, count);
+  if (admission.allowed) return;
+  const message =
+    count === 1
+      ? `More than ${limit} requests in the last minute for this key.`
+      : count + 1 > limit
+        ? `This batch carries ${count + 1} calls; each counts, and the key allows ${limit} a minute. Send fewer at once.`
+        : `This batch's ${count + 1} calls would pass the key's ${limit} requests in the last minute.`;
+  throw new QuorumError('rate_limit_exceeded', message, { retryAfter: admission.retryAfterSeconds });
 }

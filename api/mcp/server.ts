@@ -11,7 +11,7 @@ import type { Context } from 'koa';
 import { QuorumError } from '../../domain/errors';
 import type { Logger } from '../../infra/log';
 import { requireScope } from '../../operations/checks';
-import { authorize } from '../http/access';
+import { admitMore, authorize } from '../http/access';
 import { readJson } from '../http/body';
 import { asQuorumError } from '../http/errors';
 import type { RunDeps } from '../../operations/run-settings';
@@ -65,6 +65,8 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
     );
     const body = await readJson(ctx);
     refuseLargeBatch(body, tools);
+    // Each call of a batch is a request to the rate limit (spec 02: "per key"); the gate counted the first.
+    if (Array.isArray(body) && body.length > 1) await admitMore(deps, auth, body.length - 1);
 
     const server = new Server({ name: 'quorum', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));

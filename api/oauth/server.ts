@@ -5,7 +5,7 @@ import type { Db } from '../../db/knex';
 import type { AppGrant } from '../../db/repositories/app-principals';
 import { admitRequest } from '../../db/repositories/limits';
 import { loadOAuthKeys, OAuthStore } from '../../db/repositories/oauth-store';
-import type { Scope } from '../../domain/api-keys';
+import { ACCESS_TOKEN_BITS, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { OAUTH_SCOPES, parseAccountId } from '../../domain/plans';
 import type { Logger } from '../../infra/log';
@@ -112,6 +112,8 @@ export class OAuthServer implements AccessTokens {
         response_types: ['code'],
         token_endpoint_auth_method: 'none',
       },
+      // Access tokens get a length of their own, so the edges tell them from a mistyped or foreign key.
+      formats: { bitsOfOpaqueRandomness: (_ctx, token) => (token.kind === 'AccessToken' ? ACCESS_TOKEN_BITS : 256) },
       features: {
         devInteractions: { enabled: false },
         registration: { enabled: true },

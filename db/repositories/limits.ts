@@ -17,15 +17,26 @@ export interface Admission {
   retryAfterSeconds: number;
 }
 
-/** Admits one request of the key when fewer than `limit` were admitted in the last `windowMs` (a sliding window). */
-export async function admitRequest(db: DbOrTrx, keyId: string, limit: number, windowMs: number = RATE_WINDOW_MS): Promise<Admission> {
-  const res = await db.raw<{ rows: { allowed: boolean; retry_after_ms: number }[] }>('select * from admit_request(?, ?, ?)', [
+/**
+ * Admits `count` requests of the key (all or none) when no more than `limit` would then have been admitted in the
+ * last `windowMs` (a sliding window). A count above the limit is never admitted: it waits a whole window, in vain.
+ */
+export async function admitRequest(
+  db: DbOrTrx,
+  keyId: string,
+  limit: number,
+  windowMs: number = RATE_WINDOW_MS,
+  count = 1,
+): Promise<Admission> {
+  const res = await db.raw<{ rows: { allowed: boolean; retry_after_ms: number }[] }>('select * from admit_request(?, ?, ?, ?)', [
     keyId,
     limit,
     windowMs,
+    count,
   ]);
   const row = res.rows[0];
-  return { allowed: row.allowed, retryAfterSeconds: row.allowed ? 0 : Math.max(1, Math.ceil(row.retry_after_ms / 1000)) };
+  const waitMs = row.retry_after_ms < 0 ? windowMs : row.retry_after_ms;
+  return { allowed: row.allowed, retryAfterSeconds: row.allowed ? 0 : Math.max(1, Math.ceil(waitMs / 1000)) };
 }
 
 /** Takes one of the organisation's `limit` slots; the lease id, or undefined when all are in use. */

@@ -193,6 +193,41 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
     assert.notEqual(ok.status, 413);
   });
 
+  it("each call of a JSON-RPC batch counts toward the key's requests per minute; a refused batch takes no place", async () => {
+    const key = await newKey(org.orgId, { limits: { requestsPerMinute: 5 } });
+    const listModes = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        jsonrpc: '2.0',
+        id: i + 1,
+        method: 'tools/call',
+        params: { name: 'list_modes', arguments: {} },
+      }));
+    // A successful POST answers as an event stream; a refused one as the JSON error.
+    const post = async (body: unknown): Promise<{ status: number; text: string; retryAfter: string | null }> => {
+      const res = await fetch(`${apis.B.url}/mcp`, {
+        method: 'POST',
+        headers: { accept: 'application/json, text/event-stream', authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, text: await res.text(), retryAfter: res.headers.get('retry-after') };
+    };
+    const codeOf = (text: string): unknown => (JSON.parse(text) as { error?: { code?: string } }).error?.code;
+    // Six calls in one POST, against a limit of five a minute: refused whole.
+    const tooMany = await post(listModes(6));
+    assert.equal(tooMany.status, 429);
+    assert.equal(codeOf(tooMany.text), 'rate_limit_exceeded');
+    assert.match(tooMany.text, /6 calls; each counts, and the key allows 5 a minute/);
+    // That refusal held one place (the POST itself); three calls then fit, and one more does not.
+    const three = await post(listModes(3));
+    assert.equal(three.status, 200, three.text);
+    assert.equal((three.text.match(/"result"/g) ?? []).length, 3, 'each of the three calls answered');
+    assert.equal((await post(listModes(1)[0])).status, 200);
+    const refused = await post(listModes(1)[0]);
+    assert.equal(refused.status, 429);
+    assert.equal(codeOf(refused.text), 'rate_limit_exceeded');
+    assert.ok(Number(refused.retryAfter) >= 1);
+  });
+
   it('GET is 405, no key is 401, a browser Origin is 403: outside any tool result, as HTTP statuses', async () => {
     const get = await call(apis.B, 'GET', '/mcp', { key: org.ownerKey });
     assert.equal(get.status, 405);

@@ -49,6 +49,7 @@ describe('connected apps: an MCP client signs in with OAuth 2.1 from nothing', f
     assert.ok(registered?.client_id, 'dynamic registration gave a client id');
     const first = app.tokens();
     assert.ok(first?.access_token && first.refresh_token, 'an access token and a refresh token');
+    assert.match(first.access_token, /^[A-Za-z0-9_-]{64}$/, 'access tokens have their own shape (domain/api-keys.ts ACCESS_TOKEN_BITS)');
 
     const result = await client.callTool({ name: 'deliberate', arguments: { model: EXPRESS.B, messages: QUESTION } });
     assert.notEqual(result.isError, true, JSON.stringify(result));

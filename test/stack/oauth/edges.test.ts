@@ -87,10 +87,19 @@ describe('connected apps: the authorization server and the access gate', functio
         bare.headers.get('www-authenticate'),
         `Bearer resource_metadata="${api.url}/.well-known/oauth-protected-resource/${edge}"`,
       );
-      const stranger = await call(api, method, route, { key: 'not-a-token-we-issued', body: method === 'POST' ? {} : undefined });
+      // Shaped as our access tokens are (64 URL-safe characters), but never issued: a token's refusal.
+      const stranger = await call(api, method, route, { key: 'x'.repeat(64), body: method === 'POST' ? {} : undefined });
       assert.equal(stranger.status, 401);
       assert.equal(stranger.body.error?.code, 'invalid_oauth_token');
       assert.match(stranger.headers.get('www-authenticate') ?? '', /error="invalid_token"$/);
+      // A provider's key pasted as the bearer is a key gone wrong, with advice that fits (issue 26 item 16).
+      for (const pasted of [`sk-${'a'.repeat(48)}`, `sk-proj-${'b'.repeat(156)}`, `sk-ant-api03-${'c'.repeat(95)}`]) {
+        const r = await call(api, method, route, { key: pasted, body: method === 'POST' ? {} : undefined });
+        assert.equal(r.status, 401);
+        assert.equal(r.body.error?.code, 'invalid_api_key', pasted.slice(0, 12));
+        assert.match(String(r.body.error?.message), /neither a Quorum API key .* nor an access token/);
+        assert.doesNotMatch(r.headers.get('www-authenticate') ?? '', /invalid_token/);
+      }
       // A malformed key stays a key's error, never a token's.
       assert.equal(
         (await call(api, method, route, { key: 'qrm_live_short', body: method === 'POST' ? {} : undefined })).body.error?.code,
