@@ -52,6 +52,38 @@ export function withCurrentVersion(db: Conn): Knex.QueryBuilder {
     .select('m.*', 'v.config', 'v.config_hash');
 }
 
+/** A row of `withCallableVersions`: the current release, and the listed version as `listed_*`. */
+interface CallableRow extends ModeRow {
+  listing_state: ListingState | null;
+  listing_version: number | null;
+  listed_config: unknown;
+  listed_config_hash: string | null;
+}
+
+/** Modes with their current version's configuration and their listed version's (null when not listed). */
+function withCallableVersions(db: Conn): Knex.QueryBuilder {
+  return withCurrentVersion(db)
+    .leftJoin('mode_versions as lv', function () {
+      this.on('lv.mode_id', '=', 'm.id').andOn('lv.version', '=', 'm.listing_version');
+    })
+    .select('lv.config as listed_config', 'lv.config_hash as listed_config_hash');
+}
+
+/**
+ * The version of a mode an organisation calls (DESIGN §10): its own organisation (the owner and team) and everyone
+ * for a platform mode get the latest release; another organisation gets the version that was listed, until the owner
+ * lists a newer one. Releasing a version never changes what the marketplace serves.
+ */
+function callableBy(row: CallableRow, orgId: string): ModeRecord {
+  if (row.org_id === null || row.org_id === orgId || row.listing_version === null || row.listed_config === null) return toRecord(row);
+  return toRecord({
+    ...row,
+    current_version: row.listing_version,
+    config: row.listed_config,
+    config_hash: row.listed_config_hash as string,
+  });
+}
+
 /**
  * Saves a mode's configuration: a new mode gets version 1; a changed configuration gets the next version
  * (and so a new `configHash`); an unchanged one is left alone. Returns the current version.
@@ -98,32 +130,35 @@ export async function seedSystemModes(db: Knex): Promise<ModeRecord[]> {
   return out;
 }
 
-/** Entitled to the organisation: published system modes, its own released modes, and modes listed in the marketplace. */
+/**
+ * Entitled to the organisation: published system modes, its own released modes, and modes listed in the marketplace
+ * (another organisation's at its listed version).
+ */
 export async function listModesForOrg(db: Conn, orgId: string): Promise<ModeRecord[]> {
-  const rows = (await withCurrentVersion(db)
+  const rows = (await withCallableVersions(db)
     .where('m.published', true)
     .andWhere((q) => q.whereNull('m.org_id').orWhere('m.org_id', orgId).orWhere('m.listing_state', 'listed'))
-    .orderBy('m.id')) as ModeRow[];
-  return rows.map(toRecord);
+    .orderBy('m.id')) as CallableRow[];
+  return rows.map((row) => callableBy(row, orgId));
 }
 
-interface LabRow extends ModeRow {
+interface LabRow extends CallableRow {
   draft_config: unknown;
   draft_config_hash: string | null;
-  listing_state: ListingState | null;
 }
 
 /**
  * The mode a request names: Form A by id, Form B by ticker. A `:LAB` ticker is the lab version (the draft when
  * there is one, else the current release), open to the owning organisation and those it invited; anyone else gets
- * `lab_not_available`. Another organisation's mode is entitled when listed; once delisted or rejected Form B says
+ * `lab_not_available`. The owning organisation calls the current release. Another organisation's mode is entitled
+ * when listed, at its listed version (not a later release); once delisted or rejected Form B says
  * `mode_not_permitted`. A mode never released is returned unpublished to its owner only (the caller answers
  * `mode_not_published`). Undefined when the caller cannot see such a mode.
  */
 export async function findMode(db: Conn, q: { orgId: string; form: Form; model: string }): Promise<ModeRecord | undefined> {
   const lab = q.form === 'B' && q.model.endsWith(':LAB');
   const key = lab ? q.model.slice(0, -':LAB'.length) : q.model;
-  const row = (await withCurrentVersion(db)
+  const row = (await withCallableVersions(db)
     .where(q.form === 'A' ? 'm.id' : 'm.ticker', key)
     .first()) as LabRow | undefined;
   if (!row) return undefined;
@@ -147,7 +182,7 @@ export async function findMode(db: Conn, q: { orgId: string; form: Form; model: 
   }
   if (row.config === null) return own && row.draft_config !== null ? draft(false) : undefined;
   if (own || row.org_id === null) return !row.published && !own ? undefined : toRecord(row);
-  if (row.listing_state === 'listed' && row.published) return toRecord(row);
+  if (row.listing_state === 'listed' && row.published) return callableBy(row, q.orgId);
   if (row.listing_state !== null && q.form === 'B')
     throw new QuorumError('mode_not_permitted', `\`${key}\` is no longer offered in the marketplace.`, { param: 'model' });
   return undefined;
