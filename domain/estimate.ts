@@ -66,7 +66,11 @@ export interface QuoteInput {
   classification: Classification;
   promptTokens: number;
   rate: TierRate;
-  source: CallSource;
+  /**
+   * Whether a seat on this engine runs on the organisation's own provider key (its provider bills the call; we
+   * charge 0.5% of it). Absent: every call on the service's keys. Staff calls always are.
+   */
+  onOwnKey?: (engineId: string) => boolean;
   keyCeilingMicros: number | undefined;
   requestedCeilingMicros: number | undefined;
   /** A connected app's call on a plan: real engine cost only, no fees and no ceiling (spec 01 rule 11). */
@@ -91,10 +95,11 @@ interface Call {
   prices: TokenPrices;
   tokensIn: number;
   tokensOut: number;
+  source: CallSource;
 }
 
 /** What the projected calls depend on. */
-type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens'>;
+type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey'>;
 
 /** How a run is projected: as expected (the quote), or at its most (a plan's hold). */
 interface Projection {
@@ -120,27 +125,48 @@ function expectedCalls(
       : expectedRounds(input.config, input.classification, express);
   const out = Math.round(input.config.seatMaxOutputTokens * projection.outputShare);
   const seen = (n: number): number => input.promptTokens + n * out;
-  const plan: { engine: string; tokensIn: number; tokensOut: number }[] = [];
+  const seatSource = (engine: string): CallSource => (input.onOwnKey?.(engine) ? 'own_key' : 'service');
+  const plan: { engine: string; tokensIn: number; tokensOut: number; source: CallSource }[] = [];
   for (let round = 1; round <= rounds; round++) {
     // From the second round each seat also reads the others' answers.
-    for (const engine of seats) plan.push({ engine, tokensIn: seen(round === 1 ? 0 : seats.length - 1), tokensOut: out });
-    if (!express) plan.push({ engine: input.config.staff.judge.engine, tokensIn: seen(seats.length), tokensOut: JUDGE_OUTPUT_TOKENS });
+    for (const engine of seats)
+      plan.push({ engine, tokensIn: seen(round === 1 ? 0 : seats.length - 1), tokensOut: out, source: seatSource(engine) });
+    if (!express)
+      plan.push({
+        engine: input.config.staff.judge.engine,
+        tokensIn: seen(seats.length),
+        tokensOut: JUDGE_OUTPUT_TOKENS,
+        source: 'service',
+      });
   }
-  if (!express) plan.push({ engine: input.config.staff.synthesis.engine, tokensIn: seen(seats.length), tokensOut: out });
+  if (!express) plan.push({ engine: input.config.staff.synthesis.engine, tokensIn: seen(seats.length), tokensOut: out, source: 'service' });
   const calls: Call[] = [];
   for (const p of plan) {
     const prices = findPrices(p.engine);
     if (!prices) return undefined;
-    calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut });
+    calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut, source: p.source });
   }
   return { calls, lane, rounds };
+}
+
+function costBySource(calls: readonly Call[]): Record<CallSource, number> {
+  const cost: Record<CallSource, number> = { service: 0, own_key: 0 };
+  for (const c of calls) cost[c.source] += engineCostMicros(c.tokensIn, c.tokensOut, c.prices);
+  return cost;
+}
+
+/** The platform fee as the meter charges it: once per source, on that source's summed cost. */
+function sourcesFeeMicros(cost: Record<CallSource, number>): number {
+  return platformFeeMicros(cost.service, 'service') + platformFeeMicros(cost.own_key, 'own_key');
 }
 
 export function quote(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): Quote | undefined {
   const expected = expectedCalls(input, findPrices);
   if (!expected) return undefined;
   const { calls, lane } = expected;
-  const gatewayMicros = calls.reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
+  const cost = costBySource(calls);
+  // Priced as the call bills (domain/cost-meter.ts): own-key seats are the provider's to bill, their fee ours.
+  const gatewayMicros = cost.service;
   const tokensIn = calls.reduce((sum, c) => sum + c.tokensIn, 0);
   const tokensOut = calls.reduce((sum, c) => sum + c.tokensOut, 0);
   const modeFee = input.realCostOnly
@@ -151,7 +177,7 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
           inputUsdPerMtok: input.rate.inputMicrosPerToken,
           outputUsdPerMtok: input.rate.outputMicrosPerToken,
         });
-  const platformFee = input.realCostOnly ? 0 : platformFeeMicros(gatewayMicros, input.source);
+  const platformFee = input.realCostOnly ? 0 : sourcesFeeMicros(cost);
   const ceilingMicros = input.realCostOnly
     ? null
     : callCeilingMicros(input.form, input.config, input.keyCeilingMicros, input.requestedCeilingMicros);
@@ -177,12 +203,13 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
 export function minimumCallMicros(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): number | undefined {
   const lane = laneFor(input.config, input.tier, input.classification);
   const seats = designedSeats(input.config, input.tier, lane);
-  let gatewayMicros = 0;
+  const calls: Call[] = [];
   for (const engine of seats) {
     const prices = findPrices(engine);
     if (!prices) return undefined;
-    gatewayMicros += engineCostMicros(input.promptTokens, 0, prices);
+    calls.push({ prices, tokensIn: input.promptTokens, tokensOut: 0, source: input.onOwnKey?.(engine) ? 'own_key' : 'service' });
   }
+  const cost = costBySource(calls);
   const tokensIn = seats.length * input.promptTokens;
   const modeFee =
     input.form === 'A'
@@ -191,7 +218,7 @@ export function minimumCallMicros(input: QuoteInput, findPrices: (engineId: stri
           inputUsdPerMtok: input.rate.inputMicrosPerToken,
           outputUsdPerMtok: input.rate.outputMicrosPerToken,
         });
-  return gatewayMicros + platformFeeMicros(gatewayMicros, input.source) + modeFee;
+  return cost.service + sourcesFeeMicros(cost) + modeFee;
 }
 
 /**

@@ -10,8 +10,13 @@ export const PLATFORM_FEE_PPM: Readonly<Record<CallSource, number>> = { service:
 /** Form B's floor for a call's ceiling: the higher of this and the mode's own price. */
 export const FORM_B_MIN_CEILING_MICROS = 2_000_000;
 
+/**
+ * The platform fee on `costMicros` of one source's real cost, to the nearest micro-dollar. A call's fee is this once
+ * per source on that source's summed cost (spec 01 item 11), so `platform_fee_usd` is the published rate of what it is
+ * charged on, never a sum of per-engine roundings.
+ */
 export function platformFeeMicros(costMicros: number, source: CallSource): number {
-  return Math.ceil((costMicros * PLATFORM_FEE_PPM[source]) / 1_000_000);
+  return Math.round((costMicros * PLATFORM_FEE_PPM[source]) / 1_000_000);
 }
 
 /** The mode's fee: Form A a surcharge by depth (or the express one); Form B a per-Mtok rate with output at 4× input. */

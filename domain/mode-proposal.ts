@@ -402,7 +402,6 @@ function priceOf(config: ModeConfig, req: ProposalRequest): Priced | undefined {
           classification: { ...BLANK, depth, lane: 'panel' },
           promptTokens: TYPICAL_PROMPT_TOKENS[depth],
           rate: tierRate(config, NO_CALLS),
-          source: 'service',
           keyCeilingMicros: undefined,
           requestedCeilingMicros: undefined,
         },

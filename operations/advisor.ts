@@ -10,7 +10,7 @@ import { quote } from '../domain/estimate';
 import type { ModeRecord } from '../domain/modes';
 import { summarizeRun } from '../domain/run-summary';
 import type { QuestionResult } from '../domain/runs';
-import { callQuoteInput, catalogPrices, ratesOf } from './estimate';
+import { callQuoteInput, catalogPrices, ownKeyFamilies, ratesOf } from './estimate';
 import { issueQuote, type QuoteRefusal } from './quotes';
 import type { RunDeps } from './run-settings';
 
@@ -71,9 +71,10 @@ async function runResults(
 
 /** The recent calls, each beside what the estimate would quote for it today. */
 async function receiptFacts(deps: RunDeps, auth: AuthContext, mode: ModeRecord): Promise<ReceiptFacts[]> {
-  const [calls, rates] = await Promise.all([
+  const [calls, rates, ownFamilies] = await Promise.all([
     recentCalls(deps.db, { orgId: auth.orgId, modeId: mode.id, limit: RECENT_CALLS }),
     ratesOf(deps.db, mode),
+    ownKeyFamilies(deps.db, auth),
   ]);
   return calls.map((c) => ({
     fallback: c.substitutions > 0,
@@ -82,7 +83,14 @@ async function receiptFacts(deps: RunDeps, auth: AuthContext, mode: ModeRecord):
     billedMicros: c.billedMicros,
     quotedMicros:
       quote(
-        callQuoteInput(deps.form, auth, { mode, tier: c.tier, classification: c.classification, promptTokens: c.promptTokens, rates }),
+        callQuoteInput(deps.form, auth, {
+          mode,
+          tier: c.tier,
+          classification: c.classification,
+          promptTokens: c.promptTokens,
+          rates,
+          ownFamilies,
+        }),
         catalogPrices,
       )?.totalMicros ?? null,
   }));

@@ -12,7 +12,7 @@ import { assertPlanPermits, type PlanPayer } from '../domain/plan-rules';
 import type { CompletionInput } from './requests/common';
 import { checkInputTokens, resolveMode, withConcurrencySlot, withPersonSlot } from './checks';
 import type { OperationDeps } from './deps';
-import { callerCeilingMicros, callQuoteInput, catalogPrices, planHoldMicros, ratesOf } from './estimate';
+import { callerCeilingMicros, callQuoteInput, catalogPrices, ownKeyFamilies, planHoldMicros, ratesOf } from './estimate';
 import { runDeliberation } from './run-deliberation';
 
 /** Far above any real ceiling; keeps the conversion of an absurd `max_cost_usd` exact. */
@@ -41,9 +41,9 @@ async function refuseCeilingBelowQuote(
   auth: AuthContext,
   call: { mode: ModeRecord; tier: Tier; messages: ChatMessage[]; promptTokens: number; requested: number },
 ): Promise<void> {
-  const rates = await ratesOf(deps.db, call.mode);
+  const [rates, ownFamilies] = await Promise.all([ratesOf(deps.db, call.mode), ownKeyFamilies(deps.db, auth)]);
   const minimum = minimumCallMicros(
-    callQuoteInput(deps.form, auth, { ...call, classification: classifyHeuristic(call.messages), rates }),
+    callQuoteInput(deps.form, auth, { ...call, classification: classifyHeuristic(call.messages), rates, ownFamilies }),
     catalogPrices,
   );
   if (minimum !== undefined && call.requested < minimum) {

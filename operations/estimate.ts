@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { AuthContext } from '../db/repositories/api-keys';
 import type { Db } from '../db/knex';
 import { recordEstimate } from '../db/repositories/limits';
+import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { recordedCallStats } from '../db/repositories/requests';
 import { latestRunSummary } from '../db/repositories/runs';
 import { runEvidence } from '../domain/run-summary';
@@ -65,13 +66,28 @@ export function planHoldMicros(
   return worstCaseGatewayMicros(shape, catalogPrices) ?? callCeilingMicros(form, mode.config, undefined, undefined);
 }
 
+/**
+ * The provider families whose seat calls would run on this caller's own keys, as the call's plan decides
+ * (activities' `prepare`): none for a test key (simulated engines) or a connected app (the service's keys).
+ */
+export async function ownKeyFamilies(db: Db, auth: AuthContext): Promise<ReadonlySet<string>> {
+  return auth.mode === 'test' || auth.app ? new Set() : ownProviderFamilies(db, auth.orgId);
+}
+
 /** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
 export function callQuoteInput(
   form: Form,
   auth: AuthContext,
-  call: { mode: ModeRecord; tier: Tier; classification: Classification; promptTokens: number; rates: TierRates },
+  call: {
+    mode: ModeRecord;
+    tier: Tier;
+    classification: Classification;
+    promptTokens: number;
+    rates: TierRates;
+    ownFamilies: ReadonlySet<string>;
+  },
 ): QuoteInput {
-  const { mode, tier, classification, promptTokens, rates } = call;
+  const { mode, tier, classification, promptTokens, rates, ownFamilies } = call;
   return {
     form,
     config: mode.config,
@@ -79,7 +95,8 @@ export function callQuoteInput(
     classification,
     promptTokens,
     rate: rates[tier],
-    source: 'service',
+    // A seat runs on an own key when the organisation has one for its engine's family (domain/seat-plan.ts).
+    onOwnKey: (engineId) => ownFamilies.has(findEngine(engineId)?.family ?? ''),
     keyCeilingMicros: keyCeilingMicros(auth),
     requestedCeilingMicros: undefined,
     realCostOnly: auth.app !== undefined,
@@ -124,15 +141,17 @@ export async function estimate(
   ratesRead.catch(() => undefined);
   const evidenceRead = runEvidenceOf(db, mode.id);
   evidenceRead.catch(() => undefined);
+  const ownRead = ownKeyFamilies(db, auth);
+  ownRead.catch(() => undefined);
   return withConcurrencySlot(db, auth, async () => {
     const classifyStart = performance.now();
     const classified = await classifyPrompt(deps.engines, deps.log, body.messages, mode.config.staff.classifier?.engine);
     const classify = Math.round(performance.now() - classifyStart);
-    const [rates, runs] = await Promise.all([ratesRead, evidenceRead, recordEstimate(db, auth.orgId, requestId)]);
+    const [rates, runs, ownFamilies] = await Promise.all([ratesRead, evidenceRead, ownRead, recordEstimate(db, auth.orgId, requestId)]);
     // DESIGN §10: once the mode has finished runs, they decide whether a panel helps on questions like this one.
     const fromRuns = runs && runEvidence(runs.summary, classified.depth, runs.runId);
     const classification = fromRuns ? { ...classified, deliberationValue: fromRuns } : classified;
-    const q = quote(callQuoteInput(form, auth, { mode, tier, classification, promptTokens, rates }), catalogPrices);
+    const q = quote(callQuoteInput(form, auth, { mode, tier, classification, promptTokens, rates, ownFamilies }), catalogPrices);
     const total = Math.round(performance.now() - input.startedAt);
     return { requestId, model: body.model, mode, classification, tier, rates, quote: q, timing: { total, classify } };
   });

@@ -31,7 +31,7 @@ import { startRun } from '../starters/runs';
 import { runPlanningContext } from '../engines/run-planning';
 import type { RunRequest } from './requests/runs';
 import type { OperationDeps } from './deps';
-import { callQuoteInput, catalogPrices, ratesOf } from './estimate';
+import { callQuoteInput, catalogPrices, ownKeyFamilies, ratesOf } from './estimate';
 
 import { LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
 
@@ -122,13 +122,16 @@ async function testRunPrice(
   spec: RunSpec,
   questions: Question[],
 ): Promise<number> {
-  const rates = await ratesOf(deps.db, mode);
+  const [rates, ownFamilies] = await Promise.all([ratesOf(deps.db, mode), ownKeyFamilies(deps.db, auth)]);
   const base = classifyHeuristic([{ role: 'user', content: '' }]);
   let total = 0;
   for (const q of dealTiers(questions, spec.tiers)) {
     const classification = { ...base, depth: BUCKET_DEPTH[q.bucket], lane: 'panel' as const };
     const promptTokens = countMessagesTokens([{ role: 'user', content: q.question }]);
-    const priced = quote(callQuoteInput(deps.form, auth, { mode, tier: q.tier, classification, promptTokens, rates }), catalogPrices);
+    const priced = quote(
+      callQuoteInput(deps.form, auth, { mode, tier: q.tier, classification, promptTokens, rates, ownFamilies }),
+      catalogPrices,
+    );
     if (!priced)
       throw new QuorumError('price_unavailable', `The mode has no API price for ${q.bucket} questions at the ${q.tier} tier.`, {
         param: 'model',

@@ -1,6 +1,7 @@
 import {
   ApplicationFailure,
   isCancellation,
+  patched,
   proxyLocalActivities,
   setHandler,
   upsertMemo,
@@ -132,6 +133,8 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     lane,
     ceilingMicros: input.ceilingMicros,
     realCostOnly: payer !== undefined,
+    // Issue 26: a deliberation begun before own-key seats were left to the provider's bill replays its stops as made.
+    legacyCeiling: !patched('own-key-seats-billed-by-provider'),
   });
   const judgeSeed = Math.floor(Math.random() * 2 ** 31);
   const run = await runPanel({

@@ -165,7 +165,7 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
     recusals: tierPlan.judges.flatMap((j) =>
       j.recusal ? [{ slot: j.slot, engineId: j.recusal.engineId, replacedBy: j.recusal.replacedBy }] : [],
     ),
-    costMicros: meter.gatewayMicros + (solo?.costMicros ?? 0) + replies.reduce((n, r) => n + (r?.costMicros ?? 0), 0),
+    costMicros: meter.realCostMicros + (solo?.costMicros ?? 0) + replies.reduce((n, r) => n + (r?.costMicros ?? 0), 0),
     latencyMs: Date.now() - startedMs,
   };
   await recordQuestion({ runId: input.runId, result });

@@ -14,13 +14,35 @@ const terms = (over: Partial<MeterTerms> = {}): MeterTerms => ({
 const engine = { inputUsdPerMtok: 2, outputUsdPerMtok: 8, ownKey: false };
 
 describe('cost meter: what each call cost, and whether the next step is affordable', () => {
-  it('adds each call: cost, a 5% (service) or 0.5% (own key) platform fee rounded up per call, tokens, reasoning', () => {
+  it('a service-key call is billed at cost; an own-key call is billed by its provider, so only its 0.5% fee is ours', () => {
     const m = new CostMeter(terms());
     m.charge({ costMicros: 1_001, source: 'service', tokensIn: 100, tokensOut: 50, reasoningTokens: null });
     assert.equal(m.reasoningTokens, null, 'no reasoning reported yet');
     m.charge({ costMicros: 2_000, source: 'own_key', tokensIn: 10, tokensOut: 5, reasoningTokens: 7 });
-    // ceil(1,001 × 5%) = 51; 2,000 × 0.5% = 10.
-    assert.deepEqual([m.gatewayMicros, m.platformFeeMicros, m.tokensIn, m.tokensOut, m.reasoningTokens], [3_001, 61, 110, 55, 7]);
+    // Spec 01 items 11 and 13: the own-key call's $0.002 is on the customer's provider bill, not ours.
+    assert.equal(m.gatewayMicros, 1_001);
+    assert.equal(m.realCostMicros, 3_001);
+    // 5% of 1,001 = 50.05 → 50; 0.5% of 2,000 = 10.
+    assert.equal(m.platformFeeMicros, 60);
+    assert.deepEqual([m.tokensIn, m.tokensOut, m.reasoningTokens], [110, 55, 7]);
+  });
+
+  it('the platform fee is rounded once per source on the summed cost, not per call', () => {
+    const m = new CostMeter(terms());
+    // Nine calls of 1,003 micro-dollars: per call 5% is 50.15, which rounded up per call would bill 9 × 51 = 459.
+    for (let i = 0; i < 9; i++) m.charge({ costMicros: 1_003, source: 'service', tokensIn: 1, tokensOut: 1, reasoningTokens: null });
+    // 5% of 9,027 = 451.35 → 451: the published rate of gateway_usd to the micro-dollar.
+    assert.equal(m.gatewayMicros, 9_027);
+    assert.equal(m.platformFeeMicros, 451);
+    // Own-key calls are summed apart, at their own rate: 0.5% of 3 × 333 = 4.995 → 5 (per call: 3 × 2 = 6).
+    for (let i = 0; i < 3; i++) m.charge({ costMicros: 333, source: 'own_key', tokensIn: 1, tokensOut: 1, reasoningTokens: null });
+    assert.equal(m.platformFeeMicros, 456);
+  });
+
+  it('on a plan: real cost only, no fee', () => {
+    const m = new CostMeter(terms({ realCostOnly: true, ceilingMicros: null }));
+    m.charge({ costMicros: 1_000, source: 'service', tokensIn: 1, tokensOut: 1, reasoningTokens: null });
+    assert.deepEqual([m.gatewayMicros, m.platformFeeMicros, m.modeFeeMicros()], [1_000, 0, 0]);
   });
 
   it("prices the mode's fee: Form A by depth or the express surcharge, Form B per token with output at 4x", () => {
@@ -42,6 +64,27 @@ describe('cost meter: what each call cost, and whether the next step is affordab
     roomy.charge({ costMicros: 5_000, source: 'service', tokensIn: 0, tokensOut: 0, reasoningTokens: null });
     assert.equal(roomy.affords([{ engine, tokensIn: 1_000, maxOut: 1_000 }]), true, 'exactly at the ceiling fits');
     assert.equal(roomy.capped, false);
+  });
+
+  it('Form A: an own-key step costs the caller only its fee, so it fits where a service-key step does not', () => {
+    const own = { ...engine, ownKey: true };
+    const m = new CostMeter(terms({ ceilingMicros: 10_100 }));
+    // Surcharge 5,000. A call of 1,000 in and 1,000 out costs 10,000: on the service's keys 10,000 + 500 fee passes
+    // 10,100; on the caller's own key it is 50 (0.5%), which fits.
+    assert.equal(m.affords([{ engine, tokensIn: 1_000, maxOut: 1_000 }]), false);
+    assert.equal(new CostMeter(terms({ ceilingMicros: 10_100 })).affords([{ engine: own, tokensIn: 1_000, maxOut: 1_000 }]), true);
+  });
+
+  it('a deliberation begun before the change replays its stops as it made them (legacyCeiling)', () => {
+    const own = { ...engine, ownKey: true };
+    // As before: spent = every call's cost + a fee rounded up per call; a step at its cost + its fee, own key or not.
+    const m = new CostMeter(terms({ ceilingMicros: 20_000, legacyCeiling: true }));
+    m.charge({ costMicros: 1_003, source: 'own_key', tokensIn: 0, tokensOut: 0, reasoningTokens: null });
+    // 1,003 + ceil(5.015) = 1,009 spent; + 5,000 surcharge; + 10,000 + 50 for the step = 16,059 ≤ 20,000.
+    assert.equal(m.affords([{ engine: own, tokensIn: 1_000, maxOut: 1_000 }]), true);
+    const tight = new CostMeter(terms({ ceilingMicros: 16_058, legacyCeiling: true }));
+    tight.charge({ costMicros: 1_003, source: 'own_key', tokensIn: 0, tokensOut: 0, reasoningTokens: null });
+    assert.equal(tight.affords([{ engine: own, tokensIn: 1_000, maxOut: 1_000 }]), false);
   });
 
   it('Form B never stops a step: it runs in full and credits back what passed the ceiling', () => {
