@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { html, type Html } from '../http/html';
-import { consoleState } from './session';
+import { consoleState, withNext } from './session';
 
 /** The console's page shell: navigation by what the person can see, accessible landmarks, no external assets. */
 
@@ -21,6 +21,8 @@ export function csrfField(ctx: Context): Html {
 
 export function page(ctx: Context, title: string, body: Html, opts: { flash?: string; error?: string } = {}): void {
   const { user, csrf } = consoleState(ctx);
+  // A visitor on the way somewhere (an app's authorization request) keeps going there whichever way they sign in.
+  const next = user ? undefined : (ctx.query.next ?? (ctx.request.body as { next?: unknown } | undefined)?.next);
   const nav = user
     ? html`<nav aria-label="Console">
           ${NAV.map(([href, label]) => html`<a href="${href}" ${ctx.path.startsWith(href) ? html`aria-current="page"` : ''}>${label}</a>`)}
@@ -43,7 +45,9 @@ export function page(ctx: Context, title: string, body: Html, opts: { flash?: st
           <span>${user.session.person.email}</span>
           <form method="post" action="/console/sign-out" class="inline">${csrfField(ctx)}<button class="secondary">Sign out</button></form>
         </div>`
-    : html`<div class="who"><a href="/console/sign-in">Sign in</a><a href="/console/sign-up">Sign up</a></div>`;
+    : html`<div class="who">
+        <a href="${withNext('/console/sign-in', next)}">Sign in</a><a href="${withNext('/console/sign-up', next)}">Sign up</a>
+      </div>`;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = html`<!doctype html>
     <html lang="en">

@@ -84,6 +84,20 @@ export function consoleSession(db: Db, opts: { secureCookies: boolean }) {
   };
 }
 
+/**
+ * Where a visitor goes back to after signing in or up: only a path inside the console (a `next` elsewhere would make
+ * sign-in an open redirect); undefined for anything else.
+ */
+export function consoleNext(next: unknown): string | undefined {
+  return typeof next === 'string' && /^\/console(\/|$)/.test(next) && !next.startsWith('//') ? next : undefined;
+}
+
+/** `path` carrying `next` along when it is one: a request (an app's authorization) survives sign-in and sign-up alike. */
+export function withNext(path: string, next: unknown): string {
+  const safe = consoleNext(next);
+  return safe ? `${path}?next=${encodeURIComponent(safe)}` : path;
+}
+
 /** Pages behind sign-in: a visitor goes to the sign-in page and comes back. */
 export function requireUser(ctx: Context): ConsoleUser {
   const user = consoleState(ctx).user;

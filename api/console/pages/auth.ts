@@ -17,7 +17,7 @@ import { formOf, text } from '../forms';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { DECOY_HASH, hashPassword, passwordMatches } from '../passwords';
-import { ConsoleRefusal, consoleState, cookieOptions, endSession, requireUser, SESSION_COOKIE } from '../session';
+import { ConsoleRefusal, consoleNext, consoleState, cookieOptions, endSession, requireUser, SESSION_COOKIE, withNext } from '../session';
 import type { ConsoleDeps } from '../deps';
 
 /** Sign-up, sign-in (rate limited, rotating the session), sign-out (here or everywhere), invitations, switching organisation. */
@@ -58,14 +58,9 @@ export function inviteUrl(token: string): string {
   return `/console/invite?token=${encodeURIComponent(token)}`;
 }
 
-/** Only paths inside the console: a `next` elsewhere would make sign-in an open redirect. */
-function safeNext(next: unknown): string {
-  return typeof next === 'string' && /^\/console(\/|$)/.test(next) && !next.startsWith('//') ? next : '/console/overview';
-}
-
 function signUpPage(
   ctx: Context,
-  values: { name?: string; email?: string; org?: string; invite?: string },
+  values: { name?: string; email?: string; org?: string; invite?: string; next?: string },
   problems: Problems,
   error?: string,
 ): void {
@@ -75,6 +70,7 @@ function signUpPage(
     'Create your account',
     html`<form method="post" action="/console/sign-up" class="stack">
         ${csrfField(ctx)} ${invited ? html`<input type="hidden" name="invite" value="${values.invite}" />` : ''}
+        ${consoleNext(values.next) ? html`<input type="hidden" name="next" value="${consoleNext(values.next)}" />` : ''}
         ${field({ name: 'name', label: 'Your name', value: values.name, problems, autocomplete: 'name' })}
         ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, problems, autocomplete: 'email' })}
         ${field({
@@ -99,7 +95,7 @@ function signUpPage(
         }
         <button>Create account</button>
       </form>
-      <p>Have an account? <a href="/console/sign-in">Sign in</a>.</p>`,
+      <p>Have an account? <a href="${withNext('/console/sign-in', values.next)}">Sign in</a>.</p>`,
     { error },
   );
 }
@@ -114,7 +110,7 @@ function signInPage(ctx: Context, values: { email?: string; next?: string }, err
         ${field({ name: 'password', label: 'Password', type: 'password', problems: {}, autocomplete: 'current-password' })}
         <button>Sign in</button>
       </form>
-      <p>New here? <a href="/console/sign-up">Create an account</a>.</p>`,
+      <p>New here? <a href="${withNext('/console/sign-up', values.next)}">Create an account</a>.</p>`,
     { error },
   );
 }
@@ -129,7 +125,16 @@ async function startSession(deps: ConsoleDeps, ctx: Context, personId: string, o
 export function authPages(router: Router, deps: ConsoleDeps): void {
   router.get('/', (ctx) => ctx.redirect(consoleState(ctx).user ? '/console/overview' : '/console/sign-in'));
 
-  router.get('/sign-up', (ctx) => signUpPage(ctx, { invite: typeof ctx.query.invite === 'string' ? ctx.query.invite : undefined }, {}));
+  router.get('/sign-up', (ctx) =>
+    signUpPage(
+      ctx,
+      {
+        invite: typeof ctx.query.invite === 'string' ? ctx.query.invite : undefined,
+        next: typeof ctx.query.next === 'string' ? ctx.query.next : undefined,
+      },
+      {},
+    ),
+  );
   router.post('/sign-up', async (ctx) => {
     const form = formOf(ctx, {
       name: text(200),
@@ -137,6 +142,7 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
       password: text(PASSWORD_LIMITS.max * 4),
       org: text(200),
       invite: text(200),
+      next: text(2_000),
     });
     const email = normaliseEmail(form.email);
     const problems: Problems = {
@@ -166,7 +172,8 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
         trialStartedAt: created.org.trialStartedAt.toISOString(),
       }).catch((err: unknown) => deps.log.warn('trial timer deferred', { orgId: created.org?.orgId, err }));
     await startSession(deps, ctx, created.person.id, created.org?.orgId ?? null);
-    ctx.redirect(form.invite ? inviteUrl(form.invite) : '/console/keys?welcome=1');
+    // An invitation is accepted first; a sign-up begun elsewhere (an app's authorization request) goes back there.
+    ctx.redirect(form.invite ? inviteUrl(form.invite) : (consoleNext(form.next) ?? '/console/keys?welcome=1'));
   });
 
   router.get('/sign-in', (ctx) => signInPage(ctx, { next: typeof ctx.query.next === 'string' ? ctx.query.next : undefined }));
@@ -192,7 +199,7 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
       return signInPage(ctx, { email, next: form.next }, 'That email and password do not match an account.');
     }
     await startSession(deps, ctx, person.id, null);
-    ctx.redirect(safeNext(form.next));
+    ctx.redirect(consoleNext(form.next) ?? '/console/overview');
   });
 
   router.post('/sign-out', async (ctx) => {
