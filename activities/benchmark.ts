@@ -1,5 +1,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Knex } from 'knex';
+import { isBillingRefusal } from '../domain/billing';
+import { QuorumError } from '../domain/errors';
+import type { RunAdmission } from '../domain/run-admission';
 import type { ResolvedMode, Tier } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
 import { planRun, type TierPlan } from '../domain/run-plan';
@@ -12,7 +15,10 @@ import {
   doneCounts,
   endRun,
   getRun,
+  launchRun,
+  markRunQueued,
   markRunState,
+  type NewRun,
   questionResults,
   questionsForRun,
   recordQuestionResult,
@@ -54,6 +60,12 @@ export interface RunRef {
   spec: RunSpec;
 }
 
+/** What a launch writes when its workflow admits it: the run's row and charge, and the day's limit of launches. */
+export interface RunLaunch {
+  run: NewRun;
+  dailyLimit: number;
+}
+
 /** The failure type (and spec code) of a run whose engines cannot run: nothing is answered, the charge is refunded. */
 export const PROVIDER_UNAVAILABLE = 'provider_unavailable';
 
@@ -71,6 +83,30 @@ export function createBenchmarkActivities(deps: BenchmarkDeps) {
   }
 
   return {
+    /**
+     * The run's row and its up-front charge in one transaction (db launchRun), or nothing: a refusal (the balance, a
+     * billing state, the day's launches) is an answer, not a failure. Retried, it finds its own row and admits again.
+     */
+    async admitRun(launch: RunLaunch): Promise<RunAdmission> {
+      let launched;
+      try {
+        launched = await launchRun(db, launch.run, launch.dailyLimit);
+      } catch (err) {
+        if (err instanceof QuorumError && (err.code === 'insufficient_balance' || isBillingRefusal(err.code)))
+          return { refused: err.code, message: err.message };
+        throw err;
+      }
+      if ('limited' in launched) {
+        const tests = launch.run.kind === 'test';
+        return {
+          refused: tests ? 'test_launch_limit_exceeded' : 'certify_launch_limit_exceeded',
+          message: `This organisation has launched ${launch.dailyLimit} ${tests ? 'test runs' : 'certifications'} in the last 24 hours.`,
+        };
+      }
+      await markRunQueued(db, launched.run.id);
+      return { admitted: true };
+    },
+
     /** Marks the run running and returns what is left to answer and who answers and judges it, per tier. */
     async prepareRun(ref: RunRef): Promise<PreparedRun> {
       const run = await getRun(db, ref.runId);

@@ -3,12 +3,13 @@ import { randomUUID } from 'node:crypto';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { findMode, isListed } from '../db/repositories/modes';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
-import { failLaunch, findRunByKey, launchRun, markRunQueued, questionsForRun, type RunRecord } from '../db/repositories/runs';
+import { failLaunch, findRunByKey, markRunQueued, questionsForRun, type NewRun, type RunRecord } from '../db/repositories/runs';
 import { keyAllowsMode } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import { canonicalHash } from '../domain/canonical-json';
 import { classifyHeuristic } from '../domain/classifier';
-import { QuorumError } from '../domain/errors';
+import { QuorumError, type ErrorCode } from '../domain/errors';
+import type { Form } from '../domain/form';
 import { quote } from '../domain/estimate';
 import type { ModeRecord } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
@@ -27,7 +28,8 @@ import {
 } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
 import { workflowIds } from '../domain/workflow-ids';
-import { startRun } from '../starters/runs';
+import { faultPoint } from '../infra/faults';
+import { awaitAdmission, startRun } from '../starters/runs';
 import { runPlanningContext } from '../engines/run-planning';
 import type { RunRequest } from './requests/runs';
 import type { OperationDeps } from './deps';
@@ -199,10 +201,30 @@ export function testRunSpec(request: RunRequest, seed: number): RunSpec {
   return { counts, judges, repeats, protocol, punchUp, tiers, questionSetId, seed };
 }
 
+/**
+ * A launch sent twice, by a client's retry, an agent after a timeout or two clicks, is one run: without a key of its
+ * own (Form A has no header; Form B and MCP may omit it) its key is derived from the organisation, the API key, the
+ * kind, the request (dry or not), the mode version it would run and the UTC day, as a completion's is (DESIGN §4).
+ * An identical launch the next day, or after a new release, is a new run.
+ */
+export function derivedLaunchKey(auth: AuthContext, kind: RunKind, fingerprint: string, modeVersion: number, day: string): string {
+  return `derived-${canonicalHash({ orgId: auth.orgId, apiKeyId: auth.keyId, kind, fingerprint, modeVersion, day })}`;
+}
+
+/**
+ * The questions' seed: a quote's when it names one, else one fixed by the organisation, the request and the UTC day,
+ * so a dry run draws the questions (and so the price) its launch the same day will run (issue 26 item 2).
+ */
+function launchSeed(auth: AuthContext, kind: RunKind, fingerprint: string, day: string): number {
+  return Number.parseInt(canonicalHash({ orgId: auth.orgId, kind, fingerprint, day, purpose: 'questions' }).slice(0, 8), 16);
+}
+
 async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
   const { db, form } = deps;
   const mode = await resolveOwnMode(deps, auth, request.model);
-  const seed = opts.seed ?? Number.parseInt(randomUUID().slice(0, 8), 16);
+  const fingerprint = launchFingerprint(kind, request);
+  const day = new Date().toISOString().slice(0, 10);
+  const seed = opts.seed ?? launchSeed(auth, kind, fingerprint, day);
   const spec: RunSpec = kind === 'certification' ? certificationSpec(seed) : testRunSpec(request, seed);
   const questions = await runQuestions(deps, auth, spec);
   const price = kind === 'certification' ? CERTIFICATION.priceMicros : await testRunPrice(deps, auth, mode, spec, questions);
@@ -231,7 +253,7 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
   };
   if (request.dryRun) {
     view.note = listed
-      ? 'Priced only: nothing was started or charged.'
+      ? 'Priced only: nothing was started or charged. A launch of the same request today draws these questions at this price.'
       : 'Priced only. Certification needs the mode listed in the marketplace first.';
     return view;
   }
@@ -240,65 +262,40 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
       param: 'model',
     });
 
-  // Form A has no idempotency on launches (spec 02: the header is Form B's); every Form A launch is a new run.
-  const key = (form === 'B' || opts.workflowId ? opts.idempotencyKey : undefined) ?? `auto-${randomUUID()}`;
-  const fingerprint = launchFingerprint(kind, request);
+  const key = opts.idempotencyKey ?? derivedLaunchKey(auth, kind, fingerprint, mode.version, day);
+  const replay = async (run: RunRecord): Promise<LaunchView> => ({
+    ...view,
+    priceMicros: run.billedMicros,
+    run: await replayLaunch(deps, run, fingerprint),
+    replayed: true,
+    note: 'Replayed: this key already launched this run.',
+  });
   const existing = await findRunByKey(db, auth.orgId, kind, key);
-  if (existing)
-    return {
-      ...view,
-      priceMicros: existing.billedMicros,
-      run: await replayLaunch(deps, existing, fingerprint),
-      replayed: true,
-      note: 'Replayed: this key already launched this run.',
-    };
+  if (existing) return replay(existing);
 
   const runId = opts.runId ?? randomUUID();
   const workflowId =
     opts.workflowId ?? (kind === 'test' ? workflowIds.testRun(auth.orgId, key) : workflowIds.certification(auth.orgId, key));
-  const limit = kind === 'test' ? deps.runs.testsPerDay : deps.runs.certificationsPerDay;
-  let launched;
-  try {
-    launched = await launchRun(
-      db,
-      {
-        id: runId,
-        orgId: auth.orgId,
-        kind,
-        workflowId,
-        idempotencyKey: key,
-        fingerprint,
-        keyMode: auth.mode,
-        apiKeyId: auth.keyId,
-        modeId: mode.id,
-        modeVersion: mode.version,
-        model: request.model,
-        spec,
-        totalQuestions: total,
-        billedMicros: billed,
-        estimatedMinutes: view.estimatedMinutes,
-      },
-      limit,
-    );
-  } catch (err) {
-    if (err instanceof QuorumError && (err.code === 'insufficient_balance' || isBillingRefusal(err.code)))
-      throw refusal(form, asInsufficientBalance(err));
-    throw err;
-  }
-  if ('limited' in launched) {
-    const code = kind === 'test' ? 'test_launch_limit_exceeded' : 'certify_launch_limit_exceeded';
-    throw new QuorumError(
-      code,
-      `This organisation has launched ${limit} ${kind === 'test' ? 'test runs' : 'certifications'} in the last 24 hours.`,
-      {
-        retryAfter: LAUNCH_RETRY_AFTER_S,
-      },
-    );
-  }
-  // A concurrent launch with the same key won the row: answer as its replay.
-  if (!launched.created)
-    return { ...view, priceMicros: launched.run.billedMicros, run: await replayLaunch(deps, launched.run, fingerprint), replayed: true };
-
+  const run: NewRun = {
+    id: runId,
+    orgId: auth.orgId,
+    kind,
+    workflowId,
+    idempotencyKey: key,
+    fingerprint,
+    keyMode: auth.mode,
+    apiKeyId: auth.keyId,
+    modeId: mode.id,
+    modeVersion: mode.version,
+    model: request.model,
+    spec,
+    totalQuestions: total,
+    billedMicros: billed,
+    estimatedMinutes: view.estimatedMinutes,
+  };
+  const dailyLimit = kind === 'test' ? deps.runs.testsPerDay : deps.runs.certificationsPerDay;
+  // The workflow first, and its first step writes the row and the charge (issue 26 item 5): no crash between the two
+  // can take money without a run. A concurrent launch of the same key finds this workflow and waits on its answer.
   try {
     await startRun(
       deps.client,
@@ -314,26 +311,38 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
         window: deps.runs.window,
         historyLimit: deps.runs.historyLimit,
         hedgeAfterMs: deps.runs.hedgeAfterMs,
+        launch: { run, dailyLimit },
       },
       form === 'A' ? mode.id : mode.ticker,
     );
   } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-      await failLaunch(db, runId, 'launch_failed', 'The run could not be started.');
-      throw new QuorumError(
-        'service_unavailable',
-        'The run could not be started and its charge was credited back; retry with a new Idempotency-Key.',
-        {
-          retryAfter: 2,
-        },
-      );
-    }
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError))
+      throw new QuorumError('service_unavailable', 'The run could not be started; nothing was charged. Retry shortly.', {
+        retryAfter: 2,
+      });
   }
-  await markRunQueued(db, runId);
-  view.run = { ...launched.run, state: 'queued' };
+  faultPoint('launch:after-start');
+  const admission = await awaitAdmission(deps.client, workflowId);
+  const admitted = await findRunByKey(db, auth.orgId, kind, key);
+  // Another launch of this key started the workflow: its run is the answer (or 422 for another body).
+  if (admitted && admitted.id !== runId) return replay(admitted);
+  if (!admitted) {
+    if (admission && 'refused' in admission) throw launchRefusal(form, admission.refused, admission.message);
+    throw new QuorumError('service_unavailable', 'The run is still being admitted; send the same request again to see it.', {
+      retryAfter: 2,
+    });
+  }
+  view.run = admitted;
   view.note =
     billed > 0 ? 'Charged up front; unanswered questions are credited back.' : 'A test key runs on simulated engines and bills nothing.';
   return view;
+}
+
+/** A refused admission as the launch's answer: the day's limit with its Retry-After; a refused charge per Form. */
+function launchRefusal(form: Form, code: ErrorCode, message: string): QuorumError {
+  if (code === 'test_launch_limit_exceeded' || code === 'certify_launch_limit_exceeded')
+    return new QuorumError(code, message, { retryAfter: LAUNCH_RETRY_AFTER_S });
+  return refusal(form, asInsufficientBalance(new QuorumError(code, message)));
 }
 
 export function launchTestRun(deps: RunDeps, auth: AuthContext, input: { request: RunRequest } & LaunchOptions): Promise<LaunchView> {

@@ -1,4 +1,5 @@
 import {
+  ApplicationFailure,
   CancellationScope,
   continueAsNew,
   executeChild,
@@ -8,13 +9,14 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { BenchmarkActivities, RunRef } from '../activities/benchmark';
+import type { BenchmarkActivities, RunLaunch, RunRef } from '../activities/benchmark';
+import type { RunAdmission } from '../domain/run-admission';
 import type { Form } from '../domain/form';
 import type { RunSummary } from '../domain/run-summary';
 import { emptyCounts, totalQuestions, type RunProgress } from '../domain/runs';
 import { workflowIds } from '../domain/workflow-ids';
 import { questionWorkflow } from './question';
-import { cancelSignal, progressQuery } from './messages';
+import { admissionQuery, cancelSignal, progressQuery } from './messages';
 import { QuorumStatus } from './search-attributes';
 
 /**
@@ -30,13 +32,18 @@ export interface BenchmarkInput extends RunRef {
   historyLimit?: number;
   /** Engine calls still out after this long are hedged (see hedge.ts); absent: none are. */
   hedgeAfterMs?: number;
+  /**
+   * The launch to admit first (its row and charge, issue 26 item 5); absent when a continued run resumes, and in runs
+   * launched before the charge became the workflow's step (their API wrote both before starting them).
+   */
+  launch?: RunLaunch;
 }
 
 const DEFAULT_HISTORY_LIMIT = 2_000;
 
 // Postgres steps: retried until the database is back. Only a run whose engines cannot run (or whose question set
 // was changed under it) fails for good, and its charge is refunded.
-const { prepareRun, markJudging, finishRun } = proxyActivities<BenchmarkActivities>({
+const { admitRun, prepareRun, markJudging, finishRun } = proxyActivities<BenchmarkActivities>({
   startToCloseTimeout: '1 minute',
   retry: {
     initialInterval: '1 second',
@@ -56,6 +63,9 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
   };
   let cancelled = false;
   const questions = new CancellationScope();
+  // A run its API launched before this step existed was admitted by that API.
+  let admission: RunAdmission | undefined = input.launch ? undefined : { admitted: true };
+  setHandler(admissionQuery, () => admission);
   setHandler(progressQuery, () => progress);
   setHandler(cancelSignal, () => {
     cancelled = true;
@@ -71,6 +81,12 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
     upsertSearchAttributes([{ key: QuorumStatus, value: state }]);
     return summary;
   };
+
+  if (input.launch) {
+    admission = await admitRun(input.launch);
+    // Refused, nothing was written: the workflow fails, so the same key may launch again once the refusal is lifted.
+    if ('refused' in admission) throw ApplicationFailure.nonRetryable(admission.message, admission.refused);
+  }
 
   let prepared;
   try {
@@ -125,7 +141,7 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
 
   if (cancelled) return end('cancelled');
   // A long run: the in-flight questions have drained; a fresh history picks up what is left (Postgres knows what is done).
-  if (queue.length > 0) return continueAsNew<typeof benchmarkWorkflow>(input);
+  if (queue.length > 0) return continueAsNew<typeof benchmarkWorkflow>({ ...input, launch: undefined });
   progress.state = 'judging';
   await markJudging({ runId: input.runId });
   const answered = totalQuestions(progress.done);

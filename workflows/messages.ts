@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { RunAdmission } from '../domain/run-admission';
 import type { RunProgress } from '../domain/runs';
 
 /**
@@ -8,6 +9,8 @@ import type { RunProgress } from '../domain/runs';
 
 /** A run's progress (workflows/benchmark.ts). */
 export const progressQuery = defineQuery<RunProgress>('progress');
+/** A launched run's admission (its row and charge), undefined until its first step has run. */
+export const admissionQuery = defineQuery<RunAdmission | undefined>('admission');
 /** Stops a run: questions in flight are cancelled, unanswered ones credited back. */
 export const cancelSignal = defineSignal('cancel');
 

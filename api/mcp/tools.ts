@@ -19,7 +19,7 @@ import type { QuoteRecord } from '../../db/repositories/quotes';
 import { launchCertification, launchTestRun } from '../../operations/run-launch';
 import type { RouteDeps } from '../http/context';
 import type { RunDeps } from '../../operations/run-settings';
-import { parseRequest } from '../../operations/requests/common';
+import { parseIdempotencyKey, parseRequest } from '../../operations/requests/common';
 import { parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
 import { QuorumError } from '../../domain/errors';
 import { assertTierPermitted, topTier } from '../../domain/plan-rules';
@@ -230,6 +230,15 @@ const getReceipt = tool({
   },
 });
 
+/**
+ * A launch's own key, as the REST header would carry it. Without one, a retry of the same arguments the same day is
+ * the same run all the same (a key derived from them), so an agent that retries after a timeout never pays twice.
+ */
+const IDEMPOTENCY_KEY_ARG = z
+  .string()
+  .optional()
+  .describe('Optional: a retry with the same key returns the same batch. Without one, identical arguments the same day do.');
+
 const runTest = tool({
   name: 'run_test',
   description:
@@ -244,12 +253,14 @@ const runTest = tool({
     dry_run: z.boolean().optional().describe('Price and duration only; nothing starts or is charged.'),
     tiers: z.array(z.string()).optional().describe('Form B: tiers to run at (free, plus, pro); default plus.'),
     punch_up: z.boolean().optional().describe('Form B: compare against the next tier’s strongest engine.'),
+    idempotency_key: IDEMPOTENCY_KEY_ARG,
   }),
   scope: 'tests',
   kind: 'forwarded',
   async run(args, ctx) {
     const request = parseTestRunRequest(ctx.deps.form, args as Record<string, unknown>);
-    return ctx.deps.serialiser.runs.launch(await launchTestRun(ctx.deps, ctx.auth, { request }), ctx.baseUrl);
+    const idempotencyKey = parseIdempotencyKey(args.idempotency_key);
+    return ctx.deps.serialiser.runs.launch(await launchTestRun(ctx.deps, ctx.auth, { request, idempotencyKey }), ctx.baseUrl);
   },
 });
 
@@ -257,12 +268,13 @@ const certifyMode = tool({
   name: 'certify_mode',
   description:
     'Starts the certification of a mode you own: 150 fresh questions, three blind judges, two repeats, a verdict from the 95% lower bound. Commits $50 flat, charged up front (`dry_run: true` prices it for free). Returns at once with a `batch_id`; poll `status_url` (minutes to hours, by the engines’ speed).',
-  input: z.object({ model: z.string().describe('A mode you own.'), dry_run: z.boolean().optional() }),
+  input: z.object({ model: z.string().describe('A mode you own.'), dry_run: z.boolean().optional(), idempotency_key: IDEMPOTENCY_KEY_ARG }),
   scope: 'certify',
   kind: 'forwarded',
   async run(args, ctx) {
     const request = parseCertifyRequest(args as Record<string, unknown>);
-    return ctx.deps.serialiser.runs.launch(await launchCertification(ctx.deps, ctx.auth, request), ctx.baseUrl);
+    const idempotencyKey = parseIdempotencyKey(args.idempotency_key);
+    return ctx.deps.serialiser.runs.launch(await launchCertification(ctx.deps, ctx.auth, { ...request, idempotencyKey }), ctx.baseUrl);
   },
 });
 

@@ -11,10 +11,18 @@ import { baseUrlOf, type RouteDeps } from '../http/context';
 type RunRouteDeps = RouteDeps & RunDeps;
 
 /** POST /v1/tests: launched, or priced when `dry_run`. */
+/**
+ * The launch's `Idempotency-Key`: the header is Form B's (spec 02), so Form A ignores it. Without one, the launch
+ * derives its key from the request (operations/run-launch.ts), so a retry is the same run in either Form.
+ */
+function launchKey(deps: RunRouteDeps, ctx: Context): string | undefined {
+  return deps.form === 'B' ? parseIdempotencyKey(ctx.headers['idempotency-key']) : undefined;
+}
+
 export function launchTests(deps: RunRouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const request = parseTestRunRequest(deps.form, await readJsonObject(ctx));
-    const view = await launchTestRun(deps, authOf(ctx), { request, idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']) });
+    const view = await launchTestRun(deps, authOf(ctx), { request, idempotencyKey: launchKey(deps, ctx) });
     ctx.body = deps.serialiser.runs.launch(view, baseUrlOf(ctx));
   };
 }
@@ -23,10 +31,7 @@ export function launchTests(deps: RunRouteDeps) {
 export function launchCertify(deps: RunRouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const request = parseCertifyRequest(await readJsonObject(ctx));
-    const view = await launchCertification(deps, authOf(ctx), {
-      ...request,
-      idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']),
-    });
+    const view = await launchCertification(deps, authOf(ctx), { ...request, idempotencyKey: launchKey(deps, ctx) });
     ctx.body = deps.serialiser.runs.launch(view, baseUrlOf(ctx));
   };
 }

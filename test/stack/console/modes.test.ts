@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { newOrg, startApi, type Api } from '../api/helpers';
 import { stack } from '../../harness/stack';
+import { startProductWorkers } from '../deliberation/helpers';
 import { demoModes } from '../runs/helpers';
 import { Visitor } from './helpers';
 
@@ -81,11 +82,17 @@ async function signedIn(api: Api): Promise<{ v: Visitor; orgId: string; personId
 describe('console: the mode builder', function () {
   this.timeout(60_000);
   let api: Api;
+  // A launched run is admitted (row and charge) by its workflow's first step: a worker takes it.
+  let workers: { stop(): Promise<void> };
 
   before(async () => {
+    workers = await startProductWorkers();
     api = await startApi('B');
   });
-  after(() => api.close());
+  after(async () => {
+    await api.close();
+    await workers.stop();
+  });
 
   it('shows each refusal beside its field with its code, saves the fixed spec as a draft, releases version 1 and publishes it', async () => {
     const { v } = await signedIn(api);

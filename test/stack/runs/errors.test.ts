@@ -8,7 +8,7 @@ import { certificationSpec } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { LaunchSchema } from '../../../api/v1/run-resources';
 import { call, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, type Api, type TestOrg } from '../api/helpers';
-import { customMode } from '../deliberation/helpers';
+import { customMode, startProductWorkers } from '../deliberation/helpers';
 import { stack } from '../../harness/stack';
 import { demoModes } from './helpers';
 
@@ -18,14 +18,18 @@ describe('runs: request rules and error codes', function () {
   const apis = {} as Record<Form, Api>;
   let org: TestOrg;
   let modes: Awaited<ReturnType<typeof demoModes>>;
+  // A launch is admitted (its row and charge) by its workflow's first step, so a worker must be there to take it.
+  let workers: { stop(): Promise<void> };
 
   before(async () => {
+    workers = await startProductWorkers();
     for (const form of FORMS) apis[form] = await startApi(form, { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 4 } });
     org = await newOrg(100);
     modes = await demoModes(org.orgId);
   });
   after(async () => {
     for (const form of FORMS) await apis[form].close();
+    await workers.stop();
   });
 
   /** A dry run of one question: valid unless the case changes it. */
@@ -292,7 +296,10 @@ describe('runs: request rules and error codes', function () {
       const test = await newKey(o.orgId, { mode: 'test' });
       const first = await call(limited, 'POST', '/v1/tests', { key: test, body: { model: own.weak.B, questions: { easy: 1 } } });
       assert.equal(first.status, 200, JSON.stringify(first.body));
-      const second = await call(limited, 'POST', '/v1/tests', { key: test, body: { model: own.weak.B, questions: { easy: 1 } } });
+      // The same request again is the same run (its derived key), not a second launch.
+      const repeat = await call(limited, 'POST', '/v1/tests', { key: test, body: { model: own.weak.B, questions: { easy: 1 } } });
+      assert.equal(repeat.body.batch_id, first.body.batch_id);
+      const second = await call(limited, 'POST', '/v1/tests', { key: test, body: { model: own.weak.B, questions: { easy: 2 } } });
       assert.equal(second.status, 429);
       assert.equal(second.body.error?.code, 'test_launch_limit_exceeded');
       assert.equal(second.headers.get('retry-after'), '3600');
@@ -304,7 +311,11 @@ describe('runs: request rules and error codes', function () {
       );
       const cert = await call(limited, 'POST', '/v1/certify', { key: test, body: { model: own.weak.B } });
       assert.equal(cert.status, 200, JSON.stringify(cert.body));
-      const certAgain = await call(limited, 'POST', '/v1/certify', { key: test, body: { model: own.weak.B } });
+      const certAgain = await call(limited, 'POST', '/v1/certify', {
+        key: test,
+        body: { model: own.weak.B },
+        headers: { 'Idempotency-Key': randomUUID() },
+      });
       assert.equal(certAgain.body.error?.code, 'certify_launch_limit_exceeded');
       assert.equal(certAgain.headers.get('retry-after'), '3600');
       await stack()
