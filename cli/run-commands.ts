@@ -7,7 +7,7 @@ import { getRun, listRuns, saveQuestionSet, type RunRecord } from '../db/reposit
 import { microsToDecimal } from '../domain/money';
 import { parseQuestionSet } from '../domain/questions/import';
 import { BUCKETS } from '../domain/questions/types';
-import { ENDED_STATES, runTiming, type RunProgress } from '../domain/runs';
+import { ENDED_STATES, runTiming, SIMULATED_RUN_NOTE, type RunProgress } from '../domain/runs';
 import { cancelRun, runProgress } from '../starters/runs';
 import { command, dollars, required, UsageError, type Command, type CommandContext } from './command';
 
@@ -20,15 +20,24 @@ async function runOf(ctx: CommandContext, id: string): Promise<RunRecord> {
   return getRun(ctx.resources.db, id);
 }
 
+/** A test key's run answered on `sim` engines: said wherever the run is shown (DESIGN §10). */
+const simulated = (run: RunRecord): boolean => run.keyMode === 'test';
+
 function verdictLine(run: RunRecord): string {
+  const note = simulated(run) ? `\n${SIMULATED_RUN_NOTE}` : '';
+  return `${summaryLine(run)}${note}`;
+}
+
+function summaryLine(run: RunRecord): string {
   const s = run.summary;
-  if (!s) return `Run ${run.id} ended ${run.state}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage ?? ''})` : ''}.`;
+  const name = simulated(run) ? `Simulated run ${run.id}` : `Run ${run.id}`;
+  if (!s) return `${name} ended ${run.state}${run.errorCode ? ` (${run.errorCode}: ${run.errorMessage ?? ''})` : ''}.`;
   const w = s.overall.winRate;
   const rate = w
     ? `win rate ${w.winRate.toFixed(3)}, 95% interval [${w.interval.low.toFixed(3)}, ${w.interval.high.toFixed(3)}]`
     : 'no readable verdicts';
   const verdict = s.verdict ? `${s.verdict} (lower bound ${w ? w.interval.low.toFixed(3) : 'n/a'}); ` : '';
-  return `Run ${run.id} ${run.state}: ${verdict}${rate}; accuracy mode ${(s.overall.mode.rate * 100).toFixed(1)}% vs baseline ${(s.overall.baseline.rate * 100).toFixed(1)}%; refunded ${dollars(BigInt(run.refundedMicros))}.`;
+  return `${name} ${run.state}: ${verdict}${rate}; accuracy mode ${(s.overall.mode.rate * 100).toFixed(1)}% vs baseline ${(s.overall.baseline.rate * 100).toFixed(1)}%; refunded ${dollars(BigInt(run.refundedMicros))}.`;
 }
 
 const seconds = (ms: number): string => `${Math.round(ms / 1000)}s`;
@@ -72,7 +81,10 @@ const runWatch = command({
       run = await getRun(db, run.id);
     }
     bars.stop();
-    return { json: { batch_id: run.id, state: run.state, progress, summary: run.summary }, text: verdictLine(run) };
+    return {
+      json: { batch_id: run.id, state: run.state, simulated: simulated(run), progress, summary: run.summary },
+      text: verdictLine(run),
+    };
   },
 });
 
@@ -87,6 +99,7 @@ const runList = command({
       [
         r.id,
         r.kind.padEnd(13),
+        (simulated(r) ? 'simulated' : 'live').padEnd(9),
         r.state.padEnd(10),
         r.model,
         `${r.totalQuestions} q`,
@@ -101,6 +114,7 @@ const runList = command({
         runs: runs.map((r) => ({
           batch_id: r.id,
           kind: r.kind,
+          simulated: simulated(r),
           state: r.state,
           model: r.model,
           total_questions: r.totalQuestions,

@@ -16,6 +16,13 @@ export type BatchState = (typeof BATCH_STATES)[number];
 export type RunState = 'launching' | BatchState;
 export const ENDED_STATES: readonly RunState[] = ['completed', 'failed', 'cancelled'];
 
+/**
+ * What every view of a test key's run says of it (DESIGN §10): it ran on `sim` engines, and runs on `sim` engines are
+ * never evidence for a listing's certification, the estimate's `deliberation_value` or the advisor.
+ */
+export const SIMULATED_RUN_NOTE =
+  'Simulated: a test key ran this on sim engines and billed nothing. It is never evidence: it certifies no version for listing, and neither the estimate nor the advisor reads it.';
+
 export type BucketCounts = Record<Bucket, number>;
 
 export interface RunSpec {

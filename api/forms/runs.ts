@@ -2,7 +2,7 @@ import type { Bucket } from '../../domain/questions/types';
 import type { ResultGroup, RunSummary } from '../../domain/run-summary';
 import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
-import { runTiming } from '../../domain/runs';
+import { runTiming, SIMULATED_RUN_NOTE } from '../../domain/runs';
 import { statusPath, type LaunchView } from '../../operations/run-launch';
 import type { RunView } from '../../operations/run-poll';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
@@ -103,6 +103,8 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         model: run.model,
         mode_key: mode ? names.modeKey(mode) : run.modeId,
         mode_version: run.modeVersion,
+        // A test key's run answers on `sim` engines: labelled, and never evidence (DESIGN §10).
+        simulated: run.keyMode === 'test',
         judging: {
           protocol: run.spec.protocol,
           judges: run.spec.judges,
@@ -130,11 +132,14 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         results: s && { per_bucket: perBucket(names, s.perBucket, resultGroup), overall: resultGroup(s.overall) },
         recusals: s ? s.recusals.map((r) => ({ slot: r.slot, engine: r.engineId, replaced_by: r.replacedBy, questions: r.questions })) : [],
         unread_verdicts: s?.unreadVerdicts ?? 0,
-        warnings: s?.positionConsistency.flagged
-          ? [
-              `Judges changed their verdict on ${Math.round(s.positionConsistency.flipRate * 100)}% of mirrored pairs (threshold ${s.positionConsistency.threshold * 100}%): the order, not the answers, moved them.`,
-            ]
-          : [],
+        warnings: [
+          ...(run.keyMode === 'test' ? [SIMULATED_RUN_NOTE] : []),
+          ...(s?.positionConsistency.flagged
+            ? [
+                `Judges changed their verdict on ${Math.round(s.positionConsistency.flipRate * 100)}% of mirrored pairs (threshold ${s.positionConsistency.threshold * 100}%): the order, not the answers, moved them.`,
+              ]
+            : []),
+        ],
         error: run.errorCode ? { code: run.errorCode, message: run.errorMessage } : null,
       };
       if (run.kind === 'test') return { ok: true, batch };

@@ -98,6 +98,11 @@ export const BatchSchema = z.object({
   model: z.string(),
   mode_key: z.string(),
   mode_version: z.number().int(),
+  simulated: z
+    .boolean()
+    .describe(
+      'A test key’s run on `sim` engines: billed nothing, and never evidence (listing, the estimate’s deliberation_value, the advisor).',
+    ),
   judging: z.object({
     protocol: z.enum(JUDGING_PROTOCOLS),
     judges: z.array(z.enum(JUDGE_SLOTS)),

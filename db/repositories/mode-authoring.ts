@@ -240,10 +240,13 @@ export async function writeListing(
   if (updated === 0) throw new QuorumError('listing_changed', 'The listing changed while it was written; list again.');
 }
 
-/** The latest version of the mode a completed certification certified, if any. */
+/**
+ * The latest version of the mode a completed live certification certified, if any. A test key's certification ran
+ * on `sim` engines and certifies nothing (DESIGN §10).
+ */
 export async function certifiedVersion(db: DbOrTrx, modeId: string): Promise<number | null> {
   const row = (await db('runs')
-    .where({ mode_id: modeId, kind: 'certification', state: 'completed' })
+    .where({ mode_id: modeId, kind: 'certification', state: 'completed', key_mode: 'live' })
     .whereRaw("summary->>'verdict' = 'certified'")
     .max('mode_version as version')
     .first()) as { version: number | null } | undefined;

@@ -139,19 +139,27 @@ export interface RecentCall {
 }
 
 /** An organisation's latest calls of a mode (its own receipts only), newest first. */
+/**
+ * The organisation's latest calls of a mode, newest first. A test key's call answered on `sim` engines and is never
+ * evidence (DESIGN §10); a call's key is its request's `api_key_id` (a connected app's `app:…` names no key row and
+ * runs real engines, so it counts).
+ */
 export async function recentCalls(db: DbOrTrx, input: { orgId: string; modeId: string; limit: number }): Promise<RecentCall[]> {
-  const rows = (await db('receipts')
-    .where({ org_id: input.orgId, mode_id: input.modeId })
-    .orderBy('created_at', 'desc')
+  const rows = (await db('receipts as x')
+    .join('requests as r', 'r.id', 'x.request_id')
+    .leftJoin('api_keys as k', 'k.id', 'r.api_key_id')
+    .where({ 'x.org_id': input.orgId, 'x.mode_id': input.modeId })
+    .whereRaw("k.mode is distinct from 'test'")
+    .orderBy('x.created_at', 'desc')
     .limit(input.limit)
     .select(
-      'tier',
-      'prompt_tokens',
-      'billed_micros',
-      db.raw("outcome->'classification' as classification"),
-      db.raw("outcome->>'finishReason' as finish_reason"),
-      db.raw("(outcome->>'converged')::boolean as converged"),
-      db.raw("coalesce(jsonb_array_length(outcome->'substitutions'), 0) as substitutions"),
+      'x.tier',
+      'x.prompt_tokens',
+      'x.billed_micros',
+      db.raw("x.outcome->'classification' as classification"),
+      db.raw("x.outcome->>'finishReason' as finish_reason"),
+      db.raw("(x.outcome->>'converged')::boolean as converged"),
+      db.raw("coalesce(jsonb_array_length(x.outcome->'substitutions'), 0) as substitutions"),
     )) as {
     tier: Tier;
     prompt_tokens: number;

@@ -318,13 +318,26 @@ export async function doneCounts(db: DbOrTrx, runId: string): Promise<BucketCoun
   return counts;
 }
 
-/** The newest ended run of a mode with results in `bucket`: the estimate's evidence. */
-export async function latestRunSummary(db: DbOrTrx, modeId: string): Promise<{ runId: string; summary: RunSummary } | undefined> {
-  const row = (await db('runs')
-    .where({ mode_id: modeId, state: 'completed' })
-    .whereNotNull('summary')
-    .orderBy('finished_at', 'desc')
-    .first('id', 'summary')) as { id: string; summary: RunSummary } | undefined;
+/**
+ * The newest completed live run of a mode version: the estimate's evidence (DESIGN §10). A test key's run answered
+ * on `sim` engines and is never evidence; a run of another version measured another panel. Without `modeVersion`,
+ * the mode's current release.
+ */
+export async function latestRunSummary(
+  db: DbOrTrx,
+  modeId: string,
+  modeVersion?: number,
+): Promise<{ runId: string; summary: RunSummary } | undefined> {
+  const q = db('runs as r')
+    .where({ 'r.mode_id': modeId, 'r.state': 'completed', 'r.key_mode': 'live' })
+    .whereNotNull('r.summary')
+    .orderBy('r.finished_at', 'desc');
+  if (modeVersion !== undefined) q.where('r.mode_version', modeVersion);
+  else
+    q.join('modes as m', function () {
+      this.on('m.id', '=', 'r.mode_id').andOn('m.current_version', '=', 'r.mode_version');
+    });
+  const row = (await q.first('r.id', 'r.summary')) as { id: string; summary: RunSummary } | undefined;
   return row && { runId: row.id, summary: row.summary };
 }
 
@@ -368,8 +381,9 @@ export async function questionsForRun(
 }
 
 /**
- * Every judged question of an organisation's runs of one mode version, pooled for the advisor: each question keyed
- * by its run too, so two runs' questions never share a cluster. Newest runs first, with the runs they came from.
+ * Every judged question of an organisation's live runs of one mode version, pooled for the advisor: each question
+ * keyed by its run too, so two runs' questions never share a cluster. Newest runs first, with the runs they came
+ * from. A test key's run answered on `sim` engines and is never evidence (DESIGN §10).
  */
 export async function modeVersionResults(
   db: DbOrTrx,
@@ -377,7 +391,7 @@ export async function modeVersionResults(
 ): Promise<{ runs: Pick<RunRecord, 'id' | 'kind' | 'state'>[]; results: QuestionResult[] }> {
   const rows = (await db('run_questions as q')
     .join('runs as r', 'r.id', 'q.run_id')
-    .where({ 'r.org_id': input.orgId, 'r.mode_id': input.modeId, 'r.mode_version': input.modeVersion })
+    .where({ 'r.org_id': input.orgId, 'r.mode_id': input.modeId, 'r.mode_version': input.modeVersion, 'r.key_mode': 'live' })
     .orderBy([
       { column: 'r.created_at', order: 'desc' },
       { column: 'q.completed_at', order: 'asc' },

@@ -4,7 +4,7 @@ import { answeredCounts, findRun, listRuns, type RunRecord } from '../../../db/r
 import { BUCKET_NAMES, type Form } from '../../../domain/form';
 import { BUCKETS, type Bucket } from '../../../domain/questions/types';
 import type { ResultGroup, RunSummary } from '../../../domain/run-summary';
-import { ENDED_STATES, runTiming, totalQuestions, type RunProgress } from '../../../domain/runs';
+import { ENDED_STATES, runTiming, SIMULATED_RUN_NOTE, totalQuestions, type RunProgress } from '../../../domain/runs';
 import { VERDICT_LADDER, type CertificationVerdict } from '../../../domain/statistics';
 import { cancelRun, runProgress } from '../../../starters/runs';
 import { intervalChart, type IntervalRow } from '../chart';
@@ -24,6 +24,9 @@ const POLL_EVERY = 'every 2s';
 
 const runHref = (id: string): string => `/console/runs/${id}`;
 const kindName = (run: RunRecord): string => (run.kind === 'test' ? 'Test run' : 'Certification');
+/** A test key's run answered on `sim` engines: said wherever the run is shown (DESIGN §10). */
+const simulatedTag = (run: RunRecord): Html | string =>
+  run.keyMode === 'test' ? html` <span class="muted simulated" data-simulated="true" title="${SIMULATED_RUN_NOTE}">simulated</span>` : '';
 const VERDICT_NAMES: Readonly<Record<CertificationVerdict, string>> = {
   certified: 'certified',
   provisional: 'provisional',
@@ -62,7 +65,7 @@ function runsTable(runs: readonly RunRecord[], answered: ReadonlyMap<string, num
         (r) =>
           html`<tr data-run-id="${r.id}">
             <td><a href="${runHref(r.id)}">${when(r.createdAt)}</a></td>
-            <td>${kindName(r)}</td>
+            <td>${kindName(r)}${simulatedTag(r)}</td>
             <td>${r.model}</td>
             <td>${r.state}</td>
             <td class="num">${answered.get(r.id) ?? 0}/${r.totalQuestions}</td>
@@ -264,8 +267,9 @@ export function runPages(router: Router, deps: ConsoleDeps): void {
     const progress = await runProgress(deps.client, deps.db, run);
     page(
       ctx,
-      `${kindName(run)} of ${run.model}`,
+      run.keyMode === 'test' ? `Simulated ${kindName(run).toLowerCase()} of ${run.model}` : `${kindName(run)} of ${run.model}`,
       html`${ctx.query.cancelling ? html`<p class="flash" role="status">Stopping the run; questions in flight are cancelled.</p>` : ''}
+        ${run.keyMode === 'test' ? html`<p class="flash" id="run-simulated" role="note">${SIMULATED_RUN_NOTE}</p>` : ''}
         <dl class="facts">
           <dt>Run</dt>
           <dd><code>${run.id}</code></dd>
@@ -284,7 +288,7 @@ export function runPages(router: Router, deps: ConsoleDeps): void {
             ${count(run.spec.repeats, 'repeat')}${run.spec.punchUp ? ', punching up a tier' : ''}
           </dd>
           <dt>Key</dt>
-          <dd>${run.keyMode === 'test' ? 'test (simulated engines, not billed)' : 'live'}</dd>
+          <dd>${run.keyMode === 'test' ? 'test (simulated: sim engines, not billed, never evidence)' : 'live'}</dd>
         </dl>
         ${runLive(ctx, deps.form, run, progress)}`,
     );
