@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
+import { trialCatchUpMicros } from '../../domain/trial';
 import { asRefusal, billingRefusal, billingRefusalError } from './billing';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
@@ -75,6 +76,8 @@ async function assertOrganisationExists(db: DbOrTrx, orgId: string): Promise<voi
  * Returns the new balance, or undefined when the condition failed (nothing written). Call inside a transaction.
  * Entries that start billed work name its amount in `admitMicros`: the same UPDATE then also requires that no
  * billing state of the organisation refuses it (`billing_refusal`, migration 013), so the limit holds under races.
+ * Entries that settle one of an expired trial's commitments also deduct what it freed of the unused trial credit, in
+ * the same transaction (`settleTrialCommitments`).
  */
 export async function postEntries(
   trx: Knex.Transaction,
@@ -82,17 +85,35 @@ export async function postEntries(
   entries: readonly NewLedgerEntry[],
   admitMicros?: bigint,
 ): Promise<Balance | undefined> {
+  const row = await applyEntries(trx, orgId, entries, admitMicros);
+  if (!row) return undefined;
+  if (row.trial_due_micros === null) return toBalance(row);
+  return settleTrialCommitments(trx, orgId, entries, { ...row, trial_due_micros: row.trial_due_micros });
+}
+
+interface PostedRow extends BalanceRow {
+  /** Set while an expired trial has open commitments (migration 017). */
+  trial_due_micros: bigint | null;
+}
+
+/** `postEntries` itself: the conditional UPDATE and the appended entries, under the balance row's lock. */
+async function applyEntries(
+  trx: Knex.Transaction,
+  orgId: string,
+  entries: readonly NewLedgerEntry[],
+  admitMicros?: bigint,
+): Promise<PostedRow | undefined> {
   const balanceDelta = entries.reduce((sum, e) => sum + e.amountMicros, 0n);
   const reservedDelta = entries.reduce((sum, e) => sum + (e.reservedDeltaMicros ?? 0n), 0n);
   const admitted = admitMicros === undefined ? '' : 'and billing_refusal(org_id, :admit) is null';
-  const updated = await trx.raw<{ rows: BalanceRow[] }>(
+  const updated = await trx.raw<{ rows: PostedRow[] }>(
     `update balances
         set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros + :rd, updated_at = now()
       where org_id = :orgId
         and reserved_micros + :rd >= 0
         and balance_micros + :bd >= reserved_micros + :rd
         ${admitted}
-      returning balance_micros, reserved_micros`,
+      returning balance_micros, reserved_micros, trial_due_micros`,
     { bd: balanceDelta.toString(), rd: reservedDelta.toString(), orgId, admit: (admitMicros ?? 0n).toString() },
   );
   const row = updated.rows[0];
@@ -107,7 +128,64 @@ export async function postEntries(
       note: e.note ?? null,
     })),
   );
-  return toBalance(row);
+  return row;
+}
+
+/** Runs that can no longer refund anything. */
+const ENDED_RUN_STATES = "('completed','failed','cancelled')";
+
+/**
+ * The trial's commitments (migration 017; domain/trial.ts): a hold or a run charge that was open when the trial
+ * expired, with `trial_due_micros` the unused trial credit the expiry could not deduct yet. When entries settle one —
+ * a hold's charge and cap credit, or its release; a run's refund — what it spent or gave back is counted, and what the
+ * holds still open can no longer spend is deducted now: from money these entries just freed, under the lock they hold.
+ * Once no commitment is open the organisation is done with its trial. Called with the row the entries left.
+ */
+async function settleTrialCommitments(
+  trx: Knex.Transaction,
+  orgId: string,
+  entries: readonly NewLedgerEntry[],
+  row: PostedRow & { trial_due_micros: bigint },
+): Promise<Balance> {
+  const ids = [...new Set(entries.flatMap((e) => (e.requestId && e.kind !== 'trial_expiry' ? [e.requestId] : [])))];
+  if (ids.length === 0) return toBalance(row);
+  // Any entry of a commitment after the expiry settles it: a hold is settled or released once, a run refunds once.
+  const closed = (await trx('trial_commitments').where({ org_id: orgId }).whereIn('request_id', ids).del().returning('request_id')) as {
+    request_id: string;
+  }[];
+  if (closed.length === 0) return toBalance(row);
+  const settled = new Set(closed.map((c) => c.request_id));
+  // A charge (less its cap credit) spent trial credit; a refund gave some back.
+  const due = entries.reduce((sum, e) => (e.requestId && settled.has(e.requestId) ? sum + e.amountMicros : sum), row.trial_due_micros);
+  const { rows } = await trx.raw<{ rows: { held: bigint; open: number }[] }>(
+    `select coalesce(sum(c.amount_micros) filter (where c.kind = 'hold'), 0)::bigint as held, count(*)::int as open
+       from trial_commitments c
+      where c.org_id = :orgId
+        and (c.kind = 'hold'
+             or not exists (select 1 from runs r where r.org_id = c.org_id and r.id::text = c.request_id and r.state in ${ENDED_RUN_STATES}))`,
+    { orgId },
+  );
+  const { held, open } = rows[0];
+  const deduction = trialCatchUpMicros({ dueMicros: due, openHeldMicros: held, availableMicros: row.balance_micros - row.reserved_micros });
+  let after: BalanceRow = row;
+  if (deduction > 0n) {
+    const posted = await applyEntries(trx, orgId, [
+      {
+        kind: 'trial_expiry',
+        amountMicros: -deduction,
+        requestId: closed[0].request_id,
+        note: 'unused trial credit, freed by a call in flight at the expiry',
+      },
+    ]);
+    if (!posted) throw new Error(`trial deduction for ${orgId} exceeded the locked available balance`);
+    after = posted;
+  }
+  // No commitment left (runs that ended without a refund have nothing more to give back): the trial is settled.
+  if (open === 0) await trx('trial_commitments').where({ org_id: orgId }).del();
+  await trx('balances')
+    .where({ org_id: orgId })
+    .update({ trial_due_micros: open === 0 ? null : (due - deduction).toString() });
+  return toBalance(after);
 }
 
 /** Billed work: a call's hold or a run's up-front charge. */
