@@ -16,6 +16,7 @@ import {
   claimRequest,
   findRequestByKey,
   findRequestWithBalance,
+  answeredByKey,
   markRequestFailed,
   outcomeOf,
   unsettledOf,
@@ -51,15 +52,21 @@ export interface RunDeliberationDeps {
 }
 
 /** A running row whose workflow is gone (the API died between claiming the key and starting) may be taken over. */
-async function workflowStillRunning(client: Client, workflowId: string): Promise<boolean> {
+/** The key's workflow's status, or `NOT_FOUND` when none was ever started under it. */
+async function workflowStatus(client: Client, workflowId: string): Promise<string> {
   try {
-    const d = await client.workflow.getHandle(workflowId).describe();
-    return d.status.name === 'RUNNING';
+    return (await client.workflow.getHandle(workflowId).describe()).status.name;
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
+    if (err instanceof WorkflowNotFoundError) return 'NOT_FOUND';
     throw err;
   }
 }
+
+/**
+ * A claim whose workflow has not appeared this long after it was written never will: its start failed or its API
+ * died (a start is one round trip with a 5 s deadline, starters/deliberation.ts). Younger, its start may be in flight.
+ */
+export const ABANDONED_CLAIM_MS = 30_000;
 
 async function replay(db: Knex, requestId: string): Promise<{ outcome: Outcome; replayed: true }> {
   const outcome = await outcomeOf(db, requestId);
@@ -135,11 +142,27 @@ export async function runDeliberation(
     const unsettled = await unsettledOf(db, existing.id);
     if (unsettled) return settleAgain(db, unsettled);
   }
-  if (existing?.state === 'running' && !(await workflowStillRunning(client, workflowId))) takeOver.push('running');
+  // The workflow id is the lock (DESIGN §4), and a row's state follows its workflow's. A running or failed row is
+  // taken over only when its workflow ended without an answer, or (running) never started and never will: a start
+  // that was cut off may land after its row was marked failed, and a claim may be read before its start lands.
+  let abandonedRunningId: string | undefined;
+  if (existing?.state === 'running' || existing?.state === 'failed') {
+    const status = await workflowStatus(client, workflowId);
+    if (status === 'RUNNING') {
+      if (existing.state === 'failed') throw await inProgress(db, input);
+    } else if (status === 'COMPLETED') {
+      // It answered: that is the key's one billed run, whichever of its rows it settled.
+      const answered = await answeredByKey(db, input.orgId, input.idempotencyKey);
+      if (answered) return replay(db, answered.id);
+    }
+    const claimAge = Date.now() - new Date(existing.created_at).getTime();
+    if (existing.state === 'running' && status !== 'RUNNING' && (status !== 'NOT_FOUND' || claimAge > ABANDONED_CLAIM_MS))
+      abandonedRunningId = existing.id;
+  }
   // DESIGN §8: after idempotency (a call still in progress is 409 whatever the balance), 402 before anything
   // runs (the balance, or a billing state of the organisation; on a plan, its allowance), so a refused call leaves
   // no request row and starts no workflow. A test key bills nothing, so no billing state refuses it.
-  const stillRunning = existing?.state === 'running' && !takeOver.includes('running');
+  const stillRunning = existing?.state === 'running' && abandonedRunningId === undefined;
   if (input.keyMode === 'live' && !stillRunning) {
     if (input.payer) await assertPlanAllows(db, input.payer.personId, BigInt(input.payer.holdMicros));
     else assertBillableRow(balance, input.orgId, orgHold ?? 0n);
@@ -158,7 +181,7 @@ export async function runDeliberation(
       modeId: input.mode.id,
       model: input.model,
     },
-    { takeOver, unclaimed: existing === undefined },
+    { takeOver, unclaimed: existing === undefined, abandonedRunningId },
   );
   if (!claimed) throw await inProgress(db, input);
 
@@ -191,6 +214,7 @@ export async function runDeliberation(
     );
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw await inProgress(db, input);
+    // A start cut off by its deadline may still land: a retry finds its workflow before it runs another.
     await markRequestFailed(db, requestId, 'service_unavailable');
     throw new QuorumError('service_unavailable', 'The deliberation could not be started; retry with the same Idempotency-Key.', {
       requestId,

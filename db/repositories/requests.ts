@@ -81,15 +81,16 @@ async function insertClaim(db: DbOrTrx, row: ClaimRow): Promise<RequestRow | und
 
 /**
  * Claims an idempotency key for a new run: inserts its row, or supersedes the live one when its last run may be
- * taken over (failed, capped on Form B, or never started) and inserts the new run's row beside it, so the earlier
- * request keeps its own id and receipt. Undefined when another caller holds the key. `unclaimed`: the caller saw no
+ * taken over (failed, capped on Form B, or the running row `abandonedRunningId` whose workflow never ran) and inserts
+ * the new run's row beside it, so the earlier request keeps its own id and receipt. Undefined when another caller
+ * holds the key. `unclaimed`: the caller saw no
  * live row just before, so the insert alone is tried first (one round trip); a row that appeared meanwhile is judged
  * as ever, under its lock.
  */
 export async function claimRequest(
   db: Knex,
   row: ClaimRow,
-  opts: { takeOver: RequestState[]; unclaimed?: boolean },
+  opts: { takeOver: RequestState[]; unclaimed?: boolean; abandonedRunningId?: string },
 ): Promise<RequestRow | undefined> {
   if (opts.unclaimed) {
     const claimed = await insertClaim(db, row);
@@ -102,11 +103,22 @@ export async function claimRequest(
       .forUpdate()
       .first('id', 'state')) as { id: string; state: RequestState } | undefined;
     if (live) {
-      if (!opts.takeOver.includes(live.state)) return undefined;
+      // A running row is taken over only as the one its caller judged abandoned: never a row claimed since.
+      const mayTake = live.state === 'running' ? live.id === opts.abandonedRunningId : opts.takeOver.includes(live.state);
+      if (!mayTake) return undefined;
       await trx('requests').where({ id: live.id }).update({ superseded_at: trx.fn.now() });
     }
     return insertClaim(trx, row);
   });
+}
+
+/** The key's latest answered request (succeeded or capped), live or superseded. */
+export function answeredByKey(db: DbOrTrx, orgId: string, idempotencyKey: string): Promise<RequestRow | undefined> {
+  return db('requests')
+    .where({ org_id: orgId, idempotency_key: idempotencyKey })
+    .whereIn('state', ['succeeded', 'capped'])
+    .orderBy('completed_at', 'desc')
+    .first() as Promise<RequestRow | undefined>;
 }
 
 export async function markRequestFailed(db: DbOrTrx, requestId: string, code: string): Promise<void> {
