@@ -107,15 +107,19 @@ export function callQuoteInput(
 const EVIDENCE_TTL_MS = 30_000;
 const evidenceCache = new Map<string, { at: number; value: Promise<Awaited<ReturnType<typeof latestRunSummary>>> }>();
 
-/** The mode's newest completed run, read at most once per mode every 30 s per API process (so a new run shows within 30 s). */
-function runEvidenceOf(db: Db, modeId: string): ReturnType<typeof latestRunSummary> {
+/**
+ * The newest live, completed run of the mode version the caller would call (another organisation calls the listed
+ * one), read at most once per version every 30 s per API process (so a new run shows within 30 s).
+ */
+function runEvidenceOf(db: Db, mode: ModeRecord): ReturnType<typeof latestRunSummary> {
+  const key = `${mode.id}@${mode.version}`;
   const now = Date.now();
-  const cached = evidenceCache.get(modeId);
+  const cached = evidenceCache.get(key);
   if (cached && now - cached.at < EVIDENCE_TTL_MS) return cached.value;
-  const value = latestRunSummary(db, modeId);
-  evidenceCache.set(modeId, { at: now, value });
+  const value = latestRunSummary(db, mode.id, mode.version);
+  evidenceCache.set(key, { at: now, value });
   // A failed read is not kept: the next estimate asks again.
-  value.catch(() => evidenceCache.delete(modeId));
+  value.catch(() => evidenceCache.delete(key));
   return value;
 }
 
@@ -139,7 +143,7 @@ export async function estimate(
   // Read-only, so it may overlap the slot check; its failure surfaces where it is awaited.
   const ratesRead = ratesOf(db, mode);
   ratesRead.catch(() => undefined);
-  const evidenceRead = runEvidenceOf(db, mode.id);
+  const evidenceRead = runEvidenceOf(db, mode);
   evidenceRead.catch(() => undefined);
   const ownRead = ownKeyFamilies(db, auth);
   ownRead.catch(() => undefined);

@@ -112,7 +112,7 @@ describe('own provider keys: seats on the caller own key are billed by its provi
     const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
     const ownCost = sum(served.filter((s) => s.own).map((s) => s.cost)); // 120×2 + 60×8 + 120×0.4 + 60×1.6 = 864
     const serviceCost = sum(served.filter((s) => !s.own).map((s) => s.cost)); // 300×2 + 40×8 + 400×2 + 90×8 = 2,440
-    const platformFee = Math.round(serviceCost * 0.05) + Math.round(ownCost * 0.005); // 122 + 4
+    const platformFee = Math.round(serviceCost / 20) + Math.round(ownCost / 200); // 122 + 4
     const modeFee = sum(served.map((s) => s.prompt * MODE_FEE.input + s.completion * MODE_FEE.output));
     const billed = serviceCost + platformFee + modeFee;
 
@@ -135,7 +135,7 @@ describe('own provider keys: seats on the caller own key are billed by its provi
     for (const seat of b.seats) {
       assert.equal(seat.source, 'own_key');
       assert.equal(seat.fee_rate, 0.005);
-      assert.equal(seat.fee_usd, usd(Math.round(seat.real_cost_usd * 1_000_000 * 0.005)));
+      assert.equal(seat.fee_usd, usd(Math.round(Math.round(seat.real_cost_usd * 1_000_000) / 200)));
     }
     assert.equal(
       usd(sum(b.seats.map((s) => Math.round(s.real_cost_usd * 1_000_000)))),
@@ -168,7 +168,7 @@ describe('own provider keys: seats on the caller own key are billed by its provi
     assert.equal(own.mode_fee_usd, service.mode_fee_usd);
     assert.ok(own.gateway_usd < service.gateway_usd, `${own.gateway_usd} < ${service.gateway_usd}`);
     const seatsMicros = Math.round((service.gateway_usd - own.gateway_usd) * 1_000_000);
-    const expectedFee = Math.round(own.gateway_usd * 1_000_000 * 0.05) + Math.round(seatsMicros * 0.005);
+    const expectedFee = Math.round(Math.round(own.gateway_usd * 1_000_000) / 20) + Math.round(seatsMicros / 200);
     assert.equal(Math.round(own.platform_fee_usd * 1_000_000), expectedFee);
   });
 });
