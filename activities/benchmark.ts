@@ -6,7 +6,7 @@ import type { RunAdmission } from '../domain/run-admission';
 import type { ResolvedMode, Tier } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
 import { planRun, type TierPlan } from '../domain/run-plan';
-import { summarizeRun, type RunSummary } from '../domain/run-summary';
+import { endStateOf, summarizeRun, type RunSummary } from '../domain/run-summary';
 import { dealTiers, ENDED_STATES, type BucketCounts, type QuestionResult, type RunKind, type RunSpec } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
@@ -142,7 +142,10 @@ export function createBenchmarkActivities(deps: BenchmarkDeps) {
       await markRunState(db, input.runId, 'judging');
     },
 
-    /** The run's statistics from its question rows, written once with its end state; unspent questions credited back. */
+    /**
+     * The run's statistics from its question rows, written once with its end state (`incomplete` without the coverage
+     * a verdict needs, domain/run-summary.ts); the questions no judge's verdict was read on are credited back.
+     */
     async finishRun(input: {
       runId: string;
       kind: RunKind;
@@ -150,9 +153,10 @@ export function createBenchmarkActivities(deps: BenchmarkDeps) {
       errorCode?: string;
       errorMessage?: string;
     }): Promise<RunSummary | null> {
-      const results = await questionResults(db, input.runId);
-      const summary = results.length > 0 ? summarizeRun(input.kind, results) : null;
-      const ended = await endRun(db, input.runId, { ...input, summary, answered: results.length });
+      const [results, run] = await Promise.all([questionResults(db, input.runId), getRun(db, input.runId)]);
+      const summary = results.length > 0 ? summarizeRun(input.kind, results, run.spec.counts) : null;
+      const state = endStateOf(input.kind, input.state, summary);
+      const ended = await endRun(db, input.runId, { ...input, state, summary, answered: summary?.coverage?.judged ?? 0 });
       return ended.summary;
     },
   };

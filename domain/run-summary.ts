@@ -1,7 +1,7 @@
 import type { DeliberationValue } from './classifier';
 import type { Depth } from './modes';
 import { BUCKETS, type Bucket } from './questions/types';
-import type { QuestionResult, RecusalRecord, RunKind } from './runs';
+import type { BucketCounts, QuestionResult, RecusalRecord, RunKind } from './runs';
 import { verdictScore } from './run-judging';
 import {
   clusteredWinRate,
@@ -43,6 +43,51 @@ export interface RecusalSummary extends RecusalRecord {
   questions: number;
 }
 
+/**
+ * What a verdict, or a run's use as evidence, needs (issue 26 item 8): the run was paid for its questions, so its
+ * statistics stand only on nearly all of them. A question counts when at least one judge's verdict on it was read.
+ * 95% overall keeps a certification's 150 clustered questions (the ladder's interval is computed for them) and
+ * lets a few engine failures pass; 90% in every bucket keeps a hard bucket that mostly failed from being hidden by
+ * easy ones that did not.
+ */
+export const VERDICT_COVERAGE = { overall: 0.95, perBucket: 0.9 } as const;
+
+export interface Coverage {
+  judged: number;
+  total: number;
+  perBucket: Record<Bucket, { judged: number; total: number }>;
+  met: boolean;
+}
+
+export function coverageOf(results: readonly QuestionResult[], totals: BucketCounts): Coverage {
+  const judged = (r: QuestionResult): boolean => r.judgments.some((j) => j.verdict !== null);
+  const perBucket = Object.fromEntries(
+    BUCKETS.map((b) => [b, { judged: results.filter((r) => r.bucket === b && judged(r)).length, total: totals[b] }]),
+  ) as Coverage['perBucket'];
+  const total = BUCKETS.reduce((n, b) => n + totals[b], 0);
+  const all = BUCKETS.reduce((n, b) => n + perBucket[b].judged, 0);
+  const met =
+    total > 0 &&
+    all >= VERDICT_COVERAGE.overall * total &&
+    BUCKETS.every((b) => perBucket[b].total === 0 || perBucket[b].judged >= VERDICT_COVERAGE.perBucket * perBucket[b].total);
+  return { judged: all, total, perBucket, met };
+}
+
+/**
+ * How a run that ran its course ends: `incomplete` when no judge's verdict was read at all, or when a
+ * certification lacks the coverage its verdict needs; else as asked. A summary from before coverage was recorded
+ * ends as it did then (its workflow replays the same way).
+ */
+export function endStateOf(
+  kind: RunKind,
+  state: 'completed' | 'failed' | 'cancelled',
+  summary: RunSummary | null,
+): 'completed' | 'failed' | 'cancelled' | 'incomplete' {
+  if (state !== 'completed' || !summary?.coverage) return state;
+  if (summary.coverage.judged === 0 || (kind === 'certification' && !summary.coverage.met)) return 'incomplete';
+  return state;
+}
+
 export interface RunSummary {
   perBucket: Record<Bucket, ResultGroup>;
   overall: ResultGroup;
@@ -54,6 +99,9 @@ export interface RunSummary {
   /** Question templates the run drew from. */
   templates: number;
   costMicros: number;
+  /** Null where the run's planned counts are not known (the advisor's pooled results). */
+  coverage: Coverage | null;
+  /** A certification's, and only with its coverage met. */
   verdict: CertificationVerdict | null;
 }
 
@@ -113,8 +161,9 @@ function recusalSummary(results: readonly QuestionResult[]): RecusalSummary[] {
   return [...byKey.values()];
 }
 
-export function summarizeRun(kind: RunKind, results: readonly QuestionResult[]): RunSummary {
+export function summarizeRun(kind: RunKind, results: readonly QuestionResult[], totals?: BucketCounts): RunSummary {
   const overall = group(results);
+  const coverage = totals ? coverageOf(results, totals) : null;
   const consistency = positionConsistency(mirroredPairs(results));
   return {
     perBucket: Object.fromEntries(BUCKETS.map((b) => [b, group(results.filter((r) => r.bucket === b))])) as Record<Bucket, ResultGroup>,
@@ -129,8 +178,9 @@ export function summarizeRun(kind: RunKind, results: readonly QuestionResult[]):
     unreadVerdicts: results.reduce((n, r) => n + r.judgments.filter((j) => j.verdict === null).length, 0),
     templates: new Set(results.map((r) => r.cluster)).size,
     costMicros: results.reduce((n, r) => n + r.costMicros, 0),
-    // No verdict without an interval: a certification with no readable judgment is not certified.
-    verdict: kind === 'certification' ? verdictFor(overall.winRate?.interval.low ?? 0) : null,
+    coverage,
+    // No verdict without its questions: a certification short of the coverage ends `incomplete`, without one.
+    verdict: kind === 'certification' && coverage?.met ? verdictFor(overall.winRate?.interval.low ?? 0) : null,
   };
 }
 

@@ -11,10 +11,10 @@ import { seededRandom, shuffled } from './prng';
 export const RUN_KINDS = ['test', 'certification'] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
 /** DESIGN §12's batch states; `launching` is the row's state between its charge and its workflow's start. */
-export const BATCH_STATES = ['queued', 'running', 'judging', 'completed', 'failed', 'cancelled'] as const;
+export const BATCH_STATES = ['queued', 'running', 'judging', 'completed', 'incomplete', 'failed', 'cancelled'] as const;
 export type BatchState = (typeof BATCH_STATES)[number];
 export type RunState = 'launching' | BatchState;
-export const ENDED_STATES: readonly RunState[] = ['completed', 'failed', 'cancelled'];
+export const ENDED_STATES: readonly RunState[] = ['completed', 'incomplete', 'failed', 'cancelled'];
 
 /**
  * What every view of a test key's run says of it (DESIGN §10): it ran on `sim` engines, and runs on `sim` engines are

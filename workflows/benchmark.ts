@@ -12,7 +12,7 @@ import {
 import type { BenchmarkActivities, RunLaunch, RunRef } from '../activities/benchmark';
 import type { RunAdmission } from '../domain/run-admission';
 import type { Form } from '../domain/form';
-import type { RunSummary } from '../domain/run-summary';
+import { endStateOf, type RunSummary } from '../domain/run-summary';
 import { emptyCounts, totalQuestions, type RunProgress } from '../domain/runs';
 import { workflowIds } from '../domain/workflow-ids';
 import { questionWorkflow } from './question';
@@ -77,8 +77,9 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
     error?: { code: string; message: string },
   ): Promise<RunSummary | null> => {
     const summary = await finishRun({ runId: input.runId, kind: input.kind, state, errorCode: error?.code, errorMessage: error?.message });
-    progress.state = state;
-    upsertSearchAttributes([{ key: QuorumStatus, value: state }]);
+    const ended = endStateOf(input.kind, state, summary);
+    progress.state = ended;
+    upsertSearchAttributes([{ key: QuorumStatus, value: ended }]);
     return summary;
   };
 

@@ -1,8 +1,8 @@
 import type { Bucket } from '../../domain/questions/types';
-import type { ResultGroup, RunSummary } from '../../domain/run-summary';
+import { VERDICT_COVERAGE, type ResultGroup, type RunSummary } from '../../domain/run-summary';
 import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
-import { runTiming, SIMULATED_RUN_NOTE } from '../../domain/runs';
+import { runTiming, SIMULATED_RUN_NOTE, type RunKind } from '../../domain/runs';
 import { statusPath, type LaunchView } from '../../operations/run-launch';
 import type { RunView } from '../../operations/run-poll';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
@@ -69,6 +69,21 @@ function certification(s: RunSummary | null): JsonObject | null {
   };
 }
 
+/** Why a run's results are short of what it was paid for: no readable verdict, or too few judged questions. */
+function coverageWarnings(kind: RunKind, s: RunSummary | null): string[] {
+  const c = s?.coverage;
+  if (!s || !c) return [];
+  if (c.judged === 0)
+    return [
+      `No judge's verdict could be read (${s.unreadVerdicts} unreadable): the run has no results, and its questions were credited back.`,
+    ];
+  if (c.met) return [];
+  const pct = (x: number): string => `${Math.round(x * 100)}%`;
+  return [
+    `Judged ${c.judged} of ${c.total} questions (${pct(c.judged / c.total)}); ${kind === 'certification' ? 'a verdict' : 'using a run as evidence'} needs ${pct(VERDICT_COVERAGE.overall)} overall and ${pct(VERDICT_COVERAGE.perBucket)} in every bucket. The unjudged questions were credited back.`,
+  ];
+}
+
 export function runSerialiser(names: RunNames): RunSerialiser {
   const counts = (c: Record<Bucket, number>): JsonObject => perBucket(names, c, (n) => n);
   const launch = (v: LaunchView, baseUrl: string): JsonObject => {
@@ -129,11 +144,26 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         billed_usd: usd(run.billedMicros),
         refunded_usd: usd(run.refundedMicros),
         engine_cost_usd: s ? usd(s.costMicros) : null,
-        results: s && { per_bucket: perBucket(names, s.perBucket, resultGroup), overall: resultGroup(s.overall) },
+        // A run none of whose verdicts could be read has no results to show (it ended `incomplete`).
+        results:
+          s && s.coverage?.judged !== 0
+            ? { per_bucket: perBucket(names, s.perBucket, resultGroup), overall: resultGroup(s.overall) }
+            : null,
+        coverage: s?.coverage
+          ? {
+              judged: s.coverage.judged,
+              total: s.coverage.total,
+              per_bucket: perBucket(names, s.coverage.perBucket, (c) => ({ judged: c.judged, total: c.total })),
+              required_overall: VERDICT_COVERAGE.overall,
+              required_per_bucket: VERDICT_COVERAGE.perBucket,
+              met: s.coverage.met,
+            }
+          : null,
         recusals: s ? s.recusals.map((r) => ({ slot: r.slot, engine: r.engineId, replaced_by: r.replacedBy, questions: r.questions })) : [],
         unread_verdicts: s?.unreadVerdicts ?? 0,
         warnings: [
           ...(run.keyMode === 'test' ? [SIMULATED_RUN_NOTE] : []),
+          ...coverageWarnings(run.kind, s),
           ...(s?.positionConsistency.flagged
             ? [
                 `Judges changed their verdict on ${Math.round(s.positionConsistency.flipRate * 100)}% of mirrored pairs (threshold ${s.positionConsistency.threshold * 100}%): the order, not the answers, moved them.`,

@@ -125,12 +125,25 @@ export const BatchSchema = z.object({
   elapsed_seconds: z.number().int(),
   estimated_seconds_left: z.number().int(),
   billed_usd: z.number(),
-  refunded_usd: z.number().describe('Unanswered questions of a cancelled or failed run, credited back.'),
+  refunded_usd: z.number().describe('The share of the charge of questions no judge delivered a verdict on, credited back.'),
   engine_cost_usd: z.number().nullable(),
   results: z
     .object({ per_bucket: z.record(z.string(), group), overall: group })
     .nullable()
-    .describe('Once the run has ended.'),
+    .describe('Once the run has ended; null when no judge verdict could be read (state `incomplete`).'),
+  coverage: z
+    .object({
+      judged: z.number().int(),
+      total: z.number().int(),
+      per_bucket: z.record(z.string(), z.object({ judged: z.number().int(), total: z.number().int() })),
+      required_overall: z.number(),
+      required_per_bucket: z.number(),
+      met: z.boolean(),
+    })
+    .nullable()
+    .describe(
+      'Questions with at least one readable judge verdict. A certification verdict, or a run used as evidence, needs `required_overall` of them and `required_per_bucket` in every bucket; below it a certification ends `incomplete`, without a verdict.',
+    ),
   recusals: z.array(
     z.object({ slot: z.enum(JUDGE_SLOTS), engine: z.string(), replaced_by: z.string().nullable(), questions: z.number().int() }),
   ),

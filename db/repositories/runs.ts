@@ -5,6 +5,7 @@ import type { Bucket, Question } from '../../domain/questions/types';
 import type { RunSummary } from '../../domain/run-summary';
 import {
   emptyCounts,
+  ENDED_STATES,
   selectQuestions,
   unspentMicros,
   type BucketCounts,
@@ -213,8 +214,9 @@ export async function endRun(
   db: Knex,
   id: string,
   end: {
-    state: 'completed' | 'failed' | 'cancelled';
+    state: 'completed' | 'incomplete' | 'failed' | 'cancelled';
     summary: RunSummary | null;
+    /** Questions the run delivered (judged): the others' share of the charge is credited back. */
     answered: number;
     errorCode?: string;
     errorMessage?: string;
@@ -223,8 +225,8 @@ export async function endRun(
   return db.transaction(async (trx) => {
     const row = (await trx('runs').where({ id }).forUpdate().first()) as RunRow | undefined;
     if (!row) throw new QuorumError('batch_not_found', `no run ${id}`);
-    if (['completed', 'failed', 'cancelled'].includes(row.state)) return toRecord(row);
-    // Whatever the end, questions that were paid for and never answered are credited back.
+    if (ENDED_STATES.includes(row.state)) return toRecord(row);
+    // Whatever the end, questions that were paid for and never answered (judged) are credited back.
     const refund = unspentMicros(Number(row.billed_micros), row.total_questions, end.answered);
     if (refund > 0) {
       const credited = await postEntries(trx, row.org_id, [
@@ -320,8 +322,9 @@ export async function doneCounts(db: DbOrTrx, runId: string): Promise<BucketCoun
 
 /**
  * The newest completed live run of a mode version: the estimate's evidence (DESIGN §10). A test key's run answered
- * on `sim` engines and is never evidence; a run of another version measured another panel. Without `modeVersion`,
- * the mode's current release.
+ * on `sim` engines and is never evidence; a run of another version measured another panel; a run short of the
+ * coverage a verdict needs (domain/run-summary.ts) is not evidence either. Without `modeVersion`, the mode's
+ * current release.
  */
 export async function latestRunSummary(
   db: DbOrTrx,
@@ -330,7 +333,7 @@ export async function latestRunSummary(
 ): Promise<{ runId: string; summary: RunSummary } | undefined> {
   const q = db('runs as r')
     .where({ 'r.mode_id': modeId, 'r.state': 'completed', 'r.key_mode': 'live' })
-    .whereNotNull('r.summary')
+    .whereRaw("(r.summary->'coverage'->>'met')::boolean is true")
     .orderBy('r.finished_at', 'desc');
   if (modeVersion !== undefined) q.where('r.mode_version', modeVersion);
   else

@@ -1,3 +1,4 @@
+import { ENDED_STATES } from '../../../domain/runs';
 import { randomBytes } from 'node:crypto';
 import { seedDemoModes } from '../../../db/seed';
 import type { Form } from '../../../domain/form';
@@ -22,7 +23,7 @@ export async function untilEnded(api: Api, key: string, kind: 'tests' | 'certify
     const r = await call(api, 'GET', `/v1/${kind}?batch_id=${batchId}`, { key });
     const state = (r.body.batch as { state?: string } | undefined)?.state;
     if (r.status !== 200 && r.status !== 429) return r;
-    if (['completed', 'failed', 'cancelled'].includes(state ?? '')) return r;
+    if ((ENDED_STATES as readonly string[]).includes(state ?? '')) return r;
     if (Date.now() > until) throw new Error(`run ${batchId} still ${state} after ${deadlineMs} ms`);
     // A poller keeps under the key's requests per minute, and waits as told when it does not.
     await new Promise((resolve) => setTimeout(resolve, r.status === 429 ? Number(r.headers.get('retry-after')) * 1000 : 2_000));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { SYSTEM_MODES, simDemoModes } from '../../../domain/modes';
 import { planRun, type RunShape } from '../../../domain/run-plan';
-import { runEvidence, summarizeRun } from '../../../domain/run-summary';
+import { endStateOf, runEvidence, summarizeRun } from '../../../domain/run-summary';
 import { JUDGE_SLOTS } from '../../../domain/run-judging';
 import type { QuestionResult } from '../../../domain/runs';
 import { createEngines } from '../../../engines';
@@ -126,7 +126,7 @@ describe('domain: a run’s summary from its question rows', () => {
   ];
 
   it('scores, clusters, accuracy, position flips, unread verdicts and recusals (hand-computed)', () => {
-    const s = summarizeRun('certification', rows);
+    const s = summarizeRun('certification', rows, { light: 2, medium: 0, hard: 0 });
     // Scores 1, 1, 0.5, 1 | 0, 0, 0: 3.5 / 7 = 0.5.
     assert.equal(s.overall.judgments, 7);
     assert.equal(s.overall.winRate?.winRate, 0.5);
@@ -173,5 +173,55 @@ describe('domain: a run’s summary from its question rows', () => {
       /^run r1, medium questions: n=20 \(40 judgments\), win rate 0\.\d{3} vs the baseline, 95% interval \[/,
     );
     assert.equal(runEvidence(mixed, 'deep', 'r1'), undefined, 'no hard questions were run');
+  });
+
+  describe('a verdict needs its questions (issue 26 item 8): 95% judged overall and 90% in every bucket', () => {
+    /** `n` questions of `bucket`, each judged a win by two judges, or with no readable verdict when `unread`. */
+    const questions = (bucket: QuestionResult['bucket'], n: number, unread = 0): QuestionResult[] =>
+      Array.from({ length: n }, (_, i) =>
+        result(
+          `${bucket}${i}`,
+          bucket,
+          [
+            ['judge_a', 1, i < unread ? null : 'win'],
+            ['judge_b', 1, i < unread ? null : 'win'],
+          ],
+          [true, false],
+        ),
+      );
+    const CERT = { light: 50, medium: 50, hard: 50 };
+
+    it('two answered questions of 150 that every judge won: no verdict, the run ends incomplete', () => {
+      const s = summarizeRun('certification', questions('light', 2), CERT);
+      assert.deepEqual([s.coverage?.judged, s.coverage?.total, s.coverage?.met], [2, 150, false]);
+      assert.equal(s.verdict, null);
+      assert.equal(endStateOf('certification', 'completed', s), 'incomplete');
+    });
+
+    it('147 of 150 judged (98%), every bucket at least 90%: the verdict stands', () => {
+      const s = summarizeRun('certification', [...questions('light', 50), ...questions('medium', 50), ...questions('hard', 50, 3)], CERT);
+      assert.deepEqual([s.coverage?.judged, s.coverage?.met], [147, true]);
+      assert.equal(s.verdict, 'certified');
+      assert.equal(endStateOf('certification', 'completed', s), 'completed');
+    });
+
+    it('96% overall but a hard bucket at 88%: no verdict', () => {
+      const s = summarizeRun('certification', [...questions('light', 50), ...questions('medium', 50), ...questions('hard', 50, 6)], CERT);
+      assert.deepEqual([s.coverage?.judged, s.coverage?.perBucket.hard], [144, { judged: 44, total: 50 }]);
+      assert.equal(s.coverage?.met, false);
+      assert.equal(s.verdict, null);
+    });
+
+    it('a test run: short of the coverage it still completes (its results are not evidence); with no readable verdict it ends incomplete', () => {
+      const partial = summarizeRun('test', questions('light', 10, 5), { light: 10, medium: 0, hard: 0 });
+      assert.equal(partial.coverage?.met, false);
+      assert.equal(endStateOf('test', 'completed', partial), 'completed');
+      const unread = summarizeRun('test', questions('light', 9, 9), { light: 9, medium: 0, hard: 0 });
+      assert.equal(unread.coverage?.judged, 0);
+      assert.equal(endStateOf('test', 'completed', unread), 'incomplete');
+      // A cancelled or failed run keeps its state; a summary from before coverage was recorded ends as it did then.
+      assert.equal(endStateOf('test', 'cancelled', unread), 'cancelled');
+      assert.equal(endStateOf('certification', 'completed', { ...unread, coverage: null }), 'completed');
+    });
   });
 });
