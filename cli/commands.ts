@@ -9,6 +9,7 @@ import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories
 import { SCOPES } from '../domain/api-keys';
 import { microsToUsd } from '../domain/money';
 import { startTrialTimer } from '../starters/trial-credit';
+import { auditCommands } from './audit-commands';
 import { billingCommands } from './billing-commands';
 import { modeCommands } from './mode-commands';
 import { planCommands } from './plan-commands';
@@ -231,4 +232,5 @@ export const COMMANDS: readonly Command[] = [
   docsAdd,
   ...runCommands,
   ...modeCommands,
+  ...auditCommands,
 ];

@@ -17,6 +17,9 @@ const OVERVIEW = [
 
 function findCommand(argv: string[]): { command: Command; args: string[] } {
   const [group, action, ...args] = argv;
+  // A command of one word (`quorum audit`) takes every argument after it.
+  const single = COMMANDS.find((c) => c.name === group);
+  if (single) return { command: single, args: argv.slice(1) };
   const command = COMMANDS.find((c) => c.name === `${group} ${action}`);
   if (!command)
     throw new UsageError(group ? `unknown command: ${[group, action].filter(Boolean).join(' ')}` : 'no command given', OVERVIEW);

@@ -1,0 +1,312 @@
+import type { AuditScope, Invariant, Violation } from '../../domain/audit';
+import type { DbOrTrx } from './shared';
+
+/**
+ * The auditor's reads (domain/audit.ts, issue 26 item 18): one query per part of an invariant, each returning the
+ * rows that break it with the ids to look at and a `detail` sentence built in SQL. Read-only; runs on the pool or
+ * inside a caller's transaction (a test audits state it then rolls back). The checks that need Temporal take their
+ * candidates from `chargedRuns` and `openHolds` (operations/audit.ts).
+ */
+
+/** When run summaries began to carry `coverage` (issue 26 item 8): a certified verdict finished before has none. */
+export const COVERAGE_RECORDED_SINCE = '2026-11-25T00:00:00Z';
+
+/** The id columns a check's rows may carry, in the order a report lists them. */
+const ID_COLUMNS = [
+  'org_id',
+  'request_id',
+  'run_id',
+  'workflow_id',
+  'entry_id',
+  'idempotency_key',
+  'quote_id',
+  'mode_id',
+  'person_id',
+] as const;
+
+interface Check {
+  invariant: Invariant;
+  /** A SELECT of the breaking rows: some of ID_COLUMNS and `detail`; `$scope(col)` restricts it to the audited organisations. */
+  sql: string;
+}
+
+const MONEY_KINDS = "('reservation','release','charge','cap_credit','test_run_charge','run_refund')";
+/** A run in one of these states is still going: its workflow must be running. */
+const LIVE_RUN_STATES: readonly string[] = ['launching', 'queued', 'running', 'judging'];
+
+const CHECKS: readonly Check[] = [
+  {
+    invariant: 'balance_equals_ledger',
+    sql: `
+      with sums as (
+        select org_id, sum(amount_micros) as amount, sum(reserved_delta_micros) as reserved from ledger_entries group by org_id
+      )
+      select coalesce(b.org_id, s.org_id) as org_id,
+             format('balance %s µ$ and reserved %s µ$, but its ledger entries sum to %s µ$ and %s µ$ reserved',
+                    coalesce(b.balance_micros::text, '(no balance row)'), coalesce(b.reserved_micros::text, '-'),
+                    coalesce(s.amount, 0), coalesce(s.reserved, 0)) as detail
+        from balances b full join sums s on s.org_id = b.org_id
+       where $scope(coalesce(b.org_id, s.org_id))
+         and (b.balance_micros is distinct from coalesce(s.amount, 0) or b.reserved_micros is distinct from coalesce(s.reserved, 0))`,
+  },
+  {
+    invariant: 'hold_matches_ledger',
+    sql: `
+      with led as (
+        select org_id, request_id, sum(reserved_delta_micros) as held from ledger_entries
+         where kind in ('reservation','release') and request_id is not null group by org_id, request_id
+      )
+      select coalesce(r.org_id, l.org_id) as org_id, coalesce(r.request_id, l.request_id) as request_id,
+             format('reservation %s of %s µ$, but the ledger holds %s µ$ for it',
+                    coalesce(r.state, '(no row)'), coalesce(r.amount_micros::text, '-'), coalesce(l.held, 0)) as detail
+        from reservations r full join led l on l.org_id = r.org_id and l.request_id = r.request_id
+       where $scope(coalesce(r.org_id, l.org_id))
+         and coalesce(case when r.state = 'held' then r.amount_micros else 0 end, 0) <> coalesce(l.held, 0)`,
+  },
+  {
+    invariant: 'hold_outlives_request',
+    sql: `
+      select h.org_id, h.request_id, q.workflow_id,
+             format('%s of %s µ$ still held, but its request is %s', h.what, h.amount,
+                    case when q.id is null then 'missing'
+                         when q.superseded_at is not null then q.state || ' and superseded by a later run'
+                         else q.state end) as detail
+        from (select org_id, request_id, amount_micros as amount, 'a hold on the balance' as what from reservations where state = 'held'
+              union all
+              select org_id, request_id, held_micros, 'a hold on plan ' || plan_id || ' of ' || person_id from plan_usage where state = 'held') h
+        left join requests q on q.id = h.request_id
+       where $scope(h.org_id)
+         and (q.id is null or q.state <> 'running' or q.superseded_at is not null)`,
+  },
+  {
+    invariant: 'receipt_components',
+    sql: `
+      select x.org_id, x.request_id,
+             format('%s receipt: engines %s + platform fee %s + mode fee %s − cap credit %s, billed %s µ$ (ceiling %s, payer %s; outcome says billed %s, cap credit %s)',
+                    x.status, x.gateway_micros, x.platform_fee_micros, x.mode_fee_micros, x.cap_credit_micros, x.billed_micros,
+                    coalesce(c.ceiling::text, 'none'), coalesce(x.outcome->>'payer', 'unknown'),
+                    coalesce(x.outcome#>>'{money,billedMicros}', 'unknown'), coalesce(x.outcome#>>'{money,capCreditMicros}', 'unknown')) as detail
+        from receipts x
+        cross join lateral (select (x.outcome#>>'{money,ceilingMicros}')::bigint as ceiling,
+                                   x.gateway_micros + x.platform_fee_micros + x.mode_fee_micros as gross) c
+       where $scope(x.org_id)
+         and not (
+           least(x.gateway_micros, x.platform_fee_micros, x.mode_fee_micros, x.cap_credit_micros, x.billed_micros) >= 0
+           and (
+             -- Form B (and any call under its ceiling): the parts less the credit, the credit only when capped at the ceiling.
+             (x.billed_micros = c.gross - x.cap_credit_micros
+               and (x.cap_credit_micros = 0 or (x.status = 'capped' and x.billed_micros = coalesce(c.ceiling, x.billed_micros))))
+             -- Form A capped: the charge held at the disclosed ceiling, below the parts' sum.
+             or (x.cap_credit_micros = 0 and x.status = 'capped' and x.billed_micros < c.gross and x.billed_micros = c.ceiling)
+           )
+           and (x.outcome->>'payer' is distinct from 'plan' or x.platform_fee_micros = 0)
+           and (x.outcome#>>'{money,billedMicros}')::bigint is not distinct from x.billed_micros
+           and (x.outcome#>>'{money,capCreditMicros}')::bigint is not distinct from x.cap_credit_micros
+         )`,
+  },
+  {
+    invariant: 'charge_without_basis',
+    sql: `
+      select e.org_id, e.request_id, e.id::text as entry_id,
+             format('%s of %s µ$ %s', e.kind, e.amount_micros,
+                    case when e.request_id is null then 'names no request or run'
+                         when e.kind in ('charge','cap_credit') then 'has no receipt'
+                         else 'has no run' end) as detail
+        from ledger_entries e
+       where $scope(e.org_id)
+         and e.kind in ${MONEY_KINDS}
+         and (e.request_id is null
+              or (e.kind in ('charge','cap_credit')
+                  and not exists (select 1 from receipts x where x.request_id = e.request_id and x.org_id = e.org_id))
+              or (e.kind in ('test_run_charge','run_refund')
+                  and not exists (select 1 from runs r where r.id::text = e.request_id and r.org_id = e.org_id)))`,
+  },
+  {
+    invariant: 'charge_differs_from_bill',
+    sql: `
+      with calls as (
+        select org_id, request_id, -sum(amount_micros) as net, count(*) filter (where kind = 'charge') as charges
+          from ledger_entries where kind in ('charge','cap_credit') and request_id is not null group by org_id, request_id
+      )
+      select x.org_id, x.request_id,
+             case when x.outcome->>'payer' = 'plan'
+                  then format('a plan''s call, yet the balance was charged %s µ$ for it', coalesce(c.net, 0))
+                  else format('receipt billed %s µ$, the ledger charged %s µ$ net (%s charge entries)', x.billed_micros, coalesce(c.net, 0), coalesce(c.charges, 0))
+             end as detail
+        from receipts x left join calls c on c.request_id = x.request_id and c.org_id = x.org_id
+       where $scope(x.org_id)
+         and case when x.outcome->>'payer' = 'plan' then c.request_id is not null
+                  else (c.request_id is not null or x.billed_micros <> 0) and coalesce(c.net, 0) <> x.billed_micros end`,
+  },
+  {
+    invariant: 'charge_differs_from_bill',
+    sql: `
+      select r.org_id, r.id::text as run_id, r.workflow_id, format('run billed %s µ$ and refunded %s µ$; the ledger charged %s µ$ and refunded %s µ$',
+                                          r.billed_micros, r.refunded_micros, coalesce(l.charged, 0), coalesce(l.refunded, 0)) as detail
+        from runs r
+        left join (select org_id, request_id,
+                          -sum(amount_micros) filter (where kind = 'test_run_charge') as charged,
+                          sum(amount_micros) filter (where kind = 'run_refund') as refunded
+                     from ledger_entries where kind in ('test_run_charge','run_refund') and request_id is not null
+                    group by org_id, request_id) l on l.request_id = r.id::text and l.org_id = r.org_id
+       where $scope(r.org_id)
+         and (coalesce(l.charged, 0) <> r.billed_micros or coalesce(l.refunded, 0) <> r.refunded_micros or r.refunded_micros > r.billed_micros)`,
+  },
+  {
+    invariant: 'key_billed_twice',
+    sql: `
+      select q.org_id, q.idempotency_key, string_agg(q.id, ', ' order by q.created_at) as request_id,
+             format('%s answered runs under one key (states %s; billed %s µ$)', count(*),
+                    string_agg(q.state, ', ' order by q.created_at), string_agg(x.billed_micros::text, ' + ' order by q.created_at)) as detail
+        from requests q join receipts x on x.request_id = q.id
+       where $scope(q.org_id) and q.state <> 'capped'
+       group by q.org_id, q.idempotency_key
+      having count(*) > 1`,
+  },
+  {
+    invariant: 'key_billed_twice',
+    sql: `
+      select q.org_id, q.idempotency_key, q.id as request_id, 'a succeeded request was superseded by a later run under its key' as detail
+        from requests q
+       where $scope(q.org_id) and q.state = 'succeeded' and q.superseded_at is not null`,
+  },
+  {
+    invariant: 'key_billed_twice',
+    sql: `
+      select r.org_id, substring(r.idempotency_key from '^quote-(.+)-[0-9]+$') as quote_id, string_agg(r.id::text, ', ' order by r.created_at) as run_id,
+             format('one advisor quote launched %s runs that kept their charge', count(*)) as detail
+        from runs r
+       where $scope(r.org_id) and r.idempotency_key like 'quote-%' and r.billed_micros > r.refunded_micros
+       group by r.org_id, r.kind, substring(r.idempotency_key from '^quote-(.+)-[0-9]+$')
+      having count(*) > 1`,
+  },
+  {
+    invariant: 'certified_without_coverage',
+    sql: `
+      select r.org_id, r.id::text as run_id, r.mode_id,
+             format('%s %s certification of version %s says certified, %s', r.key_mode, r.state, r.mode_version,
+                    case when r.summary->'coverage' is not null
+                         then 'but its coverage is not met: ' || (r.summary->'coverage')::text
+                         else 'but its summary records no coverage' end) as detail
+        from runs r
+       where $scope(r.org_id)
+         and r.kind = 'certification' and r.summary->>'verdict' = 'certified'
+         and coalesce(r.summary#>>'{coverage,met}', '') <> 'true'
+         and (r.summary->'coverage' is not null or coalesce(r.finished_at, now()) >= :coverageSince::timestamptz)`,
+  },
+  {
+    invariant: 'listed_version_uncertified',
+    sql: `
+      select m.org_id, m.id as mode_id,
+             format('listed at version %s, certified by live runs at versions %s only', m.listing_version,
+                    string_agg(distinct c.mode_version::text, ', ')) as detail
+        from modes m
+        join runs c on c.mode_id = m.id and c.kind = 'certification' and c.state = 'completed' and c.key_mode = 'live'
+                   and c.summary->>'verdict' = 'certified'
+       where $scope(m.org_id) and m.listing_state = 'listed'
+       group by m.org_id, m.id, m.listing_version
+      having bool_or(c.mode_version < m.listing_version) and not bool_or(c.mode_version = m.listing_version)`,
+  },
+  {
+    invariant: 'plan_usage_mismatch',
+    sql: `
+      select u.org_id, u.request_id, u.person_id,
+             format('plan %s charged %s µ$ in %s, %s', u.plan_id, u.charged_micros, to_char(u.period, 'YYYY-MM'),
+                    case when x.request_id is null then 'but the call has no receipt'
+                         when x.outcome->>'payer' is distinct from 'plan' then 'but its receipt''s payer is ' || coalesce(x.outcome->>'payer', 'unknown')
+                         when x.org_id <> u.org_id then 'but its receipt is of organisation ' || x.org_id
+                         else 'but its receipt billed ' || x.billed_micros || ' µ$' end) as detail
+        from plan_usage u left join receipts x on x.request_id = u.request_id
+       where $scope(u.org_id) and u.state = 'settled'
+         and (x.request_id is null or x.outcome->>'payer' is distinct from 'plan' or x.org_id <> u.org_id or x.billed_micros <> u.charged_micros)
+      union all
+      select x.org_id, x.request_id, u.person_id,
+             format('a plan''s call billed %s µ$, but its plan usage is %s', x.billed_micros, coalesce(u.state, 'missing'))
+        from receipts x left join plan_usage u on u.request_id = x.request_id
+       where $scope(x.org_id) and x.outcome->>'payer' = 'plan' and (u.request_id is null or u.state <> 'settled')`,
+  },
+];
+
+/** `$scope(col)` → a condition on that column: every organisation, or those of `:orgs` (a JSON array). */
+function scoped(sql: string): string {
+  return sql.replace(
+    /\$scope\(((?:[^()]|\([^()]*\))+)\)/g,
+    (_, col: string) => `(:orgs::jsonb is null or ${col} in (select jsonb_array_elements_text(:orgs::jsonb)))`,
+  );
+}
+
+function bindings(scope: AuditScope): Record<string, string | null> {
+  return { orgs: scope.orgIds ? JSON.stringify(scope.orgIds) : null, coverageSince: COVERAGE_RECORDED_SINCE };
+}
+
+type Row = Partial<Record<(typeof ID_COLUMNS)[number], string | null>> & { detail: string };
+
+function toViolation(invariant: Invariant, row: Row): Violation {
+  const ids: Record<string, string> = {};
+  for (const c of ID_COLUMNS) {
+    const v = row[c];
+    if (v !== undefined && v !== null) ids[c] = String(v);
+  }
+  return { invariant, ids, detail: row.detail };
+}
+
+/** Every SQL invariant over the audited organisations: the rows that break one, as violations. */
+export async function auditDatabase(db: DbOrTrx, scope: AuditScope = {}): Promise<Violation[]> {
+  const found: Violation[] = [];
+  for (const check of CHECKS) {
+    const { rows } = await db.raw<{ rows: Row[] }>(scoped(check.sql), bindings(scope));
+    found.push(...rows.map((r) => toViolation(check.invariant, r)));
+  }
+  return found;
+}
+
+/** A run charged and not (wholly) refunded: its workflow must exist (operations/audit.ts asks Temporal). */
+export interface ChargedRun {
+  orgId: string;
+  runId: string;
+  workflowId: string;
+  state: string;
+  /** The run's row still says it is going (its workflow must be running). */
+  live: boolean;
+  finishedAt: Date | null;
+}
+
+export async function chargedRuns(db: DbOrTrx, scope: AuditScope = {}): Promise<ChargedRun[]> {
+  const { rows } = await db.raw<{ rows: { org_id: string; id: string; workflow_id: string; state: string; finished_at: Date | null }[] }>(
+    scoped(`select org_id, id::text as id, workflow_id, state, finished_at from runs
+             where $scope(org_id) and billed_micros > refunded_micros order by created_at`),
+    { orgs: bindings(scope).orgs },
+  );
+  return rows.map((r) => ({
+    orgId: r.org_id,
+    runId: r.id,
+    workflowId: r.workflow_id,
+    state: r.state,
+    live: LIVE_RUN_STATES.includes(r.state),
+    finishedAt: r.finished_at,
+  }));
+}
+
+/** Money held for a request that is still running (not superseded): its workflow must be running too. */
+export interface OpenHold {
+  orgId: string;
+  requestId: string;
+  workflowId: string;
+  /** `balance` or `plan`. */
+  on: string;
+  amountMicros: string;
+}
+
+export async function openHolds(db: DbOrTrx, scope: AuditScope = {}): Promise<OpenHold[]> {
+  const { rows } = await db.raw<{ rows: { org_id: string; request_id: string; workflow_id: string; held_on: string; amount: string }[] }>(
+    scoped(`select h.org_id, h.request_id, q.workflow_id, h.held_on, h.amount::text as amount
+              from (select org_id, request_id, amount_micros as amount, 'balance' as held_on from reservations where state = 'held'
+                    union all
+                    select org_id, request_id, held_micros, 'plan' from plan_usage where state = 'held') h
+              join requests q on q.id = h.request_id and q.state = 'running' and q.superseded_at is null
+             where $scope(h.org_id)
+             order by q.created_at`),
+    { orgs: bindings(scope).orgs },
+  );
+  return rows.map((r) => ({ orgId: r.org_id, requestId: r.request_id, workflowId: r.workflow_id, on: r.held_on, amountMicros: r.amount }));
+}

@@ -1,0 +1,91 @@
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { auditDatabase, chargedRuns, openHolds } from '../db/repositories/audit';
+import type { DbOrTrx } from '../db/repositories/shared';
+import type { AuditScope, Violation } from '../domain/audit';
+
+/**
+ * The auditor (issue 26 item 18, DESIGN §7): the invariants of domain/audit.ts over the whole database (or the
+ * organisations of `scope`) and, given a client, Temporal. `quorum audit` prints what this returns; the stack tests
+ * call it after the suite and after each of their property's sequences. Read-only.
+ */
+export async function audit(db: DbOrTrx, client: Client | undefined, scope: AuditScope = {}): Promise<Violation[]> {
+  const found = await auditDatabase(db, scope);
+  if (client) found.push(...(await auditWorkflows(db, client, scope)));
+  return found;
+}
+
+/** Workflows described at once: enough to be quick, few enough not to crowd a server that is also serving calls. */
+const DESCRIBE_CONCURRENCY = 16;
+
+type Described = { status: string; closedAt: Date | null } | 'not_found';
+
+async function describe(client: Client, workflowId: string): Promise<Described> {
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return { status: d.status.name, closedAt: d.closeTime ?? null };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'not_found';
+    throw err;
+  }
+}
+
+async function describeAll(client: Client, workflowIds: readonly string[]): Promise<Map<string, Described>> {
+  const unique = [...new Set(workflowIds)];
+  const out = new Map<string, Described>();
+  for (let i = 0; i < unique.length; i += DESCRIBE_CONCURRENCY) {
+    const batch = unique.slice(i, i + DESCRIBE_CONCURRENCY);
+    const described = await Promise.all(batch.map((id) => describe(client, id)));
+    batch.forEach((id, j) => out.set(id, described[j]));
+  }
+  return out;
+}
+
+/** How long the namespace keeps a closed workflow; after that a run's workflow may be gone without anything being wrong. */
+async function retentionMs(client: Client): Promise<number> {
+  const { config } = await client.workflowService.describeNamespace({ namespace: client.options.namespace });
+  const ttl = config?.workflowExecutionRetentionTtl;
+  return ttl ? Number(ttl.seconds ?? 0) * 1000 + Math.floor((ttl.nanos ?? 0) / 1e6) : 0;
+}
+
+/**
+ * `run_charge_without_workflow`: a run charged and not refunded has its workflow (running while its row says the run
+ * is going; an ended run's may be gone once older than the retention). `hold_outlives_request`: money held for a
+ * running request has that request's workflow running.
+ */
+async function auditWorkflows(db: DbOrTrx, client: Client, scope: AuditScope): Promise<Violation[]> {
+  const [runs, holds] = await Promise.all([chargedRuns(db, scope), openHolds(db, scope)]);
+  const described = await describeAll(client, [...runs.map((r) => r.workflowId), ...holds.map((h) => h.workflowId)]);
+  const retention = runs.some((r) => !r.live) ? await retentionMs(client) : 0;
+  const found: Violation[] = [];
+  for (const run of runs) {
+    const d = described.get(run.workflowId) as Described;
+    const ids = { org_id: run.orgId, run_id: run.runId, workflow_id: run.workflowId };
+    if (d === 'not_found') {
+      const expired = !run.live && run.finishedAt !== null && Date.now() - run.finishedAt.getTime() > retention;
+      if (!expired)
+        found.push({
+          invariant: 'run_charge_without_workflow',
+          ids,
+          detail: `a ${run.state} run keeps its charge, but Temporal has no workflow ${run.workflowId}`,
+        });
+    } else if (run.live && d.status !== 'RUNNING') {
+      found.push({
+        invariant: 'run_charge_without_workflow',
+        ids,
+        detail: `the run is still ${run.state} and keeps its charge, but its workflow is ${d.status.toLowerCase()}: nothing will end or refund it`,
+      });
+    }
+  }
+  for (const hold of holds) {
+    const d = described.get(hold.workflowId) as Described;
+    if (d !== 'not_found' && d.status === 'RUNNING') continue;
+    found.push({
+      invariant: 'hold_outlives_request',
+      ids: { org_id: hold.orgId, request_id: hold.requestId, workflow_id: hold.workflowId },
+      detail: `${hold.amountMicros} µ$ held on the ${hold.on} for a running request whose workflow is ${
+        d === 'not_found' ? 'missing' : d.status.toLowerCase()
+      }: nothing will settle or release it`,
+    });
+  }
+  return found;
+}
