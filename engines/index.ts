@@ -8,7 +8,8 @@
  *     env?: NodeJS.ProcessEnv;            // default process.env: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
  *                                         // AWS_REGION + AWS credentials, QUORUM_BEDROCK_ENDPOINT, QUORUM_STS_ENDPOINT,
  *                                         // QUORUM_SIM_LATENCY (zero | fixed:<ms> | spec[:<speedup>], default zero),
- *                                         // QUORUM_ENGINE_TIMEOUT_MS (each call's deadline, default 180 000)
+ *                                         // QUORUM_ENGINE_TIMEOUT_MS (each call's deadline, default 180 000),
+ *                                         // QUORUM_SIM_SKILL (every sim engine equally good; unset: catalog skills)
  *     simLatency?: SimLatency | string;   // overrides QUORUM_SIM_LATENCY
  *     fetchImpl?: typeof fetch;           // default global fetch
  *     logger?: Logger;                    // default createLogger('engines')
@@ -34,7 +35,7 @@ import { callAnthropic } from './adapters/anthropic';
 import type { AdapterCall, AdapterOutput, ApiKeyTarget } from './adapters/common';
 import { callGoogle } from './adapters/google';
 import { callOpenAi } from './adapters/openai';
-import { callSim } from './adapters/sim';
+import { callSim, parseSimSkill } from './adapters/sim';
 import { CATALOG, findEngine } from './catalog';
 import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ApiKeyConfig, type ServiceCredentials } from './credentials';
 import { EngineError } from './errors';
@@ -87,6 +88,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
   const service: ServiceCredentials = readServiceCredentials(env);
   const simLatency =
     typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero');
+  const simSkill = parseSimSkill(env.QUORUM_SIM_SKILL);
   const timeoutMs = engineTimeoutMs(env.QUORUM_ENGINE_TIMEOUT_MS);
   const fetchImpl = opts.fetchImpl ?? fetch;
   const log = opts.logger ?? createLogger('engines');
@@ -118,7 +120,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     credential: Credential | undefined,
   ): Promise<AdapterOutput> => {
     const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
-    if (s.family === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt);
+    if (s.family === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt, simSkill);
     if (s.family === 'bedrock') {
       if (!service.bedrock) throw unavailable('Bedrock is not configured for this service (AWS_REGION and AWS credentials)');
       let target: BedrockTarget;

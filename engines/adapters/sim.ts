@@ -19,6 +19,7 @@ export async function callSim(
   knownAnswer: KnownAnswer | undefined,
   latency: SimLatency,
   attempt = 0,
+  evenSkill?: number,
 ): Promise<AdapterOutput> {
   const { spec } = call;
   const seed = createHash('sha256')
@@ -45,10 +46,11 @@ export async function callSim(
   } else if (asked(CLASSIFY_TAG)) {
     full = classification(call.messages, rand);
   } else if (knownAnswer) {
-    const skill = spec.skill?.[knownAnswer.difficulty] ?? 0;
+    const skill = evenSkill ?? spec.skill?.[knownAnswer.difficulty] ?? 0;
     const p = revisionSeesRightAnswer(call.messages, knownAnswer.answer) ? verifySkill(skill) : skill;
+    const group = evenSkill === undefined ? spec.mistakeGroup : EVEN_MISTAKE_GROUP;
     full = knownAnswerText(
-      correctDraw < p ? knownAnswer.answer : plausibleWrong(knownAnswer.answer, mistakeRandom(spec.mistakeGroup, call.messages) ?? rand),
+      correctDraw < p ? knownAnswer.answer : plausibleWrong(knownAnswer.answer, mistakeRandom(group, call.messages) ?? rand),
     );
   } else {
     full = freeFormText(spec.id, call.messages, rand);
@@ -66,6 +68,22 @@ export async function callSim(
     reasoningTokens: null,
   };
 }
+
+/**
+ * QUORUM_SIM_SKILL (opt-in; unset, every engine keeps its catalog skill): every `sim` engine equally good. Its first
+ * answer to a known-answer question is right with this probability whatever the engine and the difficulty, and a
+ * wrong one is the question's one plausible wrong answer, the same for every engine (one mistake group). A revision
+ * shown the right answer still recognises it more often (verifySkill). bench/calibration.ts sets 0.5, where a panel
+ * without critique rounds is exactly as good as its baseline (docs/runs.md, "Calibration end to end").
+ */
+export function parseSimSkill(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const p = Number(value);
+  if (!(p >= 0 && p <= 1)) throw new Error(`QUORUM_SIM_SKILL must be a probability from 0 to 1, not "${value}"`);
+  return p;
+}
+
+const EVEN_MISTAKE_GROUP = 'even-skill';
 
 /**
  * A simulated judge: asked in Quorum's judge format, it scores the labelled answers it was shown and replies
