@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { auditDatabase, chargedRuns, openHolds } from '../db/repositories/audit';
+import { auditDatabase, chargedRuns, openHolds, type ChargedRun, type OpenHold } from '../db/repositories/audit';
 import type { DbOrTrx } from '../db/repositories/shared';
 import type { AuditScope, Violation } from '../domain/audit';
 
@@ -55,36 +55,55 @@ async function retentionMs(client: Client): Promise<number> {
 async function auditWorkflows(db: DbOrTrx, client: Client, scope: AuditScope): Promise<Violation[]> {
   const [runs, holds] = await Promise.all([chargedRuns(db, scope), openHolds(db, scope)]);
   const described = await describeAll(client, [...runs.map((r) => r.workflowId), ...holds.map((h) => h.workflowId)]);
-  const retention = runs.some((r) => !r.live) ? await retentionMs(client) : 0;
-  const found: Violation[] = [];
+  const found = judgeWorkflows(runs, holds, described, runs.some((r) => !r.live) ? await retentionMs(client) : 0);
+  if (found.length === 0) return [];
+  // On a live system a workflow may have ended its run or released its hold between the read and the describe. A
+  // workflow closes only after its last write, so what the database still says after the describe is the finding.
+  const [runsAfter, holdsAfter] = await Promise.all([chargedRuns(db, scope), openHolds(db, scope)]);
+  const still = new Set([...runsAfter.map(runKey), ...holdsAfter.map(holdKey)]);
+  return found.filter((f) => still.has(f.key)).map((f) => f.violation);
+}
+
+/** A finding and the row state it was judged in, to recheck it. */
+interface Finding {
+  key: string;
+  violation: Violation;
+}
+
+const runKey = (r: ChargedRun): string => `run|${r.runId}|${r.state}`;
+const holdKey = (h: OpenHold): string => `hold|${h.requestId}|${h.on}`;
+
+function judgeWorkflows(
+  runs: readonly ChargedRun[],
+  holds: readonly OpenHold[],
+  described: ReadonlyMap<string, Described>,
+  retention: number,
+): Finding[] {
+  const found: Finding[] = [];
   for (const run of runs) {
     const d = described.get(run.workflowId) as Described;
     const ids = { org_id: run.orgId, run_id: run.runId, workflow_id: run.workflowId };
+    let detail: string | undefined;
     if (d === 'not_found') {
       const expired = !run.live && run.finishedAt !== null && Date.now() - run.finishedAt.getTime() > retention;
-      if (!expired)
-        found.push({
-          invariant: 'run_charge_without_workflow',
-          ids,
-          detail: `a ${run.state} run keeps its charge, but Temporal has no workflow ${run.workflowId}`,
-        });
+      if (!expired) detail = `a ${run.state} run keeps its charge, but Temporal has no workflow ${run.workflowId}`;
     } else if (run.live && d.status !== 'RUNNING') {
-      found.push({
-        invariant: 'run_charge_without_workflow',
-        ids,
-        detail: `the run is still ${run.state} and keeps its charge, but its workflow is ${d.status.toLowerCase()}: nothing will end or refund it`,
-      });
+      detail = `the run is still ${run.state} and keeps its charge, but its workflow is ${d.status.toLowerCase()}: nothing will end or refund it`;
     }
+    if (detail) found.push({ key: runKey(run), violation: { invariant: 'run_charge_without_workflow', ids, detail } });
   }
   for (const hold of holds) {
     const d = described.get(hold.workflowId) as Described;
     if (d !== 'not_found' && d.status === 'RUNNING') continue;
     found.push({
-      invariant: 'hold_outlives_request',
-      ids: { org_id: hold.orgId, request_id: hold.requestId, workflow_id: hold.workflowId },
-      detail: `${hold.amountMicros} µ$ held on the ${hold.on} for a running request whose workflow is ${
-        d === 'not_found' ? 'missing' : d.status.toLowerCase()
-      }: nothing will settle or release it`,
+      key: holdKey(hold),
+      violation: {
+        invariant: 'hold_outlives_request',
+        ids: { org_id: hold.orgId, request_id: hold.requestId, workflow_id: hold.workflowId },
+        detail: `${hold.amountMicros} µ$ held on the ${hold.on} for a running request whose workflow is ${
+          d === 'not_found' ? 'missing' : d.status.toLowerCase()
+        }: nothing will settle or release it`,
+      },
     });
   }
   return found;
