@@ -12,6 +12,7 @@ import { workflowIds } from '../../../domain/workflow-ids';
 import { createLogger } from '../../../infra/log';
 import { ensureTrialTimers, startTrialTimer } from '../../../starters/trial-credit';
 import type { trialCreditWorkflow } from '../../../workflows/trial-credit';
+import { exemptFromAudit } from '../../harness/audit';
 import { stack } from '../../harness/stack';
 import { testWorker } from '../../harness/worker';
 import { call, EXPRESS, startApi, USER } from '../api/helpers';
@@ -19,6 +20,9 @@ import { startProductWorkers } from '../deliberation/helpers';
 import { assertLedgerMatchesBalance } from './fixtures/helpers';
 
 const usd = usdToMicros;
+
+/** The trial's ledger under calls with made-up request ids: their charges have no receipt (the suite's audit is told). */
+const madeUpCalls = (orgId: string): void => exemptFromAudit(orgId, ['charge_without_basis'], 'ledger calls under made-up request ids');
 
 describe('accounts: trial credit', () => {
   it('unused = trial credit − net spend; held money is deducted as it settles, never more than unused, never a top-up', () => {
@@ -99,6 +103,7 @@ describe('accounts: trial credit', () => {
     await settle(db, { orgId: partly.orgId, requestId: 'c1', chargeMicros: usd('1.50'), capCreditMicros: usd('0.25') });
     // Spent beyond the trial: $7 of a $5 trial plus a $10 top-up → nothing deducted.
     const spent = await createOrganisation(db, { name: 'Spent Co', creditMicros: usd('10') });
+    for (const org of [partly, spent]) madeUpCalls(org.orgId);
     await settle(db, { orgId: spent.orgId, requestId: 'c2', chargeMicros: usd('7') });
 
     const started = Date.now();
@@ -138,6 +143,7 @@ describe('accounts: trial credit', () => {
     const { db } = stack();
     // $5 trial, nothing else: a $2 hold in flight at expiry; the call then charges $0.50.
     const org = await createOrganisation(db, { name: 'Held Co' });
+    madeUpCalls(org.orgId);
     await reserve(db, { orgId: org.orgId, requestId: 'held', amountMicros: usd('2') });
     assert.deepEqual(await expireTrialCredit(db, org.orgId), { deductedMicros: usd('3'), alreadyExpired: false });
     assert.deepEqual(await getBalance(db, org.orgId), { balanceMicros: usd('2'), reservedMicros: usd('2'), availableMicros: 0n });
@@ -162,6 +168,7 @@ describe('accounts: trial credit', () => {
 
     // Form B: charged in full, the part over the ceiling credited back: the credit does not bring trial credit back.
     const capped = await createOrganisation(db, { name: 'Capped Co' });
+    madeUpCalls(capped.orgId);
     await reserve(db, { orgId: capped.orgId, requestId: 'cap', amountMicros: usd('2') });
     await expireTrialCredit(db, capped.orgId);
     await settle(db, { orgId: capped.orgId, requestId: 'cap', chargeMicros: usd('2.60'), capCreditMicros: usd('0.60') });
@@ -174,6 +181,7 @@ describe('accounts: trial credit', () => {
     const { db } = stack();
     // $5 trial + $10 top-up; $2 held at expiry, of which the call spends $1.50 (from the trial first).
     const org = await createOrganisation(db, { name: 'Topped Co', creditMicros: usd('10') });
+    madeUpCalls(org.orgId);
     await reserve(db, { orgId: org.orgId, requestId: 'before', amountMicros: usd('2') });
     assert.deepEqual(await expireTrialCredit(db, org.orgId), { deductedMicros: usd('3'), alreadyExpired: false });
     // A call that began after the expiry holds and gives back the top-up's money: nothing is deducted from it.

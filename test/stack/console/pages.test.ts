@@ -230,6 +230,9 @@ describe('console: receipts and run pages', function () {
         workflow_id: `cert/${certId}`,
         spec: JSON.stringify(row.spec),
         summary: JSON.stringify({ ...summary, verdict }),
+        // A row, not a run: nothing charged for it (the suite's audit reads it).
+        billed_micros: 0,
+        refunded_micros: 0,
       });
     const cert = await owner.visitor.get(`/console/runs/${certId}`);
     assert.equal(tagWith(cert.body, 'div', 'id', 'certification-verdict')?.['data-verdict'], verdict);

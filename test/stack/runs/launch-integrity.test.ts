@@ -8,6 +8,7 @@ import type { Form } from '../../../domain/form';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { connect, json } from '../mcp/helpers';
+import { cancelToEnd } from '../../harness/audit';
 import { stack } from '../../harness/stack';
 import { stackProcessEnv, startApiProcess } from '../../harness/worker';
 import { demoModes, untilEnded } from './helpers';
@@ -88,8 +89,8 @@ describe('launches: priced by their dry run, billed once, never charged without 
       assert.ok(cert.batch_id, JSON.stringify(cert));
       assert.equal(certAgain.batch_id, cert.batch_id);
       assert.equal((await chargesOf(org.orgId, cert.batch_id)).length, 1);
-      const certRow = (await stack().db('runs').where({ id: cert.batch_id }).first('workflow_id')) as { workflow_id: string };
-      await stack().env.client.workflow.getHandle(certRow.workflow_id).terminate('test cleanup');
+      // Cancelled to its end, its unanswered questions credited back (a terminated workflow would keep the $50).
+      await cancelToEnd(String(cert.batch_id));
     } finally {
       await client.close();
     }
@@ -114,8 +115,7 @@ describe('launches: priced by their dry run, billed once, never charged without 
       charges.map((c) => BigInt(c.amount_micros)),
       [-50_000_000n],
     );
-    const row = (await stack().db('runs').where({ id: launched.body.batch_id }).first('workflow_id')) as { workflow_id: string };
-    await stack().env.client.workflow.getHandle(row.workflow_id).terminate('test cleanup');
+    await cancelToEnd(String(launched.body.batch_id));
   });
 
   it('the API killed right after starting a launch: the run is charged once and runs; the retry finds it', async () => {

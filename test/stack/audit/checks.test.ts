@@ -1,0 +1,329 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import { postEntries, release, reserve, reserveIn, settleIn } from '../../../db/repositories/ledger';
+import { violationLine, type Invariant, type Violation } from '../../../domain/audit';
+import { audit } from '../../../operations/audit';
+import { quorumCli } from '../../harness/cli';
+import { stack } from '../../harness/stack';
+import { customMode, deliberate, newOrg, startProductWorkers, systemMode } from '../deliberation/helpers';
+
+/**
+ * Issue 26 item 18: the auditor names each kind of broken state. Every case breaks a copy of real state (a settled
+ * Form B call of this file's own organisation, or rows beside it) inside a transaction, audits that transaction (and
+ * Temporal) and rolls it back, so nothing broken outlives the case; the organisation audits clean before and after.
+ */
+
+type Corruption = (trx: Knex.Transaction) => PromiseLike<unknown>;
+
+describe('audit: each invariant names the state that breaks it', function () {
+  this.timeout(180_000);
+  let workers: { stop(): Promise<void> };
+  let org: { orgId: string; keyId: string };
+  /** A settled Form B call of the organisation: its request, receipt, reservation and ledger entries. */
+  let call: { requestId: string; idempotencyKey: string; billedMicros: number };
+
+  before(async () => {
+    workers = await startProductWorkers();
+    org = await newOrg(50);
+    const idempotencyKey = randomUUID();
+    const { outcome } = await deliberate({ org, mode: await systemMode('quorum-panel'), form: 'B', idempotencyKey });
+    call = { requestId: outcome.requestId, idempotencyKey, billedMicros: outcome.money.billedMicros };
+    assert.ok(call.billedMicros > 0, 'a live call billed something');
+  });
+  after(async () => {
+    await workers.stop();
+  });
+
+  const scope = (): { orgIds: string[] } => ({ orgIds: [org.orgId] });
+
+  /** What the auditor says of the organisation with `corrupt` applied, in a transaction then rolled back. */
+  async function violationsAfter(corrupt: Corruption): Promise<Violation[]> {
+    const trx = await stack().db.transaction();
+    try {
+      await corrupt(trx);
+      return await audit(trx, stack().env.client, scope());
+    } finally {
+      await trx.rollback();
+    }
+  }
+
+  async function assertNames(corrupt: Corruption, invariant: Invariant, ids: Record<string, string>): Promise<Violation[]> {
+    const found = await violationsAfter(corrupt);
+    const named = found.filter((v) => v.invariant === invariant && Object.entries(ids).every(([k, id]) => v.ids[k] === id));
+    assert.ok(
+      named.length > 0,
+      `expected ${invariant} naming ${JSON.stringify(ids)}; the auditor said:\n${found.map(violationLine).join('\n')}`,
+    );
+    return found;
+  }
+
+  /** A run row as the admission writes it (with its charge when billed), at the given state. */
+  async function insertRun(
+    trx: Knex.Transaction,
+    run: {
+      kind?: 'test' | 'certification';
+      state?: string;
+      billed?: number;
+      keyMode?: 'live' | 'test';
+      modeId?: string;
+      modeVersion?: number;
+      summary?: unknown;
+      workflowId?: string;
+    },
+  ): Promise<string> {
+    const id = randomUUID();
+    const key = randomUUID();
+    await trx('runs').insert({
+      id,
+      org_id: org.orgId,
+      kind: run.kind ?? 'test',
+      workflow_id: run.workflowId ?? `bench/${org.orgId}/${key}`,
+      idempotency_key: key,
+      fingerprint: 'audit-test',
+      key_mode: run.keyMode ?? 'live',
+      mode_id: run.modeId ?? 'quorum-panel',
+      mode_version: run.modeVersion ?? 1,
+      model: run.modeId ?? 'quorum-panel',
+      spec: JSON.stringify({}),
+      total_questions: 12,
+      billed_micros: String(run.billed ?? 0),
+      estimated_minutes: 1,
+      state: run.state ?? 'completed',
+      summary: run.summary === undefined ? null : JSON.stringify(run.summary),
+      finished_at: ['completed', 'failed', 'cancelled'].includes(run.state ?? 'completed') ? trx.fn.now() : null,
+    });
+    if (run.billed) await postEntries(trx, org.orgId, [{ kind: 'test_run_charge', amountMicros: -BigInt(run.billed), requestId: id }]);
+    return id;
+  }
+
+  it('the organisation audits clean: a settled call breaks nothing', async () => {
+    assert.deepEqual((await audit(stack().db, stack().env.client, scope())).map(violationLine), []);
+  });
+
+  it('balance_equals_ledger: a ledger entry the balance never saw', async () => {
+    await assertNames(
+      (trx) => trx('ledger_entries').insert({ org_id: org.orgId, kind: 'top_up', amount_micros: '1', note: 'audit test' }),
+      'balance_equals_ledger',
+      { org_id: org.orgId },
+    );
+  });
+
+  it('hold_matches_ledger: a held reservation the ledger holds nothing for', async () => {
+    const requestId = `req_${randomUUID()}`;
+    await assertNames(
+      (trx) => trx('reservations').insert({ org_id: org.orgId, request_id: requestId, amount_micros: '1000', state: 'held' }),
+      'hold_matches_ledger',
+      { org_id: org.orgId, request_id: requestId },
+    );
+  });
+
+  it('hold_outlives_request: a hold left behind by a request that ended, and one whose running request has no workflow', async () => {
+    const requestId = `req_${randomUUID()}`;
+    const claim = async (trx: Knex.Transaction, state: string): Promise<void> => {
+      await trx('requests').insert({
+        id: requestId,
+        org_id: org.orgId,
+        api_key_id: org.keyId,
+        idempotency_key: randomUUID(),
+        workflow_id: `dlb/${org.orgId}/${requestId}`,
+        fingerprint: 'audit-test',
+        mode_id: 'quorum-panel',
+        model: 'QRM:PANL',
+        state,
+      });
+      await reserveIn(trx, { orgId: org.orgId, requestId, amountMicros: 2_000_000n });
+    };
+    const ended = await assertNames((trx) => claim(trx, 'failed'), 'hold_outlives_request', { org_id: org.orgId, request_id: requestId });
+    assert.match(ended.find((v) => v.invariant === 'hold_outlives_request')?.detail ?? '', /its request is failed/);
+    const orphan = await assertNames((trx) => claim(trx, 'running'), 'hold_outlives_request', {
+      org_id: org.orgId,
+      request_id: requestId,
+      workflow_id: `dlb/${org.orgId}/${requestId}`,
+    });
+    assert.match(orphan.find((v) => v.invariant === 'hold_outlives_request')?.detail ?? '', /workflow is missing/);
+  });
+
+  it('receipt_components: a receipt whose parts do not sum to what it billed', async () => {
+    await assertNames(
+      (trx) => trx('receipts').where({ request_id: call.requestId }).increment('platform_fee_micros', 1),
+      'receipt_components',
+      { org_id: org.orgId, request_id: call.requestId },
+    );
+  });
+
+  it('charge_without_basis: a charge with no receipt', async () => {
+    const requestId = `req_${randomUUID()}`;
+    await assertNames(
+      (trx) => settleIn(trx, { orgId: org.orgId, requestId, chargeMicros: 1234n }).then(() => undefined),
+      'charge_without_basis',
+      { org_id: org.orgId, request_id: requestId },
+    );
+  });
+
+  it('charge_differs_from_bill: a receipt billed one amount and charged another; a run refunded more than it paid', async () => {
+    await assertNames(
+      (trx) =>
+        trx('receipts')
+          .where({ request_id: call.requestId })
+          .update({
+            billed_micros: call.billedMicros + 1,
+            gateway_micros: trx.raw('gateway_micros + 1'),
+            outcome: trx.raw(`jsonb_set(outcome, '{money,billedMicros}', to_jsonb(?::bigint))`, [call.billedMicros + 1]),
+          }),
+      'charge_differs_from_bill',
+      { org_id: org.orgId, request_id: call.requestId },
+    );
+    let runId = '';
+    await assertNames(
+      async (trx) => {
+        runId = await insertRun(trx, { billed: 1000 });
+        await postEntries(trx, org.orgId, [{ kind: 'run_refund', amountMicros: 2000n, requestId: runId }]);
+        await trx('runs').where({ id: runId }).update({ refunded_micros: 2000 });
+      },
+      'charge_differs_from_bill',
+      { org_id: org.orgId },
+    );
+  });
+
+  it('key_billed_twice: a second answered run under a succeeded key', async () => {
+    const copy = `req_${randomUUID()}`;
+    await assertNames(
+      async (trx) => {
+        await trx('requests').where({ id: call.requestId }).update({ superseded_at: trx.fn.now() });
+        await trx.raw(
+          `insert into requests (id, org_id, api_key_id, idempotency_key, workflow_id, fingerprint, mode_id, model, state, created_at)
+           select ?, org_id, api_key_id, idempotency_key, workflow_id, fingerprint, mode_id, model, 'succeeded', now() from requests where id = ?`,
+          [copy, call.requestId],
+        );
+        await trx.raw(
+          `insert into receipts select ?, org_id, mode_id, mode_version, config_hash, status, lane, tier, gateway_micros, platform_fee_micros,
+                  mode_fee_micros, cap_credit_micros, billed_micros, prompt_tokens, completion_tokens, latency_ms,
+                  jsonb_set(outcome, '{requestId}', to_jsonb(?::text)), created_at, completed_at
+             from receipts where request_id = ?`,
+          [copy, copy, call.requestId],
+        );
+        await settleIn(trx, { orgId: org.orgId, requestId: copy, chargeMicros: BigInt(call.billedMicros) });
+      },
+      'key_billed_twice',
+      { org_id: org.orgId, idempotency_key: call.idempotencyKey },
+    );
+  });
+
+  it('run_charge_without_workflow: a charged run Temporal knows nothing of, and a live run whose workflow has ended', async () => {
+    let runId = '';
+    await assertNames(
+      async (trx) => {
+        runId = await insertRun(trx, { billed: 5_000_000, state: 'running' });
+      },
+      'run_charge_without_workflow',
+      { org_id: org.orgId },
+    );
+    // The deliberation's workflow is real and completed: a run row pointing at it says `running` in vain.
+    await assertNames(
+      async (trx) => {
+        runId = await insertRun(trx, { billed: 5_000_000, state: 'queued', workflowId: `dlb/${org.orgId}/${call.idempotencyKey}` });
+      },
+      'run_charge_without_workflow',
+      { org_id: org.orgId, workflow_id: `dlb/${org.orgId}/${call.idempotencyKey}` },
+    );
+    assert.ok(runId);
+  });
+
+  it('certified_without_coverage: a certified verdict whose coverage is missing or not met', async () => {
+    for (const summary of [{ verdict: 'certified' }, { verdict: 'certified', coverage: { met: false } }]) {
+      await assertNames(
+        async (trx) => {
+          await insertRun(trx, { kind: 'certification', summary });
+        },
+        'certified_without_coverage',
+        { org_id: org.orgId },
+      );
+    }
+    const clean = await violationsAfter(async (trx) => {
+      await insertRun(trx, { kind: 'certification', summary: { verdict: 'certified', coverage: { met: true } } });
+      await insertRun(trx, { kind: 'certification', summary: { verdict: 'not_certified' } });
+    });
+    assert.deepEqual(clean.map(violationLine), []);
+  });
+
+  it('listed_version_uncertified: listed at version 2, certified by a live run at version 1 only', async () => {
+    const mode = await customMode(org.orgId, 'quorum-panel', {});
+    const certified = { verdict: 'certified', coverage: { met: true } };
+    await assertNames(
+      async (trx) => {
+        await trx('modes').where({ id: mode.id }).update({ listing_state: 'listed', listing_version: 2 });
+        await insertRun(trx, { kind: 'certification', modeId: mode.id, modeVersion: 1, summary: certified });
+        // A test key's run at the listed version is simulated: it certifies nothing.
+        await insertRun(trx, { kind: 'certification', modeId: mode.id, modeVersion: 2, keyMode: 'test', summary: certified });
+      },
+      'listed_version_uncertified',
+      { org_id: org.orgId, mode_id: mode.id },
+    );
+  });
+
+  it('plan_usage_mismatch: a plan charged for a call with no receipt', async () => {
+    const personId = `per_${randomUUID()}`;
+    const requestId = `req_${randomUUID()}`;
+    await assertNames(
+      async (trx) => {
+        await trx('people').insert({ id: personId, email: `${personId}@audit.test`, name: 'Audit', password_hash: 'x' });
+        await trx('plan_usage').insert({
+          request_id: requestId,
+          org_id: org.orgId,
+          person_id: personId,
+          plan_id: 'free',
+          period: '2026-11-01',
+          state: 'settled',
+          held_micros: '1000',
+          charged_micros: '900',
+        });
+      },
+      'plan_usage_mismatch',
+      { org_id: org.orgId, request_id: requestId, person_id: personId },
+    );
+  });
+
+  it('quorum audit prints each violation with its ids and exits 1, then 0 once the state is repaired', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-audit-'));
+    const temporal = { TEMPORAL_ADDRESS: stack().env.address, TEMPORAL_NAMESPACE: stack().namespace };
+    // A hold left behind, committed: the one broken state here that can be repaired (the ledger is append-only).
+    const requestId = `req_${randomUUID()}`;
+    await reserve(stack().db, { orgId: org.orgId, requestId, amountMicros: 1_000_000n });
+    try {
+      const text = await quorumCli(['audit', '--org', org.orgId], dataDir, temporal);
+      assert.equal(text.code, 1, text.stderr);
+      assert.match(
+        text.stdout,
+        new RegExp(`hold_outlives_request: org_id=${org.orgId} request_id=${requestId} — .*its request is missing`),
+      );
+      assert.match(text.stdout, /1 violation\(s\) over organisations .*: hold_outlives_request 1\./);
+      const json = await quorumCli(['audit', '--org', org.orgId, '--json'], dataDir, temporal);
+      assert.equal(json.code, 1, json.stderr);
+      const body = JSON.parse(json.stdout) as { ok: boolean; temporal_checked: boolean; violations: Violation[] };
+      assert.deepEqual(
+        [body.ok, body.temporal_checked, body.violations.map((v) => [v.invariant, v.ids])],
+        [false, true, [['hold_outlives_request', { org_id: org.orgId, request_id: requestId }]]],
+      );
+    } finally {
+      await release(stack().db, { orgId: org.orgId, requestId });
+    }
+    const clean = await quorumCli(['audit', '--org', org.orgId, '--json'], dataDir, temporal);
+    assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+    assert.deepEqual(JSON.parse(clean.stdout), { ok: true, temporal_checked: true, violations: [] });
+    // Without Temporal the workflows are not checked: a failure, unless the operator asked for the database only.
+    const unreachable = await quorumCli(['audit', '--org', org.orgId], dataDir);
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stdout, /Temporal not reachable: workflows NOT checked/);
+    const databaseOnly = await quorumCli(['audit', '--org', org.orgId, '--database-only'], dataDir);
+    assert.equal(databaseOnly.code, 0, databaseOnly.stdout + databaseOnly.stderr);
+    assert.match(databaseOnly.stdout, /^No violations: 11 invariants hold over organisations .* \(database only\)\.$/m);
+  });
+
+  it('the organisation audits clean again: every corruption was rolled back', async () => {
+    assert.deepEqual((await audit(stack().db, stack().env.client, scope())).map(violationLine), []);
+  });
+});
