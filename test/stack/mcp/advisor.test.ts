@@ -140,7 +140,10 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
 
     const handle = stack().env.client.workflow.getHandle(workflowIds.quote(quote.quote_id, 0));
     assert.equal((await handle.describe()).status.name, 'RUNNING');
-    const started = stack().env.client.workflow.list({ query: `WorkflowId STARTS_WITH "quote/${quote.quote_id}"` });
+    // Runs started under the quote's ids (its questions' child workflows share the prefix).
+    const started = stack().env.client.workflow.list({
+      query: `WorkflowId STARTS_WITH "quote/${quote.quote_id}" AND WorkflowType = "benchmarkWorkflow"`,
+    });
     const ids: string[] = [];
     for await (const w of started) ids.push(w.workflowId);
     assert.deepEqual(ids, [workflowIds.quote(quote.quote_id, 0)]);
