@@ -19,6 +19,7 @@ import { startProductWorkers } from '../deliberation/helpers';
 import { quorumCli } from '../../harness/cli';
 import { limitedDb } from '../../harness/limited-db';
 import { stack } from '../../harness/stack';
+import { certifiedRow } from '../runs/helpers';
 
 type Spec = Record<string, unknown>;
 type ToolJson = Record<string, unknown> & {
@@ -295,28 +296,7 @@ describe('modes that organisations build', function () {
       await reviewListing(deps, String(d.mode_id), 'approve');
 
       // Certified at version 1 (a completed certification's row), then released again: version 2 is not the certified one.
-      await stack()
-        .db('runs')
-        .insert({
-          id: randomUUID(),
-          org_id: org.orgId,
-          kind: 'certification',
-          workflow_id: `cert/${org.orgId}/${randomUUID()}`,
-          idempotency_key: randomUUID(),
-          fingerprint: 'x',
-          key_mode: 'live',
-          mode_id: d.mode_id,
-          mode_version: 1,
-          model: d.ticker,
-          spec: JSON.stringify({}),
-          total_questions: 150,
-          // A row, not a run: nothing charged for it, and its verdict with the coverage one needs (the suite's audit reads it).
-          billed_micros: 0,
-          estimated_minutes: 150,
-          state: 'completed',
-          summary: JSON.stringify({ verdict: 'certified', coverage: { met: true } }),
-          finished_at: new Date(),
-        });
+      await certifiedRow({ orgId: org.orgId, modeId: String(d.mode_id), ticker: String(d.ticker), version: 1 });
       await tool(client, 'save_mode', { spec: spec('LSTA', { name: listed.name, rounds: 1 }), mode_id: d.mode_id, release: true });
       refusedWith(await tool(client, 'list_mode', { mode_id: d.mode_id }), 'published_version_uncertified', 409);
 

@@ -7,6 +7,7 @@ import { call, FORMS, newOrg, startApi, USER, type Api, type TestOrg } from '../
 import { startProductWorkers } from '../deliberation/helpers';
 import { connect, json, refusal } from '../mcp/helpers';
 import { stack } from '../../harness/stack';
+import { certifiedRow } from '../runs/helpers';
 
 /**
  * Issue 26 item 10 (DESIGN §10): other organisations call a listed mode's listed version; the owner's organisation
@@ -92,28 +93,7 @@ describe('the marketplace serves the listed version', function () {
   }
 
   async function certifiedAt(org: TestOrg, mode: Released, version: number): Promise<void> {
-    await stack()
-      .db('runs')
-      .insert({
-        id: randomUUID(),
-        org_id: org.orgId,
-        kind: 'certification',
-        workflow_id: `cert/${org.orgId}/${randomUUID()}`,
-        idempotency_key: randomUUID(),
-        fingerprint: 'x',
-        key_mode: 'live',
-        mode_id: mode.mode_id,
-        mode_version: version,
-        model: mode.ticker,
-        spec: JSON.stringify({}),
-        total_questions: 150,
-        // A row, not a run: nothing charged for it, and its verdict with the coverage one needs (the suite's audit reads it).
-        billed_micros: 0,
-        estimated_minutes: 150,
-        state: 'completed',
-        summary: JSON.stringify({ verdict: 'certified', coverage: { met: true } }),
-        finished_at: new Date(),
-      });
+    await certifiedRow({ orgId: org.orgId, modeId: mode.mode_id, ticker: mode.ticker, version });
   }
 
   it('another organisation calls and pays for the listed v1 after v2 is released; the owner gets v2; listing v2 moves everyone', async () => {

@@ -16,7 +16,7 @@ import { Visitor } from '../console/helpers';
 import { connect, json, refusal } from '../mcp/helpers';
 import { quorumCli } from '../../harness/cli';
 import { stack } from '../../harness/stack';
-import { demoModes, untilEnded } from './helpers';
+import { certifiedRow, demoModes, untilEnded } from './helpers';
 
 /**
  * Issue 26 item 9 (DESIGN §10): runs on `sim` engines (test keys) are never evidence — not for
@@ -214,28 +214,7 @@ describe('runs: simulated runs are never evidence', function () {
     const org = await newOrg();
     const client = await connect(apis.B, org.ownerKey);
     const certification = (modeId: string, ticker: string, version: number, keyMode: 'live' | 'test') =>
-      stack()
-        .db('runs')
-        .insert({
-          id: randomUUID(),
-          org_id: org.orgId,
-          kind: 'certification',
-          workflow_id: `cert/${org.orgId}/${randomUUID()}`,
-          idempotency_key: randomUUID(),
-          fingerprint: 'x',
-          key_mode: keyMode,
-          mode_id: modeId,
-          mode_version: version,
-          model: ticker,
-          spec: JSON.stringify({}),
-          total_questions: 150,
-          // A row, not a run: nothing charged for it, and its verdict with the coverage one needs (the suite's audit reads it).
-          billed_micros: 0,
-          estimated_minutes: 150,
-          state: 'completed',
-          summary: JSON.stringify({ verdict: 'certified', coverage: { met: true } }),
-          finished_at: new Date(),
-        });
+      certifiedRow({ orgId: org.orgId, modeId, ticker, version, keyMode });
     try {
       const tool = async (name: string, args: Record<string, unknown>) => {
         const result = await client.callTool({ name, arguments: args });

@@ -1,5 +1,5 @@
 import { ENDED_STATES } from '../../../domain/runs';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { seedDemoModes } from '../../../db/seed';
 import type { Form } from '../../../domain/form';
 import { call, type Api, type Reply } from '../api/helpers';
@@ -28,4 +28,38 @@ export async function untilEnded(api: Api, key: string, kind: 'tests' | 'certify
     // A poller keeps under the key's requests per minute, and waits as told when it does not.
     await new Promise((resolve) => setTimeout(resolve, r.status === 429 ? Number(r.headers.get('retry-after')) * 1000 : 2_000));
   }
+}
+
+/**
+ * A completed certification's row with a `certified` verdict (and the coverage one needs), for a test of what reads
+ * verdicts: a row, not a run, so nothing is charged for it (the suite's audit reads it).
+ */
+export async function certifiedRow(row: {
+  orgId: string;
+  modeId: string;
+  ticker: string;
+  version: number;
+  keyMode?: 'live' | 'test';
+}): Promise<void> {
+  await stack()
+    .db('runs')
+    .insert({
+      id: randomUUID(),
+      org_id: row.orgId,
+      kind: 'certification',
+      workflow_id: `cert/${row.orgId}/${randomUUID()}`,
+      idempotency_key: randomUUID(),
+      fingerprint: 'x',
+      key_mode: row.keyMode ?? 'live',
+      mode_id: row.modeId,
+      mode_version: row.version,
+      model: row.ticker,
+      spec: JSON.stringify({}),
+      total_questions: 150,
+      billed_micros: 0,
+      estimated_minutes: 150,
+      state: 'completed',
+      summary: JSON.stringify({ verdict: 'certified', coverage: { met: true } }),
+      finished_at: new Date(),
+    });
 }
