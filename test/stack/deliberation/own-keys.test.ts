@@ -52,6 +52,18 @@ function script(req: RecordedRequest): Reply {
   return openAiReply({ text: 'Rayleigh scattering favours short wavelengths.', promptTokens: prompt, completionTokens: completion });
 }
 
+/** One round of two OpenAI seats, judge and synthesis on gpt-4.1, synthesis always run: every call on one loopback. */
+function openAiPanel(orgId: string): ReturnType<typeof customMode> {
+  return customMode(orgId, 'quorum-panel', {
+    tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
+    staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
+    rounds: 1,
+    critique: 'never',
+    express: 'never',
+    skipSynthesisWhenConverged: false,
+  });
+}
+
 describe('own provider keys: seats on the caller own key are billed by its provider, not twice', function () {
   this.timeout(120_000);
   let openai: Loopback;
@@ -72,14 +84,7 @@ describe('own provider keys: seats on the caller own key are billed by its provi
   it('Form B: the bill is the service calls at cost + 5%, 0.5% of the own-key seats, and the mode fee; the receipt explains it', async () => {
     const org = await newOrg(10);
     await setProviderKey(stack().db, { orgId: org.orgId, family: 'openai', apiKey: OWN_KEY });
-    const mode = await customMode(org.orgId, 'quorum-panel', {
-      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
-      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
-      rounds: 1,
-      critique: 'never',
-      express: 'never',
-      skipSynthesisWhenConverged: false,
-    });
+    const mode = await openAiPanel(org.orgId);
     const before = (await getBalance(stack().db, org.orgId)).balanceMicros;
     const seen = openai.requests.length;
     const idempotencyKey = `own-keys-${org.orgId}`;
@@ -148,13 +153,7 @@ describe('own provider keys: seats on the caller own key are billed by its provi
 
   it('the estimate prices the own-key seats the same way: no engine cost for them, their 0.5% fee', async () => {
     const org = await newOrg(10);
-    const mode = await customMode(org.orgId, 'quorum-panel', {
-      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
-      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
-      rounds: 1,
-      critique: 'never',
-      express: 'never',
-    });
+    const mode = await openAiPanel(org.orgId);
     const body = { model: mode.ticker, messages: [{ role: 'user', content: 'Why is the sky blue? Explain step by step.' }] };
     const quoteOf = async (): Promise<{ gateway_usd: number; platform_fee_usd: number; mode_fee_usd: number }> => {
       const e = await call(api, 'POST', '/v1/estimate', { key: org.ownerKey, body });
