@@ -75,7 +75,13 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
   const bestRole = run.best;
   const best = run.seats.find((s) => s.role === bestRole)?.latest;
   if (!bestRole || !best) throw new Error('an outcome needs an answering seat');
-  const passes = run.passes.map((p) => ({ ...p, isBest: p.role === bestRole, ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}) }));
+  // `is_best_seat` marks one row: the answer the judge chose, the best seat's latest pass (its pass in the last
+  // round judged). Synthesis may then rewrite the answer from it; the row the judge chose is still this one.
+  const passes = run.passes.map((p) => ({
+    ...p,
+    isBest: p.role === bestRole && p.round === best.round,
+    ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}),
+  }));
   const modeFee = meter.modeFeeMicros();
   const parts = a.billed
     ? { gatewayMicros: meter.gatewayMicros, platformFeeMicros: meter.platformFeeMicros, modeFeeMicros: modeFee }

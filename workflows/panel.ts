@@ -68,10 +68,21 @@ interface SeatState {
   at: number;
   failures: string[];
   latest: SeatPass | null;
+  /**
+   * The latest answer's own output tokens: what a prompt that quotes it reads. Not the pass's `tokensOut`, which also
+   * counts a cut attempt that was retried; ceiling checks read this, as they always have, so they replay unchanged.
+   */
+  answerTokens: number;
 }
 
+/**
+ * A seat's row: every attempt it was billed for (a cut answer and its retry with more room) is in its tokens and
+ * cost, so the rows plus staff add up to the call's usage and bill; the content and finish are the final attempt's.
+ */
 function seatPass(s: SeatState, round: number, first: EngineCallResult, final: EngineCallResult): SeatPass {
-  const cost = first === final ? first.costMicros : first.costMicros + final.costMicros;
+  const attempts = first === final ? [first] : [first, final];
+  const sum = (f: (r: EngineCallResult) => number): number => attempts.reduce((n, r) => n + f(r), 0);
+  const cost = sum((r) => r.costMicros);
   const fallback = final.engineId !== s.plan.designed;
   return {
     role: s.plan.role,
@@ -79,8 +90,8 @@ function seatPass(s: SeatState, round: number, first: EngineCallResult, final: E
     modelUsed: final.engineId,
     originalModel: fallback ? s.plan.designed : null,
     fallbackUsed: fallback,
-    tokensIn: final.tokensIn,
-    tokensOut: final.tokensOut,
+    tokensIn: sum((r) => r.tokensIn),
+    tokensOut: sum((r) => r.tokensOut),
     startedAt: first.startedAt,
     endedAt: final.endedAt,
     latencyMs: final.latencyMs,
@@ -162,7 +173,7 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
     input,
     grounding,
     random: seededRandom(input.judgeSeed),
-    seats: input.plan.seats.map((p) => ({ plan: p, at: 0, failures: [], latest: null })),
+    seats: input.plan.seats.map((p) => ({ plan: p, at: 0, failures: [], latest: null, answerTokens: 0 })),
     passes: [],
     deliberation: [],
     staffUnavailable: [],
@@ -232,6 +243,7 @@ async function runSeat(
       const pass = seatPass(s, round, first, final);
       panel.passes.push(pass);
       s.latest = pass;
+      s.answerTokens = final.tokensOut;
       input.onStep?.({
         stage: round === 1 ? 'seats' : 'critique',
         round,
@@ -251,7 +263,7 @@ async function runSeat(
 
 /** Everything every answer adds to a prompt that reads them all. */
 function readingAll(panel: PanelState, answered: readonly SeatState[]): number {
-  return panel.input.promptTokens + answered.reduce((n, s) => n + (s.latest?.tokensOut ?? 0), 0) + PROMPT_TEMPLATE_TOKENS;
+  return panel.input.promptTokens + answered.reduce((n, s) => n + s.answerTokens, 0) + PROMPT_TEMPLATE_TOKENS;
 }
 
 /**

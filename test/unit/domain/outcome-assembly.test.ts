@@ -106,7 +106,7 @@ function input(over: Partial<AssemblyInput> = {}): AssemblyInput {
 }
 
 describe('outcome assembly: what the panel did, as the one model both Forms and the receipt read', () => {
-  it('names seats instead of labels, marks the best seat on each of its passes, lists substitutions and absent seats', () => {
+  it('names seats instead of labels, marks only the winning row best, lists substitutions and absent seats', () => {
     const o = assembleOutcome(input());
     assert.deepEqual(o.contestedPassage, { seat: 'seat1', quote: 'about 3', why: 'rounded' });
     assert.equal(o.bestSeatRationale, 'seat2 is exact where seat1 rounds.');
@@ -114,7 +114,7 @@ describe('outcome assembly: what the panel did, as the one model both Forms and 
       o.seatPasses.map((p) => [p.role, p.round, p.isBest]),
       [
         ['seat1', 1, false],
-        ['seat2', 1, true],
+        ['seat2', 1, false],
         ['seat1', 2, false],
         ['seat2', 2, true],
       ],
