@@ -28,6 +28,12 @@ export interface WorkerOptions {
   shutdownGraceMs?: number;
 }
 
+/**
+ * Heartbeats reach the server at most this far apart (the SDK's default holds them for 80% of the heartbeat timeout,
+ * 8 s): a cancelled engine call (a hedge's loser) learns of it at its next heartbeat, every 2 s, and aborts its request.
+ */
+const HEARTBEAT_THROTTLE = '1 second';
+
 /** Past the grace, cancelled activities get this long to hand back their attempt before the worker stops regardless. */
 const FORCE_AFTER_GRACE_MS = 2_000;
 
@@ -55,6 +61,7 @@ export async function createWorkers({
         interceptors,
         maxCachedWorkflows,
         maxConcurrentActivityTaskExecutions: maxConcurrentActivities,
+        maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
         // The SDK takes a present-but-undefined option for a value (and refuses it): set only when given.
         ...(shutdownGraceMs === undefined
           ? {}
