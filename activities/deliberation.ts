@@ -16,7 +16,7 @@ import { abandonRequest } from '../db/repositories/requests';
 import { unknownOrgAsNotFound } from '../db/repositories/shared';
 import type { Engines } from '../engines';
 import { classifyPrompt } from '../engines/classify';
-import { simStandInsAllowed } from '../engines/run-planning';
+import { callPlanningContext } from '../engines/run-planning';
 import type { Logger } from '../infra/log';
 import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
@@ -109,13 +109,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
         if (err instanceof QuorumError) return { refused: holdRefusal(err.code), message: err.message };
         throw err;
       }
-      return planSeats(mode.config, input.tier, input.lane, {
-        find: (id) => engines.find(id),
-        serviceCanRun: (id) => engines.isAvailable(id),
-        ownFamilies,
-        simOnly,
-        simStandIns: simStandInsAllowed(env),
-      });
+      return planSeats(mode.config, input.tier, input.lane, callPlanningContext(engines, { ownFamilies, simOnly }, env));
     },
 
     /**

@@ -1,5 +1,25 @@
 import type { RunPlanningContext } from '../domain/run-plan';
+import type { PlanningContext } from '../domain/seat-plan';
 import type { Engines } from './index';
+
+/**
+ * What a call's seats are planned with: what the service's keys can run, the organisation's own provider families
+ * (none for a test key or a plan), whether a `sim` engine may stand in here. The call's plan and every listing of who
+ * would answer (`/v1/models`, `list_modes`) are built on this one context, so they cannot disagree.
+ */
+export function callPlanningContext(
+  engines: Engines,
+  call: { ownFamilies: ReadonlySet<string>; simOnly: boolean },
+  env: NodeJS.ProcessEnv,
+): PlanningContext {
+  return {
+    find: (id) => engines.find(id),
+    serviceCanRun: (id) => engines.isAvailable(id),
+    ownFamilies: call.ownFamilies,
+    simOnly: call.simOnly,
+    simStandIns: simStandInsAllowed(env),
+  };
+}
 
 /** What a run plans with: the catalog, what the service's keys can run, and the organisation's own provider families. */
 export function runPlanningContext(engines: Engines, ownFamilies: ReadonlySet<string>, simOnly: boolean): RunPlanningContext {

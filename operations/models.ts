@@ -1,61 +1,65 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { listModesForOrg } from '../db/repositories/modes';
 import { keyAllowsMode } from '../domain/api-keys';
-import type { ModeConfig } from '../domain/modes';
-import { ownProviderFamilies } from '../db/repositories/provider-credentials';
-import { simStandInsAllowed } from '../engines/run-planning';
+import type { ModeConfig, ModeRecord } from '../domain/modes';
+import { seatingNow, simulatedFor, type TierSeating } from '../domain/seating';
+import { callPlanningContext } from '../engines/run-planning';
 import type { TierRates } from '../domain/estimate';
-import type { ModeRecord } from '../domain/modes';
 import type { OperationDeps } from './deps';
 import { planPermitsMode } from '../domain/plan-rules';
-import { callerCeilingMicros, ratesOf } from './estimate';
+import { callerCeilingMicros, ownKeyFamilies, ratesOf } from './estimate';
 
 export interface ModelView {
   mode: ModeRecord;
   rates: TierRates;
   /** null: no per-call ceiling (a connected app's call on a plan). */
   ceilingMicros: number | null;
-  /** Designed engines a simulated engine answers for in this (development) deployment; empty in production. */
+  /** Who would answer this caller's call now, per tier: planned exactly as the call's seats are. */
+  seating: TierSeating[];
+  /** Families that would receive this caller's prompt now: every engine of the seating's chains, and a classifier model. */
+  providerFamilies: string[];
+  /** Designed engines a simulated engine would answer for now; empty in production (no stand-in ever runs there). */
   simulatedEngines: string[];
+  /** Why they are simulated: a test key runs on `sim` engines everywhere; a live key only where no key is configured. */
+  simulatedBecause: 'test_key' | 'no_credentials';
 }
 
-/** Every engine a mode is designed to call: its seats and their backups on every tier, and its staff. */
-function designedEngines(config: ModeConfig): string[] {
-  const rows = Object.values(config.tiers).flatMap((row) => (row ? [...row.seats, ...(row.backups ?? [])] : []));
-  const { judge, synthesis, classifier } = config.staff;
-  return [...new Set([...rows, judge.engine, judge.backup, synthesis.engine, synthesis.backup, classifier?.engine])].filter(
-    (id): id is string => typeof id === 'string',
-  );
+/** The seating's families, and the classifier's when its model runs here (else the heuristic classifies, no provider). */
+function familiesNow(config: ModeConfig, seating: readonly TierSeating[], deps: OperationDeps): string[] {
+  const classifier = config.staff.classifier?.engine;
+  const classifierFamily = classifier && deps.engines.isAvailable(classifier) ? deps.engines.find(classifier)?.family : undefined;
+  return [...new Set([...seating.flatMap((t) => t.families), ...(classifierFamily ? [classifierFamily] : [])])];
 }
 
 /**
  * The modes the organisation is entitled to, narrowed to those this key may call (a connected app: those the
- * person's plan permits, with no per-call ceiling); each with the designed engines a
- * simulated engine would answer for here (development only: no service key and none of the organisation's own),
- * so a listing never passes off simulated answers as a real model's.
+ * person's plan permits, with no per-call ceiling); each with who would answer this caller's call now, planned by the
+ * call's own seat planning (`callPlanningContext`, `planSeats`): a designed engine with no key here shows the real
+ * backup that would answer for it, a `sim` engine only where one would, so a listing never passes off simulated
+ * answers as a real model's nor hides the real model that answers.
  */
 export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv }, auth: AuthContext): Promise<ModelView[]> {
   const { db, form } = deps;
-  const [entitled, own] = await Promise.all([listModesForOrg(db, auth.orgId), ownProviderFamilies(db, auth.orgId)]);
+  const [entitled, ownFamilies] = await Promise.all([listModesForOrg(db, auth.orgId), ownKeyFamilies(db, auth)]);
   const modes = entitled.filter(
     (m) =>
       (keyAllowsMode(auth.allowedModes, m.id) || keyAllowsMode(auth.allowedModes, m.ticker)) &&
       (!auth.app || planPermitsMode(auth.app.plan, m)),
   );
-  const standIns = simStandInsAllowed(deps.env);
-  const simulated = (config: ModeConfig): string[] =>
-    standIns
-      ? designedEngines(config).filter((id) => {
-          const family = id.split('/')[0];
-          return family !== 'sim' && !deps.engines.isAvailable(id) && !own.has(family);
-        })
-      : [];
+  const simOnly = auth.mode === 'test';
+  const ctx = callPlanningContext(deps.engines, { ownFamilies, simOnly }, deps.env);
   return Promise.all(
-    modes.map(async (mode) => ({
-      mode,
-      rates: await ratesOf(db, mode),
-      ceilingMicros: callerCeilingMicros(form, auth, mode, undefined),
-      simulatedEngines: simulated(mode.config),
-    })),
+    modes.map(async (mode) => {
+      const seating = seatingNow(mode.config, ctx);
+      return {
+        mode,
+        rates: await ratesOf(db, mode),
+        ceilingMicros: callerCeilingMicros(form, auth, mode, undefined),
+        seating,
+        providerFamilies: familiesNow(mode.config, seating, deps),
+        simulatedEngines: simulatedFor(seating),
+        simulatedBecause: simOnly ? 'test_key' : 'no_credentials',
+      };
+    }),
   );
 }

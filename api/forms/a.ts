@@ -8,6 +8,7 @@ import {
   receiptEnvelope,
   receiptShape,
   replayFields,
+  seatingJson,
   simulatedDisclosure,
   type FormSerialiser,
 } from './shared';
@@ -74,7 +75,8 @@ export const formA: FormSerialiser = {
           },
           q_surcharge_express_usd: usd(fees.expressSurchargeMicros),
         },
-        providers: mode.config.providerFamilies,
+        providers: view.providerFamilies,
+        seating: seatingJson(view),
         ...simulatedDisclosure(view),
       },
     };

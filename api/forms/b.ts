@@ -10,6 +10,7 @@ import {
   receiptEnvelope,
   receiptShape,
   replayFields,
+  seatingJson,
   simulatedDisclosure,
   type FormSerialiser,
 } from './shared';
@@ -149,7 +150,8 @@ export const formB: FormSerialiser = {
           rate_note: `${RATE_NOTE} Until ${MIN_SAMPLE} calls are recorded on a tier, its rate is the configured ${mode.config.fees.perMtokInputUsd} USD per 1M input tokens and ${mode.config.fees.perMtokInputUsd * 4} per 1M output tokens.`,
           per_call_cost_ceiling_usd: ceilingUsd(ceilingMicros),
         },
-        provider_families: mode.config.providerFamilies,
+        provider_families: view.providerFamilies,
+        seating: seatingJson(view),
         includes_deliberation: mode.config.express !== 'always',
         ...simulatedDisclosure(view),
       },

@@ -7,15 +7,36 @@ import type { RequestSchemas } from '../../operations/requests/common';
 import { usd, type JsonObject } from './json';
 import type { RunSerialiser } from './runs';
 
-/** `svc.simulated_engines` of a model listing, present only when a simulated engine stands in for a designed one. */
+const SIMULATED_NOTE: Readonly<Record<ModelView['simulatedBecause'], string>> = {
+  no_credentials:
+    'Development deployment: no engine of their design (nor a backup) has a provider key here, so simulated sim/* engines answer in their place. Production never does this.',
+  test_key: 'A test key runs every seat and staff engine on simulated sim/* engines and bills nothing.',
+};
+
+/** `svc.simulated_engines` of a model listing, present only when a simulated engine would answer for a designed one. */
 export function simulatedDisclosure(v: ModelView): JsonObject {
   if (v.simulatedEngines.length === 0) return {};
-  return {
-    simulated_engines: {
-      engines: v.simulatedEngines,
-      note: 'Development deployment: no provider key is configured for these engines, so simulated sim/* engines answer in their place. Production never does this.',
-    },
-  };
+  return { simulated_engines: { engines: v.simulatedEngines, note: SIMULATED_NOTE[v.simulatedBecause] } };
+}
+
+/**
+ * `svc.seating` of a model listing: per tier, each seat's designed engine and the one that would answer it now
+ * (`answers`, null when none can run here), and the judge and synthesis (null on the express lane, which calls neither).
+ */
+export function seatingJson(v: ModelView): JsonObject {
+  const place = (p: { designed: string; answers: string | null } | null): JsonObject | null =>
+    p && { designed: p.designed, answers: p.answers };
+  return Object.fromEntries(
+    v.seating.map((t) => [
+      t.tier,
+      {
+        lane: t.lane,
+        seats: t.seats.map((s) => ({ role: s.role, designed: s.designed, answers: s.answers })),
+        judge: place(t.judge),
+        synthesis: place(t.synthesis),
+      },
+    ]),
+  );
 }
 
 /** One Form's presentation: its request validators and its serialisers, all over the same domain values. */
