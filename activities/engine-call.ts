@@ -55,7 +55,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
   return async (input: EngineCallInput): Promise<EngineCallResult> => {
     let credential: Credential | undefined;
     if (input.ownKey) {
-      const family = keyedFamily(engines.spec(input.engineId).family);
+      const family = keyedFamily(engines.spec(input.engineId).protocol);
       const stored = family ? await getProviderCredential(db, input.orgId, family) : undefined;
       if (!stored) throw ApplicationFailure.nonRetryable(`${input.engineId}: the organisation's own key was removed`, ENGINE_PERMANENT);
       // Decrypted here and only here; it never enters workflow history.

@@ -13,7 +13,9 @@ export type Depth = (typeof DEPTHS)[number];
 /** Tiers in order: a higher rank is a stronger, dearer engine. */
 export const TIER_RANK: Readonly<Record<Tier, number>> = { experience: 0, plus: 1, pro: 2 };
 
-const engineId = z.string().regex(/^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/, 'engine id is family/model');
+/** An engine id: `family/model`, the family in lowercase letters, digits and `-`. */
+export const ENGINE_ID = /^[a-z0-9-]+\/[A-Za-z0-9._:-]+$/;
+const engineId = z.string().regex(ENGINE_ID, 'engine id is family/model');
 const micros = z.number().int().nonnegative();
 
 const StaffSeat = z.object({ engine: engineId, backup: engineId.optional() });

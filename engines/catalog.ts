@@ -1,4 +1,4 @@
-import type { Difficulty, EngineSpec, Family, Tier } from './types';
+import type { Difficulty, EngineSpec, Family, Maker, Tier } from './types';
 
 /**
  * The engines Quorum can seat.
@@ -12,7 +12,20 @@ import type { Difficulty, EngineSpec, Family, Tier } from './types';
  * Every tier has engines from at least three real families, so a three-seat panel can seat three
  * makers; each engine's backup is another family of the same tier.
  */
-type Row = Omit<EngineSpec, 'id' | 'reasoning' | 'skill'> & { name: string; reasoning?: boolean };
+type Row = Pick<EngineSpec, 'model' | 'tier' | 'inputUsdPerMtok' | 'outputUsdPerMtok' | 'contextTokens' | 'maxOutputTokens' | 'backup'> & {
+  family: Family;
+  maker: Maker;
+  name: string;
+  reasoning?: boolean;
+};
+
+/**
+ * What every built-in engine shares: it speaks its family's protocol, each real protocol has structured output (and
+ * a `sim` engine answers staff in their JSON anyway), a hedged duplicate is just another request, and no slot limit.
+ */
+function builtIn(family: Family): Pick<EngineSpec, 'family' | 'protocol' | 'structuredOutput' | 'hedging'> {
+  return { family, protocol: family, structuredOutput: true, hedging: true };
+}
 
 const REAL: readonly Row[] = [
   // experience: fast, cheap, one seat on the express lane
@@ -212,8 +225,8 @@ function simRows(): EngineSpec[] {
       const offset = SIM_SKILL_OFFSET[i] ?? 0;
       const next = SIM_NAMES[(i + 1) % SIM_NAMES.length];
       out.push({
+        ...builtIn('sim'),
         id: `sim/${name}-${tier}`,
-        family: 'sim',
         maker: 'sim',
         model: `${name}-${tier}`,
         tier,
@@ -239,8 +252,8 @@ function clamp01(x: number): number {
  * outvote a stronger seat. The demo mode built to lose its certification seats them beside a strong engine.
  */
 const SIM_NOVICES: readonly EngineSpec[] = (['novice-a', 'novice-b'] as const).map((model, i) => ({
+  ...builtIn('sim'),
   id: `sim/${model}`,
-  family: 'sim',
   maker: 'sim',
   model,
   tier: 'experience',
@@ -255,7 +268,9 @@ const SIM_NOVICES: readonly EngineSpec[] = (['novice-a', 'novice-b'] as const).m
 }));
 
 export const CATALOG: readonly EngineSpec[] = Object.freeze([
-  ...REAL.map(({ name, reasoning, ...row }): EngineSpec => ({ ...row, id: `${row.family}/${name}`, reasoning: reasoning ?? false })),
+  ...REAL.map(
+    ({ name, reasoning, ...row }): EngineSpec => ({ ...row, ...builtIn(row.family), id: `${row.family}/${name}`, reasoning: reasoning ?? false }),
+  ),
   ...simRows(),
   ...SIM_NOVICES,
 ]);

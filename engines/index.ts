@@ -104,13 +104,13 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
   const isAvailable = (engineId: string, credential?: Credential): boolean => {
     const s = findEngine(engineId);
     if (!s) return false;
-    if (s.family === 'sim') return true;
-    if (s.family === 'bedrock') {
+    if (s.protocol === 'sim') return true;
+    if (s.protocol === 'bedrock') {
       if (credential?.kind === 'bedrock_role') return service.bedrock !== undefined; // the service's identity assumes the role
       return credential === undefined || credential.kind === 'bedrock_service' ? service.bedrock !== undefined : false;
     }
     if (credential) return credential.kind === 'api_key';
-    return service[s.family] !== undefined;
+    return service[s.protocol] !== undefined;
   };
 
   const dispatch = async (
@@ -120,8 +120,8 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     credential: Credential | undefined,
   ): Promise<AdapterOutput> => {
     const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
-    if (s.family === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt, simSkill);
-    if (s.family === 'bedrock') {
+    if (s.protocol === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt, simSkill);
+    if (s.protocol === 'bedrock') {
       if (!service.bedrock) throw unavailable('Bedrock is not configured for this service (AWS_REGION and AWS credentials)');
       let target: BedrockTarget;
       if (credential?.kind === 'bedrock_role') {
@@ -144,7 +144,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
       }
       return bedrock.call(call, target);
     }
-    const family = s.family;
+    const family = s.protocol;
     let key: ApiKeyConfig | undefined;
     if (credential === undefined) key = service[family];
     else if (credential.kind === 'api_key')
@@ -179,7 +179,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
         ...out,
         latencyMs: Math.round(performance.now() - started),
         costMicros: engineCostMicros(out.tokensIn, out.tokensOut, s),
-        source: s.family === 'sim' ? 'service' : (credential?.source ?? 'service'),
+        source: s.protocol === 'sim' ? 'service' : (credential?.source ?? 'service'),
         engineId: s.id,
       };
       log.debug('engine call', {

@@ -11,10 +11,20 @@ export type Maker = 'openai' | 'anthropic' | 'google' | 'meta' | 'sim';
 export type Difficulty = 'light' | 'medium' | 'hard';
 
 export interface EngineSpec {
-  /** `family/name`, e.g. `anthropic/claude-sonnet-4`, `bedrock/meta.llama3-3-70b-instruct`, `sim/alpha-plus`. */
+  /**
+   * `family/name`, e.g. `anthropic/claude-sonnet-4`, `bedrock/meta.llama3-3-70b-instruct`, `sim/alpha-plus`; an engine
+   * from QUORUM_ENGINES_FILE has a family of its own, never a built-in one, e.g. `local/smollm2` (docs/engines.md).
+   */
   id: string;
-  family: Family;
-  maker: Maker;
+  /**
+   * The id's prefix: a built-in `Family`, or a configured engine's own, which no organisation's provider key serves
+   * (own keys are stored per built-in family).
+   */
+  family: string;
+  /** A built-in `Maker`, or what a configured engine declares (by default its family). */
+  maker: string;
+  /** The wire protocol it is called with; a built-in engine's is its family. */
+  protocol: Family;
   /** The provider's own model id, as sent on the wire. */
   model: string;
   tier: Tier;
@@ -26,6 +36,12 @@ export interface EngineSpec {
   backup: string;
   /** Reasoning models take `max_completion_tokens` and no temperature (OpenAI) and report reasoning tokens. */
   reasoning: boolean;
+  /** It can be asked for an answer in a JSON schema (the protocol's structured output); otherwise staff parse its text. */
+  structuredOutput: boolean;
+  /** A slow call may be hedged with a duplicate; off for a server that would queue the duplicate behind the original. */
+  hedging: boolean;
+  /** At most this many calls in flight per process; more wait for a slot until their deadline. Undefined: no limit. */
+  concurrency?: number;
   /** Sim only: probability of a correct answer on a known-answer question, per difficulty. */
   skill?: Readonly<Record<Difficulty, number>>;
   /** Sim only: engines of one group give the same wrong answer to a question (correlated mistakes). */
