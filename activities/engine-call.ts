@@ -57,7 +57,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
     if (input.ownKey) {
       const family = keyedFamily(engines.spec(input.engineId).protocol);
       const stored = family ? await getProviderCredential(db, input.orgId, family) : undefined;
-      if (!stored) throw ApplicationFailure.nonRetryable(`${input.engineId}: the organisation's own key was removed`, ENGINE_PERMANENT);
+      if (!stored) throw ApplicationFailure.nonRetryable("the organisation's own key was removed", ENGINE_PERMANENT);
       // Decrypted here and only here; it never enters workflow history.
       credential =
         stored.kind === 'api_key'
@@ -103,9 +103,11 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
       // the attempt is retried on another worker (not taken for a permanent failure that moves the seat to its backup).
       if (Context.current().cancellationDetails?.workerShutdown) throw new CancelledFailure('WORKER_SHUTDOWN');
       if (!isEngineError(err)) throw err;
-      if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, ENGINE_PERMANENT, err.kind);
+      // Workflow history, receipts and (its reason part) a 503's message take the failure's line; the provider's
+      // address and full text stay in the engine layer's log line.
+      if (!err.retryable) throw ApplicationFailure.nonRetryable(err.line, ENGINE_PERMANENT, err.kind);
       throw ApplicationFailure.create({
-        message: err.message,
+        message: err.line,
         type: `Engine_${err.kind}`,
         nextRetryDelay: err.retryAfterMs,
         details: [err.kind],

@@ -1,3 +1,4 @@
+import { failureLine } from '../domain/caller-errors';
 import { redact } from '../infra/redact';
 
 export type EngineErrorKind =
@@ -17,10 +18,39 @@ const RETRYABLE: Readonly<Record<EngineErrorKind, boolean>> = {
   aborted: false,
 };
 
+/** What a caller may read of a failure of each kind: no address, no key, no provider text. */
+function defaultReason(kind: EngineErrorKind, status: number | undefined): string {
+  const code = status === undefined ? '' : ` ${status}`;
+  switch (kind) {
+    case 'rate_limited':
+      return 'rate limited by the provider';
+    case 'server':
+      return `provider error${code}`;
+    case 'timeout':
+      return 'timed out';
+    case 'connection':
+      return 'provider unreachable';
+    case 'auth':
+      return `provider refused the credentials${code}`;
+    case 'bad_request':
+      return `provider refused the request${code}`;
+    case 'unknown_model':
+      return 'model unknown to the provider';
+    case 'malformed':
+      return 'unreadable reply from the provider';
+    case 'unavailable':
+      return 'not configured here';
+    case 'aborted':
+      return 'cancelled';
+  }
+}
+
 /**
  * A classified engine failure. Retryable ones (429, 5xx, timeouts, dropped connections) are for
  * Temporal's retry policy; permanent ones move a seat to its backup engine. The message carries the
- * provider's own words, scrubbed of the credential used and of anything key-shaped.
+ * provider's own words, scrubbed of the credential used and of anything key-shaped: it is for the log.
+ * `reason` is what a caller may read (issue 27); `line` is what a receipt records: the reason and, when the provider
+ * said something, its words without addresses.
  */
 export class EngineError extends Error {
   readonly kind: EngineErrorKind;
@@ -28,11 +58,22 @@ export class EngineError extends Error {
   readonly retryAfterMs?: number;
   readonly status?: number;
   readonly engineId?: string;
+  readonly reason: string;
+  readonly line: string;
 
   constructor(
     kind: EngineErrorKind,
     message: string,
-    opts: { status?: number; retryAfterMs?: number; engineId?: string; secrets?: readonly string[] } = {},
+    opts: {
+      status?: number;
+      retryAfterMs?: number;
+      engineId?: string;
+      secrets?: readonly string[];
+      /** The caller-safe reason, when the kind's own would say less (e.g. the socket error's code). */
+      reason?: string;
+      /** The provider's own error text, for the receipt's line (scrubbed and stripped of addresses there). */
+      said?: string;
+    } = {},
   ) {
     super(scrub(message, opts.secrets ?? []));
     this.name = 'EngineError';
@@ -41,6 +82,8 @@ export class EngineError extends Error {
     this.status = opts.status;
     this.retryAfterMs = opts.retryAfterMs;
     this.engineId = opts.engineId;
+    this.reason = opts.reason ?? defaultReason(kind, opts.status);
+    this.line = failureLine(this.reason, opts.said === undefined ? undefined : scrub(opts.said, opts.secrets ?? []));
   }
 }
 

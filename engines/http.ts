@@ -27,8 +27,11 @@ export interface PostJsonOptions<T> {
  */
 export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   const signal = opts.signal ? AbortSignal.any([opts.deadline, opts.signal]) : opts.deadline;
-  const fail = (kind: EngineErrorKind, message: string, extra: { status?: number; retryAfterMs?: number } = {}): EngineError =>
-    new EngineError(kind, `${opts.engineId}: ${message}`, { ...extra, engineId: opts.engineId, secrets: opts.secrets });
+  const fail = (
+    kind: EngineErrorKind,
+    message: string,
+    extra: { status?: number; retryAfterMs?: number; reason?: string; said?: string } = {},
+  ): EngineError => new EngineError(kind, `${opts.engineId}: ${message}`, { ...extra, engineId: opts.engineId, secrets: opts.secrets });
 
   let status: number;
   let bodyText: string;
@@ -47,18 +50,19 @@ export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   } catch (err) {
     if (opts.signal?.aborted) throw fail('aborted', 'request cancelled by the caller');
     if (opts.deadline.aborted) throw fail('timeout', 'no answer before the deadline');
-    throw fail('connection', `connection failed: ${describeNetworkError(err)}`);
+    const code = socketCode(err);
+    throw fail('connection', `connection failed: ${describeNetworkError(err)}`, {
+      reason: code ? `provider unreachable (${code})` : undefined,
+    });
   }
 
   if (status < 200 || status >= 300) {
-    throw fail(
-      opts.classify?.(status, bodyText) ?? kindForStatus(status),
-      `provider answered ${status}: ${providerMessage(bodyText) || '(empty body)'}`,
-      {
-        status,
-        retryAfterMs: retryAfterMs(header, bodyText),
-      },
-    );
+    const said = providerMessage(bodyText);
+    throw fail(opts.classify?.(status, bodyText) ?? kindForStatus(status), `provider answered ${status}: ${said || '(empty body)'}`, {
+      status,
+      retryAfterMs: retryAfterMs(header, bodyText),
+      said,
+    });
   }
   let json: unknown;
   try {
@@ -77,12 +81,18 @@ export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   return parsed.data;
 }
 
-/** undici hides the socket error (ECONNRESET, ECONNREFUSED…) in `cause`. */
+/** undici hides the socket error's code (ECONNRESET, ECONNREFUSED…) in `cause`: a caller may read it, not its address. */
+function socketCode(err: unknown): string | undefined {
+  const cause = err instanceof Error ? err.cause : undefined;
+  return cause instanceof Error && 'code' in cause && typeof cause.code === 'string' ? cause.code : undefined;
+}
+
+/** The socket error in full, address and all, for the log. */
 function describeNetworkError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const cause = err.cause;
   if (cause instanceof Error) {
-    const code = 'code' in cause && typeof cause.code === 'string' ? cause.code : undefined;
+    const code = socketCode(err);
     return code ? `${code} (${cause.message})` : cause.message;
   }
   return err.message;

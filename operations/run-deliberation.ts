@@ -1,7 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { callerMessage } from '../domain/caller-errors';
 import { classifyHeuristic } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
 import type { Form } from '../domain/form';
@@ -24,6 +26,7 @@ import {
 } from '../db/repositories/requests';
 import { workflowIds } from '../domain/workflow-ids';
 import { startDeliberation } from '../starters/deliberation';
+import { ENGINE_CALL } from '../workflows/engine-call-policy';
 import { deliberationAnswered, deliberationFailed } from './metrics';
 
 export interface RunDeliberationInput {
@@ -77,11 +80,20 @@ async function replay(db: Knex, requestId: string): Promise<{ outcome: Outcome; 
   return { outcome, replayed: true };
 }
 
+/**
+ * `Retry-After` of a 503 `mode_unavailable`: the engine retry policy's longest wait between tries of a failing
+ * provider. The call ended after those tries gave up, so a retry sooner mostly meets the same outage.
+ */
+const MODE_UNAVAILABLE_RETRY_AFTER_S = Math.ceil(msToNumber(ENGINE_CALL.retry?.maximumInterval ?? '20 seconds') / 1000);
+
 /** Maps the workflow's failure to the spec's error; the failure type is the error code where the table has it. */
 function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError {
   const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.type && QuorumError.isCode(cause.type))
-    return new QuorumError(cause.type, cause.message, { requestId });
+  if (cause instanceof ApplicationFailure && cause.type && QuorumError.isCode(cause.type)) {
+    const retryAfter = cause.type === 'mode_unavailable' ? MODE_UNAVAILABLE_RETRY_AFTER_S : undefined;
+    // A workflow's message as a caller may read it (a workflow begun before issue 27 built longer ones).
+    return new QuorumError(cause.type, callerMessage(cause.message), { requestId, retryAfter });
+  }
   return new QuorumError('upstream_provider_error', 'The deliberation failed; nothing was billed. Retry with the same Idempotency-Key.', {
     requestId,
   });

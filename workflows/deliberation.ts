@@ -18,7 +18,8 @@ import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode, Tier } from '../domain/modes';
 import type { Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
-import { assembleOutcome, unavailableSeats } from '../domain/outcome-assembly';
+import { unavailableMessage } from '../domain/caller-errors';
+import { assembleOutcome } from '../domain/outcome-assembly';
 import { laneFor } from '../domain/seat-plan';
 import { failureReason } from './engine-chain';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
@@ -150,11 +151,10 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     onStep: step,
   });
   if (run.best === null) {
+    // Seats and short reasons only: the receipt-less caller reads this; the detail is in the worker's log.
     return abandon(
       'mode_unavailable',
-      `No seat could answer: ${unavailableSeats(run.seats)
-        .map((u) => `${u.role}: ${u.reason}`)
-        .join(' | ')}`,
+      unavailableMessage(run.seats.filter((s) => !s.latest)),
     );
   }
 

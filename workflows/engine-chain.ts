@@ -1,4 +1,5 @@
 import { ActivityFailure, isCancellation } from '@temporalio/workflow';
+import { withoutAddresses } from '../domain/caller-errors';
 import type { PlannedEngine } from '../domain/seat-plan';
 
 /** What an engine of a chain gave: an answer the step can use, or why not (the engine ran but its reply is unusable). */
@@ -35,7 +36,9 @@ export async function firstAnswering<T>(
       options.failed(reply.unusable);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      options.failed(`${engine.engineId}: ${failureReason(err)}`);
+      // Receipts keep this line: an address in a failure that did not come from the engine layer (a database error
+      // while reading an own key) is removed here too.
+      options.failed(`${engine.engineId}: ${withoutAddresses(failureReason(err))}`);
     }
   }
   return undefined;

@@ -33,10 +33,17 @@ export interface WorkerTarget {
   db: Db;
 }
 
-/** The product's own workers on the test server, with engines configured from `env` (loopback providers or none). */
-export async function startProductWorkers(env: NodeJS.ProcessEnv = {}, on?: WorkerTarget): Promise<{ stop(): Promise<void> }> {
+/**
+ * The product's own workers on the test server, with engines configured from `env` (loopback providers or none);
+ * `logTo` receives their log lines (default: dropped).
+ */
+export async function startProductWorkers(
+  env: NodeJS.ProcessEnv = {},
+  on?: WorkerTarget,
+  logTo: (line: string) => void = () => undefined,
+): Promise<{ stop(): Promise<void> }> {
   const { nativeConnection, namespace, db } = on ?? { ...stack(), nativeConnection: stack().env.nativeConnection };
-  const log = createLogger('test-worker', () => undefined);
+  const log = createLogger('test-worker', logTo);
   const workers: Worker[] = await createWorkers({
     connection: nativeConnection,
     namespace,
