@@ -6,6 +6,7 @@
  *
  *   interface EnginesOptions {
  *     env?: NodeJS.ProcessEnv;            // default process.env: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
+ *                                         // QUORUM_ENGINES_FILE (engines beside the catalog, docs/engines.md),
  *                                         // AWS_REGION + AWS credentials, QUORUM_BEDROCK_ENDPOINT, QUORUM_STS_ENDPOINT,
  *                                         // QUORUM_SIM_LATENCY (zero | fixed:<ms> | spec[:<speedup>], default zero),
  *                                         // QUORUM_ENGINE_TIMEOUT_MS (each call's deadline, default 180 000),
@@ -16,7 +17,7 @@
  *   }
  *
  *   interface Engines {
- *     catalog: readonly EngineSpec[];
+ *     catalog: readonly EngineSpec[];             // built-in, then QUORUM_ENGINES_FILE's
  *     spec(id): EngineSpec;                          // throws EngineError('unknown_model')
  *     find(id): EngineSpec | undefined;
  *     isAvailable(engineId, credential?): boolean;   // no credential: the service's own keys (sim: always)
@@ -36,10 +37,12 @@ import type { AdapterCall, AdapterOutput, ApiKeyTarget } from './adapters/common
 import { callGoogle } from './adapters/google';
 import { callOpenAi } from './adapters/openai';
 import { callSim, parseSimSkill } from './adapters/sim';
-import { CATALOG, findEngine } from './catalog';
+import { CATALOG } from './catalog';
+import { configuredKey, readEnginesFile } from './configured';
 import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ApiKeyConfig, type ServiceCredentials } from './credentials';
 import { EngineError } from './errors';
 import type { FetchImpl } from './http';
+import { Slots } from './slots';
 import type { Credential, EngineRequest, EngineResult, EngineSpec } from './types';
 
 export * from './types';
@@ -94,16 +97,26 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
   const log = opts.logger ?? createLogger('engines');
   const bedrock = new BedrockAdapter();
   const roles = new RoleCredentialCache({ credentials: service.bedrock?.credentials, stsEndpoint: service.stsEndpoint });
+  // QUORUM_ENGINES_FILE's engines beside the built-in ones, each with its own endpoint and key (docs/engines.md).
+  const configured = new Map(
+    readEnginesFile(env, new Map(CATALOG.map((s) => [s.id, s]))).map((c) => [c.spec.id, { ...c, key: configuredKey(c, env) }]),
+  );
+  const catalog: readonly EngineSpec[] = Object.freeze([...CATALOG, ...[...configured.values()].map((c) => c.spec)]);
+  const byId: ReadonlyMap<string, EngineSpec> = new Map(catalog.map((s) => [s.id, s]));
+  const find = (id: string): EngineSpec | undefined => byId.get(id);
+  const slots = new Map(catalog.flatMap((s) => (s.concurrency ? [[s.id, new Slots(s.concurrency)] as const] : [])));
 
   const spec = (id: string): EngineSpec => {
-    const found = findEngine(id);
+    const found = find(id);
     if (!found) throw new EngineError('unknown_model', `no engine "${id}" in the catalog`, { engineId: id });
     return found;
   };
 
   const isAvailable = (engineId: string, credential?: Credential): boolean => {
-    const s = findEngine(engineId);
+    const s = find(engineId);
     if (!s) return false;
+    const own = configured.get(s.id);
+    if (own) return credential === undefined && (s.protocol === 'bedrock' ? service.bedrock !== undefined : own.key !== undefined);
     if (s.protocol === 'sim') return true;
     if (s.protocol === 'bedrock') {
       if (credential?.kind === 'bedrock_role') return service.bedrock !== undefined; // the service's identity assumes the role
@@ -121,6 +134,9 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
   ): Promise<AdapterOutput> => {
     const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
     if (s.protocol === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt, simSkill);
+    const own = configured.get(s.id);
+    // A configured engine is called at its own endpoint with its own key: no organisation's key is ever sent there.
+    if (own && credential) throw unavailable('a configured engine runs on its own key only');
     if (s.protocol === 'bedrock') {
       if (!service.bedrock) throw unavailable('Bedrock is not configured for this service (AWS_REGION and AWS credentials)');
       let target: BedrockTarget;
@@ -136,7 +152,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
         target = {
           region: credential?.region ?? service.bedrock.region,
           credentials: service.bedrock.credentials,
-          endpoint: service.bedrockEndpoint,
+          endpoint: own?.baseUrl ?? service.bedrockEndpoint,
           identity: 'service',
         };
       } else {
@@ -146,12 +162,32 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     }
     const family = s.protocol;
     let key: ApiKeyConfig | undefined;
-    if (credential === undefined) key = service[family];
+    if (own) key = own.key;
+    else if (credential === undefined) key = service[family];
     else if (credential.kind === 'api_key')
       key = { apiKey: credential.apiKey, baseUrl: credential.baseUrl ?? service[family]?.baseUrl ?? DEFAULT_BASE_URLS[family] };
     else throw unavailable(`a ${credential.kind} credential cannot call ${family}`);
-    if (!key) throw unavailable(`no ${family} key is configured (QUORUM_${family.toUpperCase()}_API_KEY)`);
+    if (!key)
+      throw unavailable(
+        own ? `its key variable ${own.apiKeyEnv} is not set` : `no ${family} key is configured (QUORUM_${family.toUpperCase()}_API_KEY)`,
+      );
     return API_KEY_ADAPTERS[family](call, { key, fetchImpl });
+  };
+
+  /** Past its engine's concurrency a call waits for a slot, within its own deadline (the wait is part of the call). */
+  const withSlot = async <T>(s: EngineSpec, deadline: AbortSignal, signal: AbortSignal | undefined, run: () => Promise<T>): Promise<T> => {
+    const slot = slots.get(s.id);
+    if (!slot) return run();
+    const release = await slot.acquire(signal ? AbortSignal.any([deadline, signal]) : deadline).catch(() => {
+      throw signal?.aborted
+        ? new EngineError('aborted', `${s.id}: request cancelled by the caller`, { engineId: s.id })
+        : new EngineError('timeout', `${s.id}: no free slot before the deadline (at most ${slot.limit} calls in flight)`, { engineId: s.id });
+    });
+    try {
+      return await run();
+    } finally {
+      release();
+    }
   };
 
   const call = async (req: EngineRequest, credential?: Credential): Promise<EngineResult> => {
@@ -171,7 +207,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
       signal: req.signal,
     };
     try {
-      const out = await dispatch(s, req, adapterCall, credential);
+      const out = await withSlot(s, deadline, req.signal, () => dispatch(s, req, adapterCall, credential));
       if (out.text.length === 0 && out.finish === 'stop') {
         throw new EngineError('malformed', `${s.id}: provider answered with no text`, { engineId: s.id });
       }
@@ -212,7 +248,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     }
   };
 
-  return { catalog: CATALOG, spec, find: findEngine, isAvailable, call };
+  return { catalog, spec, find, isAvailable, call };
 }
 
 function secretsOf(credential: Credential | undefined): string[] {

@@ -83,7 +83,7 @@ async function receiptFacts(deps: RunDeps, auth: AuthContext, mode: ModeRecord):
     billedMicros: c.billedMicros,
     quotedMicros:
       quote(
-        callQuoteInput(deps.form, auth, {
+        callQuoteInput(deps, auth, {
           mode,
           tier: c.tier,
           classification: c.classification,
@@ -91,7 +91,7 @@ async function receiptFacts(deps: RunDeps, auth: AuthContext, mode: ModeRecord):
           rates,
           ownFamilies,
         }),
-        catalogPrices,
+        catalogPrices(deps.engines),
       )?.totalMicros ?? null,
   }));
 }

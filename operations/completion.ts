@@ -43,8 +43,8 @@ async function refuseCeilingBelowQuote(
 ): Promise<void> {
   const [rates, ownFamilies] = await Promise.all([ratesOf(deps.db, call.mode), ownKeyFamilies(deps.db, auth)]);
   const minimum = minimumCallMicros(
-    callQuoteInput(deps.form, auth, { ...call, classification: classifyHeuristic(call.messages), rates, ownFamilies }),
-    catalogPrices,
+    callQuoteInput(deps, auth, { ...call, classification: classifyHeuristic(call.messages), rates, ownFamilies }),
+    catalogPrices(deps.engines),
   );
   if (minimum !== undefined && call.requested < minimum) {
     throw new QuorumError(
@@ -79,7 +79,7 @@ export async function createCompletion(
   const payer: PlanPayer | undefined = auth.app && {
     kind: 'plan',
     personId: auth.app.personId,
-    holdMicros: planHoldMicros(form, { mode, tier, messages: body.messages, promptTokens }),
+    holdMicros: planHoldMicros(deps, { mode, tier, messages: body.messages, promptTokens }),
   };
   const run = () =>
     runDeliberation(

@@ -15,7 +15,6 @@ import { classifyHeuristic } from '../domain/classifier';
 import { assertPlanPermits } from '../domain/plan-rules';
 import { TIERS, type ModeRecord, type Tier } from '../domain/modes';
 import type { TokenPrices } from '../domain/pricing';
-import { findEngine } from '../engines/catalog';
 import { classifyPrompt } from '../engines/classify';
 import type { EstimateInput } from './requests/common';
 import type { Outcome } from '../domain/outcome';
@@ -34,9 +33,15 @@ export interface EstimateView {
   timing: { total: number; classify: number };
 }
 
-export function catalogPrices(engineId: string): TokenPrices | undefined {
-  const spec = findEngine(engineId);
-  return spec && { inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok };
+/** What quoting reads: the Form, and the engines (built-in and QUORUM_ENGINES_FILE's) for their prices and families. */
+export type QuoteDeps = Pick<OperationDeps, 'form' | 'engines'>;
+
+/** Each engine's prices as the engines have them: the catalog's, or the configured file's. */
+export function catalogPrices(engines: QuoteDeps['engines']): (engineId: string) => TokenPrices | undefined {
+  return (engineId) => {
+    const spec = engines.find(engineId);
+    return spec && { inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok };
+  };
 }
 
 /** The mode's fee rate per tier, from its recorded calls (one query per tier, in parallel). */
@@ -58,12 +63,14 @@ export function callerCeilingMicros(form: Form, auth: AuthContext, mode: ModeRec
  * has no catalog price. It admits the call under the allowance; the charge is the real cost.
  */
 export function planHoldMicros(
-  form: Form,
+  deps: QuoteDeps,
   call: { mode: ModeRecord; tier: Tier; messages: readonly ChatMessage[]; promptTokens: number },
 ): number {
   const { mode, tier, promptTokens } = call;
   const shape = { config: mode.config, tier, classification: classifyHeuristic(call.messages), promptTokens };
-  return worstCaseGatewayMicros(shape, catalogPrices) ?? callCeilingMicros(form, mode.config, undefined, undefined);
+  return (
+    worstCaseGatewayMicros(shape, catalogPrices(deps.engines)) ?? callCeilingMicros(deps.form, mode.config, undefined, undefined)
+  );
 }
 
 /**
@@ -76,7 +83,7 @@ export async function ownKeyFamilies(db: Db, auth: AuthContext): Promise<Readonl
 
 /** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
 export function callQuoteInput(
-  form: Form,
+  deps: QuoteDeps,
   auth: AuthContext,
   call: {
     mode: ModeRecord;
@@ -89,14 +96,14 @@ export function callQuoteInput(
 ): QuoteInput {
   const { mode, tier, classification, promptTokens, rates, ownFamilies } = call;
   return {
-    form,
+    form: deps.form,
     config: mode.config,
     tier,
     classification,
     promptTokens,
     rate: rates[tier],
     // A seat runs on an own key when the organisation has one for its engine's family (domain/seat-plan.ts).
-    onOwnKey: (engineId) => ownFamilies.has(findEngine(engineId)?.family ?? ''),
+    onOwnKey: (engineId) => ownFamilies.has(deps.engines.find(engineId)?.family ?? ''),
     keyCeilingMicros: keyCeilingMicros(auth),
     requestedCeilingMicros: undefined,
     realCostOnly: auth.app !== undefined,
@@ -155,7 +162,10 @@ export async function estimate(
     // DESIGN §10: once the mode has finished runs, they decide whether a panel helps on questions like this one.
     const fromRuns = runs && runEvidence(runs.summary, classified.depth, runs.runId);
     const classification = fromRuns ? { ...classified, deliberationValue: fromRuns } : classified;
-    const q = quote(callQuoteInput(form, auth, { mode, tier, classification, promptTokens, rates, ownFamilies }), catalogPrices);
+    const q = quote(
+      callQuoteInput(deps, auth, { mode, tier, classification, promptTokens, rates, ownFamilies }),
+      catalogPrices(deps.engines),
+    );
     const total = Math.round(performance.now() - input.startedAt);
     return { requestId, model: body.model, mode, classification, tier, rates, quote: q, timing: { total, classify } };
   });

@@ -131,8 +131,8 @@ async function testRunPrice(
     const classification = { ...base, depth: BUCKET_DEPTH[q.bucket], lane: 'panel' as const };
     const promptTokens = countMessagesTokens([{ role: 'user', content: q.question }]);
     const priced = quote(
-      callQuoteInput(deps.form, auth, { mode, tier: q.tier, classification, promptTokens, rates, ownFamilies }),
-      catalogPrices,
+      callQuoteInput(deps, auth, { mode, tier: q.tier, classification, promptTokens, rates, ownFamilies }),
+      catalogPrices(deps.engines),
     );
     if (!priced)
       throw new QuorumError('price_unavailable', `The mode has no API price for ${q.bucket} questions at the ${q.tier} tier.`, {

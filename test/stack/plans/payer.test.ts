@@ -88,7 +88,7 @@ describe('plans: billing by payer (a connected app pays real cost on its plan; a
       // The plan's ledger: one row, the hold taken before the engines ran, the charge = billed.
       const mode = await findMode(db, { orgId: org.orgId, form, model: EXPRESS[form] });
       assert.ok(mode);
-      const hold = planHoldMicros(form, { mode, tier: 'plus', messages, promptTokens: countMessagesTokens(messages) });
+      const hold = planHoldMicros(operationDeps(form), { mode, tier: 'plus', messages, promptTokens: countMessagesTokens(messages) });
       const row = await planUsageRow(db, outcome.requestId);
       assert.deepEqual(row && [row.orgId, row.personId, row.planId, row.state, row.heldMicros, row.chargedMicros], [
         org.orgId,

@@ -3,8 +3,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
-import { CATALOG, type EngineSpec } from '../../../engines';
+import { CATALOG, createEngines, type EngineSpec } from '../../../engines';
 import { EnginesFileError, parseEnginesFile, readEnginesFile, type ConfiguredEngine } from '../../../engines/configured';
+import { engineCostMicros } from '../../../domain/pricing';
+import { redact } from '../../../infra/redact';
+import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback, type Loopback, type RecordedRequest } from '../../fixtures/providers';
+import { engineFailure, MESSAGES } from './helpers';
 
 const BUILT_IN: ReadonlyMap<string, EngineSpec> = new Map(CATALOG.map((s) => [s.id, s]));
 
@@ -257,5 +261,137 @@ describe('QUORUM_ENGINES_FILE: the parser', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('QUORUM_ENGINES_FILE: the engines beside the catalog', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-engines-'));
+  const LOCAL_KEY = 'local-vllm-key-5c1e8a7f93d2';
+  let local: Loopback;
+  let gateway: Loopback;
+  let openai: Loopback;
+  /** Requests each server has in flight now, and the most it ever had. */
+  const load = { now: 0, most: 0 };
+
+  before(async () => {
+    // Each server takes only its own key: a request with another engine's key is refused and recorded.
+    local = await startOpenAiLoopback(
+      async (req) => {
+        load.now += 1;
+        load.most = Math.max(load.most, load.now);
+        await new Promise((r) => setTimeout(r, text(req).includes('[[slow]]') ? 150 : 0));
+        load.now -= 1;
+        return openAiReply({ text: 'local answer', promptTokens: 40, completionTokens: 7 });
+      },
+      { apiKey: LOCAL_KEY },
+    );
+    gateway = await startOpenAiLoopback(() => openAiReply({ text: 'gateway answer', promptTokens: 1000, completionTokens: 333 }), {
+      apiKey: 'sk-or-v1-gateway-loopback-1b2c3d4e',
+    });
+    openai = await startOpenAiLoopback(() => openAiReply({ text: 'openai answer' }));
+  });
+  after(async () => {
+    await Promise.all([local.close(), gateway.close(), openai.close()]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  afterEach(() => {
+    assert.deepEqual(
+      [...local.rejected, ...gateway.rejected, ...openai.rejected].map((r) => r.reason),
+      [],
+      'each server got its own key',
+    );
+  });
+
+  function text(req: RecordedRequest): string {
+    return req.bodyText;
+  }
+
+  /** Engines with a file of `entries` and the env around it. */
+  function enginesWith(entries: readonly unknown[], env: NodeJS.ProcessEnv = {}): ReturnType<typeof createEngines> {
+    const file = path.join(dir, `engines-${Math.random().toString(36).slice(2)}.yaml`);
+    fs.writeFileSync(file, yamlOf(entries));
+    return createEngines({
+      env: { QUORUM_ENGINES_FILE: file, QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl, ...env },
+    });
+  }
+
+  const localEntry = (): Record<string, unknown> => ({ ...LOCAL, base_url: local.baseUrl, api_key_env: 'LOCAL_KEY' });
+  const gatewayEntry = (): Record<string, unknown> => ({ ...GATEWAY, base_url: gateway.baseUrl });
+
+  it('lists, finds and prices configured engines beside the built-in ones; built-ins keep their defaults', () => {
+    const engines = enginesWith([localEntry(), gatewayEntry()], { LOCAL_KEY, OPENROUTER_API_KEY: 'sk-or-v1-gateway-loopback-1b2c3d4e' });
+    assert.deepEqual(engines.catalog.slice(0, CATALOG.length), [...CATALOG]);
+    assert.deepEqual(
+      engines.catalog.slice(CATALOG.length).map((s) => s.id),
+      [LOCAL.id, GATEWAY.id],
+    );
+    assert.equal(engines.spec(GATEWAY.id).outputUsdPerMtok, 0.39);
+    assert.equal(engines.find('local/nope'), undefined);
+    for (const s of CATALOG) {
+      assert.deepEqual([s.protocol, s.hedging, s.structuredOutput, s.concurrency], [s.family, true, true, undefined], s.id);
+    }
+  });
+
+  it('a configured engine is available with its key variable set, or needing none; never on an organisation key', () => {
+    const keyless = { ...gatewayEntry(), id: 'ollama/qwen3', api_key_env: undefined };
+    const without = enginesWith([localEntry(), gatewayEntry(), keyless]);
+    assert.equal(without.isAvailable(LOCAL.id), false);
+    assert.equal(without.isAvailable(GATEWAY.id), false);
+    assert.equal(without.isAvailable('ollama/qwen3'), true);
+    const withKeys = enginesWith([localEntry(), gatewayEntry()], { LOCAL_KEY, OPENROUTER_API_KEY: 'sk-or-v1-gateway-loopback-1b2c3d4e' });
+    assert.equal(withKeys.isAvailable(LOCAL.id), true);
+    assert.equal(withKeys.isAvailable(GATEWAY.id), true);
+    assert.equal(withKeys.isAvailable(LOCAL.id, { kind: 'api_key', apiKey: OPENAI_TEST_KEY, source: 'own_key' }), false);
+  });
+
+  it('calls each engine at its own base URL with its own key and model; a built-in one at the service base URL; priced from the file', async () => {
+    const gatewayKey = 'sk-or-v1-gateway-loopback-1b2c3d4e';
+    const engines = enginesWith([localEntry(), gatewayEntry()], { LOCAL_KEY, OPENROUTER_API_KEY: gatewayKey });
+    const [a, b, c] = await Promise.all(
+      [LOCAL.id, GATEWAY.id, 'openai/gpt-4.1'].map((engineId) => engines.call({ engineId, messages: MESSAGES, maxOutputTokens: 64 })),
+    );
+    assert.deepEqual([a?.text, b?.text, c?.text], ['local answer', 'gateway answer', 'openai answer']);
+    assert.deepEqual(
+      [local, gateway, openai].map((s) => s.requests.map((r) => [r.headers.authorization, (r.body as { model: string }).model])),
+      [[[`Bearer ${LOCAL_KEY}`, LOCAL.model]], [[`Bearer ${gatewayKey}`, GATEWAY.model]], [[`Bearer ${OPENAI_TEST_KEY}`, 'gpt-4.1']]],
+    );
+    // 1000 in × $0.13/M + 333 out × $0.39/M = 130 + 129.87 → 260 micro-dollars (rounded up); the local seat is free.
+    assert.equal(b?.costMicros, 260);
+    assert.equal(b?.costMicros, engineCostMicros(1000, 333, { inputUsdPerMtok: 0.13, outputUsdPerMtok: 0.39 }));
+    assert.equal(a?.costMicros, 0);
+    assert.equal(redact(`key ${LOCAL_KEY} and ${gatewayKey}`), 'key [redacted] and [redacted]', 'the keys are registered as secrets');
+  });
+
+  it('without its key variable a configured engine is unavailable, naming the variable', async () => {
+    const engines = enginesWith([localEntry(), gatewayEntry()]);
+    const e = await engineFailure(engines.call({ engineId: GATEWAY.id, messages: MESSAGES, maxOutputTokens: 64 }));
+    assert.equal(e.kind, 'unavailable');
+    assert.match(e.message, /its key variable OPENROUTER_API_KEY is not set/);
+  });
+
+  it('holds calls past its concurrency until a slot frees, and a call whose deadline passes while waiting times out unsent', async () => {
+    const engines = enginesWith([localEntry(), gatewayEntry()], { LOCAL_KEY });
+    local.requests.length = 0;
+    load.most = 0;
+    const slow = [{ role: 'user' as const, content: 'Take your time. [[slow]]' }];
+    const calls = [0, 1, 2].map(() => engines.call({ engineId: LOCAL.id, messages: slow, maxOutputTokens: 64 }));
+    const late = engineFailure(engines.call({ engineId: LOCAL.id, messages: MESSAGES, maxOutputTokens: 64, timeoutMs: 50 }));
+    const results = await Promise.all(calls);
+    assert.deepEqual(
+      results.map((r) => r.text),
+      ['local answer', 'local answer', 'local answer'],
+    );
+    assert.equal(load.most, 1, 'never two at once on a one-slot server');
+    const e = await late;
+    assert.equal(e.kind, 'timeout');
+    assert.match(e.message, /no free slot before the deadline \(at most 1 calls in flight\)/);
+    assert.equal(local.requests.length, 3, 'the timed-out call never reached the server');
+  });
+
+  it('stops the start with the problems when the file is wrong', () => {
+    assert.throws(
+      () => enginesWith([{ ...localEntry(), backup: 'local/missing' }]),
+      /^EnginesFileError: QUORUM_ENGINES_FILE engines\[0\] \(local\/smollm2\): backup: no engine "local\/missing"/,
+    );
   });
 });
