@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { getBalance } from '../../../db/repositories/ledger';
 import { OPENAI_TEST_KEY, openAiError, openAiReply, startOpenAiLoopback, type Loopback, type Reply } from '../../fixtures/providers';
 import { stack } from '../../harness/stack';
-import { chargeCount, startProductWorkers } from '../deliberation/helpers';
+import { chargeCount, customMode, startProductWorkers } from '../deliberation/helpers';
 import { call, EXPRESS, FORMS, newOrg, PANEL, startApi, USER, type Api } from './helpers';
 
 /**
@@ -138,6 +138,27 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
       assert.ok(logs.every((l) => !l.includes(KEYISH)), 'no key in any log line');
     });
   }
+
+  it("Form B: a seat that could not answer is on the receipt's seats_unavailable with the detail sanitised: what the provider said, no address, no key", async () => {
+    behaviour = 'error500';
+    const org = await newOrg();
+    // seat1 on the failing provider (no backup can run here), seat2 on sim: the call answers with one seat missing.
+    const mode = await customMode(org.orgId, 'quorum-panel', {
+      tiers: { experience: { seats: ['sim/alpha-experience'] }, plus: { seats: ['openai/gpt-4.1', 'sim/beta-plus'] } },
+      staff: { judge: { engine: 'sim/gamma-plus' }, synthesis: { engine: 'sim/alpha-plus' } },
+      express: 'never',
+    });
+    const api = apis.get('B') as Api;
+    const r = await call(api, 'POST', '/v1/chat/completions', { key: org.ownerKey, body: { model: mode.ticker, messages: USER(PROMPT) } });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const receipt = (await call(api, 'GET', `/v1/receipts/${String(r.body.svc?.request_id)}`, { key: org.ownerKey })).body.receipt as Obj;
+    const [unavailable, ...more] = receipt.seats_unavailable as { role: string; reason: string }[];
+    assert.deepEqual(more, []);
+    assert.equal(unavailable.role, 'seat1');
+    assert.match(unavailable.reason, /^openai\/gpt-4\.1: provider error 500 — provider said: worker pool exhausted at \[address\] using token \[redacted\]/);
+    assert.doesNotMatch(unavailable.reason, /internal\.example|8443|LEAKED/);
+    assert.ok(unavailable.reason.length < 250, unavailable.reason);
+  });
 });
 
 describe('errors a caller can read: the OpenAI provider unreachable (connection refused)', function () {
