@@ -40,6 +40,8 @@ const HEARTBEAT_EVERY_MS = 2_000;
 
 /** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
 export const ENGINE_PERMANENT = 'EnginePermanent';
+/** A hedged duplicate not sent: its engine is configured with `hedging: false`. */
+const HEDGE_DECLINED = 'HedgeDeclined';
 
 function keyedFamily(family: Family): ProviderFamily | undefined {
   return family === 'sim' ? undefined : family;
@@ -53,6 +55,11 @@ function keyedFamily(family: Family): ProviderFamily | undefined {
 export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS.ProcessEnv }) {
   const { db, engines, env } = deps;
   return async (input: EngineCallInput): Promise<EngineCallResult> => {
+    // A duplicate for an engine that must not be hedged (a single-slot server would queue it behind the original)
+    // sends nothing. The hedge ignores a duplicate's failure while the original is out (workflows/hedge.ts), so the
+    // original's answer, or its own failure, decides at once: no slot held and no backup delayed waiting on this one.
+    if (input.attempt === 1 && !engines.spec(input.engineId).hedging)
+      throw ApplicationFailure.nonRetryable('not sent: hedging is off for this engine, the first request answers', HEDGE_DECLINED);
     let credential: Credential | undefined;
     if (input.ownKey) {
       const family = keyedFamily(engines.spec(input.engineId).protocol);
