@@ -94,7 +94,7 @@ export interface Reply {
 }
 
 export async function call(
-  api: Api,
+  api: Pick<Api, 'url'>,
   method: string,
   path: string,
   opts: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import type { Api } from '../api/helpers';
 
 /** The official SDK client over streamable HTTP, with a bearer key. */
-export async function connect(api: Api, key?: string, headers: Record<string, string> = {}): Promise<Client> {
+export async function connect(api: Pick<Api, 'url'>, key?: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'quorum-test', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), {
     requestInit: { headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } },
