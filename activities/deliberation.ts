@@ -4,6 +4,7 @@ import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError, type ErrorCode } from '../domain/errors';
 import type { Judgment } from '../domain/judge';
 import { parseJudgment } from '../domain/judge-reply';
+import { judgmentSchema } from '../domain/reply-schemas';
 import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
 import type { Settlement } from '../domain/outcome';
@@ -126,7 +127,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
 
     seat: engineCall,
     async judge(input: JudgeCallInput): Promise<JudgeCallResult> {
-      const r = await engineCall(input);
+      const r = await engineCall({ ...input, reply: judgmentSchema(input.labels) });
       return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
     },
     synthesize: engineCall,

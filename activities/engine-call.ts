@@ -2,6 +2,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { Knex } from 'knex';
 import type { Lane } from '../domain/classifier';
 import type { ChatMessage } from '../domain/messages';
+import type { ReplySchema } from '../domain/reply-schemas';
 import type { CallSource } from '../domain/outcome';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import type { Credential, Engines, Family, KnownAnswer } from '../engines';
@@ -17,6 +18,8 @@ export interface EngineCallInput {
   knownAnswer?: KnownAnswer;
   /** 1 for a hedged duplicate of a slow call (see engines/types.ts). */
   attempt?: number;
+  /** A staff call's reply structure (see domain/reply-schemas.ts). */
+  reply?: ReplySchema;
   /** Labels for the worker's metrics (worker/metrics.ts), no effect on the call: the call's lane and round. */
   lane?: Lane;
   round?: number;
@@ -34,6 +37,8 @@ export interface EngineCallResult {
   source: CallSource;
   startedAt: string;
   endedAt: string;
+  /** More output than the limit asked (see engines/types.ts); counted by the worker's metrics. */
+  overLimit?: boolean;
 }
 
 const HEARTBEAT_EVERY_MS = 2_000;
@@ -89,6 +94,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
           signal: Context.current().cancellationSignal,
           knownAnswer: input.knownAnswer,
           attempt: input.attempt,
+          reply: input.reply,
         },
         credential,
       );
@@ -104,6 +110,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
         source: r.source,
         startedAt,
         endedAt: new Date().toISOString(),
+        ...(r.overLimit ? { overLimit: true } : {}),
       };
     } catch (err) {
       // A worker stopping past its grace aborts its calls: no verdict on the provider. Handed back as a cancellation,

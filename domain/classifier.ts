@@ -2,14 +2,15 @@ import { z } from 'zod';
 import { parseJsonReply } from './json-reply';
 import type { ChatMessage } from './messages';
 import type { Depth } from './modes';
+import { HALLUCINATION_RISKS, TASK_TYPES } from './reply-schemas';
 
 /**
  * The heuristic classifier: word count, keywords and structure → a difficulty on a 0–1 scale plus the routing
  * decisions derived from it. Pure and cheap (the estimate endpoint's budget is 5 ms); the small-model classifier
  * answers on the same scale and falls back to this on any failure.
  */
-export type TaskType = 'factual' | 'reasoning' | 'math' | 'code' | 'writing' | 'advice' | 'other';
-export type HallucinationRisk = 'low' | 'medium' | 'high';
+export type TaskType = (typeof TASK_TYPES)[number];
+export type HallucinationRisk = (typeof HALLUCINATION_RISKS)[number];
 export type Lane = 'express' | 'panel';
 
 export interface DeliberationValue {
@@ -152,9 +153,10 @@ function classify(messages: readonly ChatMessage[], model?: ModelJudgment): Clas
 }
 
 const ModelReply = z.object({
-  difficulty: z.number().min(0).max(1),
-  task_type: z.enum(['factual', 'reasoning', 'math', 'code', 'writing', 'advice', 'other']),
-  hallucination_risk: z.enum(['low', 'medium', 'high']),
+  // Clamped, not refused: see domain/reply-schemas.ts.
+  difficulty: z.number().transform((n) => Math.min(1, Math.max(0, n))),
+  task_type: z.enum(TASK_TYPES),
+  hallucination_risk: z.enum(HALLUCINATION_RISKS),
   needs_search: z.boolean(),
 });
 

@@ -4,11 +4,13 @@ import { parseJsonReply } from './json-reply';
 
 // Kept apart from judge.ts: the workflow bundle imports judge.ts, and every new workflow evaluates its imports
 // again, so zod there cost ~5 ms of workflow-thread time per deliberation. Replies are parsed in the activity.
+// Ranges are clamped, not refused: a grammar-constrained small model keeps the shape but not always a decimal's range.
+const clamped = (min: number, max: number) => z.number().transform((n) => Math.min(max, Math.max(min, n)));
 const JudgeReply = z.object({
-  scores: z.record(z.string(), z.number().min(0).max(10)),
+  scores: z.record(z.string(), clamped(0, 10)),
   best: z.string(),
   why: z.string(),
-  divergence: z.number().min(0).max(1),
+  divergence: clamped(0, 1),
   converged: z.boolean(),
   contested: z.object({ label: z.string(), quote: z.string(), why: z.string() }).nullable().optional(),
   factual_conflict: z.boolean().optional(),

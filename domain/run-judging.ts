@@ -83,6 +83,11 @@ export function answerLabel(position: number): string {
   return LABELS[position] ?? String(position + 1);
 }
 
+/** The labels of `shown` answers in presentation order: A, B, … */
+export function answerLabels(shown: number): string[] {
+  return Array.from({ length: shown }, (_, i) => answerLabel(i));
+}
+
 /**
  * The judge sees the question, the reference answer and the anonymous answers in presentation order. Pairwise asks
  * which of two is better (or a tie); plurality asks for the best of all.
@@ -129,7 +134,7 @@ export function readRunVerdict(reply: string, shown: number, modeAt: number): Ve
   if (!isRunJudgeReply(r)) return undefined;
   const winner = r.winner.trim().toUpperCase();
   if (winner === 'TIE') return 'tie';
-  const position = Array.from({ length: shown }, (_, i) => answerLabel(i)).indexOf(winner);
+  const position = answerLabels(shown).indexOf(winner);
   if (position < 0) return undefined;
   return position === modeAt ? 'win' : 'loss';
 }

@@ -1,6 +1,7 @@
 import { classifyFromModel, classifyHeuristic, parseModelJudgment, type Classification } from '../domain/classifier';
 import type { ChatMessage } from '../domain/messages';
 import { classifierPrompt } from '../domain/prompts';
+import { classificationSchema } from '../domain/reply-schemas';
 import type { Logger } from '../infra/log';
 import type { Engines } from './index';
 
@@ -26,6 +27,7 @@ export async function classifyPrompt(
       messages: classifierPrompt(messages),
       maxOutputTokens: 200,
       timeoutMs: CLASSIFIER_TIMEOUT_MS,
+      reply: classificationSchema,
     });
     const judgment = parseModelJudgment(r.text);
     if (judgment) return classifyFromModel(messages, judgment);

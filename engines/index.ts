@@ -181,7 +181,9 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
     const release = await slot.acquire(signal ? AbortSignal.any([deadline, signal]) : deadline).catch(() => {
       throw signal?.aborted
         ? new EngineError('aborted', `${s.id}: request cancelled by the caller`, { engineId: s.id })
-        : new EngineError('timeout', `${s.id}: no free slot before the deadline (at most ${slot.limit} calls in flight)`, { engineId: s.id });
+        : new EngineError('timeout', `${s.id}: no free slot before the deadline (at most ${slot.limit} calls in flight)`, {
+            engineId: s.id,
+          });
     });
     try {
       return await run();
@@ -203,6 +205,7 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
       // The provider would refuse more than its limit; asking for the limit is the closest honest request.
       maxOutputTokens: Math.min(req.maxOutputTokens, s.maxOutputTokens),
       temperature: req.temperature,
+      reply: s.structuredOutput ? req.reply : undefined,
       deadline,
       signal: req.signal,
     };
@@ -217,7 +220,11 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
         costMicros: engineCostMicros(out.tokensIn, out.tokensOut, s),
         source: s.protocol === 'sim' ? 'service' : (credential?.source ?? 'service'),
         engineId: s.id,
+        // Billed as served; a server that ignores the limit is reported, never silently believed.
+        overLimit: out.tokensOut > adapterCall.maxOutputTokens,
       };
+      if (result.overLimit)
+        log.warn('engine reply longer than its output limit', { engine: s.id, limit: adapterCall.maxOutputTokens, tokensOut: out.tokensOut });
       log.debug('engine call', {
         engine: s.id,
         finish: result.finish,

@@ -1,5 +1,6 @@
 import type { ChatMessage } from '../domain/messages';
 import type { Tier } from '../domain/modes';
+import type { ReplySchema } from '../domain/reply-schemas';
 
 export type { ChatMessage, Tier };
 export { EngineError, type EngineErrorKind } from './errors';
@@ -58,6 +59,8 @@ export interface EngineRequest {
   messages: ChatMessage[];
   maxOutputTokens: number;
   temperature?: number;
+  /** Staff replies: the structure to ask for, where the engine supports structured output (`structuredOutput`). */
+  reply?: ReplySchema;
   /** Whole-call deadline; default QUORUM_ENGINE_TIMEOUT_MS (180 s). */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -85,6 +88,8 @@ export interface EngineResult {
   costMicros: number;
   source: CredentialSource;
   engineId: string;
+  /** The server served more output tokens than the limit asked (it ignored the limit); they are billed as served. */
+  overLimit: boolean;
 }
 
 export type Credential =

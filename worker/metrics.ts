@@ -2,7 +2,7 @@ import type { Context as ActivityContext } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ActivityInboundCallsInterceptor, ActivityInterceptorsFactory } from '@temporalio/worker';
 import http from 'node:http';
-import { Histogram } from 'prom-client';
+import { Counter, Histogram } from 'prom-client';
 import { ENGINE_PERMANENT } from '../activities/engine-call';
 import type { Engines } from '../engines';
 import type { Logger } from '../infra/log';
@@ -29,6 +29,13 @@ const engineCalls = new Histogram({
   help: 'Engine call attempts by engine family and outcome (ok, retryable, permanent, cancelled, error); _count is the calls',
   labelNames: ['family', 'outcome'] as const,
   buckets: DURATION_BUCKETS,
+  registers: [registry],
+});
+
+const engineOverruns = new Counter({
+  name: 'quorum_engine_output_overruns_total',
+  help: 'Engine replies longer than the output limit asked for (the server ignored it; billed as served), by engine family',
+  labelNames: ['family'] as const,
   registers: [registry],
 });
 
@@ -73,6 +80,10 @@ function callOutcome(failed: boolean, err: unknown, ctx: ActivityContext): strin
   return 'error';
 }
 
+function overLimit(result: unknown): boolean {
+  return typeof result === 'object' && result !== null && 'overLimit' in result && result.overLimit === true;
+}
+
 function familyOf(engines: Engines, engineId: unknown): string {
   return (typeof engineId === 'string' && engines.find(engineId)?.family) || 'unknown';
 }
@@ -99,6 +110,7 @@ export function metricsInterceptor(engines: Engines): ActivityInterceptorsFactor
         try {
           const result = await next(input);
           observe(false);
+          if (ENGINE_CALLS.has(type) && overLimit(result)) engineOverruns.inc({ family: familyOf(engines, labelsOf(input.args[0]).engineId) });
           return result;
         } catch (err) {
           observe(true, err);

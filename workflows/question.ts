@@ -7,7 +7,8 @@ import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode } from '../domain/modes';
 import { checkAnswer } from '../domain/questions/check';
 import type { TierPlan } from '../domain/run-plan';
-import { presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
+import { answerLabels, presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
+import { runVerdictSchema } from '../domain/reply-schemas';
 import { BUCKET_DEPTH, type JudgmentRecord, type QuestionResult } from '../domain/runs';
 import { seatPrompt } from '../domain/prompts';
 import { ENGINE_CALL } from './engine-call-policy';
@@ -137,6 +138,7 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
                 messages: prompt,
                 maxOutputTokens: RUN_JUDGE_MAX_OUTPUT,
                 attempt: attempt || undefined,
+                reply: runVerdictSchema(answerLabels(order.length)),
               }),
             input.hedgeAfterMs,
           ),

@@ -6,7 +6,7 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 
 const Message = z.object({
   type: z.literal('message'),
-  content: z.array(z.object({ type: z.string(), text: z.string().optional() })),
+  content: z.array(z.object({ type: z.string(), text: z.string().optional(), input: z.unknown().optional() })),
   stop_reason: z.string().nullable(),
   usage: z.object({ input_tokens: z.number().int().nonnegative(), output_tokens: z.number().int().nonnegative() }),
 });
@@ -14,9 +14,12 @@ const Message = z.object({
 /** `max_tokens` is the output limit; `model_context_window_exceeded` is the same cut, from the window. */
 const TRUNCATED = new Set(['max_tokens', 'model_context_window_exceeded']);
 
-/** Anthropic Messages API. Thinking tokens are inside `output_tokens` and not reported apart. */
+/**
+ * Anthropic Messages API. Thinking tokens are inside `output_tokens` and not reported apart. A structured reply is
+ * a forced call of one tool whose input schema is the reply's; its input, as JSON, is the text.
+ */
 export async function callAnthropic(call: AdapterCall, target: ApiKeyTarget): Promise<AdapterOutput> {
-  const { spec } = call;
+  const { spec, reply } = call;
   const { system, turns } = splitSystem(call.messages);
   const body = await postJson({
     url: joinUrl(target.key.baseUrl, '/v1/messages'),
@@ -27,6 +30,7 @@ export async function callAnthropic(call: AdapterCall, target: ApiKeyTarget): Pr
       ...(system !== undefined ? { system } : {}),
       messages: turns.map((m) => ({ role: m.role, content: m.content })),
       ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+      ...(reply ? { tools: [{ name: reply.name, input_schema: reply.schema }], tool_choice: { type: 'tool', name: reply.name } } : {}),
     },
     schema: Message,
     deadline: call.deadline,
@@ -36,10 +40,15 @@ export async function callAnthropic(call: AdapterCall, target: ApiKeyTarget): Pr
     secrets: [target.key.apiKey],
   });
   return {
-    text: body.content.map((block) => (block.type === 'text' ? (block.text ?? '') : '')).join(''),
+    text: body.content.map(blockText).join(''),
     finish: body.stop_reason !== null && TRUNCATED.has(body.stop_reason) ? 'length' : 'stop',
     tokensIn: body.usage.input_tokens,
     tokensOut: body.usage.output_tokens,
     reasoningTokens: null,
   };
+}
+
+function blockText(block: { type: string; text?: string; input?: unknown }): string {
+  if (block.type === 'text') return block.text ?? '';
+  return block.type === 'tool_use' ? JSON.stringify(block.input ?? null) : '';
 }

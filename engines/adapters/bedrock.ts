@@ -1,4 +1,5 @@
-import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandOutput, type ToolConfiguration } from '@aws-sdk/client-bedrock-runtime';
+import type { ReplySchema } from '../../domain/reply-schemas';
 import { z } from 'zod';
 import { awsEngineError, awsSecrets, type AwsCredentials } from '../aws';
 import { EngineError } from '../errors';
@@ -14,10 +15,25 @@ export interface BedrockTarget {
 }
 
 const ConverseOutput = z.object({
-  output: z.object({ message: z.object({ content: z.array(z.object({ text: z.string().optional() })) }) }),
+  output: z.object({
+    message: z.object({
+      content: z.array(z.object({ text: z.string().optional(), toolUse: z.object({ input: z.unknown() }).optional() })),
+    }),
+  }),
   stopReason: z.string(),
   usage: z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }),
 });
+
+/**
+ * A structured reply is one tool whose input schema is the reply's. Converse forces a named tool only for Anthropic's
+ * (and Mistral's) models; others are offered it and may answer in text, which is then parsed.
+ */
+function replyTool(reply: ReplySchema, maker: string): ToolConfiguration {
+  return {
+    tools: [{ toolSpec: { name: reply.name, inputSchema: { json: reply.schema } } }],
+    ...(maker === 'anthropic' ? { toolChoice: { tool: { name: reply.name } } } : {}),
+  };
+}
 
 /**
  * AWS Bedrock Converse through the AWS SDK (SigV4 signing, error shapes). Clients are cached per
@@ -27,7 +43,7 @@ export class BedrockAdapter {
   private readonly clients = new Map<string, { client: BedrockRuntimeClient; holder: { creds?: AwsCredentials } }>();
 
   async call(call: AdapterCall, target: BedrockTarget): Promise<AdapterOutput> {
-    const { spec } = call;
+    const { spec, reply } = call;
     const { system, turns } = splitSystem(call.messages);
     const secrets = awsSecrets(target.credentials);
     let out: ConverseCommandOutput;
@@ -41,6 +57,7 @@ export class BedrockAdapter {
             maxTokens: call.maxOutputTokens,
             ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
           },
+          ...(reply ? { toolConfig: replyTool(reply, spec.maker) } : {}),
         }),
         { abortSignal: call.signal ? AbortSignal.any([call.deadline, call.signal]) : call.deadline },
       );
@@ -60,7 +77,7 @@ export class BedrockAdapter {
     }
     const body = parsed.data;
     return {
-      text: body.output.message.content.map((block) => block.text ?? '').join(''),
+      text: body.output.message.content.map((block) => (block.toolUse ? JSON.stringify(block.toolUse.input) : (block.text ?? ''))).join(''),
       finish: body.stopReason === 'max_tokens' || body.stopReason === 'model_context_window_exceeded' ? 'length' : 'stop',
       tokensIn: body.usage.inputTokens,
       tokensOut: body.usage.outputTokens,

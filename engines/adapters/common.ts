@@ -1,3 +1,4 @@
+import type { ReplySchema } from '../../domain/reply-schemas';
 import type { ApiKeyConfig } from '../credentials';
 import type { FetchImpl } from '../http';
 import type { ChatMessage, EngineSpec, Finish } from '../types';
@@ -8,6 +9,8 @@ export interface AdapterCall {
   messages: ChatMessage[];
   maxOutputTokens: number;
   temperature?: number;
+  /** Ask for a reply in this structure, the protocol's own way; absent when the engine cannot (the text is parsed). */
+  reply?: ReplySchema;
   deadline: AbortSignal;
   signal?: AbortSignal;
 }

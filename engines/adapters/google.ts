@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { JsonSchema } from '../../domain/reply-schemas';
 import { joinUrl, postJson } from '../http';
 import { splitSystem, type AdapterCall, type AdapterOutput, type ApiKeyTarget } from './common';
 
@@ -23,10 +24,11 @@ const GenerateContent = z.object({
 /**
  * Google Gemini `generateContent`. Thinking tokens are billed as output but counted apart from
  * `candidatesTokenCount`, so they are added to `tokensOut` and reported as reasoning tokens. A wrong
- * key comes back as 400 INVALID_ARGUMENT with reason API_KEY_INVALID: that is an auth failure.
+ * key comes back as 400 INVALID_ARGUMENT with reason API_KEY_INVALID: that is an auth failure. A structured reply
+ * is asked for with `responseMimeType` and `responseSchema`.
  */
 export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promise<AdapterOutput> {
-  const { spec } = call;
+  const { spec, reply } = call;
   const { system, turns } = splitSystem(call.messages);
   const body = await postJson({
     url: joinUrl(target.key.baseUrl, `/v1beta/models/${encodeURIComponent(spec.model)}:generateContent`),
@@ -37,6 +39,7 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
       generationConfig: {
         maxOutputTokens: call.maxOutputTokens,
         ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+        ...(reply ? { responseMimeType: 'application/json', responseSchema: geminiSchema(reply.schema) } : {}),
       },
     },
     schema: GenerateContent,
@@ -57,4 +60,31 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
     tokensOut: (usage.candidatesTokenCount ?? 0) + (thoughts ?? 0),
     reasoningTokens: thoughts ?? null,
   };
+}
+
+/**
+ * Gemini's `responseSchema` is an OpenAPI 3.0 subset: no `additionalProperties`, and `nullable` instead of a `null`
+ * type. A nullable `anyOf` of one object becomes that object, nullable.
+ */
+export function geminiSchema(schema: JsonSchema): JsonSchema {
+  const alternatives = schema.anyOf;
+  if (Array.isArray(alternatives)) {
+    const present = alternatives.filter((a): a is JsonSchema => isSchema(a) && a.type !== 'null');
+    const [only] = present;
+    if (present.length === 1 && only) return { ...geminiSchema(only), nullable: true };
+    return { anyOf: present.map(geminiSchema) };
+  }
+  const out: Record<string, JsonSchema[keyof JsonSchema]> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'additionalProperties') continue;
+    if (key === 'properties' && isSchema(value))
+      out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSchema(v) ? geminiSchema(v) : v]));
+    else if (key === 'items' && isSchema(value)) out.items = geminiSchema(value);
+    else out[key] = value;
+  }
+  return out;
+}
+
+function isSchema(value: unknown): value is JsonSchema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { JsonSchema } from '../../domain/reply-schemas';
 import { countMessagesTokens, countTokens } from '../../domain/tokens';
 import { joinUrl, postJson } from '../http';
 import type { AdapterCall, AdapterOutput, ApiKeyTarget } from './common';
@@ -22,19 +23,51 @@ const ChatCompletion = z.object({
 });
 
 /**
+ * The output limit in the form the endpoint honours. OpenAI's own models take `max_completion_tokens` (its reasoning
+ * models refuse `max_tokens`) or `max_tokens`, never both. Other models behind the protocol are served by other
+ * servers, which honour one or the other (llama-cpp-python's ignores `max_completion_tokens`; older vLLM and Ollama
+ * know only `max_tokens`), so they get both.
+ */
+function outputLimit(call: AdapterCall): Record<string, number> {
+  const n = call.maxOutputTokens;
+  if (call.spec.maker !== 'openai') return { max_tokens: n, max_completion_tokens: n };
+  return call.spec.reasoning ? { max_completion_tokens: n } : { max_tokens: n };
+}
+
+/** OpenAI's own strict mode refuses a string's `maxLength`; the servers that enforce schemas with a grammar honour it. */
+function strictFor(call: AdapterCall, schema: JsonSchema): JsonSchema {
+  return call.spec.maker === 'openai' ? withoutMaxLength(schema) : schema;
+}
+
+function withoutMaxLength(value: JsonSchema): JsonSchema {
+  const walk = (v: JsonSchema[string]): JsonSchema[string] =>
+    Array.isArray(v) ? v.map(walk) : typeof v === 'object' && v !== null ? withoutMaxLength(v) : v;
+  return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (k === 'maxLength' ? [] : [[k, walk(v)]])));
+}
+
+/**
  * OpenAI chat completions, and any server that speaks it (vLLM, llama.cpp, Ollama) at the configured
- * base URL. Reasoning models take `max_completion_tokens` and reject a temperature.
+ * base URL. Reasoning models reject a temperature. A structured reply is asked for with a strict JSON schema
+ * (`response_format`), which llama.cpp and vLLM enforce with a grammar.
  */
 export async function callOpenAi(call: AdapterCall, target: ApiKeyTarget): Promise<AdapterOutput> {
-  const { spec } = call;
+  const { spec, reply } = call;
   const body = await postJson({
     url: joinUrl(target.key.baseUrl, '/chat/completions'),
     headers: { authorization: `Bearer ${target.key.apiKey}` },
     body: {
       model: spec.model,
       messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
-      ...(spec.reasoning ? { max_completion_tokens: call.maxOutputTokens } : { max_tokens: call.maxOutputTokens }),
+      ...outputLimit(call),
       ...(call.temperature !== undefined && !spec.reasoning ? { temperature: call.temperature } : {}),
+      ...(reply
+        ? {
+            response_format: {
+              type: 'json_schema',
+              json_schema: { name: reply.name, strict: true, schema: strictFor(call, reply.schema) },
+            },
+          }
+        : {}),
     },
     schema: ChatCompletion,
     deadline: call.deadline,

@@ -25,7 +25,13 @@ describe('judge: reading a verdict and the heuristic fallback', () => {
     assert.equal(parseJudgment('A is best.', LABELS), undefined);
     assert.equal(parseJudgment(reply({ best: 'D' }), LABELS), undefined);
     assert.equal(parseJudgment(reply({ scores: { A: 8, B: 6 } }), LABELS), undefined, 'a shown answer left unscored');
-    assert.equal(parseJudgment(reply({ divergence: 2 }), LABELS), undefined);
+    assert.equal(parseJudgment(reply({ divergence: 'high' }), LABELS), undefined);
+  });
+
+  it('clamps a score or divergence out of range (a grammar keeps the shape, not a decimal range) rather than lose the verdict', () => {
+    const r = parseJudgment(reply({ divergence: 2, scores: { A: 15, B: -1, C: 3 } }), LABELS);
+    assert.equal(r?.divergence, 1);
+    assert.deepEqual(r?.scores, { A: 10, B: 0, C: 3 });
   });
 
   it('drops a contested passage that names an unknown label but keeps the verdict', () => {
