@@ -268,9 +268,12 @@ const SIM_NOVICES: readonly EngineSpec[] = (['novice-a', 'novice-b'] as const).m
 }));
 
 export const CATALOG: readonly EngineSpec[] = Object.freeze([
-  ...REAL.map(
-    ({ name, reasoning, ...row }): EngineSpec => ({ ...row, ...builtIn(row.family), id: `${row.family}/${name}`, reasoning: reasoning ?? false }),
-  ),
+  ...REAL.map(({ name, reasoning, ...row }): EngineSpec => ({
+    ...row,
+    ...builtIn(row.family),
+    id: `${row.family}/${name}`,
+    reasoning: reasoning ?? false,
+  })),
   ...simRows(),
   ...SIM_NOVICES,
 ]);

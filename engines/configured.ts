@@ -65,7 +65,10 @@ const Entry = z
     if (e.backup === e.id) ctx.addIssue({ code: 'custom', path: ['backup'], message: 'must be another engine, not itself' });
   });
 
-const File = z.strictObject({ engines: z.array(z.unknown(), { error: 'must be a list' }) }, { error: 'must hold a mapping with an `engines` list' });
+const File = z.strictObject(
+  { engines: z.array(z.unknown(), { error: 'must be a list' }) },
+  { error: 'must hold a mapping with an `engines` list' },
+);
 
 /** Thrown for a file that cannot be used; the message names every problem, one per line. */
 export class EnginesFileError extends Error {

@@ -68,9 +68,7 @@ export function planHoldMicros(
 ): number {
   const { mode, tier, promptTokens } = call;
   const shape = { config: mode.config, tier, classification: classifyHeuristic(call.messages), promptTokens };
-  return (
-    worstCaseGatewayMicros(shape, catalogPrices(deps.engines)) ?? callCeilingMicros(deps.form, mode.config, undefined, undefined)
-  );
+  return worstCaseGatewayMicros(shape, catalogPrices(deps.engines)) ?? callCeilingMicros(deps.form, mode.config, undefined, undefined);
 }
 
 /**

@@ -104,7 +104,9 @@ describe('QUORUM_ENGINES_FILE: the parser', () => {
 
   it('takes a bedrock engine without a base URL or key (the service AWS credentials sign it)', () => {
     const [bedrock] = parseEnginesFile(
-      yamlOf([{ ...GATEWAY, id: 'aws/mistral-large', protocol: 'bedrock', base_url: undefined, api_key_env: undefined, backup: 'openai/gpt-4.1' }]),
+      yamlOf([
+        { ...GATEWAY, id: 'aws/mistral-large', protocol: 'bedrock', base_url: undefined, api_key_env: undefined, backup: 'openai/gpt-4.1' },
+      ]),
       'yaml',
       BUILT_IN,
     );
@@ -235,7 +237,10 @@ describe('QUORUM_ENGINES_FILE: the parser', () => {
   });
 
   it('refuses a file of the wrong shape or syntax', () => {
-    assert.deepEqual(problems('engine:\n  - id: local/x\n'), ['QUORUM_ENGINES_FILE engines: is required', 'QUORUM_ENGINES_FILE engine: unknown field']);
+    assert.deepEqual(problems('engine:\n  - id: local/x\n'), [
+      'QUORUM_ENGINES_FILE engines: is required',
+      'QUORUM_ENGINES_FILE engine: unknown field',
+    ]);
     assert.deepEqual(problems('engines: local/x\n'), ['QUORUM_ENGINES_FILE engines: must be a list']);
     assert.deepEqual(problems('- local/x\n'), ['QUORUM_ENGINES_FILE must hold a mapping with an `engines` list']);
     assert.match(problems('engines: [\n').join('\n'), /^QUORUM_ENGINES_FILE is not valid YAML: /);
