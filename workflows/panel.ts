@@ -1,4 +1,4 @@
-import { isCancellation, proxyActivities } from '@temporalio/workflow';
+import { isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
@@ -238,7 +238,7 @@ async function runSeat(
         input.hedgeAfterMs,
       );
       input.meter.charge(first);
-      const final = first.finish === 'length' ? await seat({ ...call, maxOutputTokens: seatMax * 2 }) : first;
+      const final = first.finish === 'length' ? await retryWithRoom(() => seat({ ...call, maxOutputTokens: seatMax * 2 }), first) : first;
       if (final !== first) input.meter.charge(final);
       const pass = seatPass(s, round, first, final);
       panel.passes.push(pass);
@@ -259,6 +259,20 @@ async function runSeat(
       },
     },
   );
+}
+
+/**
+ * A cut answer's retry with more room; when the retry fails for good, the cut answer stands as the seat's answer:
+ * it was billed, so its row must carry it (issue 27 item 7). Executions begun before this change moved the seat to its
+ * backup instead, leaving the billed attempt on no row; they replay that way.
+ */
+async function retryWithRoom(retry: () => Promise<EngineCallResult>, cut: EngineCallResult): Promise<EngineCallResult> {
+  try {
+    return await retry();
+  } catch (err) {
+    if (isCancellation(err) || !patched('cut-answer-stands-when-its-retry-fails')) throw err;
+    return cut;
+  }
 }
 
 /** Everything every answer adds to a prompt that reads them all. */

@@ -3,6 +3,7 @@ import { CLASSIFY_TAG, JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts'
 import { workflowIds } from '../../../domain/workflow-ids';
 import {
   OPENAI_TEST_KEY,
+  openAiError,
   openAiReply,
   startOpenAiLoopback,
   type Loopback,
@@ -66,9 +67,14 @@ function usageOf(req: RecordedRequest): { prompt: number; completion: number; fi
  * Seats say which model they are and which round; the judge prefers the large model in round 1 and the small one in
  * round 2, so the small model's seat wins with its round-2 answer after scoring lowest in round 1.
  */
+/** Marks a call whose cut seat's retry is refused for good (400): the cut answer was billed all the same. */
+const RETRY_REFUSED = '[[retry-refused]]';
+
 function script(req: RecordedRequest): Reply {
   const { prompt, completion, finish } = usageOf(req);
   const kind = kindOf(req);
+  if (kind === 'seat' && req.bodyText.includes(RETRY_REFUSED) && maxOut(req) > SEAT_MAX)
+    return openAiError(400, 'max_tokens is too large for this model.');
   if (kind === 'judge') {
     const shown = (req.body as { messages: { content: string }[] }).messages.map((m) => m.content).join('\n');
     const answers = [...shown.matchAll(/Answer ([A-C]):\s*(\w+) (\w+)/g)].map((m) => ({ label: m[1], round: m[2], size: m[3] }));
@@ -125,12 +131,22 @@ describe('receipts that add up: the one best row, and every billed attempt on it
     await openai.close();
   });
 
-  it('a two-round panel: one best row, the winning round; the cut seat shows 16 + 32 tokens; rows + staff = usage and bill', async () => {
+  interface Served {
+    kind: Kind;
+    prompt: number;
+    completion: number;
+    finish: 'stop' | 'length';
+    /** Micro-dollars at the published prices; 0 for a refused request, which bills nothing. */
+    cost: number;
+  }
+
+  /** One Form B call of a panel of gpt-4.1 and gpt-4.1-mini through the API: its receipt, and what the provider served. */
+  async function panelCall(rounds: number, content: string, history: string): Promise<{ receipt: Receipt; billable: Served[] }> {
     const org = await newOrg(10);
     const mode = await customMode(org.orgId, 'quorum-panel', {
       tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
       staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
-      rounds: 2,
+      rounds,
       critique: 'always',
       express: 'never',
       skipSynthesisWhenConverged: false,
@@ -140,54 +156,36 @@ describe('receipts that add up: the one best row, and every billed attempt on it
     const idempotencyKey = `receipts-add-up-${org.orgId}`;
     const r = await call(api, 'POST', '/v1/chat/completions', {
       key: org.ownerKey,
-      body: { model: mode.ticker, messages: [{ role: 'user', content: 'Why is the sky blue? Explain step by step.' }] },
+      body: { model: mode.ticker, messages: [{ role: 'user', content }] },
       headers: { 'Idempotency-Key': idempotencyKey },
     });
+    await recordHistory(history, workflowIds.deliberation(org.orgId, idempotencyKey));
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    await recordHistory('receipts-cut-seat-two-rounds', workflowIds.deliberation(org.orgId, idempotencyKey));
-    assert.deepEqual(openai.rejected, [], 'every provider request well formed');
     const requestId = String((r.body.svc as { request_id: string }).request_id);
     const got = await call(api, 'GET', `/v1/receipts/${requestId}`, { key: org.ownerKey });
     assert.equal(got.status, 200, JSON.stringify(got.body));
-    const receipt = (got.body as unknown as { receipt: Receipt }).receipt;
-
-    // What the provider served for this call, priced at the published rates.
-    const served = openai.requests.slice(seen).map((req) => {
+    const served = openai.requests.slice(seen).map((req): Served => {
       const { prompt, completion, finish } = usageOf(req);
       const price = PRICES[model(req)];
       assert.ok(price, `a price for ${model(req)}`);
-      return { kind: kindOf(req), model: model(req), finish, prompt, completion, cost: prompt * price.input + completion * price.output };
+      const refused = req.bodyText.includes(RETRY_REFUSED) && kindOf(req) === 'seat' && maxOut(req) > SEAT_MAX;
+      return refused
+        ? { kind: kindOf(req), prompt: 0, completion: 0, finish, cost: 0 }
+        : { kind: kindOf(req), prompt, completion, finish, cost: prompt * price.input + completion * price.output };
     });
-    const billable = served.filter((s) => s.kind !== 'classifier');
-    assert.deepEqual(
-      billable.map((s) => s.kind).sort(),
-      ['judge', 'judge', 'seat', 'seat', 'seat', 'seat', 'seat', 'synthesis'],
-      'two rounds of two seats, one seat retried once, a judge per round, one synthesis',
-    );
-    assert.equal(served.filter((s) => s.finish === 'length').length, 1, 'one cut answer');
+    return { receipt: (got.body as unknown as { receipt: Receipt }).receipt, billable: served.filter((s) => s.kind !== 'classifier') };
+  }
 
-    // is_best_seat: exactly one row, the small model's round-2 answer that won (it scored lowest in round 1).
-    assert.equal(receipt.seats.length, 4);
-    const best = receipt.seats.filter((s) => s.is_best_seat);
-    assert.deepEqual(
-      best.map((s) => [s.model_used, s.round_number]),
-      [['openai/gpt-4.1-mini', 2]],
-    );
-
-    // The cut seat's round-1 row carries both attempts: 16 + 32 completion tokens, 100 + 100 prompt tokens.
-    const cut = receipt.seats.find((s) => s.model_used === 'openai/gpt-4.1' && s.round_number === 1);
-    assert.ok(cut);
-    assert.deepEqual([cut.tokens_in, cut.tokens_out], [200, 48]);
-    assert.equal(micros(cut.real_cost_usd), 100 * 2 + 16 * 8 + 100 * 2 + 32 * 8);
-
-    // Seat rows plus the staff's calls are the call's usage.
+  /**
+   * Seat rows plus the staff's calls are the call's usage; the bill is the served tokens at the published prices:
+   * engines at cost, the 5% platform fee on them, the mode's fee.
+   */
+  function assertAddsUp(receipt: Receipt, billable: readonly Served[]): void {
     const staff = billable.filter((s) => s.kind !== 'seat');
     assert.equal(sum(receipt.seats.map((s) => s.tokens_in)) + sum(staff.map((s) => s.prompt)), receipt.prompt_tokens);
     assert.equal(sum(receipt.seats.map((s) => s.tokens_out)) + sum(staff.map((s) => s.completion)), receipt.completion_tokens);
     assert.equal(receipt.prompt_tokens, sum(billable.map((s) => s.prompt)));
     assert.equal(receipt.completion_tokens, sum(billable.map((s) => s.completion)));
-
-    // The bill, from the tokens at the published prices: engines at cost, 5% platform fee on them, the mode's fee.
     const engines = sum(billable.map((s) => s.cost));
     assert.equal(sum(receipt.seats.map((s) => micros(s.real_cost_usd))) + sum(staff.map((s) => s.cost)), engines);
     const platformFee = Math.round(engines / 20);
@@ -196,5 +194,40 @@ describe('receipts that add up: the one best row, and every billed attempt on it
     assert.equal(micros(receipt.charges.platform_fee_usd), platformFee);
     assert.equal(micros(receipt.charges.mode_fee_usd), modeFee);
     assert.equal(micros(receipt.billed_usd), engines + platformFee + modeFee);
+  }
+
+  it('a two-round panel: one best row, the winning round; the cut seat shows 16 + 32 tokens; rows + staff = usage and bill', async () => {
+    const { receipt, billable } = await panelCall(2, 'Why is the sky blue? Explain step by step.', 'receipts-cut-seat-two-rounds');
+    assert.deepEqual(
+      billable.map((s) => s.kind).sort(),
+      ['judge', 'judge', 'seat', 'seat', 'seat', 'seat', 'seat', 'synthesis'],
+      'two rounds of two seats, one seat retried once, a judge per round, one synthesis',
+    );
+    assert.equal(billable.filter((s) => s.finish === 'length').length, 1, 'one cut answer');
+
+    // is_best_seat: exactly one row, the small model's round-2 answer that won (it scored lowest in round 1).
+    assert.equal(receipt.seats.length, 4);
+    assert.deepEqual(
+      receipt.seats.filter((s) => s.is_best_seat).map((s) => [s.model_used, s.round_number]),
+      [['openai/gpt-4.1-mini', 2]],
+    );
+
+    // The cut seat's round-1 row carries both attempts: 16 + 32 completion tokens, 100 + 100 prompt tokens.
+    const cut = receipt.seats.find((s) => s.model_used === 'openai/gpt-4.1' && s.round_number === 1);
+    assert.ok(cut);
+    assert.deepEqual([cut.tokens_in, cut.tokens_out], [200, 48]);
+    assert.equal(micros(cut.real_cost_usd), 100 * 2 + 16 * 8 + 100 * 2 + 32 * 8);
+    assertAddsUp(receipt, billable);
+  });
+
+  it('a cut seat whose retry is refused for good keeps its billed cut answer: its row, not a backup, carries it', async () => {
+    const { receipt, billable } = await panelCall(1, `Why is the sky blue? ${RETRY_REFUSED}`, 'receipts-cut-retry-refused');
+    const seat1 = receipt.seats.filter((s) => s.role === 'seat1');
+    assert.deepEqual(
+      seat1.map((s) => [s.model_used, s.tokens_in, s.tokens_out]),
+      [['openai/gpt-4.1', 100, 16]],
+      'one row, on its own engine, with the cut attempt it was billed for',
+    );
+    assertAddsUp(receipt, billable);
   });
 });
