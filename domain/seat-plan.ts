@@ -164,17 +164,33 @@ function staffPlan(ctx: PlanningContext, staff: { engine: string; backup?: strin
   };
 }
 
+/**
+ * The chain of seat `index` of a `seatTier` row designed on `designed` (with the mode's `backup` for it): the one rule
+ * for who answers a seat, used by every call's plan and by `list_engines`' `answers`.
+ */
+export function seatChain(
+  ctx: PlanningContext,
+  seat: { designed: string; backup?: string | null; seatTier: Tier; index: number },
+  notes: string[] = [],
+): PlannedEngine[] {
+  const { designed } = seat;
+  const simStandIn = `sim/${SIM_NAMES[seat.index % SIM_NAMES.length]}-${seat.seatTier}`;
+  return ctx.simOnly
+    ? chainOf(ctx, isSimEngine(designed) ? designed : simStandIn, new Set(), simStandIn, [])
+    : withNamedBackup(ctx, chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes), seat.backup, ctx.ownFamilies);
+}
+
 export function planSeats(config: ModeConfig, tier: Tier, lane: Lane, ctx: PlanningContext): Plan {
   const notes: string[] = [];
   const seatTier: Tier = lane === 'express' ? 'experience' : tier;
   const row = designedRow(config, tier, lane);
-  const seats = row.seats.map((designed, i): SeatPlan => {
-    const simStandIn = `sim/${SIM_NAMES[i % SIM_NAMES.length]}-${seatTier}`;
-    const chain = ctx.simOnly
-      ? chainOf(ctx, isSimEngine(designed) ? designed : simStandIn, new Set(), simStandIn, [])
-      : withNamedBackup(ctx, chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes), row.backups?.[i], ctx.ownFamilies);
-    return { role: ROLES[i], designed, chain };
-  });
+  const seats = row.seats.map(
+    (designed, i): SeatPlan => ({
+      role: ROLES[i],
+      designed,
+      chain: seatChain(ctx, { designed, backup: row.backups?.[i], seatTier, index: i }, notes),
+    }),
+  );
   return {
     seats,
     judge: staffPlan(ctx, config.staff.judge, SIM_JUDGE, notes),

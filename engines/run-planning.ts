@@ -8,7 +8,7 @@ import type { Engines } from './index';
  * would answer (`/v1/models`, `list_modes`) are built on this one context, so they cannot disagree.
  */
 export function callPlanningContext(
-  engines: Engines,
+  engines: Pick<Engines, 'find' | 'isAvailable'>,
   call: { ownFamilies: ReadonlySet<string>; simOnly: boolean },
   env: NodeJS.ProcessEnv,
 ): PlanningContext {

@@ -296,7 +296,7 @@ const Spec = z
 const listEnginesTool = tool({
   name: 'list_engines',
   description:
-    'Lists the engines that can fill a mode’s seats, up to a tier, with family, maker, prices, limits and whether each can run here now (`available`: yes, no, or stand_in where a simulated engine answers in development). Free. Next: write a spec and call `validate_mode`.',
+    'Lists the engines that can fill a mode’s seats, up to a tier, with family, maker, prices, limits and whether each can run here now (`available`: yes, no, or stand_in where another engine answers for it) and which engine would answer a seat of it now (`answers`: itself, its real backup, or a simulated engine in development). Free. Next: write a spec and call `validate_mode`.',
   input: z.object({ tier: z.enum(TIERS).optional().describe('The highest tier to list; default all.') }),
   scope: 'models',
   kind: 'self_answered',

@@ -6,6 +6,7 @@ import type { Form } from '../../domain/form';
 import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../../domain/mode-spec';
 import type { Refusal } from '../../domain/mode-validation-codes';
 import { TIER_RANK, TIERS, tiersOf, type Tier } from '../../domain/modes';
+import { seatChain } from '../../domain/seat-plan';
 import {
   assignedTickerPrefix,
   certifiedVersion,
@@ -28,7 +29,7 @@ import {
 import { organisationExists } from '../../db/repositories/organisations';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
 import type { Engines } from '../../engines';
-import { simStandInsAllowed } from '../../engines/run-planning';
+import { callPlanningContext, simStandInsAllowed } from '../../engines/run-planning';
 
 /**
  * The mode builder's one core (spec 02 `list_engines`, `validate_mode`, `save_mode`, `list_mode`; the operator CLI;
@@ -387,12 +388,18 @@ export type EngineListing = {
   default_backup: string;
   simulated: boolean;
   available: 'yes' | 'stand_in' | 'no';
+  /**
+   * The engine that would answer a seat designed on this one now, by the call's own seat planning: itself, its first
+   * real backup that can run here, or a `sim` stand-in (development only); null when none can.
+   */
+  answers: string | null;
 };
 
 /** `list_engines`: the catalog up to `tier`, with what a seat needs to know and whether each can run here now. */
 export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tier = 'pro'): Promise<EngineListing[]> {
   const own = author.orgId ? await ownProviderFamilies(deps.db, author.orgId) : new Set<string>();
   const standIns = simStandInsAllowed(deps.env);
+  const ctx = callPlanningContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.env);
   return deps.engines.catalog
     .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[tier])
     .sort((a, b) => TIERS.indexOf(a.tier) - TIERS.indexOf(b.tier) || a.id.localeCompare(b.id))
@@ -409,8 +416,9 @@ export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tie
         max_output_tokens: e.maxOutputTokens,
         default_backup: e.backup,
         simulated: e.family === 'sim',
-        // `stand_in`: no key here, so a simulated engine answers for it (development only).
+        // `stand_in`: no key here, so another engine answers for it (`answers`: a real backup, else a simulated one).
         available: direct ? 'yes' : standIns ? 'stand_in' : 'no',
+        answers: seatChain(ctx, { designed: e.id, seatTier: e.tier, index: 0 })[0]?.engineId ?? null,
       };
     });
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { EngineListing } from '../../../operations/authoring/modes';
 import { TIER_RANK, TIERS } from '../../../domain/modes';
+import { isSimEngine } from '../../../domain/seat-plan';
 import { html, type Html } from '../../http/html';
 import { csrfField } from '../layout';
 import {
@@ -84,7 +85,14 @@ function unlisted(values: readonly string[], current: string): Html {
 }
 
 function engineLabel(e: EngineListing): string {
-  const where = e.available === 'stand_in' ? ', simulated stand-in here' : e.available === 'no' ? ', cannot run here' : '';
+  const where =
+    e.answers === null
+      ? ', cannot run here'
+      : e.answers === e.id
+        ? ''
+        : isSimEngine(e.answers)
+          ? ', simulated stand-in here'
+          : `, answered by ${e.answers} here`;
   return `${e.id} (${e.maker}${e.simulated ? ', simulated' : ''}${where})`;
 }
 

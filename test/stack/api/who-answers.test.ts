@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { getBalance } from '../../../db/repositories/ledger';
 import { OPENAI_TEST_KEY, openAiError, openAiReply, startOpenAiLoopback, type Loopback, type Reply } from '../../fixtures/providers';
 import { stack } from '../../harness/stack';
 import { chargeCount, customMode, startProductWorkers } from '../deliberation/helpers';
 import { call, EXPRESS, FORMS, newOrg, PANEL, startApi, USER, type Api } from './helpers';
+import { connect, json } from '../mcp/helpers';
+import { Visitor } from '../console/helpers';
 
 /**
  * Issue 27 items 5 and 6, through the whole stack with only the OpenAI family configured (a loopback provider): the
@@ -138,6 +141,36 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
       assert.ok(logs.every((l) => !l.includes(KEYISH)), 'no key in any log line');
     });
   }
+
+  it('Form B, MCP: list_modes names the same answering engines as /v1/models; list_engines names the real backup that answers an engine with no key', async () => {
+    const org = await newOrg();
+    const client = await connect(apis.get('B') as Api, org.ownerKey);
+    try {
+      const modes = json(await client.callTool({ name: 'list_modes', arguments: {} })) as { data: { id: string; svc: Obj }[] };
+      const rest = (await call(apis.get('B') as Api, 'GET', '/v1/models', { key: org.ownerKey })).body.data as { id: string; svc: Obj }[];
+      const seating = (list: { id: string; svc: Obj }[]): unknown => list.find((m) => m.id === PANEL.B)?.svc.seating;
+      assert.deepEqual(seating(modes.data), seating(rest));
+      const engines = json(await client.callTool({ name: 'list_engines', arguments: { tier: 'plus' } })) as {
+        data: { id: string; available: string; answers: string | null }[];
+      };
+      const byId = new Map(engines.data.map((e) => [e.id, [e.available, e.answers]]));
+      assert.deepEqual(byId.get('openai/gpt-4.1'), ['yes', 'openai/gpt-4.1']);
+      assert.deepEqual(byId.get('anthropic/claude-sonnet-4'), ['stand_in', 'openai/gpt-4.1']);
+      assert.deepEqual(byId.get('google/gemini-2.5-flash'), ['stand_in', 'openai/gpt-4.1']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("the console's mode builder labels an engine with no key by the engine that answers it here (its real backup)", async () => {
+    const v = new Visitor(apis.get('B') as Api);
+    await v.signUp({ email: `w-${randomUUID().slice(0, 8)}@example.com`, password: 'correct horse battery staple', org: 'Who answers' });
+    const editor = await v.get('/console/modes/new');
+    assert.equal(editor.status, 200);
+    assert.ok(editor.body.includes('anthropic/claude-sonnet-4 (anthropic, answered by openai/gpt-4.1 here)'));
+    assert.ok(editor.body.includes('openai/gpt-4.1 (openai)'));
+    assert.doesNotMatch(editor.body, /claude-sonnet-4 \(anthropic, simulated stand-in here\)/);
+  });
 
   it("Form B: a seat that could not answer is on the receipt's seats_unavailable with the detail sanitised: what the provider said, no address, no key", async () => {
     behaviour = 'error500';
