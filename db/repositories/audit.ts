@@ -11,6 +11,12 @@ import type { DbOrTrx } from './shared';
 /** When run summaries began to carry `coverage` (issue 26 item 8): a certified verdict finished before has none. */
 export const COVERAGE_RECORDED_SINCE = '2026-11-25T00:00:00Z';
 
+/**
+ * Since when every attempt a seat was billed for is on its receipt row (issue 27 item 7): before, a cut answer's
+ * retry showed only its last attempt, so a receipt's rows may fall short of its call even with no staff engine.
+ */
+export const SEAT_ATTEMPTS_RECORDED_SINCE = '2026-11-25T00:00:00Z';
+
 /** The id columns a check's rows may carry, in the order a report lists them. */
 const ID_COLUMNS = [
   'org_id',
@@ -103,6 +109,33 @@ const CHECKS: readonly Check[] = [
            and (x.outcome#>>'{money,billedMicros}')::bigint is not distinct from x.billed_micros
            and (x.outcome#>>'{money,capCreditMicros}')::bigint is not distinct from x.cap_credit_micros
          )`,
+  },
+  {
+    invariant: 'receipt_seats_unaccounted',
+    sql: `
+      with rows as (
+        select request_id, sum(tokens_in) as tokens_in, sum(tokens_out) as tokens_out,
+               coalesce(sum(real_cost_micros) filter (where source = 'service'), 0) as service_cost
+          from receipt_seats group by request_id
+      )
+      select x.org_id, x.request_id,
+             format('seat rows %s tokens in, %s out, %s µ$ on the service''s keys; the call %s in, %s out, engines %s µ$ (%s)',
+                    s.tokens_in, s.tokens_out, s.service_cost, x.prompt_tokens, x.completion_tokens, x.gateway_micros,
+                    case when s.staff then 'with staff engines, which take the rest'
+                         else 'no staff engine ran, so the rows are all of it' end) as detail
+        from receipts x
+        left join rows r on r.request_id = x.request_id
+        cross join lateral (select coalesce(r.tokens_in, 0) as tokens_in, coalesce(r.tokens_out, 0) as tokens_out,
+                                   coalesce(r.service_cost, 0) as service_cost,
+                                   coalesce(x.outcome#>'{staff,judge}', 'null'::jsonb) <> 'null'::jsonb
+                                   or coalesce(x.outcome#>'{staff,synthesis}', 'null'::jsonb) <> 'null'::jsonb as staff) s
+       where $scope(x.org_id)
+         and (s.tokens_in > x.prompt_tokens or s.tokens_out > x.completion_tokens
+              -- A test key's call bills no engines, whatever its rows cost at their source.
+              or (x.gateway_micros > 0 and s.service_cost > x.gateway_micros)
+              or (not s.staff and x.created_at >= :seatAttemptsSince::timestamptz
+                  and (s.tokens_in <> x.prompt_tokens or s.tokens_out <> x.completion_tokens
+                       or (x.gateway_micros > 0 and s.service_cost <> x.gateway_micros))))`,
   },
   {
     invariant: 'charge_without_basis',
@@ -236,7 +269,11 @@ function scoped(sql: string): string {
 }
 
 function bindings(scope: AuditScope): Record<string, string | null> {
-  return { orgs: scope.orgIds ? JSON.stringify(scope.orgIds) : null, coverageSince: COVERAGE_RECORDED_SINCE };
+  return {
+    orgs: scope.orgIds ? JSON.stringify(scope.orgIds) : null,
+    coverageSince: COVERAGE_RECORDED_SINCE,
+    seatAttemptsSince: SEAT_ATTEMPTS_RECORDED_SINCE,
+  };
 }
 
 type Row = Partial<Record<(typeof ID_COLUMNS)[number], string | null>> & { detail: string };

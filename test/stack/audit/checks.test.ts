@@ -155,6 +155,30 @@ describe('audit: each invariant names the state that breaks it', function () {
     );
   });
 
+  it('receipt_seats_unaccounted: seat rows beyond their call; rows short of a call no staff engine worked on', async () => {
+    const ids = { org_id: org.orgId, request_id: call.requestId };
+    await assertNames(
+      async (trx) => {
+        const { completion_tokens: completion } = await trx('receipts').where({ request_id: call.requestId }).first('completion_tokens');
+        const row = await trx('receipt_seats').where({ request_id: call.requestId }).first('role', 'round_number');
+        await trx('receipt_seats')
+          .where({ request_id: call.requestId, role: row.role, round_number: row.round_number })
+          .update({ tokens_out: completion + 1 });
+      },
+      'receipt_seats_unaccounted',
+      ids,
+    );
+    // The panel's judge and synthesis took the rest of its tokens; with neither on the receipt, the rows are short.
+    await assertNames(
+      (trx) =>
+        trx('receipts')
+          .where({ request_id: call.requestId })
+          .update({ outcome: trx.raw(`jsonb_set(jsonb_set(outcome, '{staff,judge}', 'null'), '{staff,synthesis}', 'null')`) }),
+      'receipt_seats_unaccounted',
+      ids,
+    );
+  });
+
   it('charge_without_basis: a charge with no receipt', async () => {
     const requestId = `req_${randomUUID()}`;
     await assertNames(
@@ -320,7 +344,7 @@ describe('audit: each invariant names the state that breaks it', function () {
     assert.match(unreachable.stdout, /Temporal not reachable: workflows NOT checked/);
     const databaseOnly = await quorumCli(['audit', '--org', org.orgId, '--database-only'], dataDir);
     assert.equal(databaseOnly.code, 0, databaseOnly.stdout + databaseOnly.stderr);
-    assert.match(databaseOnly.stdout, /^No violations: 11 invariants hold over organisations .* \(database only\)\.$/m);
+    assert.match(databaseOnly.stdout, /^No violations: 12 invariants hold over organisations .* \(database only\)\.$/m);
   });
 
   it('the organisation audits clean again: every corruption was rolled back', async () => {
