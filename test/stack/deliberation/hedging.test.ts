@@ -124,7 +124,8 @@ describe('hedged engine calls: the loser cancelled on the wire, and no duplicate
       await until(() => first.abortedAt !== undefined, 15_000, 'the first request was aborted');
       assert.ok(first.abortedAt);
       const after = first.abortedAt - duplicate.receivedAt;
-      assert.ok(after < 3_000, `aborted ${after} ms after the duplicate answered`);
+      // About 1 s now (the next heartbeat); 5 s under the SDK's default throttle.
+      assert.ok(after < 4_000, `aborted ${after} ms after the duplicate answered`);
       assert.equal(duplicate.abortedAt, undefined, 'the winner was answered, not aborted');
       assert.equal((await handle.describe()).status.name, 'RUNNING', 'cancelled by the hedge, not by the workflow ending');
     } finally {
