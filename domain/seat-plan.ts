@@ -60,6 +60,11 @@ export interface PlanningContext {
    * production it may not: a paying caller never gets a simulated answer; such a seat simply cannot answer.
    */
   simStandIns?: boolean;
+  /**
+   * The engine that stands in where stand-ins are allowed, instead of the tier's `sim` engine: a real model on this
+   * machine (QUORUM_STAND_IN; `npm start` with QUORUM_LOCAL_MODEL=on), so a demo answers with real text.
+   */
+  standIn?: string;
 }
 
 const ROLES: readonly SeatRole[] = ['seat1', 'seat2', 'seat3'];
@@ -131,10 +136,11 @@ function chainOf(
     id = spec.backup;
   }
   if (chain.length > 0 || ctx.simStandIns === false) return chain;
-  const sim = ctx.find(simStandIn);
-  if (!sim) throw new Error(`the catalog has no stand-in ${simStandIn}`);
-  const backup = sim.backup ? ctx.find(sim.backup) : undefined;
-  return backup ? [planned(sim, false), planned(backup, false)] : [planned(sim, false)];
+  const standInId = ctx.standIn ?? simStandIn;
+  const standIn = ctx.find(standInId);
+  if (!standIn) throw new Error(`the catalog has no stand-in ${standInId}`);
+  const backup = standIn.backup ? ctx.find(standIn.backup) : undefined;
+  return backup ? [planned(standIn, false), planned(backup, false)] : [planned(standIn, false)];
 }
 
 /** A backup the mode names goes right after the designed engine, ahead of the catalog's own backups, when it can run. */
@@ -184,13 +190,11 @@ export function planSeats(config: ModeConfig, tier: Tier, lane: Lane, ctx: Plann
   const notes: string[] = [];
   const seatTier: Tier = lane === 'express' ? 'experience' : tier;
   const row = designedRow(config, tier, lane);
-  const seats = row.seats.map(
-    (designed, i): SeatPlan => ({
-      role: ROLES[i],
-      designed,
-      chain: seatChain(ctx, { designed, backup: row.backups?.[i], seatTier, index: i }, notes),
-    }),
-  );
+  const seats = row.seats.map((designed, i): SeatPlan => ({
+    role: ROLES[i],
+    designed,
+    chain: seatChain(ctx, { designed, backup: row.backups?.[i], seatTier, index: i }, notes),
+  }));
   return {
     seats,
     judge: staffPlan(ctx, config.staff.judge, SIM_JUDGE, notes),

@@ -18,6 +18,7 @@ export function callPlanningContext(
     ownFamilies: call.ownFamilies,
     simOnly: call.simOnly,
     simStandIns: simStandInsAllowed(env),
+    standIn: env.QUORUM_STAND_IN?.trim() || undefined,
   };
 }
 

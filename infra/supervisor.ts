@@ -12,6 +12,7 @@ import { dataDir } from './paths';
 import { startEmbeddedPostgres, type EmbeddedPg } from './postgres';
 import { CrashHistory, RESTART_POLICY } from './restart-policy';
 import { removeStackFile, writeStackFile } from './stack-file';
+import { ensureLocalModel, LOCAL_ENGINE_ID, localEnginesFile, startLocalModel } from './local-model';
 import { resolveTemporalBinary } from './temporal-binary';
 import { spawnDevServer, waitForTemporal } from './temporal-server';
 
@@ -141,6 +142,25 @@ async function waitForHealth(url: string, timeoutMs = 60_000): Promise<void> {
   throw new Error(`${url} not healthy after ${timeoutMs} ms: ${last}`);
 }
 
+/**
+ * QUORUM_LOCAL_MODEL=on: the real local model, its engines file, and the setting that seats it where no provider key
+ * could run the design (instead of a simulated engine). Returns the environment the worker and API need for it.
+ */
+async function startLocalDemoModel(): Promise<NodeJS.ProcessEnv> {
+  if (process.env.QUORUM_ENGINES_FILE)
+    throw new Error(
+      `QUORUM_LOCAL_MODEL=on writes its own engines file; with QUORUM_ENGINES_FILE set, declare the local model in yours instead ` +
+        `(start it with \`node --import tsx infra/local-model.ts\`; the entry is in docs/engines.md) and set QUORUM_STAND_IN=${LOCAL_ENGINE_ID}`,
+    );
+  // Both cores: while it generates, the rest of the stack waits on it.
+  const server = await startLocalModel(ensureLocalModel(say), { detached: true, threads: 2 });
+  track('local model', server.process);
+  const file = path.join(dataDir, 'local-engines.json');
+  fs.writeFileSync(file, JSON.stringify(localEnginesFile(server.baseUrl), null, 2));
+  say(`local model ready at ${server.baseUrl} (${LOCAL_ENGINE_ID}: SmolLM2-135M-Instruct on llama.cpp)`);
+  return { QUORUM_ENGINES_FILE: file, QUORUM_STAND_IN: LOCAL_ENGINE_ID };
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const t0 = Date.now();
@@ -198,6 +218,7 @@ async function main(): Promise<void> {
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
+    ...(config.QUORUM_LOCAL_MODEL === 'on' ? await startLocalDemoModel() : {}),
   };
   const childStopTimeoutMs = config.QUORUM_SHUTDOWN_GRACE_MS + SHUTDOWN_MARGIN_MS;
   await supervise('worker', 'worker/main', env, childStopTimeoutMs);

@@ -247,4 +247,43 @@ describe('npm start: the supervisor', function () {
       fs.rmSync(healDir, { recursive: true, force: true });
     }
   });
+
+  it('QUORUM_LOCAL_MODEL=on: the demo answers with the real local model (seat, judge and synthesis), labelled so; Ctrl-C stops the model server too', async () => {
+    const localDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-start-local-'));
+    const { env, ports } = await supervisorEnv(localDir, { QUORUM_LOCAL_MODEL: 'on' });
+    const s = await startSupervisor(env);
+    try {
+      const modelUrl = /local model ready at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(s.output())?.[1];
+      assert.ok(modelUrl, s.output());
+      const key = demoKey(s);
+      const ask = async (model: string, content: string): Promise<{ content: string; svc: Record<string, unknown> }> => {
+        const res = await fetch(`http://127.0.0.1:${ports.PORT}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model, messages: [{ role: 'user', content }] }),
+        });
+        const body = (await res.json()) as { choices: { message: { content: string } }[]; svc: Record<string, unknown> };
+        assert.equal(res.status, 200, JSON.stringify(body));
+        return { content: body.choices[0]?.message.content ?? '', svc: body.svc };
+      };
+      const express = await ask('QRM:EXPR', 'Name one planet of the solar system.');
+      assert.ok(express.content.trim().length > 0);
+      assert.doesNotMatch(express.content, /simulated/i);
+      // A prompt the classifier sends to the panel lane.
+      const panel = await ask('QRM:PANL', 'Why is the sky blue? Compare Rayleigh and Mie scattering, step by step.');
+      const receipt = await fetch(`http://127.0.0.1:${ports.PORT}/v1/receipts/${String(panel.svc.request_id)}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      const r = (await receipt.json()) as { receipt: { seats: { model_used: string }[] } };
+      assert.ok(r.receipt.seats.length >= 2, JSON.stringify(r));
+      assert.deepEqual([...new Set(r.receipt.seats.map((x) => x.model_used))], ['local/smollm2'], 'every seat on the local model');
+      assert.equal(panel.svc.best_seat_judged_by, 'llm', 'the local model judged, and its verdict was read');
+      assert.equal(await ctrlC(s), 0, s.output());
+      assert.equal(await healthy(modelUrl), false, 'the model server stopped with the stack');
+      await assertGone(ports, localDir);
+    } finally {
+      if (s.child.exitCode === null) await ctrlC(s);
+      fs.rmSync(localDir, { recursive: true, force: true });
+    }
+  });
 });
