@@ -52,6 +52,20 @@ describe('seat planning: one lane rule, one seat plan', () => {
     assert.deepEqual(ids(express.seats[0].chain), ['sim/alpha-experience', 'sim/beta-experience']);
   });
 
+  it("a configured stand-in (the local model) takes the sim engines' place for seats and staff; a test key stays on sim", () => {
+    const local = { id: 'local/smollm2', family: 'local', inputUsdPerMtok: 0, outputUsdPerMtok: 0, backup: 'sim/alpha-experience' };
+    const ctx = context({ find: (id) => (id === local.id ? local : findEngine(id)), standIn: local.id });
+    const plan = planSeats(panel, 'plus', 'panel', ctx);
+    for (const chain of [...plan.seats.map((s) => s.chain), plan.judge.chain, plan.synthesis.chain])
+      assert.deepEqual(ids(chain), ['local/smollm2', 'sim/alpha-experience']);
+    assert.equal(planSeats(panel, 'plus', 'panel', { ...ctx, simOnly: true }).seats[0].chain[0]?.engineId, 'sim/alpha-plus');
+    assert.deepEqual(
+      planSeats(panel, 'plus', 'panel', { ...ctx, simStandIns: false }).seats[0].chain,
+      [],
+      'production: no stand-in at all',
+    );
+  });
+
   it("follows backups to engines that can run, seats the organisation's own-key families on its key, staff on the service's", () => {
     const plan = planSeats(
       panel,
