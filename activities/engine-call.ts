@@ -46,7 +46,7 @@ const HEARTBEAT_EVERY_MS = 2_000;
 /** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
 export const ENGINE_PERMANENT = 'EnginePermanent';
 /** A hedged duplicate not sent: its engine is configured with `hedging: false`. */
-const HEDGE_DECLINED = 'HedgeDeclined';
+export const HEDGE_DECLINED = 'HedgeDeclined';
 
 function keyedFamily(family: Family): ProviderFamily | undefined {
   return family === 'sim' ? undefined : family;
@@ -116,6 +116,8 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
       // A worker stopping past its grace aborts its calls: no verdict on the provider. Handed back as a cancellation,
       // the attempt is retried on another worker (not taken for a permanent failure that moves the seat to its backup).
       if (Context.current().cancellationDetails?.workerShutdown) throw new CancelledFailure('WORKER_SHUTDOWN');
+      // The workflow no longer wants the call (a hedge's loser): a cancellation, not the engine's failure.
+      if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('CANCELLED');
       if (!isEngineError(err)) throw err;
       // Workflow history, receipts and (its reason part) a 503's message take the failure's line; the provider's
       // address and full text stay in the engine layer's log line.

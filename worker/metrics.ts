@@ -3,7 +3,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { ActivityInboundCallsInterceptor, ActivityInterceptorsFactory } from '@temporalio/worker';
 import http from 'node:http';
 import { Counter, Histogram } from 'prom-client';
-import { ENGINE_PERMANENT } from '../activities/engine-call';
+import { ENGINE_PERMANENT, HEDGE_DECLINED } from '../activities/engine-call';
 import type { Engines } from '../engines';
 import type { Logger } from '../infra/log';
 import { DURATION_BUCKETS, metricsAuthorised, processRegistry } from '../infra/metrics';
@@ -26,7 +26,7 @@ const stageDuration = new Histogram({
 
 const engineCalls = new Histogram({
   name: 'quorum_engine_call_duration_seconds',
-  help: 'Engine call attempts by engine family and outcome (ok, retryable, permanent, cancelled, error); _count is the calls',
+  help: 'Engine call attempts by engine family and outcome (ok, retryable, permanent, cancelled, declined, error); _count is the calls',
   labelNames: ['family', 'outcome'] as const,
   buckets: DURATION_BUCKETS,
   registers: [registry],
@@ -76,6 +76,8 @@ function callOutcome(failed: boolean, err: unknown, ctx: ActivityContext): strin
   if (!failed) return 'ok';
   if (err instanceof CancelledFailure || ctx.cancellationSignal.aborted) return 'cancelled';
   if (err instanceof ApplicationFailure && err.type === ENGINE_PERMANENT) return 'permanent';
+  // A hedged duplicate not sent (the engine does not allow hedging): no call was made.
+  if (err instanceof ApplicationFailure && err.type === HEDGE_DECLINED) return 'declined';
   if (err instanceof ApplicationFailure && err.type?.startsWith('Engine_')) return 'retryable';
   return 'error';
 }
