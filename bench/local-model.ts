@@ -10,7 +10,7 @@ import { classificationSchema, judgmentSchema, runVerdictSchema, type ReplySchem
 import { answerLabels, readRunVerdict, runJudgePrompt } from '../domain/run-judging';
 import { createEngines, type Engines } from '../engines';
 import { createLogger } from '../infra/log';
-import { ensureLocalModel, LOCAL_MODEL_NAME, startLocalModel } from '../infra/local-model';
+import { ensureLocalModel, LOCAL_ENGINE_ID, LOCAL_MODEL_NAME, localEnginesFile, startLocalModel } from '../infra/local-model';
 import { machine, round, writeResults } from './results';
 
 /**
@@ -66,7 +66,7 @@ async function readable(engines: Engines, list: readonly Task[], structured: boo
   let ok = 0;
   for (const t of list) {
     const r = await engines.call({
-      engineId: 'local/smollm2',
+      engineId: LOCAL_ENGINE_ID,
       messages: t.messages,
       maxOutputTokens: t.maxOutputTokens,
       reply: structured ? t.reply : undefined,
@@ -103,37 +103,9 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-bench-local-'));
   try {
     const file = path.join(dir, 'engines.json');
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        engines: [
-          {
-            id: 'local/smollm2',
-            protocol: 'openai',
-            base_url: server.baseUrl,
-            model: LOCAL_MODEL_NAME,
-            tier: 'experience',
-            input_usd_per_mtok: 0,
-            output_usd_per_mtok: 0,
-            context_tokens: 4096,
-            max_output_tokens: 1024,
-            backup: 'local/smollm2-twin',
-          },
-          {
-            id: 'local/smollm2-twin',
-            protocol: 'openai',
-            base_url: server.baseUrl,
-            model: LOCAL_MODEL_NAME,
-            tier: 'experience',
-            input_usd_per_mtok: 0,
-            output_usd_per_mtok: 0,
-            context_tokens: 4096,
-            max_output_tokens: 1024,
-            backup: 'local/smollm2',
-          },
-        ],
-      }),
-    );
+    // The staff's own limits (a judge asks for up to 600 tokens), not the demo's 256-token answers.
+    const declared = localEnginesFile(server.baseUrl).engines.map((e) => ({ ...e, max_output_tokens: 1024 }));
+    fs.writeFileSync(file, JSON.stringify({ engines: declared }));
     const engines = createEngines({ env: { QUORUM_ENGINES_FILE: file }, logger: createLogger('bench', () => undefined) });
     const rows: Record<string, unknown>[] = [];
     for (const [staff, list] of Object.entries(tasks())) {
