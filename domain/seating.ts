@@ -60,5 +60,7 @@ export function seatingNow(config: ModeConfig, ctx: PlanningContext): TierSeatin
 /** Real engines of the design a simulated engine would answer for now (none in production, where no stand-in runs). */
 export function simulatedFor(seating: readonly TierSeating[]): string[] {
   const places = seating.flatMap((t) => [...t.seats, ...(t.judge ? [t.judge] : []), ...(t.synthesis ? [t.synthesis] : [])]);
-  return [...new Set(places.filter((p) => !isSimEngine(p.designed) && p.answers !== null && isSimEngine(p.answers)).map((p) => p.designed))];
+  return [
+    ...new Set(places.filter((p) => !isSimEngine(p.designed) && p.answers !== null && isSimEngine(p.answers)).map((p) => p.designed)),
+  ];
 }

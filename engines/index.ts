@@ -224,7 +224,11 @@ export function createEngines(opts: EnginesOptions = {}): Engines {
         overLimit: out.tokensOut > adapterCall.maxOutputTokens,
       };
       if (result.overLimit)
-        log.warn('engine reply longer than its output limit', { engine: s.id, limit: adapterCall.maxOutputTokens, tokensOut: out.tokensOut });
+        log.warn('engine reply longer than its output limit', {
+          engine: s.id,
+          limit: adapterCall.maxOutputTokens,
+          tokensOut: out.tokensOut,
+        });
       log.debug('engine call', {
         engine: s.id,
         finish: result.finish,

@@ -112,7 +112,8 @@ export function metricsInterceptor(engines: Engines): ActivityInterceptorsFactor
         try {
           const result = await next(input);
           observe(false);
-          if (ENGINE_CALLS.has(type) && overLimit(result)) engineOverruns.inc({ family: familyOf(engines, labelsOf(input.args[0]).engineId) });
+          if (ENGINE_CALLS.has(type) && overLimit(result))
+            engineOverruns.inc({ family: familyOf(engines, labelsOf(input.args[0]).engineId) });
           return result;
         } catch (err) {
           observe(true, err);

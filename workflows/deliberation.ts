@@ -152,10 +152,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   });
   if (run.best === null) {
     // Seats and short reasons only: the receipt-less caller reads this; the detail is in the worker's log.
-    return abandon(
-      'mode_unavailable',
-      unavailableMessage(run.seats.filter((s) => !s.latest)),
-    );
+    return abandon('mode_unavailable', unavailableMessage(run.seats.filter((s) => !s.latest)));
   }
 
   const outcome = assembleOutcome({

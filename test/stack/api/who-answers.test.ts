@@ -56,7 +56,9 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
   const logs: string[] = [];
 
   const script = (): Reply =>
-    behaviour === 'up' ? openAiReply({ text: 'Shorter wavelengths scatter more (Rayleigh).', completionTokens: 9 }) : openAiError(500, UPSTREAM_BODY);
+    behaviour === 'up'
+      ? openAiReply({ text: 'Shorter wavelengths scatter more (Rayleigh).', completionTokens: 9 })
+      : openAiError(500, UPSTREAM_BODY);
 
   before(async () => {
     openai = await startOpenAiLoopback(script);
@@ -96,7 +98,10 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
       assert.deepEqual(families(panel), ['openai'], 'only the family that receives the prompt');
       assert.equal('simulated_engines' in panel, false, 'no seat of it runs on sim here');
 
-      const r = await call(api(), 'POST', '/v1/chat/completions', { key: org.ownerKey, body: { model: PANEL[form], messages: USER(PROMPT) } });
+      const r = await call(api(), 'POST', '/v1/chat/completions', {
+        key: org.ownerKey,
+        body: { model: PANEL[form], messages: USER(PROMPT) },
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const requestId = String(r.body.svc?.request_id);
       const receipt = (await call(api(), 'GET', `/v1/receipts/${requestId}`, { key: org.ownerKey })).body.receipt as Obj;
@@ -125,7 +130,10 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
       const org = await newOrg();
       const before = await getBalance(stack().db, org.orgId);
       const seen = logs.length;
-      const r = await call(api(), 'POST', '/v1/chat/completions', { key: org.ownerKey, body: { model: PANEL[form], messages: USER(PROMPT) } });
+      const r = await call(api(), 'POST', '/v1/chat/completions', {
+        key: org.ownerKey,
+        body: { model: PANEL[form], messages: USER(PROMPT) },
+      });
       assert.equal(r.status, 503, JSON.stringify(r.body));
       assert.equal(r.body.error?.code, 'mode_unavailable');
       const message = r.body.error?.message ?? '';
@@ -138,7 +146,10 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
       const failed = logs.slice(seen).filter((l) => l.includes('engine call failed'));
       assert.ok(failed.length >= 3, `${failed.length} failure lines`);
       assert.ok(failed.every((l) => l.includes('inference-7.internal.example') && l.includes('worker pool exhausted')));
-      assert.ok(logs.every((l) => !l.includes(KEYISH)), 'no key in any log line');
+      assert.ok(
+        logs.every((l) => !l.includes(KEYISH)),
+        'no key in any log line',
+      );
     });
   }
 
@@ -188,7 +199,10 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
     const [unavailable, ...more] = receipt.seats_unavailable as { role: string; reason: string }[];
     assert.deepEqual(more, []);
     assert.equal(unavailable.role, 'seat1');
-    assert.match(unavailable.reason, /^openai\/gpt-4\.1: provider error 500 — provider said: worker pool exhausted at \[address\] using token \[redacted\]/);
+    assert.match(
+      unavailable.reason,
+      /^openai\/gpt-4\.1: provider error 500 — provider said: worker pool exhausted at \[address\] using token \[redacted\]/,
+    );
     assert.doesNotMatch(unavailable.reason, /internal\.example|8443|LEAKED/);
     assert.ok(unavailable.reason.length < 250, unavailable.reason);
   });
@@ -224,7 +238,10 @@ describe('errors a caller can read: the OpenAI provider unreachable (connection 
       assert.equal(r.status, 503, JSON.stringify(r.body));
       assert.equal(r.body.error?.code, 'mode_unavailable');
       const message = r.body.error?.message ?? '';
-      assert.equal(message, 'No seat could answer; nothing was billed. seat1, seat2, seat3 — openai/gpt-4.1: provider unreachable (ECONNREFUSED)');
+      assert.equal(
+        message,
+        'No seat could answer; nothing was billed. seat1, seat2, seat3 — openai/gpt-4.1: provider unreachable (ECONNREFUSED)',
+      );
       assertCallerSafe(message);
       assert.equal(retryAfter(r.headers), 20);
       assert.equal(await chargeCount(org.orgId), 0);

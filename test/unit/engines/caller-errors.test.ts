@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
-import { CALLER_MESSAGE_MAX, callerMessage, callerReason, failureLine, unavailableMessage, withoutAddresses } from '../../../domain/caller-errors';
+import {
+  CALLER_MESSAGE_MAX,
+  callerMessage,
+  callerReason,
+  failureLine,
+  unavailableMessage,
+  withoutAddresses,
+} from '../../../domain/caller-errors';
 import { createEngines } from '../../../engines';
 import { OPENAI_TEST_KEY, openAiError, startOpenAiLoopback } from '../../fixtures/providers';
 import { captureLogger, engineFailure, MESSAGES } from './helpers';
@@ -50,16 +57,26 @@ describe('errors a caller can read (issue 27 item 6)', () => {
       const call = { engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 50 };
       const upstream = await engineFailure(createEngines({ env, logger }).call(call));
       assert.equal(upstream.reason, 'provider error 500');
-      assert.match(upstream.line, /^provider error 500 — provider said: upstream worker pool exhausted at \[address\] \(token \[redacted\]\)/);
+      assert.match(
+        upstream.line,
+        /^provider error 500 — provider said: upstream worker pool exhausted at \[address\] \(token \[redacted\]\)/,
+      );
       assert.ok(upstream.line.length < 250);
       assert.match(upstream.message, /inference\.internal:8443/, 'the full detail, for the log');
-      const refused = await engineFailure(
-        createEngines({ env: { ...env, QUORUM_OPENAI_BASE_URL: closed.baseUrl }, logger }).call(call),
+      const refused = await engineFailure(createEngines({ env: { ...env, QUORUM_OPENAI_BASE_URL: closed.baseUrl }, logger }).call(call));
+      assert.deepEqual(
+        [refused.kind, refused.reason, refused.line],
+        ['connection', 'provider unreachable (ECONNREFUSED)', 'provider unreachable (ECONNREFUSED)'],
       );
-      assert.deepEqual([refused.kind, refused.reason, refused.line], ['connection', 'provider unreachable (ECONNREFUSED)', 'provider unreachable (ECONNREFUSED)']);
       assert.match(refused.message, /127\.0\.0\.1:\d+/);
-      assert.ok(lines.some((l) => l.includes('inference.internal:8443')), 'the log has the detail');
-      assert.ok(lines.every((l) => !l.includes(KEYISH)), 'and no key');
+      assert.ok(
+        lines.some((l) => l.includes('inference.internal:8443')),
+        'the log has the detail',
+      );
+      assert.ok(
+        lines.every((l) => !l.includes(KEYISH)),
+        'and no key',
+      );
     } finally {
       await openai.close();
     }
