@@ -216,3 +216,50 @@ export function positionConsistency(pairs: readonly { first: string; second: str
   const flips = pairs.filter((p) => p.first !== p.second).length;
   return { pairs: pairs.length, flips, flipRate: pairs.length === 0 ? 0 : flips / pairs.length };
 }
+
+/** One judgment's score in a paired comparison: the question pairs it with the other run, the cluster groups it. */
+export interface PairedScore {
+  question: string;
+  cluster: string;
+  score: number;
+}
+
+export interface PairedDifference {
+  /** Questions with a readable judgment in both runs; the difference is over these alone. */
+  pairs: number;
+  clusters: number;
+  /** Win rate of `now` minus win rate of `before`, each over its judgments of the paired questions. */
+  difference: number;
+  standardError: number;
+  degreesOfFreedom: number;
+  interval: Interval;
+}
+
+/**
+ * The difference of two runs' win rates on the same questions, with the clustered interval of clusteredWinRate
+ * applied to both at once. With p̂_r = Σy_r/N_r over the paired questions and, per cluster g,
+ * e_g = Σ_{j∈g}(y_now − p̂_now)/N_now − Σ_{j∈g}(y_before − p̂_before)/N_before:
+ * SE² = G/(G−1) · Σ_g e_g² and the interval is D ± t_{G−1} · SE. A question hard for both versions moves both
+ * rates together, and that shared part cancels in e_g, which is why this is narrower than two independent runs'.
+ */
+export function pairedWinRateDifference(now: readonly PairedScore[], before: readonly PairedScore[], confidence = 0.95): PairedDifference {
+  const asked = new Set(before.map((s) => s.question));
+  const inBoth = new Set(now.map((s) => s.question).filter((q) => asked.has(q)));
+  const a = now.filter((s) => inBoth.has(s.question));
+  const b = before.filter((s) => inBoth.has(s.question));
+  const rateA = a.length === 0 ? 0 : a.reduce((t, s) => t + s.score, 0) / a.length;
+  const rateB = b.length === 0 ? 0 : b.reduce((t, s) => t + s.score, 0) / b.length;
+  const residuals = new Map<string, number>();
+  for (const s of a) residuals.set(s.cluster, (residuals.get(s.cluster) ?? 0) + (s.score - rateA) / a.length);
+  for (const s of b) residuals.set(s.cluster, (residuals.get(s.cluster) ?? 0) - (s.score - rateB) / b.length);
+  const g = residuals.size;
+  const difference = rateA - rateB;
+  const base = { pairs: inBoth.size, clusters: g, difference, degreesOfFreedom: Math.max(0, g - 1) };
+  if (g < 2) return { ...base, standardError: 0, interval: { low: -1, high: 1 } };
+  let sumSquares = 0;
+  for (const e of residuals.values()) sumSquares += e * e;
+  const standardError = Math.sqrt((g / (g - 1)) * sumSquares);
+  const half = studentTQuantile((1 + confidence) / 2, g - 1) * standardError;
+  const clampDiff = (x: number): number => Math.min(1, Math.max(-1, x));
+  return { ...base, standardError, interval: { low: clampDiff(difference - half), high: clampDiff(difference + half) } };
+}
