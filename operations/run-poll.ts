@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { findMode } from '../db/repositories/modes';
 import { findRun, type RunRecord } from '../db/repositories/runs';
@@ -14,23 +15,44 @@ export interface RunView {
   progress: RunProgress;
 }
 
+/** What reading runs needs: the operator's CLI has no engines, and may have no Temporal (progress comes from Postgres then). */
+export type RunReadDeps = Pick<OperationDeps, 'db' | 'form'> & { client: Client | undefined };
+
 export async function pollRun(deps: OperationDeps, auth: AuthContext, kind: RunKind, batchId: string): Promise<RunView> {
-  const run = await findRun(deps.db, auth.orgId, batchId);
-  if (!run || run.kind !== kind)
-    throw new QuorumError(
-      deps.form === 'B' ? 'batch_not_found' : 'not_found',
-      `No ${kind === 'test' ? 'test run' : 'certification'} \`${batchId.slice(0, 64)}\` in this organisation.`,
-      {
-        param: 'batch_id',
-      },
-    );
-  const [progress, mode] = await Promise.all([runProgress(deps.client, deps.db, run), findModeById(deps, auth, run)]);
+  return viewOf(deps, auth.orgId, await findOwnRun(deps, auth.orgId, kind, batchId));
+}
+
+/**
+ * The organisation's run of that kind (any kind when absent), or the poll's not-found error: another organisation's
+ * run is not found, exactly like an id that never existed.
+ */
+export async function findOwnRun(
+  deps: Pick<RunReadDeps, 'db' | 'form'>,
+  orgId: string,
+  kind: RunKind | undefined,
+  batchId: string,
+): Promise<RunRecord> {
+  const run = await findRun(deps.db, orgId, batchId);
+  if (run && (kind === undefined || run.kind === kind)) return run;
+  const what = kind === undefined ? 'run' : kind === 'test' ? 'test run' : 'certification';
+  throw new QuorumError(
+    deps.form === 'B' ? 'batch_not_found' : 'not_found',
+    `No ${what} \`${batchId.slice(0, 64)}\` in this organisation.`,
+    {
+      param: 'batch_id',
+    },
+  );
+}
+
+/** A run as the poll shows it: its row, its mode, and its progress (live from its workflow while it runs). */
+export async function viewOf(deps: RunReadDeps, orgId: string, run: RunRecord): Promise<RunView> {
+  const [progress, mode] = await Promise.all([runProgress(deps.client, deps.db, run), findModeById(deps, orgId, run)]);
   // The run may have ended between reading its row and querying its workflow, which reports the end only after its
   // summary is written: read the row again, so an ended run is never shown without its results.
   const ended = ENDED_STATES.includes(progress.state) && !ENDED_STATES.includes(run.state);
-  return { run: (ended && (await findRun(deps.db, auth.orgId, batchId))) || run, mode, progress };
+  return { run: (ended && (await findRun(deps.db, orgId, run.id))) || run, mode, progress };
 }
 
-async function findModeById(deps: OperationDeps, auth: AuthContext, run: RunRecord): Promise<ModeRecord | undefined> {
-  return findMode(deps.db, { orgId: auth.orgId, form: 'A', model: run.modeId });
+async function findModeById(deps: Pick<OperationDeps, 'db'>, orgId: string, run: RunRecord): Promise<ModeRecord | undefined> {
+  return findMode(deps.db, { orgId, form: 'A', model: run.modeId });
 }
