@@ -1,5 +1,6 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { listModesForOrg } from '../db/repositories/modes';
+import { latestCertifications, type ModeCertification } from '../db/repositories/runs';
 import { keyAllowsMode } from '../domain/api-keys';
 import type { ModeConfig, ModeRecord } from '../domain/modes';
 import { seatingNow, simulatedFor, type TierSeating } from '../domain/seating';
@@ -22,6 +23,11 @@ export interface ModelView {
   simulatedEngines: string[];
   /** Why they are simulated: a test key runs on `sim` engines everywhere; a live key only where no key is configured. */
   simulatedBecause: 'test_key' | 'no_credentials';
+  /**
+   * The latest completed certification of the version this caller calls, null when it has none: a certification
+   * measured its version's panel, so an older release's verdict says nothing of this one (docs/api-extensions.md).
+   */
+  certification: ModeCertification | null;
 }
 
 /** The seating's families, and the classifier's when its model runs here (else the heuristic classifies, no provider). */
@@ -48,6 +54,11 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
   );
   const simOnly = auth.mode === 'test';
   const ctx = callPlanningContext(deps.engines, { ownFamilies, simOnly }, deps.env);
+  // One query for every listed mode.
+  const certifications = await latestCertifications(
+    db,
+    modes.map((m) => ({ modeId: m.id, version: m.version })),
+  );
   return Promise.all(
     modes.map(async (mode) => {
       const seating = seatingNow(mode.config, ctx);
@@ -59,6 +70,7 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
         providerFamilies: familiesNow(mode.config, seating, deps),
         simulatedEngines: simulatedFor(seating),
         simulatedBecause: simOnly ? 'test_key' : 'no_credentials',
+        certification: certifications.get(mode.id) ?? null,
       };
     }),
   );

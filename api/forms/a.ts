@@ -3,6 +3,7 @@ import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../../operations/requests/a';
 import { usd, type JsonObject } from './json';
 import {
+  certificationJson,
   completionShape,
   estimateShape,
   receiptEnvelope,
@@ -77,6 +78,7 @@ export const formA: FormSerialiser = {
         },
         providers: view.providerFamilies,
         seating: seatingJson(view),
+        certification: certificationJson(view),
         ...simulatedDisclosure(view),
       },
     };

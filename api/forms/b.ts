@@ -4,6 +4,7 @@ import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../../operations/requests/b';
 import { ceilingUsd, usd, type JsonObject } from './json';
 import {
+  certificationJson,
   completionShape,
   estimateShape,
   ratesJson,
@@ -152,6 +153,7 @@ export const formB: FormSerialiser = {
         },
         provider_families: view.providerFamilies,
         seating: seatingJson(view),
+        certification: certificationJson(view),
         includes_deliberation: mode.config.express !== 'always',
         ...simulatedDisclosure(view),
       },

@@ -20,6 +20,25 @@ export function simulatedDisclosure(v: ModelView): JsonObject {
 }
 
 /**
+ * `svc.certification` of a model listing (issue 28 item 5): the latest completed certification of the version this
+ * caller calls, null when none. `simulated` is a test key's run, which certifies nothing.
+ */
+export function certificationJson(v: ModelView): JsonObject | null {
+  const c = v.certification;
+  return (
+    c && {
+      verdict: c.verdict,
+      lower_bound: c.lowerBound,
+      batch_id: c.runId,
+      completed_at: c.completedAt.toISOString(),
+      mode_version: c.modeVersion,
+      mode_config_hash: c.configHash,
+      simulated: c.simulated,
+    }
+  );
+}
+
+/**
  * `svc.seating` of a model listing: per tier, each seat's designed engine and the one that would answer it now
  * (`answers`, null when none can run here), and the judge and synthesis (null on the express lane, which calls neither).
  */

@@ -200,7 +200,8 @@ const estimateTool = tool({
 
 const listModes = tool({
   name: 'list_modes',
-  description: 'Lists the modes this key can call, with their prices, per-tier rates and the provider families they send data to. Free.',
+  description:
+    'Lists the modes this key can call, with their prices, per-tier rates, the provider families they send data to and each one’s latest certification (`svc.certification`, null when none). Free.',
   input: z.object({}),
   scope: 'models',
   kind: 'forwarded',

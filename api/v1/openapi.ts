@@ -17,6 +17,19 @@ const ErrorBodySchema = z.object({
   svc: z.object({ request_id: z.string().nullable() }).optional(),
 });
 
+/** `svc.certification` of a `/v1/models` entry and of `list_modes` (null when the version called has none). */
+const ModeCertificationSchema = z
+  .object({
+    verdict: z.enum(['certified', 'provisional', 'not_certified']),
+    lower_bound: z.number().nullable().describe("The 95% interval's lower bound of the win rate the verdict was read from."),
+    batch_id: z.string().describe('The certification run (`GET /v1/certify?batch_id=`).'),
+    completed_at: z.string().describe('ISO 8601.'),
+    mode_version: z.number().int(),
+    mode_config_hash: z.string(),
+    simulated: z.boolean().describe("A test key's run on `sim` engines: it certifies nothing."),
+  })
+  .nullable();
+
 /** JSON Schema (draft 2020-12, which OpenAPI 3.1 uses natively) of what a request schema accepts. */
 function schemaOf(schema: z.ZodType): JsonObject {
   const doc = { ...(z.toJSONSchema(schema, { io: 'input' }) as JsonObject) };
@@ -54,6 +67,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         RunAccepted: schemaOf(LaunchSchema),
         TestRunPoll: schemaOf(TestPollSchema),
         CertificationPoll: schemaOf(CertifyPollSchema),
+        ModeCertification: schemaOf(ModeCertificationSchema),
         // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
         ModeSpec: schemaOf(ModeSpecDocSchema),
       },
@@ -75,7 +89,13 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         },
       },
       '/v1/models': {
-        get: { operationId: 'listModels', responses: { '200': ok('`{object: list, data}` of callable modes.'), ...errors(...ALWAYS) } },
+        get: {
+          operationId: 'listModels',
+          responses: {
+            '200': ok('`{object: list, data}` of callable modes; each `svc.certification` is a `ModeCertification`.'),
+            ...errors(...ALWAYS),
+          },
+        },
       },
       '/v1/receipts/{request_id}': {
         get: {

@@ -16,6 +16,7 @@ import {
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
 import type { AuthContext } from '../../../db/repositories/api-keys';
 import type { Membership } from '../../../db/repositories/people';
+import { latestCertifications, type ModeCertification } from '../../../db/repositories/runs';
 import { QuorumError } from '../../../domain/errors';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { microsToUsd } from '../../../domain/money';
@@ -53,6 +54,16 @@ const DONE: Readonly<Record<Done, (m: ModeDetail) => string>> = {
   invited: () => 'Invitation recorded: the organisation may call the lab version.',
   published: (m) => `Listed in the marketplace at version ${m.listing?.version ?? m.version}.`,
 };
+
+/** The current version's latest certification: verdict, lower bound, date and its run; a test key's marked simulated. */
+function certificationCell(c: ModeCertification | undefined): Html {
+  if (!c) return html`<span class="certification">not certified yet</span>`;
+  const bound = c.lowerBound === null ? '' : `, lower bound ${c.lowerBound.toFixed(3)}`;
+  return html`<span class="certification"
+    >${c.verdict}${bound}, ${c.completedAt.toISOString().slice(0, 10)}${c.simulated ? ' (simulated)' : ''}
+    <a href="/console/runs/${encodeURIComponent(c.runId)}">run</a></span
+  >`;
+}
 
 /** A new mode starts from the template without its name and ticker, which are the author's to choose. */
 function blankSpec(): Spec {
@@ -133,6 +144,10 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
   router.get('/modes', async (ctx) => {
     const { org } = requireOrg(ctx);
     const modes = await listOrganisationModes(authoring(org).deps, org.orgId);
+    const certified = await latestCertifications(
+      deps.db,
+      modes.filter((m) => m.state === 'released').map((m) => ({ modeId: m.mode_id, version: m.version })),
+    );
     page(
       ctx,
       'Modes',
@@ -149,6 +164,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
                     <th class="num">Version</th>
                     <th>mode_config_hash</th>
                     <th>Listing</th>
+                    <th>Certification</th>
                     <th>Lab model</th>
                   </tr>
                 </thead>
@@ -164,6 +180,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
                         <td>
                           ${m.listing ? `${m.listing.state}${m.listing.version ? ` (version ${m.listing.version})` : ''}` : 'not listed'}
                         </td>
+                        <td>${certificationCell(certified.get(m.mode_id))}</td>
                         <td>${m.lab_model ? html`<code>${m.lab_model}</code>` : '—'}</td>
                       </tr>`,
                   )}

@@ -31,8 +31,9 @@ export async function untilEnded(api: Api, key: string, kind: 'tests' | 'certify
 }
 
 /**
- * A completed certification's row with a `certified` verdict (and the coverage one needs), for a test of what reads
- * verdicts: a row, not a run, so nothing is charged for it (the suite's audit reads it).
+ * A completed certification's row with a `certified` verdict (or the one given, and then its lower bound) and the
+ * coverage one needs, for a test of what reads verdicts: a row, not a run, so nothing is charged for it (the suite's
+ * audit reads it). Returns its id.
  */
 export async function certifiedRow(row: {
   orgId: string;
@@ -40,11 +41,14 @@ export async function certifiedRow(row: {
   ticker: string;
   version: number;
   keyMode?: 'live' | 'test';
-}): Promise<void> {
+  verdict?: { verdict: 'certified' | 'provisional' | 'not_certified'; lowerBound: number; finishedAt: Date };
+}): Promise<string> {
+  const id = randomUUID();
+  const v = row.verdict;
   await stack()
     .db('runs')
     .insert({
-      id: randomUUID(),
+      id,
       org_id: row.orgId,
       kind: 'certification',
       workflow_id: `cert/${row.orgId}/${randomUUID()}`,
@@ -59,7 +63,12 @@ export async function certifiedRow(row: {
       billed_micros: 0,
       estimated_minutes: 150,
       state: 'completed',
-      summary: JSON.stringify({ verdict: 'certified', coverage: { met: true } }),
-      finished_at: new Date(),
+      summary: JSON.stringify({
+        verdict: v?.verdict ?? 'certified',
+        coverage: { met: true },
+        ...(v ? { overall: { winRate: { interval: { low: v.lowerBound } } } } : {}),
+      }),
+      finished_at: v?.finishedAt ?? new Date(),
     });
+  return id;
 }
