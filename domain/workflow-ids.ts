@@ -13,6 +13,8 @@ export const workflowIds = {
   certification: (orgId: string, key: string): string => `cert/${orgId}/${key}`,
   /** One question of a run: a child whose id derives from its parent's. */
   question: (runWorkflowId: string, questionId: string): string => `${runWorkflowId}/q/${questionId}`,
+  /** The completion callback of a run (issue 28 item 6): one delivery per run, a child whose id derives from its run's. */
+  runCallback: (runWorkflowId: string): string => `${runWorkflowId}/callback`,
   /**
    * The run an advisor quote launches; approving twice finds the same workflow. `attempt` counts launches of the
    * quote that definitely failed (credited back), so a later approval never collides with a half-started one.

@@ -4,6 +4,7 @@ import {
   continueAsNew,
   executeChild,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -16,6 +17,7 @@ import { endStateOf, type RunSummary } from '../domain/run-summary';
 import { emptyCounts, totalQuestions, type RunProgress } from '../domain/runs';
 import { workflowIds } from '../domain/workflow-ids';
 import { questionWorkflow } from './question';
+import { announceRunEnd } from './run-callback';
 import { admissionQuery, cancelSignal, progressQuery } from './messages';
 import { QuorumStatus } from './search-attributes';
 
@@ -37,6 +39,8 @@ export interface BenchmarkInput extends RunRef {
    * launched before the charge became the workflow's step (their API wrote both before starting them).
    */
   launch?: RunLaunch;
+  /** Where to POST the signed `run.ended` event once the run ends (issue 28 item 6), with its retries' first wait. */
+  callback?: { url: string; retryInitialMs: number };
 }
 
 const DEFAULT_HISTORY_LIMIT = 2_000;
@@ -80,6 +84,8 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
     const ended = endStateOf(input.kind, state, summary);
     progress.state = ended;
     upsertSearchAttributes([{ key: QuorumStatus, value: ended }]);
+    // After the end is written, so the poll never waits on a receiver; runs launched before callbacks replay without it.
+    if (input.callback && patched('run-end-callback')) await announceRunEnd({ runId: input.runId, orgId: input.orgId, ...input.callback });
     return summary;
   };
 

@@ -3,3 +3,4 @@ export * from './trial-credit';
 export * from './deliberation';
 export * from './benchmark';
 export * from './question';
+export { runCallbackWorkflow } from './run-callback';
