@@ -59,6 +59,8 @@ export const ERROR_TABLE = {
   price_unavailable: e(400, 'invalid_request_error'),
   launch_refused: e(400, 'invalid_request_error'),
   listing_required: e(400, 'invalid_request_error'),
+  // Additive (issue 28 item 6): a run's `svc.callback_url` that production will not send to (SSRF).
+  callback_url_refused: e(400, 'invalid_request_error'),
   // 404 / 405
   model_not_found: e(404, 'invalid_request_error'),
   receipt_not_found: e(404, 'invalid_request_error'),
