@@ -15,6 +15,10 @@ export interface RunSettings {
   quoteTtlSeconds?: number;
   /** Advisor quotes need chat history; a deployment that keeps none answers `chat_history_required` (default on). */
   chatHistory?: boolean;
+  /** A run's completion callback: the first retry's wait (QUORUM_CALLBACK_RETRY_MS; tests shorten it). */
+  callbackRetryMs?: number;
+  /** Refuse callback URLs that resolve inside the deployment's networks (SSRF): production's rule. */
+  publicCallbacksOnly?: boolean;
 }
 
 /**
@@ -30,6 +34,8 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
 };
 export const LAUNCH_RETRY_AFTER_S = 3_600;
 export const DEFAULT_QUOTE_TTL_S = 86_400;
+/** 10 s, doubling to an hour between tries (workflows/run-callback.ts): a receiver back within minutes hears at once. */
+export const DEFAULT_CALLBACK_RETRY_MS = 10_000;
 
 export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
   const positive = (name: string, fallback: number): number => {
@@ -43,6 +49,8 @@ export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
     hedgeAfterMs: env.QUORUM_RUN_HEDGE_MS === '0' ? 0 : positive('QUORUM_RUN_HEDGE_MS', DEFAULT_HEDGE_AFTER_MS),
     quoteTtlSeconds: positive('QUORUM_QUOTE_TTL_S', DEFAULT_QUOTE_TTL_S),
     chatHistory: env.QUORUM_CHAT_HISTORY !== 'off',
+    callbackRetryMs: positive('QUORUM_CALLBACK_RETRY_MS', DEFAULT_CALLBACK_RETRY_MS),
+    publicCallbacksOnly: env.QUORUM_ENV === 'production',
   };
 }
 
