@@ -6,11 +6,14 @@ import { verdictScore } from './run-judging';
 import {
   clusteredWinRate,
   fleissKappa,
+  pairedWinRateDifference,
   positionConsistency,
   verdictFor,
   wilsonInterval,
   type CertificationVerdict,
   type Interval,
+  type PairedDifference,
+  type PairedScore,
   type WinRateSummary,
 } from './statistics';
 
@@ -109,10 +112,22 @@ function accuracy(correct: number, n: number): Accuracy {
   return { correct, n, rate: n === 0 ? 0 : correct / n, interval: wilsonInterval(correct, n) };
 }
 
-function group(results: readonly QuestionResult[]): ResultGroup {
-  const scores = results.flatMap((r) =>
-    r.judgments.flatMap((j) => (j.verdict === null ? [] : [{ cluster: r.questionId, score: verdictScore(j.verdict) }])),
+/** Every readable verdict's score, the question its cluster (as the run's own interval has it). */
+function judgedScores(results: readonly QuestionResult[]): PairedScore[] {
+  return results.flatMap((r) =>
+    r.judgments.flatMap((j) =>
+      j.verdict === null ? [] : [{ question: r.questionId, cluster: r.questionId, score: verdictScore(j.verdict) }],
+    ),
   );
+}
+
+/** A paired re-run against the run whose questions it ran: the difference of win rates, question by question. */
+export function pairedComparison(now: readonly QuestionResult[], before: readonly QuestionResult[]): PairedDifference {
+  return pairedWinRateDifference(judgedScores(now), judgedScores(before));
+}
+
+function group(results: readonly QuestionResult[]): ResultGroup {
+  const scores = judgedScores(results);
   return {
     questions: results.length,
     judgments: scores.length,

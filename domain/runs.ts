@@ -37,6 +37,8 @@ export interface RunSpec {
   /** An organisation's imported set; null: questions generated fresh from `seed`. */
   questionSetId: string | null;
   seed: number;
+  /** A paired re-run: the earlier run whose counts, set and seed these are; its poll reports the paired difference. */
+  sameQuestionsAs?: string;
 }
 
 /** Spec 02 "Limits". */

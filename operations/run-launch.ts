@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { findMode, isListed } from '../db/repositories/modes';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
-import { failLaunch, findRunByKey, markRunQueued, questionsForRun, type NewRun, type RunRecord } from '../db/repositories/runs';
+import { failLaunch, findRun, findRunByKey, markRunQueued, questionsForRun, type NewRun, type RunRecord } from '../db/repositories/runs';
 import { keyAllowsMode } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import { canonicalHash } from '../domain/canonical-json';
@@ -104,6 +104,24 @@ async function resolveOwnMode(deps: OperationDeps, auth: AuthContext, model: str
   if (!keyAllowsMode(auth.allowedModes, mode.id) && !keyAllowsMode(auth.allowedModes, mode.ticker))
     throw new QuorumError('insufficient_scope', `This key is limited to other modes than \`${model}\`.`, { param: 'model' });
   return mode;
+}
+
+/**
+ * A paired re-run's questions (issue 28 item 4): those of the organisation's earlier run, fixed by its spec (counts,
+ * set, seed) from its launch on, whatever its state; imported sets are never changed, so the seed draws them again.
+ */
+async function pairedSpec(
+  deps: OperationDeps,
+  auth: AuthContext,
+  batchId: string,
+): Promise<Pick<RunSpec, 'counts' | 'questionSetId' | 'seed'>> {
+  const earlier = await findRun(deps.db, auth.orgId, batchId);
+  if (!earlier)
+    throw new QuorumError(deps.form === 'B' ? 'batch_not_found' : 'not_found', `No run \`${batchId.slice(0, 64)}\` in this organisation.`, {
+      param: 'svc.same_questions_as',
+    });
+  const { counts, questionSetId, seed } = earlier.spec;
+  return { counts, questionSetId, seed };
 }
 
 async function runQuestions(deps: OperationDeps, auth: AuthContext, spec: RunSpec): Promise<Question[]> {
@@ -224,8 +242,12 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
   const mode = await resolveOwnMode(deps, auth, request.model);
   const fingerprint = launchFingerprint(kind, request);
   const day = new Date().toISOString().slice(0, 10);
-  const seed = opts.seed ?? launchSeed(auth, kind, fingerprint, day);
-  const spec: RunSpec = kind === 'certification' ? certificationSpec(seed) : testRunSpec(request, seed);
+  const paired = request.sameQuestionsAs === undefined ? null : await pairedSpec(deps, auth, request.sameQuestionsAs);
+  const seed = paired?.seed ?? opts.seed ?? launchSeed(auth, kind, fingerprint, day);
+  const spec: RunSpec =
+    kind === 'certification'
+      ? certificationSpec(seed)
+      : { ...testRunSpec(request, seed), ...(paired && { ...paired, sameQuestionsAs: request.sameQuestionsAs }) };
   const questions = await runQuestions(deps, auth, spec);
   const price = kind === 'certification' ? CERTIFICATION.priceMicros : await testRunPrice(deps, auth, mode, spec, questions);
   // A test key's run is simulated and bills nothing, as its completions do.

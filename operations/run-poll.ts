@@ -7,19 +7,24 @@ import type { ModeRecord } from '../domain/modes';
 import { ENDED_STATES, type RunKind, type RunProgress } from '../domain/runs';
 import { runProgress } from '../starters/runs';
 import type { OperationDeps } from './deps';
+import { pairedView, type PairedView } from './run-paired';
 
 /** Polling a run (GET /v1/tests, GET /v1/certify): progress while it is live, its results once it has ended. */
 export interface RunView {
   run: RunRecord;
   mode: ModeRecord | undefined;
   progress: RunProgress;
+  /** The poll's, of a run launched with `svc.same_questions_as`. */
+  paired?: PairedView;
 }
 
 /** What reading runs needs: the operator's CLI has no engines, and may have no Temporal (progress comes from Postgres then). */
 export type RunReadDeps = Pick<OperationDeps, 'db' | 'form'> & { client: Client | undefined };
 
 export async function pollRun(deps: OperationDeps, auth: AuthContext, kind: RunKind, batchId: string): Promise<RunView> {
-  return viewOf(deps, auth.orgId, await findOwnRun(deps, auth.orgId, kind, batchId));
+  const run = await findOwnRun(deps, auth.orgId, kind, batchId);
+  const [view, paired] = await Promise.all([viewOf(deps, auth.orgId, run), pairedView(deps, run)]);
+  return paired ? { ...view, paired } : view;
 }
 
 /**

@@ -4,6 +4,7 @@ import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
 import { runTiming, SIMULATED_RUN_NOTE, type RunKind } from '../../domain/runs';
 import { statusPath, type LaunchView } from '../../operations/run-launch';
+import type { PairedView } from '../../operations/run-paired';
 import type { RunView } from '../../operations/run-poll';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
 import { usd, type Json, type JsonObject } from './json';
@@ -69,6 +70,21 @@ function certification(s: RunSummary | null): JsonObject | null {
   };
 }
 
+/** `svc.paired` (issue 28 item 4): no difference or interval before two questions are judged in both runs. */
+function paired({ against, difference: d }: PairedView): JsonObject {
+  const shown = d.clusters >= 2;
+  return {
+    against,
+    pairs: d.pairs,
+    difference: shown ? round4(d.difference) : null,
+    ci_low: shown ? round4(d.interval.low) : null,
+    ci_high: shown ? round4(d.interval.high) : null,
+    confidence: 0.95,
+    standard_error: shown ? round4(d.standardError) : null,
+    degrees_of_freedom: d.degreesOfFreedom,
+  };
+}
+
 /** Why a run's results are short of what it was paid for: no readable verdict, or too few judged questions. */
 function coverageWarnings(kind: RunKind, s: RunSummary | null): string[] {
   const c = s?.coverage;
@@ -107,7 +123,7 @@ export function runSerialiser(names: RunNames): RunSerialiser {
   return {
     launch,
     ...advisorSerialiser(names, launch),
-    poll({ run, mode, progress }) {
+    poll({ run, mode, progress, paired: pairing }) {
       const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
       const { elapsedMs, leftMs } = runTiming({ progress, finishedAt: run.finishedAt, estimatedMinutes: run.estimatedMinutes }, Date.now());
       const s = run.summary;
@@ -172,7 +188,8 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         ],
         error: run.errorCode ? { code: run.errorCode, message: run.errorMessage } : null,
       };
-      if (run.kind === 'test') return { ok: true, batch };
+      // Only a test run can be paired (a certification draws fresh questions).
+      if (run.kind === 'test') return { ok: true, batch, ...(pairing && { svc: { paired: paired(pairing) } }) };
       return { ok: true, batch, certification: certification(s) };
     },
   };

@@ -28,7 +28,17 @@ export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
       .optional()
       .describe('Default `pairwise` (mode vs baseline); `plurality` adds each seat engine alone.'),
     dry_run: z.boolean().optional().describe('Price and duration only; nothing starts or is charged.'),
-    svc: z.object({ question_set: z.string().optional().describe('An imported question set (`quorum questions import`).') }).optional(),
+    svc: z
+      .object({
+        question_set: z.string().optional().describe('An imported question set (`quorum questions import`).'),
+        same_questions_as: z
+          .uuid()
+          .optional()
+          .describe(
+            `A paired re-run: exactly the questions of this earlier run of the organisation (404 otherwise), on the mode as it is now; the poll reports \`svc.paired\`. Not with \`${form === 'A' ? 'buckets' : 'questions'}\` or \`svc.question_set\` (400).`,
+          ),
+      })
+      .optional(),
   };
   const buckets = z
     .object({
@@ -177,5 +187,23 @@ export const CertificationSchema = z.object({
   ladder: z.record(z.string(), z.string()),
 });
 
-export const TestPollSchema = z.object({ ok: z.boolean(), batch: BatchSchema });
+/** A paired re-run's difference from the run it named (issue 28 item 4). */
+export const PairedSchema = z.object({
+  against: z.uuid().describe('The run named in `svc.same_questions_as`.'),
+  pairs: z.number().int().describe('Questions with a readable verdict in both runs; the difference is over these.'),
+  difference: z.number().nullable().describe('This run’s win rate minus the other’s on the paired questions; null below two pairs.'),
+  ci_low: z.number().nullable(),
+  ci_high: z
+    .number()
+    .nullable()
+    .describe('95% interval, clustered by question over both runs’ judgments (G/(G−1) correction, t with G−1 degrees of freedom).'),
+  confidence: z.number(),
+  standard_error: z.number().nullable(),
+  degrees_of_freedom: z.number().int(),
+});
+export const TestPollSchema = z.object({
+  ok: z.boolean(),
+  batch: BatchSchema,
+  svc: z.object({ paired: PairedSchema }).optional().describe('Only on a run launched with `svc.same_questions_as`.'),
+});
 export const CertifyPollSchema = z.object({ ok: z.boolean(), batch: BatchSchema, certification: CertificationSchema.nullable() });

@@ -20,6 +20,8 @@ export interface RunRequest {
   tiers: Tier[];
   punchUp: boolean;
   questionSetId: string | null;
+  /** A paired re-run: the questions (counts, set and seed) of this earlier run of the organisation. */
+  sameQuestionsAs?: string;
 }
 
 /** Form B names the buckets by difficulty; `light` is `easy` there. */
@@ -128,20 +130,46 @@ function boolean(raw: unknown, field: string, code: ErrorCode): boolean {
   return raw as boolean;
 }
 
-function questionSet(body: Record<string, unknown>): string | null {
+function svcOf(body: Record<string, unknown>): Record<string, unknown> {
   const svc = body.svc;
-  if (svc === undefined || svc === null) return null;
+  if (svc === undefined || svc === null) return {};
   if (!isObject(svc)) return fail('invalid_request', '`svc` must be an object.', 'svc');
-  const id = svc.question_set;
+  return svc;
+}
+
+function questionSet(body: Record<string, unknown>): string | null {
+  const id = svcOf(body).question_set;
   if (id === undefined || id === null) return null;
   if (typeof id !== 'string' || !/^qs_[A-Za-z0-9]{1,64}$/.test(id))
     return fail('invalid_request', '`svc.question_set` must be a question set id (`qs_…`).', 'svc.question_set');
   return id;
 }
 
+/**
+ * `svc.same_questions_as` (both Forms): the earlier run's questions, so its counts and set come from that run and
+ * the request's own question options would contradict it.
+ */
+function sameQuestionsAs(body: Record<string, unknown>, form: Form): string | undefined {
+  const id = svcOf(body).same_questions_as;
+  if (id === undefined || id === null) return undefined;
+  if (typeof id !== 'string' || id.length === 0 || id.length > 64)
+    return fail('invalid_request', '`svc.same_questions_as` must be the `batch_id` of an earlier run.', 'svc.same_questions_as');
+  const own = form === 'A' ? ['buckets'] : ['questions', 'buckets'];
+  const clash = [...own.filter((f) => body[f] !== undefined), ...(questionSet(body) === null ? [] : ['svc.question_set'])];
+  if (clash.length > 0)
+    fail(
+      'invalid_request',
+      `\`svc.same_questions_as\` runs that run's questions, so it cannot be combined with \`${clash[0]}\`; send one or the other.`,
+      clash[0],
+    );
+  return id;
+}
+
 export function parseTestRunRequest(form: Form, body: Record<string, unknown>): RunRequest {
   const m = model(body);
-  const c = questionCounts(body, form);
+  const paired = sameQuestionsAs(body, form);
+  // A paired run's counts are the earlier run's (operations/run-launch.ts reads them).
+  const c = paired === undefined ? questionCounts(body, form) : emptyCounts();
   const j = judges(body.judges, form);
   const repeats = body.judge_repeats ?? 1;
   if (!isWhole(repeats) || repeats < RUN_LIMITS.repeatsMin || repeats > RUN_LIMITS.repeatsMax)
@@ -160,10 +188,18 @@ export function parseTestRunRequest(form: Form, body: Record<string, unknown>): 
     tiers: form === 'B' ? tiers(body.tiers) : ['plus'],
     punchUp: form === 'B' ? boolean(body.punch_up, 'punch_up', 'invalid_punch_up') : false,
     questionSetId: questionSet(body),
+    ...(paired === undefined ? {} : { sameQuestionsAs: paired }),
   };
 }
 
 export function parseCertifyRequest(body: Record<string, unknown>): { model: string; dryRun: boolean } {
+  // A certification's questions are drawn fresh at launch, so they cannot have been seen, or tuned to, before.
+  if (isObject(body.svc) && body.svc.same_questions_as !== undefined)
+    fail(
+      'invalid_request',
+      'A certification draws fresh questions; `svc.same_questions_as` is for test runs (`POST /v1/tests`).',
+      'svc.same_questions_as',
+    );
   return { model: model(body), dryRun: boolean(body.dry_run, 'dry_run', 'invalid_request') };
 }
 
