@@ -124,6 +124,8 @@ export interface QuestionResult {
   bucket: Bucket;
   tier: Tier;
   cluster: string;
+  /** The question as asked; absent on rows written before 2026-11-25 (their reads derive it: operations/run-questions.ts). */
+  question?: string;
   reference: string;
   modeAnswer: string;
   baselineAnswer: string;

@@ -157,6 +157,7 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
     bucket: q.bucket,
     tier: tierPlan.tier,
     cluster: q.cluster,
+    question: q.question,
     reference: q.answer,
     modeAnswer: modeAnswer.slice(0, STORED_ANSWER_CHARS),
     baselineAnswer: baselineAnswer.slice(0, STORED_ANSWER_CHARS),

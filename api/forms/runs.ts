@@ -6,6 +6,7 @@ import { runTiming, SIMULATED_RUN_NOTE, type RunKind } from '../../domain/runs';
 import { statusPath, type LaunchView } from '../../operations/run-launch';
 import type { PairedView } from '../../operations/run-paired';
 import type { RunView } from '../../operations/run-poll';
+import type { QuestionPageView, RunQuestionView } from '../../operations/run-questions';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
 import { usd, type Json, type JsonObject } from './json';
 import type { RunNames } from './names';
@@ -17,6 +18,10 @@ import type { RunNames } from './names';
 export interface RunSerialiser extends AdvisorSerialiser {
   launch(view: LaunchView, baseUrl: string): JsonObject;
   poll(view: RunView): JsonObject;
+  /** The poll's `questions` list (`include=questions`). */
+  questions(page: QuestionPageView): JsonObject;
+  /** One question's record: an item of that list, or a line of `format=jsonl`. */
+  question(view: RunQuestionView, includeTranscript: boolean): JsonObject;
 }
 
 const round4 = (x: number): number => Math.round(x * 10_000) / 10_000;
@@ -85,6 +90,33 @@ function paired({ against, difference: d }: PairedView): JsonObject {
   };
 }
 
+/**
+ * One question of a run as stored: its answers' texts only on request (their length always), each judge's verdict
+ * on the mode's answer per repeat with the order it was shown the answers in, exact-answer correctness as the
+ * question's checker read it when the run recorded it, what the engines cost, and the question's wall time.
+ */
+function questionRecord(names: RunNames, { result: r, question }: RunQuestionView, includeTranscript: boolean): JsonObject {
+  return {
+    id: r.questionId,
+    bucket: names.bucket[r.bucket],
+    tier: r.tier,
+    cluster: r.cluster,
+    question,
+    reference_answer: r.reference,
+    mode_answer: includeTranscript ? r.modeAnswer : null,
+    mode_answer_chars: r.modeAnswer.length,
+    mode_correct: r.modeCorrect,
+    baseline_engine: r.baselineEngine,
+    baseline_answer: includeTranscript ? r.baselineAnswer : null,
+    baseline_answer_chars: r.baselineAnswer.length,
+    baseline_correct: r.baselineCorrect,
+    judgments: r.judgments.map((j) => ({ judge: j.slot, engine: j.engineId, repeat: j.repeat, order: j.order, verdict: j.verdict })),
+    recusals: r.recusals.map((x) => ({ slot: x.slot, engine: x.engineId, replaced_by: x.replacedBy })),
+    cost_usd: usd(r.costMicros),
+    latency_ms: r.latencyMs,
+  };
+}
+
 /** Why a run's results are short of what it was paid for: no readable verdict, or too few judged questions. */
 function coverageWarnings(kind: RunKind, s: RunSummary | null): string[] {
   const c = s?.coverage;
@@ -123,6 +155,14 @@ export function runSerialiser(names: RunNames): RunSerialiser {
   return {
     launch,
     ...advisorSerialiser(names, launch),
+    question: (view, includeTranscript) => questionRecord(names, view, includeTranscript),
+    questions: (page) => ({
+      object: 'list',
+      data: page.questions.map((q) => questionRecord(names, q, page.includeTranscript)),
+      first_id: page.questions[0]?.result.questionId ?? null,
+      last_id: page.questions.at(-1)?.result.questionId ?? null,
+      has_more: page.hasMore,
+    }),
     poll({ run, mode, progress, paired: pairing }) {
       const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
       const { elapsedMs, leftMs } = runTiming({ progress, finishedAt: run.finishedAt, estimatedMinutes: run.estimatedMinutes }, Date.now());

@@ -4,7 +4,15 @@ import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../../operations/requests/common';
 import type { JsonObject } from '../forms/json';
-import { CertifyPollSchema, CertifyRequestSchema, LaunchSchema, TestPollSchema, testRunRequestSchema } from './run-resources';
+import {
+  CertifyPollSchema,
+  CertifyRequestSchema,
+  LaunchSchema,
+  RUN_QUESTION_PARAMETERS,
+  RunQuestionSchema,
+  TestPollSchema,
+  testRunRequestSchema,
+} from './run-resources';
 
 /** The error body every failure uses (spec 01 "Error body"); documented from the same table that builds it. */
 const ErrorBodySchema = z.object({
@@ -42,6 +50,14 @@ const json = (schema: JsonObject): JsonObject => ({ 'application/json': { schema
 const ok = (description: string): JsonObject => ({ description, content: json({ type: 'object' }) });
 const okOf = (description: string, ref: string): JsonObject => ({ description, content: json({ $ref: `#/components/schemas/${ref}` }) });
 const batchId = { name: 'batch_id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } };
+/** A run's poll, or with `format=jsonl` its questions one a line. */
+const pollOk = (description: string, ref: string): JsonObject => ({
+  description,
+  content: {
+    ...json({ $ref: `#/components/schemas/${ref}` }),
+    'application/x-ndjson': { schema: { $ref: '#/components/schemas/RunQuestion' } },
+  },
+});
 /** The failure statuses an operation may answer (spec 01 per endpoint, plus 413 for an oversized body), each in the error shape. */
 const errors = (...statuses: number[]): JsonObject =>
   Object.fromEntries(
@@ -67,6 +83,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         RunAccepted: schemaOf(LaunchSchema),
         TestRunPoll: schemaOf(TestPollSchema),
         CertificationPoll: schemaOf(CertifyPollSchema),
+        RunQuestion: schemaOf(RunQuestionSchema),
         ModeCertification: schemaOf(ModeCertificationSchema),
         // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
         ModeSpec: schemaOf(ModeSpecDocSchema),
@@ -122,8 +139,8 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         },
         get: {
           operationId: 'getTestRun',
-          parameters: [batchId],
-          responses: { '200': okOf('Progress, and results once the run has ended.', 'TestRunPoll'), ...errors(...ALWAYS, 400, 404) },
+          parameters: [batchId, ...RUN_QUESTION_PARAMETERS],
+          responses: { '200': pollOk('Progress, and results once the run has ended.', 'TestRunPoll'), ...errors(...ALWAYS, 400, 404) },
         },
       },
       '/v1/certify': {
@@ -141,9 +158,9 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         },
         get: {
           operationId: 'getCertification',
-          parameters: [batchId],
+          parameters: [batchId, ...RUN_QUESTION_PARAMETERS],
           responses: {
-            '200': okOf('Progress, and the verdict once the run has ended.', 'CertificationPoll'),
+            '200': pollOk('Progress, and the verdict once the run has ended.', 'CertificationPoll'),
             ...errors(...ALWAYS, 400, 404),
           },
         },

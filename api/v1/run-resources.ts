@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JUDGE_SLOTS, JUDGING_PROTOCOLS } from '../../domain/run-judging';
 import { BATCH_STATES, RUN_KINDS, RUN_LIMITS } from '../../domain/runs';
+import { QUESTION_PAGE } from '../../operations/run-questions';
 
 /**
  * The run resources of spec 02 as JSON Schema for the OpenAPI document: the request bodies (which the parsers in
@@ -84,6 +85,75 @@ const group = z.object({
   mode_accuracy: accuracy,
   baseline_accuracy: accuracy,
 });
+
+/** A run's question as `include=questions` lists it and `format=jsonl` streams it (issue 28 item 3). */
+export const RunQuestionSchema = z.object({
+  id: z.string(),
+  bucket: z.string().describe('`light`, `medium`, `hard` (Form A); `easy`, `medium`, `hard` (Form B).'),
+  tier: z.string(),
+  cluster: z.string().describe('The template the question came from: the statistics cluster by it.'),
+  question: z.string().nullable().describe('The prompt as asked; null only for an older run whose question can no longer be derived.'),
+  reference_answer: z.string(),
+  mode_answer: z.string().nullable().describe('With `include_transcript=true` (stored up to 4,000 characters); else null.'),
+  mode_answer_chars: z.number().int(),
+  mode_correct: z.boolean().describe('The final answer matched `reference_answer` (exact-answer check when the question was recorded).'),
+  baseline_engine: z.string(),
+  baseline_answer: z.string().nullable().describe('With `include_transcript=true`; else null.'),
+  baseline_answer_chars: z.number().int(),
+  baseline_correct: z.boolean(),
+  judgments: z
+    .array(
+      z.object({
+        judge: z.enum(JUDGE_SLOTS),
+        engine: z.string(),
+        repeat: z.number().int(),
+        order: z
+          .array(z.number().int())
+          .describe(
+            'The answers as the judge saw them, first to last: 0 is the mode’s, 1 the baseline’s (`plurality`: 1… are the seat engines’ own first answers).',
+          ),
+        verdict: z
+          .enum(['win', 'tie', 'loss'])
+          .nullable()
+          .describe('For the mode’s answer; null when the reply was not a readable verdict.'),
+      }),
+    )
+    .describe('Judges × repeats.'),
+  recusals: z.array(z.object({ slot: z.enum(JUDGE_SLOTS), engine: z.string(), replaced_by: z.string().nullable() })),
+  cost_usd: z.number().describe('What the engines cost for this question (the run itself was billed up front).'),
+  latency_ms: z.number().int().describe('From the question’s start to its last judge’s verdict.'),
+});
+
+const QuestionPageSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(RunQuestionSchema),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable().describe('Pass as `after` for the next page.'),
+    has_more: z.boolean(),
+  })
+  .optional()
+  .describe('With `include=questions`: questions in the order they were recorded; a live run’s so far.');
+
+/** The poll's per-question parameters (OpenAPI parameter objects). */
+export const RUN_QUESTION_PARAMETERS = [
+  { name: 'include', in: 'query', required: false, schema: { type: 'string', enum: ['questions'] } },
+  { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
+  {
+    name: 'limit',
+    in: 'query',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: QUESTION_PAGE.maxLimit, default: QUESTION_PAGE.defaultLimit },
+  },
+  { name: 'after', in: 'query', required: false, schema: { type: 'string' }, description: 'The previous page’s `last_id`.' },
+  {
+    name: 'format',
+    in: 'query',
+    required: false,
+    schema: { type: 'string', enum: ['json', 'jsonl'], default: 'json' },
+    description: '`jsonl`: every recorded question, one `RunQuestion` a line (`application/x-ndjson`), not paged.',
+  },
+];
 
 export const LaunchSchema = z.object({
   ok: z.boolean(),
@@ -205,5 +275,11 @@ export const TestPollSchema = z.object({
   ok: z.boolean(),
   batch: BatchSchema,
   svc: z.object({ paired: PairedSchema }).optional().describe('Only on a run launched with `svc.same_questions_as`.'),
+  questions: QuestionPageSchema,
 });
-export const CertifyPollSchema = z.object({ ok: z.boolean(), batch: BatchSchema, certification: CertificationSchema.nullable() });
+export const CertifyPollSchema = z.object({
+  ok: z.boolean(),
+  batch: BatchSchema,
+  certification: CertificationSchema.nullable(),
+  questions: QuestionPageSchema,
+});

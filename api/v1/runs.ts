@@ -1,8 +1,10 @@
 import type { Context } from 'koa';
+import { Readable } from 'node:stream';
 import { readJsonObject } from '../http/body';
 import { authOf } from '../http/gate';
 import { launchCertification, launchTestRun } from '../../operations/run-launch';
 import { pollRun } from '../../operations/run-poll';
+import { exportQuestions, parseQuestionOptions, questionPage } from '../../operations/run-questions';
 import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey } from '../../operations/requests/common';
 import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
@@ -36,10 +38,27 @@ export function launchCertify(deps: RunRouteDeps) {
   };
 }
 
-/** GET /v1/tests and GET /v1/certify: progress while the run is live, its results once it has ended. */
+/**
+ * GET /v1/tests and GET /v1/certify: progress while the run is live, its results once it has ended; with
+ * `include=questions` a page of its per-question results too, with `format=jsonl` all of them, one a line.
+ */
 export function poll(deps: RunRouteDeps, kind: 'test' | 'certification') {
   return async (ctx: Context): Promise<void> => {
-    const view = await pollRun(deps, authOf(ctx), kind, parseBatchId(ctx.query.batch_id));
-    ctx.body = deps.serialiser.runs.poll(view);
+    const batchId = parseBatchId(ctx.query.batch_id);
+    const options = parseQuestionOptions(ctx.query);
+    const runs = deps.serialiser.runs;
+    if (options.format === 'jsonl') {
+      const rows = await exportQuestions(deps, authOf(ctx), kind, batchId);
+      ctx.type = 'application/x-ndjson';
+      ctx.body = Readable.from(
+        (async function* lines(): AsyncGenerator<string> {
+          for await (const row of rows) yield `${JSON.stringify(runs.question(row, options.includeTranscript))}\n`;
+        })(),
+      );
+      return;
+    }
+    const view = await pollRun(deps, authOf(ctx), kind, batchId);
+    const page = options.page && runs.questions(await questionPage(deps, view.run, options.page));
+    ctx.body = page ? { ...runs.poll(view), questions: page } : runs.poll(view);
   };
 }

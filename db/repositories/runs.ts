@@ -306,6 +306,32 @@ export async function questionResults(db: DbOrTrx, runId: string): Promise<Quest
   return rows.map((r) => r.result);
 }
 
+/**
+ * One page of a run's question rows in the order they were recorded (ties by id), after question `after`'s row;
+ * undefined when `after` names no question of the run. Recorded order, so a page read while the run is live is
+ * followed by the questions that finish later.
+ */
+export async function questionResultsPage(
+  db: DbOrTrx,
+  runId: string,
+  page: { after: string | null; limit: number },
+): Promise<QuestionResult[] | undefined> {
+  const q = db('run_questions')
+    .where({ run_id: runId })
+    .orderBy([{ column: 'completed_at' }, { column: 'question_id' }])
+    .limit(page.limit)
+    .select('result');
+  if (page.after !== null) {
+    if (!(await db('run_questions').where({ run_id: runId, question_id: page.after }).first('question_id'))) return undefined;
+    // Compared in SQL: completed_at has microseconds, which a JavaScript Date would round away.
+    q.whereRaw('(completed_at, question_id) > (select completed_at, question_id from run_questions where run_id = ? and question_id = ?)', [
+      runId,
+      page.after,
+    ]);
+  }
+  return ((await q) as { result: QuestionResult }[]).map((r) => r.result);
+}
+
 export async function answeredIds(db: DbOrTrx, runId: string): Promise<Set<string>> {
   const rows = (await db('run_questions').where({ run_id: runId }).select('question_id')) as { question_id: string }[];
   return new Set(rows.map((r) => r.question_id));
