@@ -28,6 +28,7 @@ import {
 } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
 import { workflowIds } from '../domain/workflow-ids';
+import { assertPublicCallbackHost, CallbackAddressRefused } from '../infra/callback-address';
 import { faultPoint } from '../infra/faults';
 import { awaitAdmission, startRun } from '../starters/runs';
 import { runPlanningContext } from '../engines/run-planning';
@@ -35,7 +36,7 @@ import type { RunRequest } from './requests/runs';
 import type { OperationDeps } from './deps';
 import { callQuoteInput, catalogPrices, ownKeyFamilies, ratesOf } from './estimate';
 
-import { LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
+import { DEFAULT_CALLBACK_RETRY_MS, LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
 
 /**
  * Launching test and certification runs (spec 02): mode (404 / 403 `mode_not_owned`) →
@@ -237,8 +238,23 @@ function launchSeed(auth: AuthContext, kind: RunKind, fingerprint: string, day: 
   return Number.parseInt(canonicalHash({ orgId: auth.orgId, kind, fingerprint, day, purpose: 'questions' }).slice(0, 8), 16);
 }
 
+/** Issue 28 item 6: in production a callback may not point inside the deployment (SSRF); each delivery checks again. */
+async function assertCallbackAllowed(deps: RunDeps, url: string): Promise<void> {
+  try {
+    await assertPublicCallbackHost(new URL(url), deps.runs.publicCallbacksOnly === true);
+  } catch (err) {
+    if (!(err instanceof CallbackAddressRefused)) throw err;
+    throw new QuorumError(
+      'callback_url_refused',
+      `\`svc.callback_url\` must reach a public address: ${err.reason}. Loopback, private, link-local and metadata ranges are refused.`,
+      { param: 'svc.callback_url' },
+    );
+  }
+}
+
 async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
   const { db, form } = deps;
+  if (request.callbackUrl !== undefined) await assertCallbackAllowed(deps, request.callbackUrl);
   const mode = await resolveOwnMode(deps, auth, request.model);
   const fingerprint = launchFingerprint(kind, request);
   const day = new Date().toISOString().slice(0, 10);
@@ -334,6 +350,9 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
         historyLimit: deps.runs.historyLimit,
         hedgeAfterMs: deps.runs.hedgeAfterMs,
         launch: { run, dailyLimit },
+        ...(request.callbackUrl !== undefined && {
+          callback: { url: request.callbackUrl, retryInitialMs: deps.runs.callbackRetryMs ?? DEFAULT_CALLBACK_RETRY_MS },
+        }),
       },
       form === 'A' ? mode.id : mode.ticker,
     );
@@ -374,7 +393,7 @@ export function launchTestRun(deps: RunDeps, auth: AuthContext, input: { request
 export function launchCertification(
   deps: RunDeps,
   auth: AuthContext,
-  input: { model: string; dryRun: boolean } & LaunchOptions,
+  input: { model: string; dryRun: boolean; callbackUrl?: string } & LaunchOptions,
 ): Promise<LaunchView> {
   const spec = certificationSpec(0);
   const request: RunRequest = {
@@ -387,6 +406,7 @@ export function launchCertification(
     tiers: spec.tiers,
     punchUp: false,
     questionSetId: null,
+    ...(input.callbackUrl !== undefined && { callbackUrl: input.callbackUrl }),
   };
   return launch(deps, auth, 'certification', request, input);
 }

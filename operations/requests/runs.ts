@@ -22,6 +22,8 @@ export interface RunRequest {
   questionSetId: string | null;
   /** A paired re-run: the questions (counts, set and seed) of this earlier run of the organisation. */
   sameQuestionsAs?: string;
+  /** Where the run's signed `run.ended` event is POSTed when it ends (issue 28 item 6); absent: nowhere. */
+  callbackUrl?: string;
 }
 
 /** Form B names the buckets by difficulty; `light` is `easy` there. */
@@ -165,6 +167,21 @@ function sameQuestionsAs(body: Record<string, unknown>, form: Form): string | un
   return id;
 }
 
+/** `svc.callback_url` (both Forms): an http(s) URL; where it may point is checked at launch (operations/run-launch.ts). */
+function callbackUrl(body: Record<string, unknown>): { callbackUrl?: string } {
+  const raw = svcOf(body).callback_url;
+  if (raw === undefined || raw === null) return {};
+  const url = typeof raw === 'string' && raw.length <= 2048 ? URL.parse(raw) : null;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '')
+    return fail(
+      'invalid_request',
+      '`svc.callback_url` must be an http or https URL without credentials, at most 2048 characters.',
+      'svc.callback_url',
+    );
+  // Absent rather than undefined: the launch's fingerprint (and so its derived key) stays as it was without one.
+  return { callbackUrl: url.href };
+}
+
 export function parseTestRunRequest(form: Form, body: Record<string, unknown>): RunRequest {
   const m = model(body);
   const paired = sameQuestionsAs(body, form);
@@ -189,10 +206,11 @@ export function parseTestRunRequest(form: Form, body: Record<string, unknown>): 
     punchUp: form === 'B' ? boolean(body.punch_up, 'punch_up', 'invalid_punch_up') : false,
     questionSetId: questionSet(body),
     ...(paired === undefined ? {} : { sameQuestionsAs: paired }),
+    ...callbackUrl(body),
   };
 }
 
-export function parseCertifyRequest(body: Record<string, unknown>): { model: string; dryRun: boolean } {
+export function parseCertifyRequest(body: Record<string, unknown>): { model: string; dryRun: boolean; callbackUrl?: string } {
   // A certification's questions are drawn fresh at launch, so they cannot have been seen, or tuned to, before.
   if (isObject(body.svc) && body.svc.same_questions_as !== undefined)
     fail(
@@ -200,7 +218,7 @@ export function parseCertifyRequest(body: Record<string, unknown>): { model: str
       'A certification draws fresh questions; `svc.same_questions_as` is for test runs (`POST /v1/tests`).',
       'svc.same_questions_as',
     );
-  return { model: model(body), dryRun: boolean(body.dry_run, 'dry_run', 'invalid_request') };
+  return { model: model(body), dryRun: boolean(body.dry_run, 'dry_run', 'invalid_request'), ...callbackUrl(body) };
 }
 
 /** `batch_id` of a poll: required; anything else is simply a batch that does not exist. */

@@ -7,6 +7,7 @@ import { createInvitation, membersOf, pendingInvitations, setSessionOrg } from '
 import { planUsage, type PlanUsage } from '../../../db/repositories/plans';
 import { KEY_FAMILIES, ownProviderFamilies, setBedrockRole, setProviderKey } from '../../../db/repositories/provider-credentials';
 import { insertOrganisation } from '../../../db/repositories/organisations';
+import { rotateSigningSecret, signingSecretState, type SigningSecretState } from '../../../db/repositories/webhook-secrets';
 import { SCOPES, isScope, type Scope } from '../../../domain/api-keys';
 import { QuorumError } from '../../../domain/errors';
 import { usdToMicros } from '../../../domain/money';
@@ -53,6 +54,28 @@ function planSection(u: PlanUsage): Html {
         ${usd(allowance)}</span
       >
     </div>`;
+}
+
+/** The secret run completion callbacks are signed with (issue 28 item 6): its state, never its value, and Rotate. */
+function signingSecretSection(ctx: Context, state: SigningSecretState | null, owner: boolean): Html {
+  const said = !state
+    ? 'None yet: one is made for the first callback delivered, or now.'
+    : state.shownAt
+      ? `Created ${when(state.createdAt)} and shown once then.`
+      : `Made for a callback on ${when(state.createdAt)} and never shown: rotate to get one you can see.`;
+  return html`<h2>Webhook signing secret</h2>
+    <p>
+      A run launched with <code>svc.callback_url</code> POSTs its end there, signed with this secret (<code>Quorum-Signature</code>, as
+      Stripe signs webhooks). Rotating shows a new secret once; deliveries from then on are signed with it, and the old one stops verifying.
+    </p>
+    <p id="webhook-secret-state">${said}</p>
+    ${
+      owner
+        ? html`<form method="post" action="/console/webhook-secret" class="inline">
+            ${csrfField(ctx)}<button class="secondary">${state ? 'Rotate secret' : 'Create secret'}</button>
+          </form>`
+        : html`<p class="muted">Only the owner rotates it.</p>`
+    }`;
 }
 
 export function accountPages(router: Router, deps: ConsoleDeps): void {
@@ -177,7 +200,7 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
 
   router.get('/keys', async (ctx) => {
     const { org } = requireOrg(ctx);
-    const keys = await listApiKeys(deps.db, org.orgId);
+    const [keys, secret] = await Promise.all([listApiKeys(deps.db, org.orgId), signingSecretState(deps.db, org.orgId)]);
     page(
       ctx,
       'API keys',
@@ -237,7 +260,26 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
                 </tr>`,
             )}
           </tbody>
-        </table>`,
+        </table>
+        ${signingSecretSection(ctx, secret, org.role === 'owner')}`,
+    );
+  });
+
+  router.post('/webhook-secret', async (ctx) => {
+    const { org } = requireOrg(ctx);
+    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the organisation owner rotates the webhook signing secret.');
+    const secret = await rotateSigningSecret(deps.db, org.orgId);
+    // Shown once, as a new API key is: this response is the only place it is readable; it is not cached.
+    ctx.set('Cache-Control', 'no-store');
+    page(
+      ctx,
+      'Your new webhook signing secret',
+      html`<p class="flash" role="status">
+          Copy it now: it is shown once. Callbacks from now on are signed with it; the old secret no longer verifies.
+        </p>
+        <p class="secret" id="new-webhook-secret">${secret}</p>
+        ${copyButton('new-webhook-secret')}
+        <p><a href="/console/keys">Back to keys</a></p>`,
     );
   });
 
