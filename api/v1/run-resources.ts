@@ -9,6 +9,13 @@ import { QUESTION_PAGE } from '../../operations/run-questions';
  * The tests parse real responses with these, so the document cannot drift from what is served.
  */
 const count = (min: number, max: number) => z.number().int().min(min).max(max);
+const CallbackUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .optional()
+  .describe(
+    'Where the run POSTs its signed `run.ended` event when it ends (`Quorum-Signature`, docs/api-extensions.md). In production an address inside the deployment (loopback, private, link-local, metadata) is 400 `callback_url_refused`.',
+  );
 
 export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
   const common = {
@@ -38,6 +45,7 @@ export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
           .describe(
             `A paired re-run: exactly the questions of this earlier run of the organisation (404 otherwise), on the mode as it is now; the poll reports \`svc.paired\`. Not with \`${form === 'A' ? 'buckets' : 'questions'}\` or \`svc.question_set\` (400).`,
           ),
+        callback_url: CallbackUrl,
       })
       .optional(),
   };
@@ -71,7 +79,11 @@ export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
   });
 }
 
-export const CertifyRequestSchema = z.object({ model: z.string().min(1), dry_run: z.boolean().optional() });
+export const CertifyRequestSchema = z.object({
+  model: z.string().min(1),
+  dry_run: z.boolean().optional(),
+  svc: z.object({ callback_url: CallbackUrl }).optional(),
+});
 
 const interval = z.object({ low: z.number(), high: z.number() });
 const perBucket = z.record(z.string(), z.number().int());
@@ -282,4 +294,32 @@ export const CertifyPollSchema = z.object({
   batch: BatchSchema,
   certification: CertificationSchema.nullable(),
   questions: QuestionPageSchema,
+});
+
+/**
+ * The body of a completion callback (issue 28 item 6, domain/run-event.ts): POSTed to `svc.callback_url` with
+ * `Quorum-Signature` and `Quorum-Event-Id` once the run ends; `/openapi.json` lists it under `webhooks`.
+ */
+export const RunEndedEventSchema = z.object({
+  id: z.string().describe('`evt_…`, one per run: the same on every retry, so a receiver dedups by it.'),
+  object: z.literal('event'),
+  type: z.literal('run.ended'),
+  created: z.number().int().describe('Unix seconds: when the run ended.'),
+  batch_id: z.uuid(),
+  kind: z.enum(['test', 'certify']),
+  state: z.enum(['completed', 'incomplete', 'failed', 'cancelled']),
+  model: z.string(),
+  summary: z.object({
+    questions: z.number().int(),
+    answered: z.number().int(),
+    judged: z.number().int().describe('Questions with at least one judge’s verdict read.'),
+    win_rate: z.number().nullable(),
+    win_rate_interval: z.object({ low: z.number(), high: z.number() }).nullable(),
+    mode_accuracy: z.number().nullable(),
+    baseline_accuracy: z.number().nullable(),
+    verdict: z.enum(['certified', 'provisional', 'not_certified']).nullable(),
+    billed_usd: z.number(),
+    refunded_usd: z.number(),
+  }),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { RunEndedEventSchema } from '../../../api/v1/run-resources';
 import { getRun } from '../../../db/repositories/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { call, newKey, startApi, type Api } from '../api/helpers';
@@ -140,7 +141,7 @@ describe('runs: signed completion callbacks (issue 28 item 6)', function () {
     const [d] = await receiver.until('/b', 1);
     assert.equal(d.headers['content-type'], 'application/json');
     assert.ok(verifies(d, first), `signed with the console's secret: ${String(d.headers['quorum-signature'])}`);
-    const event = JSON.parse(d.body) as Record<string, unknown> & { summary: Record<string, unknown> };
+    const event = RunEndedEventSchema.parse(JSON.parse(d.body));
     assert.equal(d.headers['quorum-event-id'], event.id);
     assert.match(String(event.id), /^evt_[0-9a-f]{32}$/);
     assert.equal(event.type, 'run.ended');
