@@ -20,7 +20,7 @@ import { missingRequestId } from '../operations/receipt';
 import { receipt } from './v1/receipts';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
-import { launchCertify, launchTests, poll } from './v1/runs';
+import { cancelRoute, launchCertify, launchTests, listRunsRoute, poll } from './v1/runs';
 import { httpMetrics, metricsEndpoint, statusOf } from './http/metrics';
 import type { Edge } from './http/access';
 import { OAuthServer } from './oauth/server';
@@ -139,6 +139,10 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/v1/tests', gate(routeDeps, 'tests'), poll(routeDeps, 'test'));
   router.post('/v1/certify', gate(routeDeps, 'certify'), launchCertify(routeDeps));
   router.get('/v1/certify', gate(routeDeps, 'certify'), poll(routeDeps, 'certification'));
+  router.post('/v1/tests/:batch_id/cancel', gate(routeDeps, 'tests'), cancelRoute(routeDeps, 'test'));
+  router.post('/v1/certify/:batch_id/cancel', gate(routeDeps, 'certify'), cancelRoute(routeDeps, 'certification'));
+  // Either scope lists runs: each reads its own kind (operations/run-list.ts).
+  router.get('/v1/runs', gate(routeDeps, undefined), listRunsRoute(routeDeps));
   router.post('/mcp', mcpEndpoint(routeDeps, deps.log));
 
   // Outermost, so every request is timed with the status it ended with, errors and 404s included.

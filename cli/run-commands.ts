@@ -3,12 +3,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { getRun, listRuns, saveQuestionSet, type RunRecord } from '../db/repositories/runs';
+import { getRun, saveQuestionSet, type RunRecord } from '../db/repositories/runs';
 import { microsToDecimal } from '../domain/money';
 import { parseQuestionSet } from '../domain/questions/import';
 import { BUCKETS } from '../domain/questions/types';
 import { ENDED_STATES, runTiming, SIMULATED_RUN_NOTE, type RunProgress } from '../domain/runs';
-import { cancelRun, runProgress } from '../starters/runs';
+import { runProgress } from '../starters/runs';
+import { cancelOrgRun } from '../operations/run-cancel';
+import { EVERY_RUN_SCOPE, listOrgRuns, RUN_PAGE } from '../operations/run-list';
+import type { RunReadDeps } from '../operations/run-poll';
 import { command, dollars, required, UsageError, type Command, type CommandContext } from './command';
 
 /** Operators' view of runs (spec 02): watch one with a progress bar, list an organisation's, cancel one; import question sets. */
@@ -88,13 +91,19 @@ const runWatch = command({
   },
 });
 
+/** The operator reads and stops any organisation's runs, through the operations the API and MCP use. */
+async function runDeps(ctx: CommandContext): Promise<RunReadDeps> {
+  return { db: ctx.resources.db, client: await ctx.resources.temporal(), form: ctx.config.QUORUM_FORM };
+}
+
 const runList = command({
   name: 'run list',
   usage: '--org ORG_ID [--limit N]',
   options: { org: { type: 'string' }, limit: { type: 'string' } },
-  input: z.object({ org: required, limit: z.coerce.number().int().min(1).max(500).default(20) }),
-  async run({ org, limit }, { resources }) {
-    const runs = await listRuns(resources.db, org, limit);
+  input: z.object({ org: required, limit: z.coerce.number().int().min(1).max(RUN_PAGE.max).default(RUN_PAGE.default) }),
+  async run({ org, limit }, ctx) {
+    const page = await listOrgRuns(await runDeps(ctx), { orgId: org, scopes: EVERY_RUN_SCOPE }, { limit });
+    const runs = page.views.map((v) => ({ ...v.run, state: v.progress.state }));
     const rows = runs.map((r) =>
       [
         r.id,
@@ -135,15 +144,22 @@ const runCancel = command({
   input: z.object({ files: z.array(z.string()) }).pipe(batchId),
   async run(id, ctx) {
     const run = await runOf(ctx, id);
-    if (ENDED_STATES.includes(run.state))
-      return { json: { batch_id: run.id, state: run.state }, text: `Run ${run.id} already ended ${run.state}.` };
-    const client = await ctx.resources.temporal();
-    if (!client) throw new Error('Temporal is not reachable; the run cannot be told to stop. Start the stack and retry.');
-    await cancelRun(client, run);
-    return {
-      json: { batch_id: run.id, cancelling: true },
-      text: `Run ${run.id} is stopping; unanswered questions are credited back when it ends (quorum run watch ${run.id}).`,
-    };
+    const deps = await runDeps(ctx);
+    const { client } = deps;
+    if (!client && !ENDED_STATES.includes(run.state))
+      throw new Error('Temporal is not reachable; the run cannot be told to stop. Start the stack and retry.');
+    const { view, signalled } = client
+      ? await cancelOrgRun({ ...deps, client }, { orgId: run.orgId, scopes: EVERY_RUN_SCOPE }, { batchId: run.id })
+      : { view: { run }, signalled: false };
+    const now = view.run;
+    const json = { batch_id: now.id, state: now.state, refunded_usd: Number(microsToDecimal(BigInt(now.refundedMicros))) };
+    if (!signalled) return { json, text: `Run ${now.id} already ended ${now.state}.` };
+    if (!ENDED_STATES.includes(now.state))
+      return {
+        json,
+        text: `Run ${now.id} is stopping; unanswered questions are credited back when it ends (quorum run watch ${now.id}).`,
+      };
+    return { json, text: `Run ${now.id} ${now.state}; ${dollars(BigInt(now.refundedMicros))} credited back for its unanswered questions.` };
   },
 });
 

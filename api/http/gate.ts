@@ -32,8 +32,11 @@ export function newRequestId(prefix: 'req' | 'est'): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
 
-/** The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals. */
-export function gate(access: AccessDeps, scope: Scope, requestIdPrefix?: 'req' | 'est'): Middleware {
+/**
+ * The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals.
+ * `scope` undefined: the operation checks the scopes of what it reads (GET /v1/runs).
+ */
+export function gate(access: AccessDeps, scope: Scope | undefined, requestIdPrefix?: 'req' | 'est'): Middleware {
   const { db } = access;
   return async (ctx: Context, next: Next): Promise<void> => {
     const state = ctx.state as ApiState;

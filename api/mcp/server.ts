@@ -92,7 +92,7 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
               },
       };
       try {
-        requireScope(auth, tool.scope);
+        if (tool.scope) requireScope(auth, tool.scope);
         const result = await tool.run(request.params.arguments ?? {}, toolCtx);
         return { content: text(result), structuredContent: result };
       } catch (thrown) {

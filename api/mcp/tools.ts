@@ -3,6 +3,7 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
 import type { Form } from '../../domain/form';
 import { TIERS } from '../../domain/modes';
+import { BATCH_STATES } from '../../domain/runs';
 import { proposeMode } from '../../operations/authoring/propose';
 import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../operations/authoring/modes';
 import { workflowIds } from '../../domain/workflow-ids';
@@ -20,7 +21,10 @@ import { launchCertification, launchTestRun } from '../../operations/run-launch'
 import type { RouteDeps } from '../http/context';
 import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey, parseRequest } from '../../operations/requests/common';
-import { parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
+import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
+import { cancelOrgRun } from '../../operations/run-cancel';
+import { listOrgRuns, parseRunListQuery } from '../../operations/run-list';
+import { runListBody } from '../forms/run-list';
 import { QuorumError } from '../../domain/errors';
 import { assertTierPermitted, topTier } from '../../domain/plan-rules';
 import { refusalEntry, type ToolKind } from './errors';
@@ -44,7 +48,8 @@ export interface Tool {
   name: string;
   description: string;
   inputSchema: JsonObject;
-  scope: Scope;
+  /** Null: the operation checks the scope of what it reads (a run's kind: `tests` or `certify`). */
+  scope: Scope | null;
   kind: ToolKind;
   forms: readonly Form[];
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<JsonObject>;
@@ -54,7 +59,7 @@ interface ToolSpec<T> {
   name: string;
   description: string;
   input: z.ZodType<T>;
-  scope: Scope;
+  scope: Scope | null;
   kind: ToolKind;
   forms?: readonly Form[];
   run(args: T, ctx: ToolContext): Promise<JsonObject>;
@@ -416,6 +421,45 @@ const proposeModeTool = tool({
   },
 });
 
+/**
+ * Issue 28: runs as agents drive them, forwarded to GET /v1/runs and POST /v1/{tests,certify}/{id}/cancel (their
+ * codes). Form B only: spec 02 names Form A's six tools, and Form A's callers have the REST routes.
+ */
+const listRunsTool = tool({
+  name: 'list_runs',
+  description:
+    'Lists your organisation’s test runs and certifications, newest first, each as its poll shows it (state, progress, billed and refunded, results, and a certification’s verdict once it ended). Free. Filter by `kind` (test or certify), `model` (as launched) and `state`; page with `after` set to the `last_id` of the page before while `has_more`. Lists the kinds this key’s scopes read (tests, certify).',
+  input: z.object({
+    limit: z.number().int().optional().describe('Runs per page, 1 to 100; default 20.'),
+    after: z.string().optional().describe('`last_id` of the page before.'),
+    kind: z.enum(['test', 'certify']).optional(),
+    model: z.string().optional().describe('Only runs launched with this `model` (a mode id in Form A, a ticker in Form B).'),
+    state: z.enum(BATCH_STATES).optional(),
+  }),
+  scope: null,
+  kind: 'forwarded',
+  forms: ['B'],
+  async run(args, ctx) {
+    // The REST query's parser, on the same values as text, so a bad argument gets the REST code.
+    const query = Object.fromEntries(Object.entries(args).map(([k, v]) => [k, typeof v === 'number' ? String(v) : v]));
+    return runListBody(ctx.deps.serialiser.runs, await listOrgRuns(ctx.deps, ctx.auth, parseRunListQuery(query)));
+  },
+});
+
+const cancelRunTool = tool({
+  name: 'cancel_run',
+  description:
+    'Stops a test run or certification of yours that is still going: the questions in flight are abandoned, the share of the charge its unjudged questions stood for is credited back, and the run ends `cancelled`; returns the run as its poll shows it (usually already cancelled, within seconds). A run that had already ended is returned unchanged, so cancelling twice is harmless. Free.',
+  input: z.object({ batch_id: z.string().describe('The run’s `batch_id`.') }),
+  scope: null,
+  kind: 'forwarded',
+  forms: ['B'],
+  async run(args, ctx) {
+    const { view } = await cancelOrgRun(ctx.deps, ctx.auth, { batchId: parseBatchId(args.batch_id) });
+    return ctx.deps.serialiser.runs.poll(view);
+  },
+});
+
 /** Every tool; a Form lists those marked for it. */
 export const TOOLS: readonly Tool[] = [
   deliberate,
@@ -431,6 +475,8 @@ export const TOOLS: readonly Tool[] = [
   askAdvisorTool,
   approveQuoteTool,
   proposeModeTool,
+  listRunsTool,
+  cancelRunTool,
 ];
 
 export function toolsFor(form: Form): Tool[] {

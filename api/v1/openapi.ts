@@ -4,6 +4,7 @@ import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../../operations/requests/common';
 import type { JsonObject } from '../forms/json';
+import { RUN_LIST_PARAMETERS, RunListSchema } from './run-list-resources';
 import {
   CertifyPollSchema,
   CertifyRequestSchema,
@@ -58,6 +59,9 @@ const pollOk = (description: string, ref: string): JsonObject => ({
     'application/x-ndjson': { schema: { $ref: '#/components/schemas/RunQuestion' } },
   },
 });
+const pathBatchId = { name: 'batch_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const CANCELLED =
+  'The poll’s answer once the run stopped: `cancelled`, unjudged questions credited back (`refunded_usd`); a run that had already ended, unchanged.';
 /** The failure statuses an operation may answer (spec 01 per endpoint, plus 413 for an oversized body), each in the error shape. */
 const errors = (...statuses: number[]): JsonObject =>
   Object.fromEntries(
@@ -83,6 +87,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
         RunAccepted: schemaOf(LaunchSchema),
         TestRunPoll: schemaOf(TestPollSchema),
         CertificationPoll: schemaOf(CertifyPollSchema),
+        RunList: schemaOf(RunListSchema),
         RunQuestion: schemaOf(RunQuestionSchema),
         ModeCertification: schemaOf(ModeCertificationSchema),
         // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
@@ -163,6 +168,31 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
             '200': pollOk('Progress, and the verdict once the run has ended.', 'CertificationPoll'),
             ...errors(...ALWAYS, 400, 404),
           },
+        },
+      },
+      // Issue 28 items 1 and 2, beyond the spec (docs/api-extensions.md).
+      '/v1/runs': {
+        get: {
+          operationId: 'listRuns',
+          parameters: RUN_LIST_PARAMETERS,
+          responses: {
+            '200': okOf('The organisation’s runs, newest first, each as its poll shows it.', 'RunList'),
+            ...errors(...ALWAYS, 400),
+          },
+        },
+      },
+      '/v1/tests/{batch_id}/cancel': {
+        post: {
+          operationId: 'cancelTestRun',
+          parameters: [pathBatchId],
+          responses: { '200': okOf(CANCELLED, 'TestRunPoll'), ...errors(...ALWAYS, 404) },
+        },
+      },
+      '/v1/certify/{batch_id}/cancel': {
+        post: {
+          operationId: 'cancelCertification',
+          parameters: [pathBatchId],
+          responses: { '200': okOf(CANCELLED, 'CertificationPoll'), ...errors(...ALWAYS, 404) },
         },
       },
     },

@@ -1,8 +1,11 @@
 import type { Context } from 'koa';
 import { Readable } from 'node:stream';
+import { runListBody } from '../forms/run-list';
 import { readJsonObject } from '../http/body';
 import { authOf } from '../http/gate';
 import { launchCertification, launchTestRun } from '../../operations/run-launch';
+import { cancelOrgRun } from '../../operations/run-cancel';
+import { listOrgRuns, parseRunListQuery } from '../../operations/run-list';
 import { pollRun } from '../../operations/run-poll';
 import { exportQuestions, parseQuestionOptions, questionPage } from '../../operations/run-questions';
 import type { RunDeps } from '../../operations/run-settings';
@@ -60,5 +63,21 @@ export function poll(deps: RunRouteDeps, kind: 'test' | 'certification') {
     const view = await pollRun(deps, authOf(ctx), kind, batchId);
     const page = options.page && runs.questions(await questionPage(deps, view.run, options.page));
     ctx.body = page ? { ...runs.poll(view), questions: page } : runs.poll(view);
+  };
+}
+
+/** GET /v1/runs (issue 28 item 1): the organisation's runs the key may read, newest first, a page at a time. */
+export function listRunsRoute(deps: RunRouteDeps) {
+  return async (ctx: Context): Promise<void> => {
+    const page = await listOrgRuns(deps, authOf(ctx), parseRunListQuery(ctx.query));
+    ctx.body = runListBody(deps.serialiser.runs, page);
+  };
+}
+
+/** POST /v1/tests/{batch_id}/cancel and /v1/certify/{batch_id}/cancel (issue 28 item 2): the poll's answer after. */
+export function cancelRoute(deps: RunRouteDeps, kind: 'test' | 'certification') {
+  return async (ctx: Context): Promise<void> => {
+    const { view } = await cancelOrgRun(deps, authOf(ctx), { kind, batchId: String(ctx.params.batch_id) });
+    ctx.body = deps.serialiser.runs.poll(view);
   };
 }

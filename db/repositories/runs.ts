@@ -124,8 +124,31 @@ export async function findRunByKey(db: DbOrTrx, orgId: string, kind: RunKind, id
   return row && toRecord(row);
 }
 
-export async function listRuns(db: DbOrTrx, orgId: string, limit = 20): Promise<RunRecord[]> {
-  const rows = (await db('runs').where({ org_id: orgId }).orderBy('created_at', 'desc').limit(limit)) as RunRow[];
+/** Which of an organisation's runs a listing shows; absent fields filter nothing. */
+export interface RunFilter {
+  kinds?: readonly RunKind[];
+  /** The `model` the launch named, exactly. */
+  model?: string;
+  states?: readonly RunState[];
+  /** Only runs listed after this one (newest first): the cursor of the page before. */
+  after?: string;
+}
+
+/** Newest first (the id breaks ties of the same instant, so a cursor never skips or repeats a run). */
+export async function listRuns(db: DbOrTrx, orgId: string, limit = 20, filter: RunFilter = {}): Promise<RunRecord[]> {
+  const q = db('runs').where({ org_id: orgId });
+  if (filter.kinds) q.whereIn('kind', filter.kinds);
+  if (filter.model !== undefined) q.where('model', filter.model);
+  if (filter.states) q.whereIn('state', filter.states);
+  // Compared in Postgres, at its microseconds: a JavaScript Date would round the cursor's instant to milliseconds.
+  if (filter.after !== undefined)
+    q.whereRaw('(created_at, id) < (select created_at, id from runs where id = ? and org_id = ?)', [filter.after, orgId]);
+  const rows = (await q
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit)) as RunRow[];
   return rows.map(toRecord);
 }
 

@@ -6,7 +6,9 @@ import { BUCKETS, type Bucket } from '../../../domain/questions/types';
 import type { ResultGroup, RunSummary } from '../../../domain/run-summary';
 import { ENDED_STATES, runTiming, SIMULATED_RUN_NOTE, totalQuestions, type RunProgress } from '../../../domain/runs';
 import { VERDICT_LADDER, type CertificationVerdict } from '../../../domain/statistics';
-import { cancelRun, runProgress } from '../../../starters/runs';
+import { runProgress } from '../../../starters/runs';
+import { cancelOrgRun } from '../../../operations/run-cancel';
+import { EVERY_RUN_SCOPE } from '../../../operations/run-list';
 import { intervalChart, type IntervalRow } from '../chart';
 import type { ConsoleDeps } from '../deps';
 import { count, duration, percent, rate, usd, when } from '../format';
@@ -269,6 +271,7 @@ export function runPages(router: Router, deps: ConsoleDeps): void {
       ctx,
       run.keyMode === 'test' ? `Simulated ${kindName(run).toLowerCase()} of ${run.model}` : `${kindName(run)} of ${run.model}`,
       html`${ctx.query.cancelling ? html`<p class="flash" role="status">Stopping the run; questions in flight are cancelled.</p>` : ''}
+        ${ctx.query.cancelled && run.state === 'cancelled' ? html`<p class="flash" id="run-cancelled" role="status">Run cancelled: the questions in flight were abandoned and the unanswered ones credited back.</p>` : ''}
         ${run.keyMode === 'test' ? html`<p class="flash" id="run-simulated" role="note">${SIMULATED_RUN_NOTE}</p>` : ''}
         <dl class="facts">
           <dt>Run</dt>
@@ -301,10 +304,16 @@ export function runPages(router: Router, deps: ConsoleDeps): void {
     ctx.body = runLive(ctx, deps.form, run, progress).value;
   });
 
+  // The API's cancel (operations/run-cancel.ts): back on the page the run shows `cancelled` and what was credited
+  // back, or, when it takes longer to stop, that it is stopping. An ended run is left as it was.
   router.post('/runs/:id/cancel', async (ctx) => {
     const run = await ownRun(ctx, deps);
-    if (ENDED_STATES.includes(run.state)) return ctx.redirect(runHref(run.id));
-    await cancelRun(deps.client, run);
-    ctx.redirect(`${runHref(run.id)}?cancelling=1`);
+    const { view, signalled } = await cancelOrgRun(
+      deps,
+      { orgId: run.orgId, scopes: EVERY_RUN_SCOPE },
+      { kind: run.kind, batchId: run.id },
+    );
+    const stopped = ENDED_STATES.includes(view.progress.state);
+    ctx.redirect(signalled ? `${runHref(run.id)}?${stopped ? 'cancelled' : 'cancelling'}=1` : runHref(run.id));
   });
 }

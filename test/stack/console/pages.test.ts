@@ -260,7 +260,11 @@ describe('console: receipts and run pages', function () {
     assert.equal((await owner.visitor.post(`${href}/cancel`, {}, { csrf: false })).status, 403, 'not without the token');
     const cancelled = await owner.visitor.post(`${href}/cancel`, {});
     assert.equal(cancelled.status, 302);
-    assert.equal(cancelled.location, `${href}?cancelling=1`);
+    // The API's cancel waits for the run to stop (a second or two), so the page it returns to shows it cancelled.
+    assert.equal(cancelled.location, `${href}?cancelled=1`);
+    const shown = await owner.visitor.get(cancelled.location);
+    assert.equal(tagWith(shown.body, 'div', 'id', 'run-progress')?.['data-state'], 'cancelled');
+    assert.ok(tagWith(shown.body, 'p', 'id', 'run-cancelled'), 'the page says it was cancelled');
     let state = '';
     for (const until = Date.now() + 20_000; Date.now() < until && !['cancelled', 'completed'].includes(state);) {
       await new Promise((r) => setTimeout(r, 300));

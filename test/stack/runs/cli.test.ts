@@ -5,6 +5,7 @@ import path from 'node:path';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { quorumCli } from '../../harness/cli';
+import { getRun } from '../../../db/repositories/runs';
 import { stack } from '../../harness/stack';
 import { demoModes } from './helpers';
 
@@ -117,7 +118,10 @@ describe('runs: the operator CLI (questions import, run watch / list / cancel)',
       const id = launched.body.batch_id as string;
       const cancel = await quorumCli(['run', 'cancel', id, '--json'], dataDir, temporal());
       assert.equal(cancel.code, 0, cancel.stderr);
-      assert.deepEqual(JSON.parse(cancel.stdout), { batch_id: id, cancelling: true });
+      // The API's cancel (operations/run-cancel.ts): it waits for the run to stop, then says what was credited back.
+      const row = await getRun(stack().db, id);
+      assert.equal(row.state, 'cancelled');
+      assert.deepEqual(JSON.parse(cancel.stdout), { batch_id: id, state: 'cancelled', refunded_usd: row.refundedMicros / 1_000_000 });
       const watched = await quorumCli(['run', 'watch', id, '--every', '0.3', '--json'], dataDir, temporal());
       const out = JSON.parse(watched.stdout) as { state: string; progress: { done: Record<string, number> } };
       assert.equal(out.state, 'cancelled');
