@@ -113,7 +113,7 @@ export function withPersonSlot<T>(db: Db, auth: AuthContext, work: () => Promise
 }
 
 /** Each operation checks its own scope (the MCP server admits a call before it knows the tool). */
-export function requireScope(auth: Pick<AuthContext, 'scopes'>, scope: Scope): void {
+export function requireScope(auth: { scopes: readonly Scope[] }, scope: Scope): void {
   if (!auth.scopes.includes(scope)) throw new QuorumError('insufficient_scope', `This key lacks the \`${scope}\` scope.`);
 }
 
