@@ -2,6 +2,7 @@ import { findRun, listRuns, type RunFilter } from '../db/repositories/runs';
 import type { Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import { BATCH_STATES, type BatchState, type RunKind, type RunState } from '../domain/runs';
+import { isStorableText } from '../domain/storable-text';
 import { requireScope } from './checks';
 import { viewOf, type RunReadDeps, type RunView } from './run-poll';
 
@@ -68,7 +69,9 @@ export function parseRunListQuery(query: Record<string, unknown>): RunListQuery 
   if (state !== undefined && !(BATCH_STATES as readonly string[]).includes(state))
     refuse('state', `\`state\` must be one of ${BATCH_STATES.join(', ')}.`);
   const model = single(query, 'model');
-  if (model !== undefined && (model.length === 0 || model.length > 200)) refuse('model', '`model` must be a mode id or ticker.');
+  // Postgres refuses a NUL in a text comparison: such a name is a bad request, never a 500.
+  if (model !== undefined && (model.length === 0 || model.length > 200 || !isStorableText(model)))
+    refuse('model', '`model` must be a mode id or ticker.');
   return {
     limit,
     after,

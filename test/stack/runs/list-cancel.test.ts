@@ -210,6 +210,8 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
         ['?kind=deliberation', 'kind'],
         ['?state=done', 'state'],
         ['?state=launching', 'state'],
+        ['?model=', 'model'],
+        ['?model=a%00b', 'model'],
       ] as const) {
         const r = await page(query);
         assert.equal(r.status, 400, query);
