@@ -10,6 +10,7 @@ import {
   CertifyRequestSchema,
   LaunchSchema,
   RUN_QUESTION_PARAMETERS,
+  RunEndedEventSchema,
   RunQuestionSchema,
   TestPollSchema,
   testRunRequestSchema,
@@ -193,6 +194,28 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
           operationId: 'cancelCertification',
           parameters: [pathBatchId],
           responses: { '200': okOf(CANCELLED, 'CertificationPoll'), ...errors(...ALWAYS, 404) },
+        },
+      },
+    },
+    // Issue 28 item 6: what a run POSTs to its `svc.callback_url` when it ends (docs/api-extensions.md).
+    webhooks: {
+      'run.ended': {
+        post: {
+          operationId: 'runEnded',
+          parameters: [
+            { name: 'Quorum-Event-Id', in: 'header', required: true, schema: { type: 'string' }, description: 'The body’s `id`.' },
+            {
+              name: 'Quorum-Signature',
+              in: 'header',
+              required: true,
+              schema: { type: 'string' },
+              description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` under the organisation’s signing secret.',
+            },
+          ],
+          requestBody: { required: true, content: json(schemaOf(RunEndedEventSchema)) },
+          responses: {
+            '200': { description: 'Any 2xx ends the delivery; a 4xx but 408 and 429 ends it undelivered; else it is retried.' },
+          },
         },
       },
     },
