@@ -259,6 +259,16 @@ const runTest = tool({
     dry_run: z.boolean().optional().describe('Price and duration only; nothing starts or is charged.'),
     tiers: z.array(z.string()).optional().describe('Form B: tiers to run at (free, plus, pro); default plus.'),
     punch_up: z.boolean().optional().describe('Form B: compare against the next tier’s strongest engine.'),
+    svc: z
+      .object({
+        same_questions_as: z
+          .string()
+          .optional()
+          .describe(
+            'A paired re-run: exactly the questions of this earlier run of yours (its `batch_id`), on the mode as it is now; without `buckets` or `questions`. Its poll reports `svc.paired`, the difference in win rate with its interval.',
+          ),
+      })
+      .optional(),
     idempotency_key: IDEMPOTENCY_KEY_ARG,
   }),
   scope: 'tests',

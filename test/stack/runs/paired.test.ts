@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Form } from '../../../domain/form';
 import { LaunchSchema, TestPollSchema } from '../../../api/v1/run-resources';
-import { call, FORMS, moneySnapshot, newOrg, startApi, type Api, type TestOrg } from '../api/helpers';
+import { call, FORMS, moneySnapshot, newKey, newOrg, startApi, type Api, type TestOrg } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
+import { connect, json } from '../mcp/helpers';
 import { stack } from '../../harness/stack';
 import { demoModes, untilEnded } from './helpers';
 
@@ -103,6 +104,32 @@ describe('runs: paired re-runs (svc.same_questions_as)', function () {
       assert.ok(paired.ci_low !== null && paired.ci_high !== null);
       assert.ok(paired.ci_low <= paired.difference! && paired.difference! <= paired.ci_high, JSON.stringify(paired));
       assert.ok(paired.ci_high - paired.ci_low > 0 && (paired.standard_error ?? 0) > 0, JSON.stringify(paired));
+    }
+  });
+
+  it('MCP run_test takes svc.same_questions_as in both Forms (official MCP SDK client): the same questions, the same codes', async () => {
+    const test = await newKey(org.orgId, { mode: 'test' });
+    for (const form of FORMS) {
+      const client = await connect(apis[form], test);
+      // Advertised, so an agent knows it can ask for a paired re-run.
+      const tool = (await client.listTools()).tools.find((t) => t.name === 'run_test');
+      const svc = tool?.inputSchema.properties?.svc as { properties?: Record<string, unknown> } | undefined;
+      assert.ok(svc?.properties?.same_questions_as, JSON.stringify(tool?.inputSchema));
+      const launched = json(
+        await client.callTool({ name: 'run_test', arguments: { model: modes.weak[form], svc: { same_questions_as: earlier.id } } }),
+      );
+      const id = String(launched.batch_id);
+      assert.equal(launched.total_questions, 9, JSON.stringify(launched));
+      const p = TestPollSchema.parse((await untilEnded(apis[form], test, 'tests', id)).body);
+      assert.deepEqual(await questionsOf(id), await questionsOf(earlier.id), form);
+      assert.equal(p.svc?.paired.against, earlier.id);
+      assert.equal(p.svc?.paired.pairs, 9);
+      const missing = json(
+        await client.callTool({ name: 'run_test', arguments: { model: modes.weak[form], svc: { same_questions_as: randomUUID() } } }),
+      );
+      assert.equal((missing.error as { code: string }).code, form === 'A' ? 'not_found' : 'batch_not_found');
+      assert.equal(missing.http_status, 404);
+      await client.close();
     }
   });
 
