@@ -4,7 +4,7 @@ import { ENDED_STATES, type RunKind } from '../domain/runs';
 import { cancelRun } from '../starters/runs';
 import { requireScope } from './checks';
 import { RUN_SCOPES, type RunReader } from './run-list';
-import { findOwnRun, viewOf, type RunReadDeps, type RunView } from './run-poll';
+import { findOwnRun, pollView, type RunReadDeps, type RunView } from './run-poll';
 
 /**
  * Cancelling a run (POST /v1/tests/{id}/cancel and /v1/certify/{id}/cancel, MCP `cancel_run`, the console's button,
@@ -36,7 +36,7 @@ export async function cancelOrgRun(
   const run = await findOwnRun(deps, canceller.orgId, input.kind, input.batchId);
   // Without the kind in the address (MCP), the run's own kind says which scope may stop it, as its poll would.
   requireScope(canceller, RUN_SCOPES[run.kind]);
-  if (ENDED_STATES.includes(run.state)) return { view: await viewOf(deps, canceller.orgId, run), signalled: false };
+  if (ENDED_STATES.includes(run.state)) return { view: await pollView(deps, canceller.orgId, run), signalled: false };
   let live = true;
   try {
     await cancelRun(deps.client, run);
@@ -46,7 +46,7 @@ export async function cancelOrgRun(
     live = false;
   }
   const now = live ? await untilEnded(deps, run, waitMs) : ((await findRun(deps.db, canceller.orgId, run.id)) ?? run);
-  return { view: await viewOf(deps, canceller.orgId, now), signalled: live };
+  return { view: await pollView(deps, canceller.orgId, now), signalled: live };
 }
 
 /** The run's row once it has ended, or as it is when `waitMs` ran out (still stopping: the poll shows the end). */

@@ -22,8 +22,12 @@ export interface RunView {
 export type RunReadDeps = Pick<OperationDeps, 'db' | 'form'> & { client: Client | undefined };
 
 export async function pollRun(deps: OperationDeps, auth: AuthContext, kind: RunKind, batchId: string): Promise<RunView> {
-  const run = await findOwnRun(deps, auth.orgId, kind, batchId);
-  const [view, paired] = await Promise.all([viewOf(deps, auth.orgId, run), pairedView(deps, run)]);
+  return pollView(deps, auth.orgId, await findOwnRun(deps, auth.orgId, kind, batchId));
+}
+
+/** The poll's view of a run (a cancel answers with it too): `viewOf`, and a paired re-run's comparison. */
+export async function pollView(deps: RunReadDeps, orgId: string, run: RunRecord): Promise<RunView> {
+  const [view, paired] = await Promise.all([viewOf(deps, orgId, run), pairedView(deps, run)]);
   return paired ? { ...view, paired } : view;
 }
 

@@ -306,6 +306,12 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
     );
     await client.close();
 
+    // A cancel answers as the poll does, `svc.paired` of a paired re-run included.
+    const paired = await launch(apis.B, org.ownerKey, '/v1/tests', { model: modes.strong.B, svc: { same_questions_as: small.id } });
+    const pairedPoll = (await untilEnded(apis.B, org.ownerKey, 'tests', paired.id)).body;
+    assert.ok((pairedPoll.svc as { paired?: unknown } | undefined)?.paired, JSON.stringify(pairedPoll));
+    assert.deepEqual((await call(apis.B, 'POST', `/v1/tests/${paired.id}/cancel`, { key: org.ownerKey })).body, pairedPoll);
+
     // A key without `certify` lists test runs only, and cannot read a certification's kind.
     const testsOnly = await connect(apis.B, await newKey(org.orgId, { scopes: ['tests'] }));
     const refused = await testsOnly.callTool({ name: 'list_runs', arguments: { kind: 'certify' } });
