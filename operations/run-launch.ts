@@ -3,7 +3,16 @@ import { randomUUID } from 'node:crypto';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { findMode, isListed } from '../db/repositories/modes';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
-import { failLaunch, findRun, findRunByKey, markRunQueued, questionsForRun, type NewRun, type RunRecord } from '../db/repositories/runs';
+import {
+  failLaunch,
+  findRun,
+  findRunByKey,
+  markRunQueued,
+  questionResults,
+  questionsForRun,
+  type NewRun,
+  type RunRecord,
+} from '../db/repositories/runs';
 import { keyAllowsMode } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import { canonicalHash } from '../domain/canonical-json';
@@ -23,6 +32,7 @@ import {
   runQuestionPriceMicros,
   totalQuestions,
   type BucketCounts,
+  type QuestionResult,
   type RunKind,
   type RunSpec,
 } from '../domain/runs';
@@ -122,6 +132,19 @@ async function pairedSpec(
       param: 'svc.same_questions_as',
     });
   const { counts, questionSetId, seed } = earlier.spec;
+  // A release whose generator draws another question from the same seed would pair different questions by id.
+  const [drawn, asked] = await Promise.all([questionsForRun(deps.db, auth.orgId, earlier.spec), questionResults(deps.db, earlier.id)]);
+  const now = new Map('questions' in drawn ? drawn.questions.map((q) => [q.id, q]) : []);
+  const same = (r: QuestionResult): boolean => {
+    const q = now.get(r.questionId);
+    return q !== undefined && q.answer === r.reference && q.cluster === r.cluster && (r.question ?? q.question) === q.question;
+  };
+  if (!('questions' in drawn) || !asked.every(same))
+    throw new QuorumError(
+      'invalid_request',
+      `The questions of run \`${batchId}\` can no longer be drawn as it drew them (an earlier release generated them); name a newer run.`,
+      { param: 'svc.same_questions_as' },
+    );
   return { counts, questionSetId, seed };
 }
 

@@ -172,6 +172,25 @@ describe('runs: paired re-runs (svc.same_questions_as)', function () {
           `the message names both: ${r.body.error?.message}`,
         );
       }
+      // A run whose questions the seed no longer draws (a release changed the generator; here its row says so).
+      const row = (await stack().db('run_questions').where({ run_id: earlier.id }).first('question_id', 'result')) as {
+        question_id: string;
+        result: Record<string, unknown>;
+      };
+      const where = { run_id: earlier.id, question_id: row.question_id };
+      await stack()
+        .db('run_questions')
+        .where(where)
+        .update({ result: JSON.stringify({ ...row.result, reference: 'another answer' }) });
+      try {
+        const drifted = await refuses(form, org, { model, svc: { same_questions_as: earlier.id } }, 400, 'invalid_request');
+        assert.match(drifted, /can no longer be drawn/);
+      } finally {
+        await stack()
+          .db('run_questions')
+          .where(where)
+          .update({ result: JSON.stringify(row.result) });
+      }
       // A certification draws fresh questions.
       const cert = await refuses(form, org, { model, svc: { same_questions_as: earlier.id } }, 400, 'invalid_request', '/v1/certify');
       assert.match(cert, /fresh questions/);
