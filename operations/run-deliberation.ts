@@ -24,9 +24,12 @@ import {
   unsettledOf,
   type RequestState,
 } from '../db/repositories/requests';
+import { inProgressRetryAfter, stageTimes } from '../domain/retry-after';
 import { workflowIds } from '../domain/workflow-ids';
+import { observedStageTimes } from '../db/repositories/stage-times';
 import { startDeliberation } from '../starters/deliberation';
 import { ENGINE_CALL } from '../workflows/engine-call-policy';
+import { deliberationProgressQuery, type DeliberationProgress } from '../workflows/messages';
 import { deliberationAnswered, deliberationFailed } from './metrics';
 
 export interface RunDeliberationInput {
@@ -111,11 +114,37 @@ async function settleAgain(db: Knex, unsettled: Settlement): Promise<{ outcome: 
   return { outcome: unsettled.outcome, replayed: false };
 }
 
-/** 409 naming the running call's request id, so the caller can read its receipt once it ends. */
-async function inProgress(db: Knex, input: RunDeliberationInput): Promise<QuorumError> {
-  const running = await findRequestByKey(db, input.orgId, input.idempotencyKey);
+/** A progress query the worker does not answer this soon is skipped: the estimate then assumes the call just began. */
+const PROGRESS_QUERY_MS = 1_000;
+
+/** The running call's stage, or undefined when its workflow cannot say (not started yet, gone, or its worker busy). */
+async function progressOf(client: Client, workflowId: string): Promise<DeliberationProgress | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, PROGRESS_QUERY_MS, undefined)));
+  const asked = client.workflow
+    .getHandle(workflowId)
+    .query(deliberationProgressQuery)
+    .catch(() => undefined);
+  try {
+    return await Promise.race([asked, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * 409 naming the running call's request id, so the caller can read its receipt once it ends, with a `Retry-After`
+ * of what the call has left (its stage and the mode's typical stage times, domain/retry-after.ts), so a client that
+ * honours it retries once the answer is stored and gets the replay (issue 28 item 7).
+ */
+async function inProgress(deps: RunDeliberationDeps, input: RunDeliberationInput, workflowId: string): Promise<QuorumError> {
+  const [running, progress, observed] = await Promise.all([
+    findRequestByKey(deps.db, input.orgId, input.idempotencyKey),
+    progressOf(deps.client, workflowId),
+    observedStageTimes(deps.db, { modeId: input.mode.id, tier: input.tier, keyMode: input.keyMode }),
+  ]);
   return new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
-    retryAfter: 5,
+    retryAfter: inProgressRetryAfter(progress, stageTimes(observed)),
     requestId: running?.id,
   });
 }
@@ -161,7 +190,7 @@ export async function runDeliberation(
   if (existing?.state === 'running' || existing?.state === 'failed') {
     const status = await workflowStatus(client, workflowId);
     if (status === 'RUNNING') {
-      if (existing.state === 'failed') throw await inProgress(db, input);
+      if (existing.state === 'failed') throw await inProgress(deps, input, workflowId);
     } else if (status === 'COMPLETED') {
       // It answered: that is the key's one billed run, whichever of its rows it settled.
       const answered = await answeredByKey(db, input.orgId, input.idempotencyKey);
@@ -195,7 +224,7 @@ export async function runDeliberation(
     },
     { takeOver, unclaimed: existing === undefined, abandonedRunningId },
   );
-  if (!claimed) throw await inProgress(db, input);
+  if (!claimed) throw await inProgress(deps, input, workflowId);
 
   let handle;
   try {
@@ -225,7 +254,7 @@ export async function runDeliberation(
       { idempotencyKey: input.idempotencyKey, model: input.model },
     );
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) throw await inProgress(db, input);
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw await inProgress(deps, input, workflowId);
     // A start cut off by its deadline may still land: a retry finds its workflow before it runs another.
     await markRequestFailed(db, requestId, 'service_unavailable');
     throw new QuorumError('service_unavailable', 'The deliberation could not be started; retry with the same Idempotency-Key.', {

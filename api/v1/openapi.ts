@@ -101,7 +101,20 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
           operationId: 'createChatCompletion',
           parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }],
           requestBody: body(serialiser.requests.completion),
-          responses: { '200': ok('A chat completion with the `svc` block.'), ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502) },
+          responses: {
+            '200': ok('A chat completion with the `svc` block.'),
+            ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
+            '409': {
+              ...(errors(409)['409'] as JsonObject),
+              headers: {
+                'Retry-After': {
+                  description:
+                    '`request_in_progress`: seconds the running call has left, from its stage and the mode’s typical stage times (1–60).',
+                  schema: { type: 'integer', minimum: 1, maximum: 60 },
+                },
+              },
+            },
+          },
         },
       },
       '/v1/estimate': {
