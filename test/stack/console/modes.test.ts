@@ -164,7 +164,10 @@ describe('console: the mode builder', function () {
     assert.match(textOf(releasedPage.body, 'versions'), new RegExp(`1 \\(current\\) ${hash}`));
     assert.doesNotMatch(releasedPage.body, /id="draft-row"/);
     const listed = await v.get('/console/modes');
-    assert.match(textOf(listed.body, 'modes'), new RegExp(`${stored.ticker} ${name} released 1 ${hash} not listed ${stored.ticker}:LAB`));
+    assert.match(
+      textOf(listed.body, 'modes'),
+      new RegExp(`${stored.ticker} ${name} released 1 ${hash} not listed not certified yet ${stored.ticker}:LAB`),
+    );
 
     // Published.
     const published = await v.post(`/console/modes/${modeId}/publish`, {});
