@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
-import { startProductWorkers } from '../deliberation/helpers';
-import { FORMS, newOrg, PANEL, startApi, type Api } from './helpers';
+import { customMode, startProductWorkers } from '../deliberation/helpers';
+import { FORMS, newOrg, startApi, type Api } from './helpers';
 
 type WithSvc = OpenAI.Chat.Completions.ChatCompletion & { svc: Record<string, unknown> };
 
@@ -34,6 +34,10 @@ describe('retries that converge: the openai client’s own retries of a running 
   for (const form of FORMS) {
     it(`Form ${form}: a duplicate with maxRetries: 2 returns the completion; the 409s said to wait 1–60 s`, async () => {
       const org = await newOrg();
+      // A mode of its own: its stage times are then this test's calls alone, not the instant sim calls other tests
+      // make on the shared system modes.
+      const mode = await customMode(org.orgId, 'quorum-panel', {});
+      const model = form === 'A' ? mode.id : mode.ticker;
       const baseURL = `${apis[form].url}/v1`;
       // One question throughout: the sim engines answer a question alike every time, so every call of it takes as long.
       const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
@@ -43,7 +47,7 @@ describe('retries that converge: the openai client’s own retries of a running 
 
       // One call before: the mode's stage times are then observed, not the spec's.
       const warmStart = Date.now();
-      await plain.chat.completions.create({ model: PANEL[form], messages });
+      await plain.chat.completions.create({ model, messages });
       const callMs = Date.now() - warmStart;
       assert.ok(callMs > 12_000, `a call takes about 15 s here (took ${callMs} ms)`);
 
@@ -56,10 +60,10 @@ describe('retries that converge: the openai client’s own retries of a running 
       const retrying = new OpenAI({ baseURL, apiKey: org.ownerKey, maxRetries: 2, timeout: 120_000, fetch: recording });
 
       const idem = randomUUID();
-      const first = plain.chat.completions.create({ model: PANEL[form], messages }, { headers: { 'Idempotency-Key': idem } });
+      const first = plain.chat.completions.create({ model, messages }, { headers: { 'Idempotency-Key': idem } });
       await new Promise((r) => setTimeout(r, 1_000));
       const duplicate = (await retrying.chat.completions.create(
-        { model: PANEL[form], messages },
+        { model, messages },
         { headers: { 'Idempotency-Key': idem } },
       )) as WithSvc;
       const original = (await first) as WithSvc;
