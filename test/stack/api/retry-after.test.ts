@@ -62,10 +62,7 @@ describe('retries that converge: the openai client’s own retries of a running 
       const idem = randomUUID();
       const first = plain.chat.completions.create({ model, messages }, { headers: { 'Idempotency-Key': idem } });
       await new Promise((r) => setTimeout(r, 1_000));
-      const duplicate = (await retrying.chat.completions.create(
-        { model, messages },
-        { headers: { 'Idempotency-Key': idem } },
-      )) as WithSvc;
+      const duplicate = (await retrying.chat.completions.create({ model, messages }, { headers: { 'Idempotency-Key': idem } })) as WithSvc;
       const original = (await first) as WithSvc;
 
       assert.equal(duplicate.svc.replayed, true);
