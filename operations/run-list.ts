@@ -4,6 +4,7 @@ import { QuorumError } from '../domain/errors';
 import { BATCH_STATES, type BatchState, type RunKind, type RunState } from '../domain/runs';
 import { isStorableText } from '../domain/storable-text';
 import { requireScope } from './checks';
+import { invalidParam, pageLimit, singleParam, type PageSize } from './query-params';
 import { viewOf, type RunReadDeps, type RunView } from './run-poll';
 
 /**
@@ -17,7 +18,7 @@ export const RUN_SCOPES: Readonly<Record<RunKind, Scope>> = { test: 'tests', cer
 export const EVERY_RUN_SCOPE: readonly Scope[] = Object.values(RUN_SCOPES);
 
 /** A page holds at most this many runs (each read as a poll reads it), and this many unless asked. */
-export const RUN_PAGE = { max: 100, default: 20 } as const;
+export const RUN_PAGE: PageSize = { max: 100, default: 20 };
 
 /** Whose runs, and the scopes that say which kinds it reads: a key's own, or every kind for the operator and console. */
 export interface RunReader {
@@ -45,30 +46,20 @@ const KIND_NAMES: Readonly<Record<string, RunKind>> = { test: 'test', certify: '
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const refuse = (param: string, message: string): never => {
-  throw new QuorumError('invalid_request', message, { param });
+  throw invalidParam(param, message);
 };
-
-/** One query parameter: absent, or sent once as text (`?a=1&a=2` is refused rather than one of them chosen). */
-function single(query: Record<string, unknown>, name: string): string | undefined {
-  const v = query[name];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') return refuse(name, `Send one \`${name}\`, as text.`);
-  return v;
-}
 
 /** The query of `GET /v1/runs` (and the MCP tool's arguments, as text): every bad value is 400 `invalid_request`. */
 export function parseRunListQuery(query: Record<string, unknown>): RunListQuery {
-  const limitText = single(query, 'limit');
-  const limit = limitText === undefined ? RUN_PAGE.default : /^\d{1,4}$/.test(limitText) ? Number(limitText) : NaN;
-  if (!(limit >= 1 && limit <= RUN_PAGE.max)) refuse('limit', `\`limit\` must be a whole number from 1 to ${RUN_PAGE.max}.`);
-  const after = single(query, 'after');
+  const limit = pageLimit(singleParam(query, 'limit'), RUN_PAGE);
+  const after = singleParam(query, 'after');
   if (after !== undefined && !UUID.test(after)) refuse('after', '`after` must be a batch id (a uuid): the `last_id` of the page before.');
-  const kindText = single(query, 'kind');
+  const kindText = singleParam(query, 'kind');
   if (kindText !== undefined && !Object.hasOwn(KIND_NAMES, kindText)) refuse('kind', '`kind` must be `test` or `certify`.');
-  const state = single(query, 'state');
+  const state = singleParam(query, 'state');
   if (state !== undefined && !(BATCH_STATES as readonly string[]).includes(state))
     refuse('state', `\`state\` must be one of ${BATCH_STATES.join(', ')}.`);
-  const model = single(query, 'model');
+  const model = singleParam(query, 'model');
   // Postgres refuses a NUL in a text comparison: such a name is a bad request, never a 500.
   if (model !== undefined && (model.length === 0 || model.length > 200 || !isStorableText(model)))
     refuse('model', '`model` must be a mode id or ticker.');

@@ -1,10 +1,10 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { questionResultsPage, questionsForRun, type RunRecord } from '../db/repositories/runs';
-import { QuorumError } from '../domain/errors';
 import { QUESTION_ID, type Question } from '../domain/questions/types';
 import type { QuestionResult, RunKind } from '../domain/runs';
 import type { OperationDeps } from './deps';
 import { parseIncludeTranscript } from './receipt';
+import { invalidParam, pageLimit, singleParam, type PageSize } from './query-params';
 import { findOwnRun } from './run-poll';
 
 /**
@@ -14,7 +14,7 @@ import { findOwnRun } from './run-poll';
  */
 
 /** Questions per page: a certification (150) in two pages at most, with texts still a few hundred KB. */
-export const QUESTION_PAGE = { defaultLimit: 50, maxLimit: 100 } as const;
+export const QUESTION_PAGE: PageSize = { default: 50, max: 100 };
 /** Rows per read while an export streams. */
 const EXPORT_BATCH = 100;
 
@@ -40,50 +40,36 @@ export interface QuestionPageView {
   includeTranscript: boolean;
 }
 
-const invalid = (param: string, message: string): QuorumError => new QuorumError('invalid_request', message, { param });
-
-/** A query parameter sent at most once. */
-function single(query: Readonly<Record<string, unknown>>, param: string): string | undefined {
-  const raw = query[param];
-  if (raw === undefined || typeof raw === 'string') return raw;
-  throw invalid(param, `Send \`${param}\` once.`);
-}
-
 /** `include`, `include_transcript`, `limit`, `after` and `format` of a poll; each misuse is a 400 naming its parameter. */
 export function parseQuestionOptions(query: Readonly<Record<string, unknown>>): QuestionOptions {
-  const format = single(query, 'format') ?? 'json';
-  const include = single(query, 'include');
-  const transcript = single(query, 'include_transcript');
-  const limit = single(query, 'limit');
-  const after = single(query, 'after');
-  if (format !== 'json' && format !== 'jsonl') throw invalid('format', '`format` is `json` (the default) or `jsonl`.');
+  const format = singleParam(query, 'format') ?? 'json';
+  const include = singleParam(query, 'include');
+  const transcript = singleParam(query, 'include_transcript');
+  const limit = singleParam(query, 'limit');
+  const after = singleParam(query, 'after');
+  if (format !== 'json' && format !== 'jsonl') throw invalidParam('format', '`format` is `json` (the default) or `jsonl`.');
   if (include !== undefined && include !== 'questions')
-    throw invalid('include', '`include` takes `questions`: the per-question results, paged.');
+    throw invalidParam('include', '`include` takes `questions`: the per-question results, paged.');
   if (format === 'jsonl') {
     // The export is every question recorded so far, one a line, so it has no pages.
     const paged = limit !== undefined ? 'limit' : after !== undefined ? 'after' : undefined;
-    if (paged) throw invalid(paged, `\`format=jsonl\` streams every question; \`${paged}\` pages \`include=questions\` only.`);
+    if (paged) throw invalidParam(paged, `\`format=jsonl\` streams every question; \`${paged}\` pages \`include=questions\` only.`);
     return { format, includeTranscript: parseIncludeTranscript(transcript) };
   }
   if (include === undefined) {
     const stray = ['include_transcript', 'limit', 'after'].find((p) => query[p] !== undefined);
-    if (stray) throw invalid(stray, `\`${stray}\` applies to the per-question results: add \`include=questions\`.`);
+    if (stray) throw invalidParam(stray, `\`${stray}\` applies to the per-question results: add \`include=questions\`.`);
     return { format, page: null };
   }
-  return { format, page: { includeTranscript: parseIncludeTranscript(transcript), limit: pageLimit(limit), after: cursor(after) } };
-}
-
-function pageLimit(raw: string | undefined): number {
-  if (raw === undefined) return QUESTION_PAGE.defaultLimit;
-  const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1 && n <= QUESTION_PAGE.maxLimit))
-    throw invalid('limit', `\`limit\` is a whole number from 1 to ${QUESTION_PAGE.maxLimit} (default ${QUESTION_PAGE.defaultLimit}).`);
-  return n;
+  return {
+    format,
+    page: { includeTranscript: parseIncludeTranscript(transcript), limit: pageLimit(limit, QUESTION_PAGE), after: cursor(after) },
+  };
 }
 
 function cursor(raw: string | undefined): string | null {
   if (raw === undefined) return null;
-  if (!QUESTION_ID.test(raw)) throw invalid('after', '`after` is a question id: the `last_id` of the previous page.');
+  if (!QUESTION_ID.test(raw)) throw invalidParam('after', '`after` is a question id: the `last_id` of the previous page.');
   return raw;
 }
 
@@ -110,7 +96,7 @@ function questionTexts(deps: OperationDeps, run: RunRecord): (rows: QuestionResu
 /** One page of the run's questions in recorded order; `after` naming no question of the run is a 400. */
 export async function questionPage(deps: OperationDeps, run: RunRecord, options: PageOptions): Promise<QuestionPageView> {
   const rows = await questionResultsPage(deps.db, run.id, { after: options.after, limit: options.limit + 1 });
-  if (!rows) throw invalid('after', `\`after\` names no recorded question of run \`${run.id}\`.`);
+  if (!rows) throw invalidParam('after', `\`after\` names no recorded question of run \`${run.id}\`.`);
   return {
     questions: await questionTexts(deps, run)(rows.slice(0, options.limit)),
     hasMore: rows.length > options.limit,

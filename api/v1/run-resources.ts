@@ -155,7 +155,7 @@ export const RUN_QUESTION_PARAMETERS = [
     name: 'limit',
     in: 'query',
     required: false,
-    schema: { type: 'integer', minimum: 1, maximum: QUESTION_PAGE.maxLimit, default: QUESTION_PAGE.defaultLimit },
+    schema: { type: 'integer', minimum: 1, maximum: QUESTION_PAGE.max, default: QUESTION_PAGE.default },
   },
   { name: 'after', in: 'query', required: false, schema: { type: 'string' }, description: 'The previous page’s `last_id`.' },
   {
