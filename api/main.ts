@@ -4,6 +4,7 @@ import { createDb, REQUEST_PATH_DB_TIMEOUTS } from '../db/knex';
 import { loadConfig } from '../infra/config';
 import { onStopRequest } from '../infra/entry-point';
 import { createLogger } from '../infra/log';
+import { temporalConnectOptions } from '../infra/temporal-connection';
 import { createApp } from './app';
 import { drain, listen } from './listen';
 
@@ -15,7 +16,7 @@ async function main(): Promise<void> {
   if (config.QUORUM_ENV === 'production' && !config.QUORUM_PUBLIC_URL)
     throw new Error('QUORUM_PUBLIC_URL is required when QUORUM_ENV=production (e.g. https://api.example.com)');
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX, REQUEST_PATH_DB_TIMEOUTS);
-  const temporal = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const temporal = await Connection.connect(temporalConnectOptions(config));
   const app = createApp({ db, temporal, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });
 
   const server: Server = listen(app, config.PORT);

@@ -6,6 +6,7 @@ import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
 import { dataDir } from '../infra/paths';
 import { startEmbeddedPostgres } from '../infra/postgres';
+import { temporalConnectOptions } from '../infra/temporal-connection';
 import { readStackFile } from '../infra/stack-file';
 
 export interface CliResources {
@@ -34,17 +35,20 @@ export async function openResources(config: Config, log: Logger): Promise<CliRes
   cleanups.unshift(() => db.destroy());
   if (migrate) await prepareDatabase(db);
 
-  const address = config.TEMPORAL_ADDRESS ?? stackInfo?.temporalAddress;
+  // TEMPORAL_ADDRESS names a cluster with its TLS and API key; a running `npm start`'s local server needs neither.
+  const target = config.TEMPORAL_ADDRESS
+    ? temporalConnectOptions(config)
+    : stackInfo?.temporalAddress && { address: stackInfo.temporalAddress };
   const namespace = config.TEMPORAL_ADDRESS ? config.TEMPORAL_NAMESPACE : (stackInfo?.namespace ?? config.TEMPORAL_NAMESPACE);
   let client: Promise<Client | undefined> | undefined;
   const connect = async (): Promise<Client | undefined> => {
-    if (!address) return undefined;
+    if (!target) return undefined;
     try {
-      const connection = await Connection.connect({ address, connectTimeout: '3 seconds' });
+      const connection = await Connection.connect({ ...target, connectTimeout: '3 seconds' });
       cleanups.unshift(() => connection.close());
       return new Client({ connection, namespace });
     } catch (err) {
-      log.warn('Temporal is not reachable', { address, err });
+      log.warn('Temporal is not reachable', { address: target.address, err });
       return undefined;
     }
   };

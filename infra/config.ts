@@ -2,13 +2,39 @@
 import { z } from 'zod';
 
 const portNumber = z.coerce.number().int().min(0).max(65535);
+/** `true`/`false` or `1`/`0`, as Temporal reads its flags; anything else is refused rather than taken as false. */
+const envFlag = z
+  .string()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0']))
+  .transform((v) => v === 'true' || v === '1');
+const envText = z.string().min(1).optional();
+
+/**
+ * Temporal's own client variables (its "environment configuration", as its CLI and SDKs read them), so an existing
+ * cluster's or Temporal Cloud's settings carry over: infra/temporal-connection.ts turns them into connection options.
+ */
+const TemporalClientEnv = {
+  TEMPORAL_ADDRESS: envText,
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  /** Temporal Cloud's API key; it turns TLS on unless TEMPORAL_TLS=false. */
+  TEMPORAL_API_KEY: envText,
+  TEMPORAL_TLS: envFlag.optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: envText,
+  TEMPORAL_TLS_CLIENT_CERT_DATA: envText,
+  TEMPORAL_TLS_CLIENT_KEY_PATH: envText,
+  TEMPORAL_TLS_CLIENT_KEY_DATA: envText,
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: envText,
+  TEMPORAL_TLS_SERVER_CA_CERT_DATA: envText,
+  TEMPORAL_TLS_SERVER_NAME: envText,
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION: envFlag.optional(),
+};
 
 /** Every process-wide setting comes from the environment; this is the one place that reads it. */
 const EnvSchema = z.object({
   PORT: portNumber.default(8080),
   DATABASE_URL: z.string().url().optional(),
-  TEMPORAL_ADDRESS: z.string().min(1).optional(),
-  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  ...TemporalClientEnv,
   TEMPORAL_PORT: portNumber.default(7233),
   TEMPORAL_UI_PORT: portNumber.default(8233),
   QUORUM_FORM: z.enum(['A', 'B']).default('B'),
@@ -21,6 +47,9 @@ const EnvSchema = z.object({
    */
   QUORUM_LOCAL_MODEL: z.enum(['on', 'off']).default('off'),
   QUORUM_SECRET_KEY: z.string().optional(),
+  /** `npm run start:cluster`: how many worker and API processes it runs (APIs on PORT, PORT+1, …). */
+  QUORUM_CLUSTER_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
+  QUORUM_CLUSTER_APIS: z.coerce.number().int().min(1).max(32).default(2),
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   /**
    * Workflows a worker keeps in memory between tasks (~1 MB each). Beyond it the least recent is evicted and
@@ -65,8 +94,32 @@ export const SHUTDOWN_MARGIN_MS = 5_000;
 
 export type Config = z.infer<typeof EnvSchema>;
 
+/** The settings Temporal's SDK would quietly drop (a certificate without its key, say) stop the process instead. */
+function checkTemporalTls(env: Config, ctx: z.RefinementCtx): void {
+  const problem = (variable: string, message: string): void => {
+    ctx.addIssue({ code: 'custom', path: [variable], message });
+  };
+  for (const file of ['CLIENT_CERT', 'CLIENT_KEY', 'SERVER_CA_CERT'] as const) {
+    if (env[`TEMPORAL_TLS_${file}_PATH`] && env[`TEMPORAL_TLS_${file}_DATA`])
+      problem(`TEMPORAL_TLS_${file}_PATH`, `set TEMPORAL_TLS_${file}_PATH or TEMPORAL_TLS_${file}_DATA, not both`);
+  }
+  const cert = Boolean(env.TEMPORAL_TLS_CLIENT_CERT_PATH ?? env.TEMPORAL_TLS_CLIENT_CERT_DATA);
+  const key = Boolean(env.TEMPORAL_TLS_CLIENT_KEY_PATH ?? env.TEMPORAL_TLS_CLIENT_KEY_DATA);
+  if (cert !== key)
+    problem(
+      cert ? 'TEMPORAL_TLS_CLIENT_KEY_PATH' : 'TEMPORAL_TLS_CLIENT_CERT_PATH',
+      `mTLS needs both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or their _DATA forms); only the ${cert ? 'certificate' : 'key'} is set`,
+    );
+  // Neither the client's nor the worker's connection can skip the name check; a server name can match it instead.
+  if (env.TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)
+    problem(
+      'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+      "not supported by Temporal's TypeScript SDK: set TEMPORAL_TLS_SERVER_NAME to a name in the server's certificate (and TEMPORAL_TLS_SERVER_CA_CERT_PATH to its CA) instead",
+    );
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = EnvSchema.safeParse(env);
+  const parsed = EnvSchema.superRefine(checkTemporalTls).safeParse(env);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`Invalid environment: ${problems}`);

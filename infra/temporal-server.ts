@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { quorumSearchAttributes } from '../workflows/search-attributes';
+import type { TemporalConnectOptions } from './temporal-connection';
 
 export interface DevServerOptions {
   binary: string;
@@ -59,13 +60,17 @@ export function spawnDevServer(o: DevServerOptions): ChildProcess {
   return spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
 }
 
-/** Resolves when the frontend answers and the namespace exists. */
-export async function waitForTemporal(address: string, namespace: string, timeoutMs = 120_000): Promise<void> {
+/**
+ * Resolves when the frontend answers and the namespace exists. `target`: a local server's plain address, or an
+ * existing cluster's options (temporalConnectOptions: TLS, API key).
+ */
+export async function waitForTemporal(target: string | TemporalConnectOptions, namespace: string, timeoutMs = 120_000): Promise<void> {
+  const options = typeof target === 'string' ? { address: target } : target;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      const connection = await Connection.connect({ ...options, connectTimeout: 2_000 });
       try {
         await connection.workflowService.describeNamespace({ namespace });
         return;
@@ -77,5 +82,5 @@ export async function waitForTemporal(address: string, namespace: string, timeou
       await new Promise((r) => setTimeout(r, 250));
     }
   }
-  throw new Error(`Temporal at ${address} not ready after ${timeoutMs} ms: ${String(last)}`);
+  throw new Error(`Temporal at ${options.address} not ready after ${timeoutMs} ms: ${String(last)}`);
 }

@@ -11,6 +11,7 @@ import { onStopRequest } from '../infra/entry-point';
 import { freePort } from '../infra/free-port';
 import { createLogger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
+import { temporalConnectOptions } from '../infra/temporal-connection';
 import { ensureTrialTimers } from '../starters/trial-credit';
 import { bundleInChild } from './bundle';
 import { serveWorkerMetrics } from './metrics';
@@ -46,7 +47,8 @@ async function main(): Promise<void> {
   });
 
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const temporal = temporalConnectOptions(config);
+  const connection = await NativeConnection.connect(temporal);
   const bundlePath = config.QUORUM_WORKFLOW_BUNDLE ?? bundleInChild();
   const workers = await createWorkers({
     connection,
@@ -61,7 +63,7 @@ async function main(): Promise<void> {
   if (!config.QUORUM_WORKFLOW_BUNDLE) fs.rmSync(path.dirname(bundlePath), { recursive: true, force: true });
 
   // Organisations created while Temporal was unreachable get their trial timer now.
-  const clientConnection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const clientConnection = await Connection.connect(temporal);
   const started = await ensureTrialTimers(db, new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE }));
   if (started > 0) log.info('trial timers started', { count: started });
 
