@@ -8,6 +8,8 @@ const StackInfo = z.object({
   temporalAddress: z.string(),
   namespace: z.string(),
   apiUrl: z.string(),
+  /** Every API process's address (`npm run start:cluster` runs several); `apiUrl` is the first. */
+  apiUrls: z.array(z.string()).optional(),
   pid: z.number().int(),
 });
 export type StackInfo = z.infer<typeof StackInfo>;

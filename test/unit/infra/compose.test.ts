@@ -3,7 +3,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { CLUSTER_SERVICES, joinClusterEnv, NAMESPACE_RETENTION_HOURS } from '../../../infra/cluster-topology';
 import { loadConfig, SHUTDOWN_MARGIN_MS } from '../../../infra/config';
+import {
+  TEMPORAL_SCHEMAS,
+  TEMPORAL_SERVER,
+  TEMPORAL_TOPOLOGY,
+  TEMPORAL_UI_SERVER,
+  temporalPorts,
+  temporalSqlToolEnv,
+  type TemporalServerSettings,
+} from '../../../infra/temporal-cluster';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../../infra/temporal-server';
 import { quorumSearchAttributes } from '../../../workflows/search-attributes';
 
@@ -15,6 +25,7 @@ const Service = z.object({
   environment: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
   depends_on: z.union([z.array(z.string()), z.record(z.string(), z.object({ condition: z.string() }))]).optional(),
   ports: z.array(z.string()).optional(),
+  deploy: z.object({ replicas: z.number().int() }).optional(),
   volumes: z.array(z.string()).optional(),
   stop_grace_period: z.string().optional(),
 });
@@ -34,18 +45,74 @@ const deps = (name: string): string[] => {
   return Array.isArray(d) ? d : Object.keys(d);
 };
 const commandText = (name: string): string => [svc(name).command ?? []].flat().join(' ');
+/** A compose value as Docker reads it with nothing set: `${X:-d}` is d. */
+const withDefaults = (value: string): string => value.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
+/** `npm run start:cluster`'s settings with none of ours set. */
+const defaults = loadConfig({});
 
 describe('docker-compose.yml: the production topology', () => {
-  it('has every service the stack needs', () => {
-    for (const name of ['postgres', 'temporal', 'temporal-postgres', 'temporal-setup', 'temporal-ui', 'migrate', 'api', 'worker'])
-      svc(name);
+  it('has the services npm run start:cluster runs, by the same names', () => {
+    assert.deepEqual(Object.keys(compose.services).sort(), Object.values(CLUSTER_SERVICES).sort());
   });
 
-  it('runs Temporal on Postgres persistence and points the UI at it', () => {
-    assert.equal(env('temporal').DB, 'postgres12');
-    assert.equal(env('temporal').POSTGRES_SEEDS, 'temporal-postgres');
-    assert.ok(deps('temporal').includes('temporal-postgres'));
-    assert.equal(env('temporal-ui').TEMPORAL_ADDRESS, 'temporal:7233');
+  it('runs the Temporal server and UI releases the cluster command builds, on Postgres persistence and visibility', () => {
+    const tag = (program: { version: string }): string => program.version.replace(/^v/, '');
+    assert.equal(svc(CLUSTER_SERVICES.temporal).image, `temporalio/server:${tag(TEMPORAL_SERVER)}`);
+    for (const name of [CLUSTER_SERVICES.temporalSchema, CLUSTER_SERVICES.temporalSetup])
+      assert.equal(svc(name).image, `temporalio/admin-tools:${tag(TEMPORAL_SERVER)}`);
+    assert.equal(svc(CLUSTER_SERVICES.temporalUi).image, `temporalio/ui:${tag(TEMPORAL_UI_SERVER)}`);
+    for (const [key, value] of Object.entries(TEMPORAL_TOPOLOGY))
+      assert.equal(withDefaults(env(CLUSTER_SERVICES.temporal)[key] ?? ''), value, `temporal: ${key}`);
+    assert.equal(env(CLUSTER_SERVICES.temporal).POSTGRES_SEEDS, CLUSTER_SERVICES.temporalPostgres);
+    assert.ok(deps(CLUSTER_SERVICES.temporal).includes(CLUSTER_SERVICES.temporalSchema));
+    assert.equal(env(CLUSTER_SERVICES.temporalUi).TEMPORAL_ADDRESS, `${CLUSTER_SERVICES.temporal}:${defaults.TEMPORAL_PORT}`);
+  });
+
+  it("sets up and upgrades Temporal's schema as the cluster command does: same tool variables, databases and schemas", () => {
+    const schemaEnv = env(CLUSTER_SERVICES.temporalSchema);
+    const ours = temporalSqlToolEnv({ ...TEMPORAL_TOPOLOGY } as TemporalServerSettings);
+    assert.deepEqual(Object.keys(schemaEnv).sort(), Object.keys(ours).sort());
+    assert.equal(schemaEnv.SQL_PLUGIN, TEMPORAL_TOPOLOGY.DB);
+    assert.equal(schemaEnv.SQL_HOST, CLUSTER_SERVICES.temporalPostgres);
+    const command = commandText(CLUSTER_SERVICES.temporalSchema);
+    assert.match(command, new RegExp(`\\b${TEMPORAL_TOPOLOGY.DBNAME}:${TEMPORAL_SCHEMAS.persistence}\\b`));
+    assert.match(command, new RegExp(`\\b${TEMPORAL_TOPOLOGY.VISIBILITY_DBNAME}:${TEMPORAL_SCHEMAS.visibility}\\b`));
+    assert.match(command, /setup-schema -v 0\.0/);
+    assert.match(command, /update-schema --schema-name/);
+  });
+
+  it("registers the namespace with the cluster's retention", () => {
+    assert.match(
+      commandText(CLUSTER_SERVICES.temporalSetup),
+      new RegExp(`namespace create --namespace ${defaults.TEMPORAL_NAMESPACE} --retention ${NAMESPACE_RETENTION_HOURS}h`),
+    );
+  });
+
+  it('publishes the ports the cluster command listens on, and runs as many workers and APIs', () => {
+    const frontend = defaults.TEMPORAL_PORT;
+    assert.deepEqual(svc(CLUSTER_SERVICES.temporal).ports, [`${frontend}:${frontend}`]);
+    assert.equal(
+      env(CLUSTER_SERVICES.temporal).PROMETHEUS_ENDPOINT?.split(':')[1],
+      temporalPorts(frontend).PROMETHEUS_ENDPOINT.split(':')[1],
+      "the Temporal server's metrics port",
+    );
+    assert.deepEqual(
+      svc(CLUSTER_SERVICES.temporalUi).ports?.map((p) => p.split(':')[0]),
+      [String(defaults.TEMPORAL_UI_PORT)],
+    );
+    assert.equal(svc(CLUSTER_SERVICES.worker).deploy?.replicas, defaults.QUORUM_CLUSTER_WORKERS);
+    assert.equal(svc(CLUSTER_SERVICES.api).deploy?.replicas, defaults.QUORUM_CLUSTER_APIS);
+    const lastApiPort = defaults.PORT + defaults.QUORUM_CLUSTER_APIS - 1;
+    assert.deepEqual(svc(CLUSTER_SERVICES.api).ports, [`${defaults.PORT}-${lastApiPort}:${env(CLUSTER_SERVICES.api).PORT}`]);
+  });
+
+  it('joins every worker and API to the cluster through the variables the cluster command sets', () => {
+    const joined = joinClusterEnv({ databaseUrl: '', temporalAddress: '', namespace: '' });
+    for (const name of [CLUSTER_SERVICES.worker, CLUSTER_SERVICES.api]) {
+      for (const key of Object.keys(joined)) assert.ok(env(name)[key], `${name}: ${key}`);
+      assert.equal(env(name).TEMPORAL_ADDRESS, `${CLUSTER_SERVICES.temporal}:${defaults.TEMPORAL_PORT}`);
+      assert.equal(env(name).TEMPORAL_NAMESPACE, defaults.TEMPORAL_NAMESPACE);
+    }
   });
 
   it('gives Temporal the same dynamic config as the dev server and the test harness', () => {
