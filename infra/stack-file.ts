@@ -22,10 +22,10 @@ export function removeStackFile(): void {
   fs.rmSync(stackFile, { force: true });
 }
 
-/** The running stack's addresses, or undefined when no `npm start` is alive. */
-export function readStackFile(): StackInfo | undefined {
+/** The running stack's addresses (its file in this process's data folder, or `file`), or undefined when no `npm start` is alive. */
+export function readStackFile(file: string = stackFile): StackInfo | undefined {
   try {
-    const info = StackInfo.parse(JSON.parse(fs.readFileSync(stackFile, 'utf8')));
+    const info = StackInfo.parse(JSON.parse(fs.readFileSync(file, 'utf8')));
     process.kill(info.pid, 0); // throws when that supervisor is gone
     return info;
   } catch {

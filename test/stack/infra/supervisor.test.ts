@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -12,6 +12,7 @@ import { workflowIds } from '../../../domain/workflow-ids';
 import { freePort } from '../../../infra/free-port';
 import { activitiesRunning, exitOf, listProcesses, portOpen, until } from '../../harness/faults';
 import { chargeCount, ledgerSum } from '../deliberation/helpers';
+import { buildOnce } from '../../harness/build';
 import { stack } from '../../harness/stack';
 
 const root = path.join(__dirname, '..', '..', '..');
@@ -157,9 +158,7 @@ describe('npm start: the supervisor', function () {
   this.timeout(300_000);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-start-'));
   // `npm start` runs `npm run build` first; so does this suite, then runs what it built.
-  before(() =>
-    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' }),
-  );
+  before(buildOnce);
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   it('brings the stack up healthy with the Temporal UI; Ctrl-C during a call delivers its answer, then leaves nothing running; a second start reuses the data', async () => {

@@ -17,7 +17,13 @@ export async function demoModes(orgId: string): Promise<{ strong: Record<Form, s
 }
 
 /** Polls a run until it ends (or the deadline passes); returns the last poll. */
-export async function untilEnded(api: Api, key: string, kind: 'tests' | 'certify', batchId: string, deadlineMs = 240_000): Promise<Reply> {
+export async function untilEnded(
+  api: Pick<Api, 'url'>,
+  key: string,
+  kind: 'tests' | 'certify',
+  batchId: string,
+  deadlineMs = 240_000,
+): Promise<Reply> {
   const until = Date.now() + deadlineMs;
   for (;;) {
     const r = await call(api, 'GET', `/v1/${kind}?batch_id=${batchId}`, { key });
