@@ -1,14 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, portFree } from '../../infra/free-port';
-import { repoRoot } from '../../infra/paths';
 import { readStackFile } from '../../infra/stack-file';
 import { ensureGoProgram } from '../../infra/go-binary';
 import { TEMPORAL_SERVER, TEMPORAL_UI_SERVER, temporalPorts } from '../../infra/temporal-cluster';
 import { buildOnce } from './build';
 import { exitOf, listProcesses } from './faults';
+import { startSupervisor } from './supervisor';
 
 /**
  * `npm run start:cluster` as an operator runs it (built, then the compiled supervisor with `--cluster`), its state in a scratch
@@ -80,31 +80,8 @@ export async function startCluster(o: {
   };
   delete env.DATABASE_URL;
   delete env.TEMPORAL_ADDRESS;
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/infra/supervisor.js'), '--cluster'], {
-    cwd: repoRoot,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group, as in a terminal: the Ctrl-C below goes to that group only.
-    detached: true,
-  });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const readyTimeoutMs = o.readyTimeoutMs ?? 180_000;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`cluster not ready in ${readyTimeoutMs} ms:\n${out}`)), readyTimeoutMs);
-    child.stdout?.on('data', () => {
-      // The last line a ready start prints.
-      if (/\[quorum\] Ctrl-C stops everything/.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`cluster supervisor exited (${String(code)}) before ready:\n${out}`));
-    });
-  });
+  const { child, output } = await startSupervisor(env, ['--cluster'], o.readyTimeoutMs ?? 180_000);
+  const out = output();
   const info = readStackFile(path.join(dataDir, 'stack.json'));
   if (!info) throw new Error(`no stack file in ${dataDir}:\n${out}`);
   const demoKey = /its live API key, shown this once: (\S+)/.exec(out)?.[1];
@@ -114,7 +91,7 @@ export async function startCluster(o: {
   const portOf = (pid: number): string | undefined => /(?:^|\0)PORT=(\d+)/.exec(fs.readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1];
   return {
     child,
-    output: () => out,
+    output,
     dataDir,
     apiUrls: info.apiUrls ?? [info.apiUrl],
     temporalAddress: info.temporalAddress,

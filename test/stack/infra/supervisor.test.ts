@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -13,44 +12,10 @@ import { freePort } from '../../../infra/free-port';
 import { activitiesRunning, exitOf, listProcesses, portOpen, until } from '../../harness/faults';
 import { chargeCount, ledgerSum } from '../deliberation/helpers';
 import { buildOnce } from '../../harness/build';
+import { startSupervisor, type StartedSupervisor } from '../../harness/supervisor';
 import { stack } from '../../harness/stack';
 
-const root = path.join(__dirname, '..', '..', '..');
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-}
-
-/** `npm start`'s own entry point (the compiled supervisor), with its state in a scratch folder and every port free. */
-async function startSupervisor(env: NodeJS.ProcessEnv): Promise<Started> {
-  const child = spawn(process.execPath, [path.join(root, 'dist/infra/supervisor.js')], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group, as npm start in a terminal: the test's Ctrl-C goes to that group, not to mocha's.
-    detached: true,
-  });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`supervisor not ready in 120 s:\n${out}`)), 120_000);
-    const check = (): void => {
-      // The last line a ready start prints (the URLs and the demo key come before it).
-      if (/\[quorum\] Ctrl-C stops everything/.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', check);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`supervisor exited (${String(code)}) before ready:\n${out}`));
-    });
-  });
-  return { child, output: () => out };
-}
+type Started = StartedSupervisor;
 
 /** Ctrl-C in the supervisor's terminal: SIGINT to its process group. */
 async function ctrlC(s: Started): Promise<number | null> {
