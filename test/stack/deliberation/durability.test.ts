@@ -19,6 +19,8 @@ import {
 import { chargeCount, customMode, deliberate, newOrg } from './helpers';
 
 const SEAT_DELAY_MS = 4_000;
+/** Seat calls are slow until the first worker is killed, so the kill lands while they are in flight; the retries answer at once. */
+let slowSeats = true;
 
 function isSeatCall(req: RecordedRequest): boolean {
   return !req.bodyText.includes(JUDGE_TAG) && !req.bodyText.includes('Write the single best answer');
@@ -38,8 +40,7 @@ function script(req: RecordedRequest): Reply {
     });
     return openAiReply({ text });
   }
-  // Seat calls are slow, so the worker can be killed while they are in flight.
-  return { ...openAiReply({ text: 'Water boils at 100 °C at sea level.' }), delayMs: isSeatCall(req) ? SEAT_DELAY_MS : 0 };
+  return { ...openAiReply({ text: 'Water boils at 100 °C at sea level.' }), delayMs: isSeatCall(req) && slowSeats ? SEAT_DELAY_MS : 0 };
 }
 
 describe('deliberation durability: the worker dies mid-seat', function () {
@@ -73,6 +74,7 @@ describe('deliberation durability: the worker dies mid-seat', function () {
     children.push(first);
     const running = deliberate({ org, mode, content: 'At what temperature does water boil at sea level?' });
     await until(() => openai.requests.filter(isSeatCall).length >= 3, 30_000, 'three seat calls in flight');
+    slowSeats = false;
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
 
