@@ -3,7 +3,11 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import autocannon from 'autocannon';
+import pg from 'pg';
+import { z } from 'zod';
+import { createDb, type Db } from '../db/knex';
 import { createApiKey } from '../db/repositories/api-keys';
 import { upsertMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
@@ -12,8 +16,12 @@ import { JUDGE_TAG, SYNTHESIS_TAG } from '../domain/prompts';
 import { workflowIds } from '../domain/workflow-ids';
 import { repoRoot } from '../infra/paths';
 import { freePort } from '../infra/free-port';
+import { readStackFile } from '../infra/stack-file';
+import { TEMPORAL_SERVER } from '../infra/temporal-cluster';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback } from '../test/fixtures/providers/openai';
 import type { RecordedRequest, Reply } from '../test/fixtures/providers/loopback';
+import { startCluster } from '../test/harness/cluster';
+import { parseExposition } from '../test/harness/prometheus';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { stackProcessEnv } from '../test/harness/worker';
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
@@ -22,14 +30,19 @@ import { summary } from './stats';
 
 /**
  * DESIGN §13 through HTTP, as a client sees it (issue 16): the API and the worker as their own processes (as `npm
- * start` runs them), the real Temporal dev server and Postgres, every seat and the staff on an OpenAI-compatible
+ * start` runs them), the real Temporal and Postgres, every seat and the staff on an OpenAI-compatible
  * loopback engine (the real adapter path, not `sim`), and HTTP load from autocannon on 127.0.0.1, bounded in count
  * and time. Per phase: latency percentiles, throughput, errors by status, overhead (end to end minus the engine
- * time the loopback served on the call's critical path) and CPU per call summed over every process of the stack.
+ * time the loopback served on the call's critical path) and CPU per call of every process of the stack.
  * Prints a table and writes JSON under bench/results/; asserts nothing.
+ *   BENCH_LOAD_TARGETS='dev,cluster-1w,cluster-2w' (issue 30) runs the same phases on each stack in turn: `dev` (the
+ *   default) is `npm start`'s, the Temporal CLI's dev server on SQLite; `cluster-Nw` is `npm run start:cluster`'s
+ *   (test/harness/cluster.ts), the Temporal server on a Postgres of its own, with N workers and 1 API, so two cluster
+ *   targets differ only in their workers. Several targets run only 'express 0' and 'panel 0' unless BENCH_LOAD_ONLY
+ *   says otherwise (about 8 minutes for three), print them side by side and write bench/results/load-cluster-*.json.
  *   BENCH_LOAD_SCALE=0.1 runs a tenth of the calls (a quick check); BENCH_LOAD_IN_FLIGHT sets the memory phase's size;
  *   BENCH_LOAD_ONLY='express 0,express 500' runs only the phases so named (and no memory phase, unless the list names
- *   'memory'); BENCH_LOAD_CPU_PROF=<dir> has the API and the worker
+ *   'memory'); BENCH_LOAD_CPU_PROF=<dir> has the dev target's API and worker (the bench forks those itself)
  *   write V8 CPU profiles there when they stop (open them in Chrome DevTools), to see where their CPU goes.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
@@ -37,7 +50,32 @@ const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
 /** No phase runs longer than this, whatever its count. */
 const PHASE_MAX_S = 120;
 const SLOW_ENGINE_MS = 500;
+/** Engines this slow make a panel of about 26 s, near the spec's p50 of 28.5 s: its engine calls heartbeat to Temporal as real ones do. */
+const REAL_ENGINE_MS = 5_000;
 const ONLY = process.env.BENCH_LOAD_ONLY?.split(',').map((name) => name.trim());
+const StackName = z.enum(['dev', 'cluster-1w', 'cluster-2w']);
+type StackName = z.infer<typeof StackName>;
+/** The stacks BENCH_LOAD_TARGETS names: a cluster's worker count, and what the tables call each. */
+const STACKS: Record<StackName, { clusterWorkers?: number; label: string }> = {
+  dev: { label: 'dev server (Temporal CLI dev server on SQLite; 1 worker, 1 API)' },
+  'cluster-1w': { clusterWorkers: 1, label: `cluster, 1 worker (Temporal server ${TEMPORAL_SERVER.version} on Postgres; 1 API)` },
+  'cluster-2w': { clusterWorkers: 2, label: `cluster, 2 workers (Temporal server ${TEMPORAL_SERVER.version} on Postgres; 1 API)` },
+};
+const TARGETS = z
+  .array(StackName)
+  .min(1)
+  .parse((process.env.BENCH_LOAD_TARGETS ?? 'dev').split(',').map((name) => name.trim()));
+/**
+ * The phases run: BENCH_LOAD_ONLY's ('panel 0' names all three concurrencies, 'panel 0@16' one), else every phase
+ * on one target, and on several what fits about 10 minutes for three: both lanes alone and at 16 concurrent with
+ * instant engines, and the near-real-latency panels.
+ */
+const PHASES =
+  ONLY ?? (TARGETS.length > 1 ? ['express 0@1', 'express 0@16', 'panel 0@1', 'panel 0@16', `panel ${REAL_ENGINE_MS}`] : undefined);
+/** Background CPU of each process, measured with nothing in flight, so a per-call figure can be read against it. */
+const IDLE_WINDOW_MS = 10_000;
+/** How long a phase's counters are given to reach their readers (the Temporal server reports its metrics and a Postgres backend its statistics about once a second). */
+const COUNTERS_SETTLE_MS = 2_000;
 const CPU_PROF = process.env.BENCH_LOAD_CPU_PROF;
 /** Node refuses --cpu-prof in NODE_OPTIONS: it goes on the command line. */
 const profileArgs: readonly string[] = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
@@ -68,10 +106,10 @@ const EXPRESS_PROMPT = 'what is the capital of France?';
  * judge's `Question:\nref …` reads `\nref`). */
 const TAG = /ref (t\d+)\b/;
 
-type Target = 'panel' | 'express' | 'estimate';
+type CallKind = 'panel' | 'express' | 'estimate';
 
 interface PhaseSpec {
-  target: Target;
+  target: CallKind;
   engineMs: number;
   concurrency: number;
   calls: number;
@@ -93,8 +131,19 @@ interface PhaseResult extends PhaseSpec {
   /** 200s whose receipt shows the other lane or an engine that is not the loopback's: a figure of the wrong path. */
   wrongPath: number;
   cpuMsPerCall: CpuSample;
-  /** Postgres transactions committed per call (API, worker and this bench's few reads), from pg_stat_database. */
+  /** The same less what each process uses idle over the phase's length: the per-call cost at a rate where background work is negligible. */
+  cpuMsPerCallNetOfIdle?: CpuSample;
+  /** Postgres transactions committed per call in Quorum's database (API, worker and this bench's few reads), from pg_stat_database. */
   pgTransactionsPerCall: number;
+  /** The same in Temporal's own Postgres (the cluster's; the dev server keeps SQLite in its process): null there. */
+  temporalPgTransactionsPerCall: number | null;
+  /** The Temporal server's persistence requests per call by operation (its Prometheus counters; visibility's prefixed). */
+  temporalPersistencePerCall: {
+    total: number;
+    byOperation: Record<string, number>;
+    /** Mean latency of each operation in the phase, ms (on this shared machine, CPU queueing included). */
+    meanMsByOperation: Record<string, number>;
+  } | null;
 }
 
 /** The all-OpenAI panel: every seat and the staff on the loopback, so no `sim` stand-in runs anywhere. */
@@ -183,15 +232,202 @@ interface Sample {
   wrongPath: boolean;
 }
 
-async function main(): Promise<void> {
-  const loadAtStart = os.loadavg();
-  const started = new Date();
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: 'inherit' });
-  await startStack();
-  const { db } = stack();
-  const engine = { engineMs: 0, served: new Map<string, [number, number][]>() };
-  const loopback = await startOpenAiLoopback(engineScript(engine));
+/** The processes a phase counts the CPU of, each group every process tree under its root pids. */
+const GROUPS = ['api', 'worker', 'temporal', 'temporalPg', 'postgres'] as const;
+type Group = (typeof GROUPS)[number];
 
+/**
+ * One stack the phases run against, whichever its topology: where its API listens, its databases and Temporal, and
+ * which processes are which, so one phase runner measures them all.
+ */
+interface StackTarget {
+  apiUrl: string;
+  /** Quorum's database. */
+  db: Db;
+  temporal: Client;
+  groups: Record<Group, number[]>;
+  /** Transactions committed so far in Quorum's Postgres and in Temporal's (null: the dev server has none). */
+  pgTransactions(): Promise<{ quorum: number; temporal: number | null }>;
+  /** The Temporal server's persistence requests so far by operation, with their summed latency; null where it serves no metrics (the dev server). */
+  persistenceRequests(): Promise<Record<string, { requests: number; seconds: number }> | null>;
+  stop(): Promise<void>;
+}
+
+async function committed(query: (sql: string) => Promise<{ rows: { n: string }[] }>): Promise<number> {
+  const { rows } = await query('select sum(xact_commit) as n from pg_stat_database');
+  return Number(rows[0].n);
+}
+
+/** Stops what was started, latest first, whatever fails. */
+async function stopAll(stops: (() => Promise<unknown>)[]): Promise<void> {
+  for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error(err));
+}
+
+/** `npm start`'s topology: the test harness's Temporal dev server and Postgres, and the compiled worker and API forked here. */
+async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget> {
+  const stops: (() => Promise<unknown>)[] = [stopStack];
+  try {
+    await startStack();
+    const { db, dbUrl, env } = stack();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-load-'));
+    stops.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const fork = async (module: string, extra: NodeJS.ProcessEnv): Promise<number> => {
+      const { child, ready } = forkProduct(module, stackProcessEnv(dataDir, extra));
+      stops.push(async () => {
+        const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
+        child.kill('SIGTERM');
+        await exited;
+      });
+      await ready;
+      return child.pid ?? -1;
+    };
+    const worker = await fork('worker/main', engineEnv);
+    const port = await freePort();
+    const api = await fork('api/main', { PORT: String(port) });
+    const pgPort = new URL(dbUrl).port;
+    const temporalPort = env.connection.options.address.split(':').pop() ?? '';
+    const groups: Record<Group, number[]> = {
+      api: [api],
+      worker: [worker],
+      temporal: findProcesses((comm, args) => comm.startsWith('temporal') && args.includes(temporalPort)),
+      temporalPg: [],
+      postgres: findProcesses((comm, args) => comm === 'postgres' && args.includes(pgPort)),
+    };
+    if (groups.temporal.length === 0 || groups.postgres.length === 0)
+      throw new Error(`stack processes not found: ${JSON.stringify(groups)}`);
+    return {
+      apiUrl: `http://127.0.0.1:${port}`,
+      db,
+      temporal: env.client,
+      groups,
+      pgTransactions: async () => ({ quorum: await committed((sql) => db.raw(sql)), temporal: null }),
+      persistenceRequests: () => Promise.resolve(null),
+      stop: () => stopAll(stops),
+    };
+  } catch (err) {
+    await stopAll(stops);
+    throw err;
+  }
+}
+
+/** An option's value in a command line (`-p 5432` → '5432'). */
+function optionOf(args: readonly string[], flag: string): string | undefined {
+  const i = args.indexOf(flag);
+  return i < 0 ? undefined : args[i + 1];
+}
+
+/** `npm run start:cluster`'s topology with `workers` workers and one API, through the lead's harness. */
+async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv): Promise<StackTarget> {
+  // The dev target's processes log at this level too (stackProcessEnv).
+  const cluster = await startCluster({ workers, apis: 1, env: { ...engineEnv, QUORUM_LOG_LEVEL: 'error' } });
+  const stops: (() => Promise<unknown>)[] = [() => cluster.stop()];
+  try {
+    const namespace = readStackFile(path.join(cluster.dataDir, 'stack.json'))?.namespace;
+    const metricsUrl = /Temporal server (http:\S+\/metrics)/.exec(cluster.output())?.[1];
+    const temporalServer = cluster.temporalServer();
+    const [api] = cluster.apis();
+    if (!namespace || !metricsUrl || temporalServer === undefined || !api) throw new Error(`cluster not as expected:\n${cluster.output()}`);
+    // Both Postgres servers are the cluster's (pg_ctl starts them: not the supervisor's children); ours is on DATABASE_URL's port.
+    const inCluster = new Set(cluster.processes());
+    const argsOf = (pid: number): string[] => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const postmasters = findProcesses((comm, args) => comm === 'postgres' && args.includes('-D')).filter((pid) => inCluster.has(pid));
+    const ours = postmasters.filter((pid) => optionOf(argsOf(pid), '-p') === new URL(cluster.databaseUrl).port);
+    const temporals = postmasters.filter((pid) => !ours.includes(pid));
+    if (ours.length !== 1 || temporals.length !== 1)
+      throw new Error(`Postgres servers not found: ours ${ours.join()}, Temporal's ${temporals.join()}`);
+    const temporalPgArgs = argsOf(temporals[0]);
+    // Its own socket, where the embedded Postgres trusts local connections: no password needed here.
+    const temporalPg = new pg.Pool({
+      host: temporalPgArgs.find((a) => a.startsWith('unix_socket_directories='))?.split('=')[1],
+      port: Number(optionOf(temporalPgArgs, '-p')),
+      user: 'quorum',
+      database: 'temporal',
+      max: 1,
+    });
+    stops.push(() => temporalPg.end());
+    const db = createDb(cluster.databaseUrl, 4);
+    stops.push(() => db.destroy());
+    const connection = await Connection.connect({ address: cluster.temporalAddress });
+    stops.push(() => connection.close());
+    return {
+      apiUrl: api.url,
+      db,
+      temporal: new Client({ connection, namespace }),
+      groups: { api: [api.pid], worker: cluster.workers(), temporal: [temporalServer], temporalPg: temporals, postgres: ours },
+      pgTransactions: async () => ({
+        quorum: await committed((sql) => db.raw(sql)),
+        temporal: await committed((sql) => temporalPg.query<{ n: string }>(sql)),
+      }),
+      persistenceRequests: async () => {
+        const exposition = parseExposition(await (await fetch(metricsUrl)).text());
+        const byOperation: Record<string, { requests: number; seconds: number }> = {};
+        const families: Record<string, [string, 'requests' | 'seconds']> = {
+          persistence_requests: ['', 'requests'],
+          persistence_latency_sum: ['', 'seconds'],
+          visibility_persistence_requests: ['visibility ', 'requests'],
+          visibility_persistence_latency_sum: ['visibility ', 'seconds'],
+        };
+        for (const sample of exposition.samples) {
+          const family = families[sample.name];
+          if (!family) continue;
+          const op = `${family[0]}${sample.labels.operation ?? '?'}`;
+          byOperation[op] ??= { requests: 0, seconds: 0 };
+          byOperation[op][family[1]] += sample.value;
+        }
+        return byOperation;
+      },
+      stop: () => stopAll(stops),
+    };
+  } catch (err) {
+    await stopAll(stops);
+    throw err;
+  }
+}
+
+interface CallContext {
+  tag?: string;
+  key?: string;
+  sentAt?: number;
+}
+
+interface Sample {
+  tag: string;
+  key: string;
+  status: number;
+  ms: number;
+  wrongPath: boolean;
+}
+
+type EngineState = Parameters<typeof engineScript>[0];
+
+interface MemoryResult {
+  inFlight: number;
+  idleMb: Record<string, number>;
+  peakMb: Record<string, number>;
+  phase: PhaseResult;
+}
+
+interface TargetResult {
+  target: StackName;
+  label: string;
+  /** Load average when this target started and when it stopped: the machine is shared. */
+  loadAverage: { start: number[]; end: number[] };
+  /** CPU each process group used per second with nothing in flight, after the warm-up. */
+  idleCpuMsPerS: CpuSample;
+  phases: PhaseResult[];
+  histories: Record<'panel' | 'express', { events: number; workflowTasks: number } | null>;
+  memory: MemoryResult | null;
+}
+
+/** Every phase of the plan on one target, from the same org, key and mode setup: the one runner all targets share. */
+async function measure(
+  name: StackName,
+  target: StackTarget,
+  engine: EngineState,
+  loopback: { requests: RecordedRequest[] },
+): Promise<TargetResult> {
+  const loadAtStart = os.loadavg();
+  const { db, groups } = target;
   const org = await createOrganisation(db, { name: 'Load bench', creditMicros: 10n ** 15n });
   // Limits that no bench phase reaches: the figure is the stack's, not the per-key admission's.
   const { apiKey } = await createApiKey(db, {
@@ -209,38 +445,9 @@ async function main(): Promise<void> {
     config: openAiPanel(),
   });
 
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-load-'));
-  const children: ChildProcess[] = [];
-  const worker = forkProduct(
-    'worker/main',
-    stackProcessEnv(dataDir, { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: loopback.baseUrl }),
-  );
-  children.push(worker.child);
-  await worker.ready;
-  const port = await freePort();
-  const api = forkProduct('api/main', stackProcessEnv(dataDir, { PORT: String(port) }));
-  children.push(api.child);
-  await api.ready;
-  const url = `http://127.0.0.1:${port}`;
-
-  const pgPort = new URL(stack().dbUrl).port;
-  const temporalPort = stack().env.connection.options.address.split(':').pop() ?? '';
-  const groups: Record<string, number[]> = {
-    api: [api.child.pid ?? -1],
-    worker: [worker.child.pid ?? -1],
-    temporal: findProcesses((comm, args) => comm.startsWith('temporal') && args.includes(temporalPort)),
-    postgres: findProcesses((comm, args) => comm === 'postgres' && args.includes(pgPort)),
-  };
-  if (groups.temporal.length === 0 || groups.postgres.length === 0) throw new Error(`stack processes not found: ${JSON.stringify(groups)}`);
-
-  const pgTransactions = async (): Promise<number> => {
-    const { rows } = await db.raw<{ rows: { n: string }[] }>('select sum(xact_commit) as n from pg_stat_database');
-    return Number(rows[0].n);
-  };
-
   let seq = 0;
-  const bodyFor = (target: Target, tag: string): string => {
-    const content = `ref ${tag}: ${target === 'panel' ? PANEL_PROMPT : EXPRESS_PROMPT}`;
+  const bodyFor = (kind: CallKind, tag: string): string => {
+    const content = `ref ${tag}: ${kind === 'panel' ? PANEL_PROMPT : EXPRESS_PROMPT}`;
     return JSON.stringify({ model: mode.ticker, messages: [{ role: 'user', content }] });
   };
 
@@ -248,7 +455,7 @@ async function main(): Promise<void> {
     new Promise((resolve, reject) => {
       const instance = autocannon(
         {
-          url,
+          url: target.apiUrl,
           method: 'POST',
           connections: spec.concurrency,
           amount: spec.calls,
@@ -286,19 +493,21 @@ async function main(): Promise<void> {
       setTimeout(() => instance.stop(), PHASE_MAX_S * 1000).unref();
     });
 
-  const lastKeys: Partial<Record<Target, string>> = {};
+  const perCall = (v: number, calls: number, digits = 1): number => round(v / Math.max(1, calls), digits);
+  const lastKeys: Partial<Record<CallKind, string>> = {};
   const runPhase = async (spec: PhaseSpec): Promise<PhaseResult> => {
     engine.engineMs = spec.engineMs;
     engine.served.clear();
     loopback.requests.length = 0;
     const samples: Sample[] = [];
-    const xactsBefore = await pgTransactions();
+    const [xactsBefore, persistenceBefore] = [await target.pgTransactions(), await target.persistenceRequests()];
     const before = sampleCpu(groups);
     const t0 = performance.now();
     const result = await drive(spec, (s) => samples.push(s));
     const seconds = (performance.now() - t0) / 1000;
     const cpu = cpuDelta(before, sampleCpu(groups));
-    const xacts = (await pgTransactions()) - xactsBefore;
+    await new Promise((resolve) => setTimeout(resolve, COUNTERS_SETTLE_MS));
+    const [xacts, persistence] = [await target.pgTransactions(), await target.persistenceRequests()];
     const ok = samples.filter((s) => s.status === 200);
     const last = ok[ok.length - 1];
     if (last) lastKeys[spec.target] = last.key;
@@ -307,71 +516,119 @@ async function main(): Promise<void> {
     const paths = ok.map((s) => criticalPathMs(engine.served.get(s.tag) ?? []));
     const engineCalls = ok.map((s) => engine.served.get(s.tag)?.length ?? 0);
     const completions = spec.target !== 'estimate';
-    const stackMs = cpu.api + cpu.worker + cpu.temporal + cpu.postgres;
+    const stackMs = GROUPS.reduce((sum, g) => sum + cpu[g], 0);
+    const calls = samples.length;
+    let temporalPersistencePerCall: PhaseResult['temporalPersistencePerCall'] = null;
+    if (persistence && persistenceBefore) {
+      const deltas = Object.entries(persistence)
+        .map(([op, { requests, seconds }]) => ({
+          op,
+          requests: requests - (persistenceBefore[op]?.requests ?? 0),
+          seconds: seconds - (persistenceBefore[op]?.seconds ?? 0),
+        }))
+        .filter((d) => d.requests > 0)
+        .sort((a, b) => b.requests - a.requests);
+      temporalPersistencePerCall = {
+        total: perCall(
+          deltas.reduce((sum, d) => sum + d.requests, 0),
+          calls,
+        ),
+        byOperation: Object.fromEntries(deltas.map((d) => [d.op, perCall(d.requests, calls, 2)])),
+        meanMsByOperation: Object.fromEntries(deltas.map((d) => [d.op, round((d.seconds * 1000) / d.requests, 2)])),
+      };
+    }
     return {
       ...spec,
-      completed: samples.length,
+      completed: calls,
       seconds: round(seconds, 2),
-      throughputPerS: round(samples.length / seconds),
+      throughputPerS: round(calls / seconds),
       latencyMs: summary(ok.map((s) => s.ms)),
       overheadMs: completions ? summary(ok.map((s, i) => s.ms - paths[i])) : null,
       enginePathMs: completions ? summary(paths) : null,
-      engineCallsPerCall: completions ? round(engineCalls.reduce((a, b) => a + b, 0) / Math.max(1, ok.length), 2) : null,
+      engineCallsPerCall: completions
+        ? perCall(
+            engineCalls.reduce((a, b) => a + b, 0),
+            ok.length,
+            2,
+          )
+        : null,
       statuses,
       connectionErrors: result.errors,
       timeouts: result.timeouts,
       wrongPath: ok.filter((s) => s.wrongPath).length,
-      pgTransactionsPerCall: round(xacts / Math.max(1, samples.length)),
-      cpuMsPerCall: Object.fromEntries(
-        Object.entries({ ...cpu, stack: stackMs }).map(([k, v]) => [k, round(v / Math.max(1, samples.length), 2)]),
-      ),
+      pgTransactionsPerCall: perCall(xacts.quorum - xactsBefore.quorum, calls),
+      temporalPgTransactionsPerCall:
+        xacts.temporal === null || xactsBefore.temporal === null ? null : perCall(xacts.temporal - xactsBefore.temporal, calls),
+      temporalPersistencePerCall,
+      cpuMsPerCall: Object.fromEntries(Object.entries({ ...cpu, stack: stackMs }).map(([k, v]) => [k, perCall(v, calls, 2)])),
     };
   };
 
   // autocannon needs at least one call per connection.
   const n = (calls: number, concurrency: number): number => Math.max(concurrency, Math.round(calls * SCALE));
   // Warm-up: JIT, pools, the workflow cache and Temporal's task queues, unrecorded.
-  for (const target of ['panel', 'express', 'estimate'] as const) await runPhase({ target, engineMs: 0, concurrency: 4, calls: n(40, 4) });
-  const idle = { apiBytes: treeRss(api.child.pid ?? -1), workerBytes: treeRss(worker.child.pid ?? -1) };
+  for (const kind of ['panel', 'express', 'estimate'] as const)
+    await runPhase({ target: kind, engineMs: 0, concurrency: 4, calls: n(40, 4) });
+  const residentOf = (group: Group): number => groups[group].reduce((sum, pid) => sum + treeRss(pid), 0);
+  const idle = { apiBytes: residentOf('api'), workerBytes: residentOf('worker') };
+  // After the warm-up's own trailing work (the last workflows' closing tasks, a collection) has settled.
+  await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS / 2));
+  const idleBefore = sampleCpu(groups);
+  await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS));
+  const idleCpu = cpuDelta(idleBefore, sampleCpu(groups));
+  const idleCpuMsPerS: CpuSample = Object.fromEntries(
+    Object.entries({ ...idleCpu, stack: GROUPS.reduce((sum, g) => sum + idleCpu[g], 0) }).map(([k, v]) => [
+      k,
+      round((v * 1000) / IDLE_WINDOW_MS),
+    ]),
+  );
 
   // Calls per phase at 1, 16 and 64 concurrent: enough for a p99 where it matters, a few minutes in all.
-  const counts: Record<string, readonly [number, number, number]> = {
+  // null: not run at that concurrency (the real-latency panels take about 26 s each: only 64 at once, in 30 s).
+  const counts: Record<string, readonly [number | null, number | null, number | null]> = {
     'express 0': [60, 320, 512],
     'panel 0': [40, 240, 384],
     'estimate 0': [400, 1600, 3200],
     [`express ${SLOW_ENGINE_MS}`]: [20, 160, 384],
     [`panel ${SLOW_ENGINE_MS}`]: [12, 128, 256],
+    [`panel ${REAL_ENGINE_MS}`]: [null, null, 64],
   };
-  const plan: PhaseSpec[] = Object.entries(counts)
-    .filter(([name]) => ONLY === undefined || ONLY.includes(name))
-    .flatMap(([name, calls]) =>
-      [1, 16, 64].map((concurrency, i) => {
-        const [target, engineMs] = name.split(' ');
-        return { target: target as Target, engineMs: Number(engineMs), concurrency, calls: n(calls[i], concurrency) };
-      }),
-    );
+  const plan: PhaseSpec[] = Object.entries(counts).flatMap(([phase, calls]) =>
+    [1, 16, 64].flatMap((concurrency, i) => {
+      const count = calls[i];
+      const named = PHASES === undefined || PHASES.includes(phase) || PHASES.includes(`${phase}@${concurrency}`);
+      if (count === null || !named) return [];
+      const [kind, engineMs] = phase.split(' ');
+      return [{ target: kind as CallKind, engineMs: Number(engineMs), concurrency, calls: n(count, concurrency) }];
+    }),
+  );
 
   const phases: PhaseResult[] = [];
   for (const spec of plan) {
     const r = await runPhase(spec);
+    r.cpuMsPerCallNetOfIdle = Object.fromEntries(
+      Object.entries(r.cpuMsPerCall).map(([k, v]) => [k, round(v - ((idleCpuMsPerS[k] ?? 0) * r.seconds) / Math.max(1, r.completed), 2)]),
+    );
     phases.push(r);
-    console.error(`  ${r.target} ${r.engineMs} ms engine, ${r.concurrency} concurrent: done (${r.completed} calls, ${r.seconds} s)`);
+    console.error(
+      `  ${name}: ${r.target} ${r.engineMs} ms engine, ${r.concurrency} concurrent: done (${r.completed} calls, ${r.seconds} s)`,
+    );
   }
 
   // Workflow tasks and history events per call: what each call costs Temporal.
   const history = async (key: string | undefined): Promise<{ events: number; workflowTasks: number } | null> => {
     if (!key) return null;
-    const events = (await stack().env.client.workflow.getHandle(workflowIds.deliberation(org.orgId, key)).fetchHistory()).events ?? [];
+    const events = (await target.temporal.workflow.getHandle(workflowIds.deliberation(org.orgId, key)).fetchHistory()).events ?? [];
     return { events: events.length, workflowTasks: events.filter((e) => e.workflowTaskCompletedEventAttributes).length };
   };
   const histories = { panel: await history(lastKeys.panel), express: await history(lastKeys.express) };
 
   // Memory with IN_FLIGHT deliberations in flight at once on 500 ms engines: peak resident, sampled every 200 ms.
-  const measureMemory = async () => {
+  const measureMemory = async (): Promise<MemoryResult> => {
     let peak = { apiBytes: 0, workerBytes: 0, sumBytes: 0 };
     const sampler = setInterval(() => {
-      const a = treeRss(api.child.pid ?? -1);
-      const w = treeRss(worker.child.pid ?? -1);
+      const a = residentOf('api');
+      const w = residentOf('worker');
       if (a + w > peak.sumBytes) peak = { apiBytes: a, workerBytes: w, sumBytes: a + w };
     }, 200);
     const inFlight = await runPhase({ target: 'panel', engineMs: SLOW_ENGINE_MS, concurrency: IN_FLIGHT, calls: IN_FLIGHT });
@@ -384,46 +641,86 @@ async function main(): Promise<void> {
       phase: inFlight,
     };
   };
-  const memory = ONLY === undefined || ONLY.includes('memory') ? await measureMemory() : null;
-
-  for (const c of children) c.kill('SIGTERM');
-  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(undefined) : c.once('exit', r)))));
-  await loopback.close();
-  await stopStack();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-
-  printTable(phases, memory, histories);
-  // A partial or profiled run is for looking, not for the record.
-  if (ONLY !== undefined || SCALE !== 1 || CPU_PROF) return console.log('(partial or profiled run: no JSON written)');
-  const file = writeResults(
-    'load',
-    {
-      date: started.toISOString(),
-      command: 'npm run bench:load',
-      machine: machine(loadAtStart),
-      notes:
-        "overhead = end to end minus the engines' critical path of that call (per sequential stage, the longest call the loopback served); cpuMsPerCall sums utime+stime over each process tree (api, worker, temporal dev server, postgres with its backends), stack = their sum; bench = autocannon + the loopback engine",
-      phases,
-      histories,
-      memory,
-    },
-    'latest.json',
-  );
-  console.log(`written: ${path.relative(process.cwd(), file)} and bench/results/latest.json`);
+  const memory = PHASES === undefined || PHASES.includes('memory') ? await measureMemory() : null;
+  const r = (l: readonly number[]): number[] => l.map((v) => round(v, 2));
+  return {
+    target: name,
+    label: STACKS[name].label,
+    loadAverage: { start: r(loadAtStart), end: r(os.loadavg()) },
+    idleCpuMsPerS,
+    phases,
+    histories,
+    memory,
+  };
 }
 
-function printTable(
-  phases: readonly PhaseResult[],
-  memory: { inFlight: number; idleMb: Record<string, number>; peakMb: Record<string, number> } | null,
-  histories: Record<string, { events: number; workflowTasks: number } | null>,
-): void {
-  const f = (v: number | undefined): string => (v === undefined || Number.isNaN(v) ? '—' : v.toFixed(1));
+async function main(): Promise<void> {
+  const loadAtStart = os.loadavg();
+  const started = new Date();
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: 'inherit' });
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+  const engine: EngineState = { engineMs: 0, served: new Map<string, [number, number][]>() };
+  const loopback = await startOpenAiLoopback(engineScript(engine));
+  const engineEnv = { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: loopback.baseUrl };
+  const results: TargetResult[] = [];
+  try {
+    for (const name of TARGETS) {
+      const workers = STACKS[name].clusterWorkers;
+      console.error(`${STACKS[name].label}: starting`);
+      const target = workers === undefined ? await startDevTarget(engineEnv) : await startClusterTarget(workers, engineEnv);
+      try {
+        results.push(await measure(name, target, engine, loopback));
+      } finally {
+        await target.stop();
+      }
+    }
+  } finally {
+    await loopback.close();
+  }
+
+  for (const result of results) printTable(result);
+  if (results.length > 1) printSideBySide(results);
+  // A partial or profiled run is for looking, not for the record.
+  if (ONLY !== undefined || SCALE !== 1 || CPU_PROF) return console.log('(partial or profiled run: no JSON written)');
+  const record = TARGETS.length === 1 && TARGETS[0] === 'dev' ? 'load' : 'load-cluster';
+  const file = writeResults(
+    record,
+    {
+      date: started.toISOString(),
+      commit,
+      command: `${TARGETS.length === 1 && TARGETS[0] === 'dev' ? '' : `BENCH_LOAD_TARGETS=${TARGETS.join(',')} `}npm run bench:load`,
+      machine: machine(loadAtStart),
+      notes: [
+        "overhead = end to end minus the engines' critical path of that call (per sequential stage, the longest call the loopback served)",
+        "cpuMsPerCall sums utime+stime over each process tree: api, worker (every worker), temporal (the dev server, or the cluster's Temporal server), temporalPg (the cluster's Postgres for Temporal with its backends; the dev server keeps SQLite in its own process), postgres (Quorum's, with its backends); stack = their sum; bench = autocannon + the loopback engine",
+        'the cluster targets run 1 API each, so they differ only in their worker count; on 2 shared cores a second worker cannot give linear gains (the Temporal server, both Postgres and the API share the same cores)',
+        'pg transactions from pg_stat_database (each backend reports at most once a second, so a phase edge can shift a few); Temporal persistence requests from the server Prometheus counters persistence_requests and visibility_persistence_requests, summed over services',
+      ],
+      targets: results,
+    },
+    `${record === 'load' ? '' : `${record}-`}latest.json`,
+  );
+  console.log(`written: ${path.relative(process.cwd(), file)} and bench/results/${record === 'load' ? '' : `${record}-`}latest.json`);
+}
+
+const f = (v: number | null | undefined): string => (v === undefined || v === null || Number.isNaN(v) ? '—' : v.toFixed(1));
+const statusText = (r: PhaseResult): string =>
+  `${Object.entries(r.statuses)
+    .map(([status, count]) => `${status}×${count}`)
+    .join(
+      ' ',
+    )}${r.connectionErrors ? ` conn errors ${r.connectionErrors}` : ''}${r.timeouts ? ` timeouts ${r.timeouts}` : ''}${r.wrongPath ? ` wrong path ${r.wrongPath}` : ''}`;
+
+function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loadAverage }: TargetResult): void {
+  console.log(`\n${label}; load average ${loadAverage.start.join(' ')} → ${loadAverage.end.join(' ')}`);
   console.log(
-    'target    engine  conc  calls   req/s   p50 ms   p90 ms   p99 ms  ovh p50  ovh p90  ovh p99  engine/call  pg tx  CPU ms/call (stack: api+worker+temporal+pg)  statuses',
+    `idle CPU ms/s: api ${f(idle.api)}, worker ${f(idle.worker)}, temporal ${f(idle.temporal)}, temporal pg ${f(idle.temporalPg)}, pg ${f(idle.postgres)}`,
+  );
+  console.log(
+    'target    engine  conc  calls   req/s   p50 ms   p90 ms   p99 ms  ovh p50  ovh p90  ovh p99  engine/call  pg tx  CPU ms/call (stack: api+worker+temporal+temporal pg+pg)  statuses',
   );
   for (const r of phases) {
     const c = r.cpuMsPerCall;
-    const errors = `${JSON.stringify(r.statuses)}${r.connectionErrors ? ` conn errors ${r.connectionErrors}` : ''}${r.wrongPath ? ` wrong path ${r.wrongPath}` : ''}`;
     console.log(
       [
         r.target.padEnd(9),
@@ -439,10 +736,17 @@ function printTable(
         f(r.overheadMs?.p99).padStart(8),
         (r.engineCallsPerCall === null ? '—' : `${r.engineCallsPerCall} · ${f(r.enginePathMs?.p50)}ms`).padStart(12),
         f(r.pgTransactionsPerCall).padStart(6),
-        `  ${f(c.stack)} (${f(c.api)}+${f(c.worker)}+${f(c.temporal)}+${f(c.postgres)}); bench ${f(c.bench)}`.padEnd(46),
-        errors,
+        `  ${f(c.stack)} (${f(c.api)}+${f(c.worker)}+${f(c.temporal)}+${f(c.temporalPg)}+${f(c.postgres)}); bench ${f(c.bench)}`.padEnd(58),
+        statusText(r),
       ].join(' '),
     );
+  }
+  for (const r of phases) {
+    const ops = Object.entries(r.temporalPersistencePerCall?.byOperation ?? {}).slice(0, 10);
+    if (ops.length > 0)
+      console.log(
+        `Temporal persistence requests per call, ${r.target} ${r.engineMs} ms × ${r.concurrency}: ${r.temporalPersistencePerCall?.total ?? '—'} (${ops.map(([op, n]) => `${op} ${n}`).join(', ')}); UpdateWorkflowExecution mean ${f(r.temporalPersistencePerCall?.meanMsByOperation.UpdateWorkflowExecution)} ms; Temporal pg transactions ${f(r.temporalPgTransactionsPerCall)}`,
+      );
   }
   console.log(
     `history per call: panel ${histories.panel?.events ?? '—'} events / ${histories.panel?.workflowTasks ?? '—'} workflow tasks; express ${histories.express?.events ?? '—'} / ${histories.express?.workflowTasks ?? '—'}`,
@@ -453,8 +757,66 @@ function printTable(
   );
 }
 
+/** Each phase's figures, one column per target. */
+function printSideBySide(results: readonly TargetResult[]): void {
+  const rows: string[][] = [['', ...results.map((r) => r.target)]];
+  const add = (label: string, value: (r: TargetResult) => string): number => rows.push([label, ...results.map(value)]);
+  add('load average at start', (r) => r.loadAverage.start.join(' '));
+  add('idle CPU ms/s (api+worker+temporal+temporal pg+pg)', (r) => {
+    const i = r.idleCpuMsPerS;
+    return `${f(i.api)}+${f(i.worker)}+${f(i.temporal)}+${f(i.temporalPg)}+${f(i.postgres)}`;
+  });
+  const phaseKeys = [...new Set(results.flatMap((r) => r.phases.map((p) => `${p.target} ${p.engineMs} ${p.concurrency}`)))];
+  for (const key of phaseKeys) {
+    const [kind, engineMs, concurrency] = key.split(' ');
+    const of = (r: TargetResult): PhaseResult | undefined => r.phases.find((p) => `${p.target} ${p.engineMs} ${p.concurrency}` === key);
+    const cell = (value: (p: PhaseResult) => string) => (r: TargetResult) => {
+      const p = of(r);
+      return p ? value(p) : '—';
+    };
+    rows.push([`${kind}, ${engineMs} ms engines, ${concurrency} concurrent`]);
+    add(
+      '  calls/s',
+      cell((p) => f(p.throughputPerS)),
+    );
+    add(
+      '  latency p50 / p99 ms',
+      cell((p) => `${f(p.latencyMs.p50)} / ${f(p.latencyMs.p99)}`),
+    );
+    add('  statuses', cell(statusText));
+    add(
+      '  CPU ms/call (net of idle), stack',
+      cell((p) => `${f(p.cpuMsPerCall.stack)} (${f(p.cpuMsPerCallNetOfIdle?.stack)})`),
+    );
+    const groupLabels: Record<Group, string> = {
+      api: 'api',
+      worker: 'worker(s)',
+      temporal: 'Temporal server',
+      temporalPg: "Temporal's Postgres",
+      postgres: "Quorum's Postgres",
+    };
+    for (const g of GROUPS)
+      add(
+        `    ${groupLabels[g]}`,
+        cell((p) => `${f(p.cpuMsPerCall[g])} (${f(p.cpuMsPerCallNetOfIdle?.[g])})`),
+      );
+    add(
+      '  Temporal persistence requests/call (UpdateWorkflowExecution)',
+      cell((p) => `${f(p.temporalPersistencePerCall?.total)} (${f(p.temporalPersistencePerCall?.byOperation.UpdateWorkflowExecution)})`),
+    );
+    add(
+      '  pg transactions/call: Temporal / Quorum',
+      cell((p) => `${f(p.temporalPgTransactionsPerCall)} / ${f(p.pgTransactionsPerCall)}`),
+    );
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  console.log(
+    '\nSide by side (one API in each; the cluster targets differ only in their worker count; two shared cores cannot show linear gains from a second worker)',
+  );
+  for (const row of rows) console.log(row.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  '));
+}
+
 main().catch(async (err: unknown) => {
   console.error(err);
-  await stopStack();
   process.exit(1);
 });
