@@ -1,4 +1,6 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { ENDED_STATES } from '../../../domain/runs';
+import { getRun } from '../../../db/repositories/runs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { seedDemoModes } from '../../../db/seed';
 import type { Form } from '../../../domain/form';
@@ -16,7 +18,28 @@ export async function demoModes(orgId: string): Promise<{ strong: Record<Form, s
   };
 }
 
-/** Polls a run until it ends (or the deadline passes); returns the last poll. */
+/**
+ * Resolves when the run's workflow closes, however it ends, when the run is on the shared test stack; otherwise (a
+ * stack of a test's own, a bench, no such run) never.
+ */
+async function workflowClosed(batchId: string): Promise<void> {
+  try {
+    const run = await getRun(stack().db, batchId);
+    await stack()
+      .env.client.workflow.getHandle(run.workflowId)
+      .result()
+      .catch((err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) throw err;
+      });
+  } catch {
+    await new Promise<never>(() => undefined);
+  }
+}
+
+/**
+ * Polls a run until it ends (or the deadline passes); returns the last poll. Between polls it waits until the run's
+ * workflow closes, at most 2 s (a poller keeps under the key's requests per minute), so a run is seen ended at once.
+ */
 export async function untilEnded(
   api: Pick<Api, 'url'>,
   key: string,
@@ -25,6 +48,8 @@ export async function untilEnded(
   deadlineMs = 240_000,
 ): Promise<Reply> {
   const until = Date.now() + deadlineMs;
+  // Waited on once: after it the run's state is written, or about to be.
+  let closed: Promise<'closed'> | undefined = workflowClosed(batchId).then(() => 'closed' as const);
   for (;;) {
     const r = await call(api, 'GET', `/v1/${kind}?batch_id=${batchId}`, { key });
     const state = (r.body.batch as { state?: string } | undefined)?.state;
@@ -32,7 +57,13 @@ export async function untilEnded(
     if ((ENDED_STATES as readonly string[]).includes(state ?? '')) return r;
     if (Date.now() > until) throw new Error(`run ${batchId} still ${state} after ${deadlineMs} ms`);
     // A poller keeps under the key's requests per minute, and waits as told when it does not.
-    await new Promise((resolve) => setTimeout(resolve, r.status === 429 ? Number(r.headers.get('retry-after')) * 1000 : 2_000));
+    if (r.status === 429) await new Promise((resolve) => setTimeout(resolve, Number(r.headers.get('retry-after')) * 1000));
+    else {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<'waited'>((resolve) => (timer = setTimeout(resolve, 2_000, 'waited' as const)));
+      if ((await Promise.race(closed ? [closed, waited] : [waited])) === 'closed') closed = undefined;
+      clearTimeout(timer);
+    }
   }
 }
 
