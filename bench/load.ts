@@ -384,20 +384,6 @@ async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv)
   }
 }
 
-interface CallContext {
-  tag?: string;
-  key?: string;
-  sentAt?: number;
-}
-
-interface Sample {
-  tag: string;
-  key: string;
-  status: number;
-  ms: number;
-  wrongPath: boolean;
-}
-
 type EngineState = Parameters<typeof engineScript>[0];
 
 interface MemoryResult {
