@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Connection } from '@temporalio/client';
+import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import pg from 'pg';
@@ -230,7 +230,7 @@ export async function ensureNamespace(address: string, namespace: string, timeou
     try {
       await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(`${NAMESPACE_RETENTION_HOURS} hours`) });
     } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
+      if (!isGrpcServiceError(err) || err.code !== ALREADY_EXISTS) throw err;
     }
     const keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
     const deadline = Date.now() + timeoutMs;
@@ -257,25 +257,17 @@ export async function ensureNamespace(address: string, namespace: string, timeou
 }
 
 async function probeStart(connection: Connection, namespace: string): Promise<void> {
-  const workflowId = `quorum-cluster-probe-${Date.now()}`;
-  const payload = (value: string): temporal.api.common.v1.IPayload => ({
-    metadata: { encoding: Buffer.from('json/plain') },
-    data: Buffer.from(JSON.stringify(value)),
+  const client = new Client({ connection, namespace });
+  const handle = await client.workflow.start('probe', {
+    taskQueue: 'quorum-cluster-probe',
+    workflowId: `quorum-cluster-probe-${Date.now()}`,
+    typedSearchAttributes: quorumSearchAttributes.map((key) => ({ key, value: 'probe' })),
   });
-  await connection.workflowService.startWorkflowExecution({
-    namespace,
-    workflowId,
-    requestId: workflowId,
-    workflowType: { name: 'probe' },
-    taskQueue: { name: 'quorum-cluster-probe' },
-    searchAttributes: { indexedFields: Object.fromEntries(quorumSearchAttributes.map((a) => [a.name, payload('probe')])) },
-  });
-  await connection.workflowService.terminateWorkflowExecution({ namespace, workflowExecution: { workflowId }, reason: 'probe' });
+  await handle.terminate('probe');
 }
 
-function isAlreadyExists(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && 'code' in err && (err as { code: unknown }).code === 6; // gRPC ALREADY_EXISTS
-}
+/** gRPC's ALREADY_EXISTS, as the SDK's service errors carry it. */
+const ALREADY_EXISTS = 6;
 
 /** The Temporal Web UI server pointed at the cluster, its config written under `dir`. */
 export function spawnTemporalUi(
