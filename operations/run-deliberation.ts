@@ -15,15 +15,19 @@ import { assertPlanAllows } from '../db/repositories/plans';
 import type { PlanPayer } from '../domain/plan-rules';
 import { settleOutcome } from '../db/repositories/receipts';
 import {
+  claimOrFind,
   claimRequest,
   findRequestByKey,
-  findRequestWithBalance,
   answeredByKey,
   markRequestFailed,
   outcomeOf,
   unsettledOf,
+  type ClaimAdmission,
+  type ClaimRow,
+  type RequestRow,
   type RequestState,
 } from '../db/repositories/requests';
+import type { BillableRow } from '../db/repositories/ledger';
 import { inProgressRetryAfter, stageTimes } from '../domain/retry-after';
 import { workflowIds } from '../domain/workflow-ids';
 import { observedStageTimes } from '../db/repositories/stage-times';
@@ -150,25 +154,20 @@ async function inProgress(deps: RunDeliberationDeps, input: RunDeliberationInput
 }
 
 /**
- * DESIGN §4: the idempotency key is the workflow's identity. running → 409; succeeded → the stored answer;
- * failed, or capped on Form B → a new run under the same workflow id. The caller's disconnect does not cancel
- * the workflow: it finishes, settles once, and a retry with the same key replays it.
+ * The key's live row judged when the first statement claimed nothing (DESIGN §4): a stored answer replayed (or
+ * settled once more), 409 while its workflow runs, 402 before a new run (DESIGN §8), else the key claimed for this
+ * run (a failed, capped or abandoned run taken over). Returns the answer to give, or undefined once claimed.
  */
-export async function runDeliberation(
+async function judgeKey(
   deps: RunDeliberationDeps,
   input: RunDeliberationInput,
-): Promise<{ outcome: Outcome; replayed: boolean }> {
-  const startedMs = performance.now();
+  claim: ClaimRow,
+  first: { request: RequestRow | undefined; balance: BillableRow | undefined; orgHold: bigint | undefined },
+): Promise<{ outcome: Outcome; replayed: boolean } | undefined> {
   const { db, client } = deps;
-  const workflowId = workflowIds.deliberation(input.orgId, input.idempotencyKey);
+  const { workflowId } = claim;
+  const existing = first.request;
   const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
-
-  // A live call the organisation pays reads its balance in the same round trip as the key's request (judged below).
-  const orgHold = input.keyMode === 'live' && !input.payer ? BigInt(input.ceilingMicros ?? 0) : undefined;
-  const { request: existing, balance } =
-    orgHold === undefined
-      ? { request: await findRequestByKey(db, input.orgId, input.idempotencyKey), balance: undefined }
-      : await findRequestWithBalance(db, input.orgId, input.idempotencyKey, orgHold);
   if (existing?.state === 'succeeded' || (existing?.state === 'capped' && input.form === 'A')) {
     if (input.form === 'A' && existing.fingerprint !== input.fingerprint) {
       throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', {
@@ -206,25 +205,47 @@ export async function runDeliberation(
   const stillRunning = existing?.state === 'running' && abandonedRunningId === undefined;
   if (input.keyMode === 'live' && !stillRunning) {
     if (input.payer) await assertPlanAllows(db, input.payer.personId, BigInt(input.payer.holdMicros));
-    else assertBillableRow(balance, input.orgId, orgHold ?? 0n);
+    else assertBillableRow(first.balance, input.orgId, first.orgHold ?? 0n);
   }
-
-  const requestId = `req_${randomBytes(12).toString('hex')}`;
-  const claimed = await claimRequest(
-    db,
-    {
-      id: requestId,
-      orgId: input.orgId,
-      apiKeyId: input.apiKeyId,
-      idempotencyKey: input.idempotencyKey,
-      workflowId,
-      fingerprint: input.fingerprint,
-      modeId: input.mode.id,
-      model: input.model,
-    },
-    { takeOver, unclaimed: existing === undefined, abandonedRunningId },
-  );
+  const claimed = await claimRequest(db, claim, { takeOver, unclaimed: existing === undefined, abandonedRunningId });
   if (!claimed) throw await inProgress(deps, input, workflowId);
+  return undefined;
+}
+
+/**
+ * DESIGN §4: the idempotency key is the workflow's identity. running → 409; succeeded → the stored answer;
+ * failed, or capped on Form B → a new run under the same workflow id. The caller's disconnect does not cancel
+ * the workflow: it finishes, settles once, and a retry with the same key replays it.
+ */
+export async function runDeliberation(
+  deps: RunDeliberationDeps,
+  input: RunDeliberationInput,
+): Promise<{ outcome: Outcome; replayed: boolean }> {
+  const startedMs = performance.now();
+  const { db, client } = deps;
+  const workflowId = workflowIds.deliberation(input.orgId, input.idempotencyKey);
+  const requestId = `req_${randomBytes(12).toString('hex')}`;
+  const claim: ClaimRow = {
+    id: requestId,
+    orgId: input.orgId,
+    apiKeyId: input.apiKeyId,
+    idempotencyKey: input.idempotencyKey,
+    workflowId,
+    fingerprint: input.fingerprint,
+    modeId: input.mode.id,
+    model: input.model,
+  };
+  // One round trip claims a new key (the workflow id is the lock): the key's row, the balance a live call the
+  // organisation pays must cover (402 before anything runs) and the claim, in one statement; a call on a plan has its
+  // allowance judged first, so it claims after. Anything else (the key known, a refusal) is judged as before.
+  const orgHold = input.keyMode === 'live' && !input.payer ? BigInt(input.ceilingMicros ?? 0) : undefined;
+  const admission: ClaimAdmission =
+    orgHold !== undefined ? { kind: 'balance', holdMicros: orgHold } : input.payer ? { kind: 'never' } : { kind: 'always' };
+  const first = await claimOrFind(db, claim, admission);
+  if (!first.claimed) {
+    const answer = await judgeKey(deps, input, claim, { ...first, orgHold });
+    if (answer) return answer;
+  }
 
   let handle;
   try {

@@ -25,29 +25,6 @@ export function findRequestByKey(db: DbOrTrx, orgId: string, idempotencyKey: str
   >;
 }
 
-/**
- * The live request for a key and, in the same round trip, the organisation's balance row judged for a hold of
- * `holdMicros` (see `assertBillableRow`): a live call's first read. No balance row: no such organisation.
- */
-export async function findRequestWithBalance(
-  db: DbOrTrx,
-  orgId: string,
-  idempotencyKey: string,
-  holdMicros: bigint,
-): Promise<{ request: RequestRow | undefined; balance: BillableRow | undefined }> {
-  // Without a live request, its columns are null.
-  const { rows } = await db.raw<{ rows: (BillableRow & Omit<RequestRow, 'id'> & { id: string | null })[] }>(
-    `select ${BILLABLE_COLUMNS}, r.id, r.org_id, r.idempotency_key, r.workflow_id, r.fingerprint, r.state, r.error_code, r.created_at
-       from balances b
-       left join requests r on r.org_id = b.org_id and r.idempotency_key = :key and r.superseded_at is null
-      where b.org_id = :orgId`,
-    { hold: holdMicros.toString(), key: idempotencyKey, orgId },
-  );
-  if (!rows[0]) return { request: undefined, balance: undefined };
-  const { balance_micros, reserved_micros, refusal, id, ...request } = rows[0];
-  return { request: id === null ? undefined : { ...request, id }, balance: { balance_micros, reserved_micros, refusal } };
-}
-
 export interface ClaimRow {
   id: string;
   orgId: string;
@@ -57,6 +34,67 @@ export interface ClaimRow {
   fingerprint: string;
   modeId: string;
   model: string;
+}
+
+/**
+ * When a call's first statement may insert its claim: always (a test key bills nothing), when the organisation's
+ * balance row admits a hold of `holdMicros` (no billing state refuses it, the available balance covers it: never
+ * looser than `assertBillableRow`, so a 402 leaves no row), or never (a plan's allowance is judged first).
+ */
+export type ClaimAdmission = { kind: 'always' } | { kind: 'balance'; holdMicros: bigint } | { kind: 'never' };
+
+const REQUEST_COLUMNS = ['id', 'org_id', 'idempotency_key', 'workflow_id', 'fingerprint', 'state', 'error_code', 'created_at'] as const;
+
+/**
+ * A call's first round trip (DESIGN §4, §8): the key's live request; with a `balance` admission the organisation's
+ * balance row judged for the hold (none: no such organisation); and, when the key has no live row and the admission
+ * lets it, the new run's claim inserted, in the same statement. `claimed` false leaves the caller to judge the key's
+ * row (replay, 409, take-over) and the balance as before, then `claimRequest`.
+ */
+export async function claimOrFind(
+  db: DbOrTrx,
+  row: ClaimRow,
+  admission: ClaimAdmission,
+): Promise<{ claimed: boolean; request: RequestRow | undefined; balance: BillableRow | undefined }> {
+  const byBalance = admission.kind === 'balance';
+  const admitted =
+    admission.kind === 'never'
+      ? 'false'
+      : byBalance
+        ? 'exists (select 1 from b where b.refusal is null and b.balance_micros - b.reserved_micros >= :hold)'
+        : 'true';
+  // Each part of the one row is null when absent: no balance read or no organisation, no live request, no claim.
+  type FirstRow = { [K in keyof BillableRow]: BillableRow[K] | null } & { [K in keyof RequestRow]: RequestRow[K] | null } & {
+    claimed_id: string | null;
+  };
+  const { rows } = await db.raw<{ rows: FirstRow[] }>(
+    `with b as (select ${BILLABLE_COLUMNS} from balances b where b.org_id = :orgId and :byBalance),
+          live as (select ${REQUEST_COLUMNS.join(', ')} from requests
+                    where org_id = :orgId and idempotency_key = :key and superseded_at is null),
+          claim as (insert into requests (id, org_id, api_key_id, idempotency_key, workflow_id, fingerprint, mode_id, model, state)
+                    select :id, :orgId, :apiKeyId, :key, :workflowId, :fingerprint, :modeId, :model, 'running'
+                     where not exists (select 1 from live) and ${admitted}
+                    on conflict (org_id, idempotency_key) where superseded_at is null do nothing
+                    returning id)
+     select b.balance_micros, b.reserved_micros, b.refusal, live.*, claim.id as claimed_id
+       from (select 1) one left join b on true left join live on true left join claim on true`,
+    {
+      hold: (byBalance ? admission.holdMicros : 0n).toString(),
+      byBalance,
+      orgId: row.orgId,
+      key: row.idempotencyKey,
+      id: row.id,
+      apiKeyId: row.apiKeyId,
+      workflowId: row.workflowId,
+      fingerprint: row.fingerprint,
+      modeId: row.modeId,
+      model: row.model,
+    },
+  );
+  const { balance_micros, reserved_micros, refusal, claimed_id, ...live } = rows[0];
+  const balance = balance_micros === null || reserved_micros === null ? undefined : { balance_micros, reserved_micros, refusal };
+  const request = live.id === null ? undefined : (live as RequestRow);
+  return { claimed: claimed_id !== null, request, balance };
 }
 
 /** Inserts the key's live row unless one exists (then nothing, and undefined: a concurrent claim won the unique index). */

@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createDb, type Db } from '../../../db/knex';
+import { stack } from '../../harness/stack';
+import { startProductWorkers } from '../deliberation/helpers';
+import { call, EXPRESS, newKey, newOrg, PANEL, startApi, USER, type Api } from './helpers';
+
+/**
+ * The SQL a deliberation costs (issue 31, DESIGN §13): a new key is claimed in one round trip — its row, the balance
+ * and the claim in one statement — and settled in one transaction. Every statement the API's and the worker's pools
+ * send is recorded with knex's `query` event on the real Postgres, and counted here by the tables it names.
+ */
+interface Sent {
+  sql: string;
+  tx?: string;
+}
+
+function traced(into: Sent[]): Db {
+  const db = createDb(stack().dbUrl, 4);
+  db.on('query', (q: { sql: string; __knexTxId?: string }) => into.push({ sql: q.sql.replace(/\s+/g, ' '), tx: q.__knexTxId }));
+  return db;
+}
+
+/** A statement that reads or writes one of `tables` (quoted or not, as knex and hand-written SQL name them). */
+const names = (sent: Sent, ...tables: string[]): boolean =>
+  tables.some((t) => new RegExp(`\\b(from|into|update|join)\\s+"?${t}"?[\\s(]`, 'i').test(`${sent.sql} `));
+const TX_CONTROL = /^(begin|commit|rollback)\b/i;
+
+describe('SQL per call: one round trip to claim, one transaction to settle', function () {
+  this.timeout(120_000);
+  const apiSent: Sent[] = [];
+  const workerSent: Sent[] = [];
+  let apiDb: Db;
+  let workerDb: Db;
+  let workers: { stop(): Promise<void> };
+  let api: Api;
+
+  before(async () => {
+    apiDb = traced(apiSent);
+    workerDb = traced(workerSent);
+    workers = await startProductWorkers({}, { ...stack(), nativeConnection: stack().env.nativeConnection, db: workerDb });
+    api = await startApi('B', { db: apiDb });
+  });
+  after(async () => {
+    await api.close();
+    await workers.stop();
+    await Promise.all([apiDb.destroy(), workerDb.destroy()]);
+  });
+
+  /** One completion's statements in each process (the API's lease release may trail its reply, and is not counted). */
+  async function traceCall(key: string, body: unknown, idempotencyKey: string): Promise<{ status: number; api: Sent[]; worker: Sent[] }> {
+    apiSent.length = 0;
+    workerSent.length = 0;
+    const reply = await call(api, 'POST', '/v1/chat/completions', { key, body, headers: { 'Idempotency-Key': idempotencyKey } });
+    return { status: reply.status, api: [...apiSent], worker: [...workerSent] };
+  }
+
+  for (const [lane, model] of [
+    ['express', EXPRESS.B],
+    ['panel', PANEL.B],
+  ] as const) {
+    it(`${lane}: the claim is one statement; the settle one transaction; a repeat reads one row and claims nothing`, async () => {
+      const org = await newOrg(20);
+      const key = await newKey(org.orgId);
+      const body = { model, messages: USER(`Why is the sky blue? ${randomUUID()}`) };
+      const idem = randomUUID();
+      const first = await traceCall(key, body, idem);
+      assert.equal(first.status, 200);
+
+      // The API: the key's row, the balance and the claim are one statement, sent alone (no transaction around it).
+      const claim = first.api.filter((s) => names(s, 'requests', 'balances'));
+      assert.equal(claim.length, 1, `the claim's statements: ${claim.map((s) => s.sql.slice(0, 120)).join(' | ')}`);
+      assert.match(claim[0].sql, /insert into requests/i);
+      assert.equal(claim[0].tx, undefined);
+      const rows = await stack().db('requests').where({ org_id: org.orgId, idempotency_key: idem });
+      assert.deepEqual(
+        rows.map((r: { state: string }) => r.state),
+        ['succeeded'],
+      );
+
+      // The worker: the receipt, its seats, the charge and the request's end are written in one transaction.
+      const settle = first.worker.filter((s) => names(s, 'receipts', 'receipt_seats') || /update "?requests"?/i.test(s.sql));
+      assert.ok(settle.length > 0);
+      const settleTx = new Set(settle.map((s) => s.tx));
+      assert.equal(settleTx.size, 1, 'one transaction');
+      const [tx] = settleTx;
+      assert.ok(tx !== undefined, 'the settle runs in a transaction');
+      const charges = first.worker.filter((s) => names(s, 'ledger_entries') && s.tx === tx);
+      assert.equal(charges.length, 1, 'the charge is written in the settle transaction, its entries in one statement');
+
+      // The same key again: the stored answer, from the one statement that found the key's row (nothing claimed).
+      const again = await traceCall(key, body, idem);
+      assert.equal(again.status, 200);
+      const replay = again.api.filter((s) => names(s, 'requests', 'balances'));
+      assert.equal(replay.length, 1, replay.map((s) => s.sql.slice(0, 120)).join(' | '));
+      assert.equal(again.worker.filter((s) => !TX_CONTROL.test(s.sql)).length, 0, 'a replay runs nothing');
+      assert.equal((await stack().db('requests').where({ org_id: org.orgId, idempotency_key: idem })).length, 1);
+    });
+  }
+
+  it('402: the balance refuses in the same one statement, and no request row is left', async () => {
+    const org = await newOrg(0);
+    // The trial's $5 is all it holds; this key's ceiling is $50, so the hold cannot be covered.
+    const key = await newKey(org.orgId, { limits: { maxCostMicros: 50_000_000n } });
+    const idem = randomUUID();
+    const refused = await traceCall(key, { model: PANEL.B, messages: USER('Why is the sky blue?') }, idem);
+    assert.equal(refused.status, 402);
+    assert.equal(refused.api.filter((s) => names(s, 'requests', 'balances')).length, 1);
+    assert.equal(refused.worker.length, 0, 'nothing ran');
+    assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 0);
+  });
+});
