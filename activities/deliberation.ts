@@ -59,9 +59,9 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
 
   return {
     /**
-     * Before anything runs, in one step (one local activity, one transaction): the call's hold, then which engine sits
-     * where. The hold is the call's ceiling on the prepaid balance (402 when it cannot be covered, or when a billing
-     * state refuses it); with `personId`, a call on that person's plan holds on the plan instead (402
+     * Before anything runs, in one step (one local activity; the hold one statement): the call's hold, then which
+     * engine sits where. The hold is the call's ceiling on the prepaid balance (402 when it cannot be covered, or when
+     * a billing state refuses it); with `personId`, a call on that person's plan holds on the plan instead (402
      * `plan_limit_reached`); a test key holds nothing. The plan reads the organisation's own-key settings (never their
      * secrets). A refusal is an answer, not a failure: the workflow ends the call with its code. `lane` also labels the
      * worker's metrics.
@@ -96,12 +96,15 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
           await holdPlanCharge(db, { orgId, requestId, personId: hold.personId, amountMicros });
           return none;
         }
-        return unknownOrgAsNotFound(orgId, () =>
-          db.transaction(async (trx) => {
-            await ledger.reserveIn(trx, { orgId, requestId, amountMicros });
-            return readsOwnKeys ? ownProviderFamilies(trx, orgId) : none;
-          }),
-        );
+        // The hold in one statement and the own-key settings beside it, at once; a refused hold is tried once more
+        // the long way, which names the refusal (or holds, if money was freed meanwhile).
+        const [held, families] = await Promise.all([
+          ledger.holdAtOnce(db, { orgId, requestId, amountMicros }),
+          readsOwnKeys ? ownProviderFamilies(db, orgId) : none,
+        ]);
+        if (held === 'refused')
+          await unknownOrgAsNotFound(orgId, () => db.transaction((trx) => ledger.reserveIn(trx, { orgId, requestId, amountMicros })));
+        return families;
       };
       let ownFamilies: Set<string>;
       try {

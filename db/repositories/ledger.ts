@@ -103,33 +103,65 @@ async function applyEntries(
   entries: readonly NewLedgerEntry[],
   admitMicros?: bigint,
 ): Promise<PostedRow | undefined> {
+  const [ctes, bindings] = posting(orgId, entries, admitMicros);
+  const { rows } = await trx.raw<{ rows: PostedRow[] }>(`${ctes} select * from posted`, bindings);
+  return rows[0];
+}
+
+/**
+ * The statement of `applyEntries` but its final select: the entries are appended only if the conditional update
+ * applied (`posted`), in their order (ledger ids follow it), in one round trip. With `hold`, the update also requires that the request has no
+ * reservation yet, and its reservation row is inserted with the entries (see `holdAtOnce`).
+ */
+function posting(
+  orgId: string,
+  entries: readonly NewLedgerEntry[],
+  admitMicros?: bigint,
+  hold?: ReserveInput,
+): [string, Record<string, string | boolean | (string | null)[]>] {
   const balanceDelta = entries.reduce((sum, e) => sum + e.amountMicros, 0n);
   const reservedDelta = entries.reduce((sum, e) => sum + (e.reservedDeltaMicros ?? 0n), 0n);
   const admitted = admitMicros === undefined ? '' : 'and billing_refusal(org_id, :admit) is null';
-  const updated = await trx.raw<{ rows: PostedRow[] }>(
-    `update balances
-        set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros + :rd, updated_at = now()
-      where org_id = :orgId
-        and reserved_micros + :rd >= 0
-        and balance_micros + :bd >= reserved_micros + :rd
-        ${admitted}
-      returning balance_micros, reserved_micros, trial_due_micros`,
-    { bd: balanceDelta.toString(), rd: reservedDelta.toString(), orgId, admit: (admitMicros ?? 0n).toString() },
-  );
-  const row = updated.rows[0];
-  if (!row) return undefined;
-  await trx('ledger_entries').insert(
-    entries.map((e) => ({
-      org_id: orgId,
-      kind: e.kind,
-      amount_micros: e.amountMicros.toString(),
-      reserved_delta_micros: (e.reservedDeltaMicros ?? 0n).toString(),
-      request_id: e.requestId ?? null,
-      note: e.note ?? null,
-    })),
-  );
-  return row;
+  const sql = `with posted as (
+       update balances
+          set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros + :rd, updated_at = now()
+        where org_id = :orgId
+          and reserved_micros + :rd >= 0
+          and balance_micros + :bd >= reserved_micros + :rd
+          ${admitted}
+          and not (:holds and exists (select 1 from reservations where org_id = :orgId and request_id = :holdId))
+        returning balance_micros, reserved_micros, trial_due_micros),
+     appended as (
+       insert into ledger_entries (org_id, kind, amount_micros, reserved_delta_micros, request_id, note)
+       select :orgId, e.kind, e.amount, e.reserved, e.request_id, e.note
+         from posted,
+              unnest(cast(:kinds as text[]), cast(:amounts as bigint[]), cast(:reserved as bigint[]), cast(:requestIds as text[]),
+                     cast(:notes as text[])) with ordinality as e(kind, amount, reserved, request_id, note, n)
+        order by e.n),
+     held as (
+       insert into reservations (org_id, request_id, amount_micros, state)
+       select :orgId, :holdId, :holdMicros, 'held' from posted where :holds)`;
+  return [
+    sql,
+    {
+      bd: balanceDelta.toString(),
+      rd: reservedDelta.toString(),
+      orgId,
+      admit: (admitMicros ?? 0n).toString(),
+      holds: hold !== undefined,
+      holdId: hold?.requestId ?? '',
+      holdMicros: (hold?.amountMicros ?? 0n).toString(),
+      kinds: entries.map((e) => e.kind),
+      amounts: entries.map((e) => e.amountMicros.toString()),
+      reserved: entries.map((e) => (e.reservedDeltaMicros ?? 0n).toString()),
+      requestIds: entries.map((e) => e.requestId ?? null),
+      notes: entries.map((e) => e.note ?? null),
+    },
+  ];
 }
+
+/** Postgres's unique_violation. */
+const UNIQUE_VIOLATION = '23505';
 
 /** Runs that can no longer refund anything. */
 const ENDED_RUN_STATES = "('completed','failed','cancelled')";
@@ -291,6 +323,35 @@ export async function reserveIn(trx: Knex.Transaction, input: ReserveInput): Pro
   );
 }
 
+/**
+ * A call's hold in one statement, outside a transaction: the balance row updated under the same conditions as
+ * `reserveIn` (the balance covers it, no billing state refuses it), its ledger entry and its reservation row, only if
+ * the request holds nothing yet. `held`: done; `exists`: the request's one reservation was made already (a retried
+ * hold changes nothing, as `reserveIn`); `refused`: nothing written, and `reserveIn` names why (or holds, if money
+ * was freed meanwhile). A new hold closes no trial commitment (those are holds and runs open at the expiry), so the
+ * catch-up `postEntries` runs has nothing to do here.
+ */
+export async function holdAtOnce(db: Knex, input: ReserveInput): Promise<'held' | 'exists' | 'refused'> {
+  requireNonNegative('amountMicros', input.amountMicros);
+  const entries: NewLedgerEntry[] = [
+    { kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId },
+  ];
+  const [ctes, bindings] = posting(input.orgId, entries, input.amountMicros, input);
+  try {
+    // `had` reads the statement's snapshot: whether a reservation existed before it.
+    const { rows } = await db.raw<{ rows: { posted: boolean; had: boolean }[] }>(
+      `${ctes} select exists (select 1 from posted) as posted,
+                      exists (select 1 from reservations where org_id = :orgId and request_id = :holdId) as had`,
+      bindings,
+    );
+    return rows[0].posted ? 'held' : rows[0].had ? 'exists' : 'refused';
+  } catch (err) {
+    // The same hold made at once by another attempt (a retried activity still running): its row won the unique index.
+    if (err instanceof Error && 'code' in err && err.code === UNIQUE_VIOLATION) return 'exists';
+    throw err;
+  }
+}
+
 interface ReservationRow {
   amount_micros: bigint;
   state: 'held' | 'settled' | 'released';
@@ -320,25 +381,39 @@ export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promi
   requireNonNegative('capCreditMicros', cap);
   if (cap > input.chargeMicros)
     throw new QuorumError('invalid_request', 'capCreditMicros exceeds chargeMicros', { param: 'capCreditMicros' });
-  // The reservation row, locked, in one round trip: a settle with no prior reserve inserts one to lock and to record
-  // that it happened; the no-op update on a conflict locks and returns the existing row.
-  const { rows } = await trx.raw<{ rows: ReservationRow[] }>(
-    `insert into reservations (org_id, request_id, amount_micros, state) values (?, ?, 0, 'held')
-       on conflict (org_id, request_id) do update set state = reservations.state
-       returning amount_micros, state`,
-    [input.orgId, input.requestId],
+  const charged = (input.chargeMicros - cap).toString();
+  // The held reservation (the usual case) marked settled, returning what it was, under its lock, in one round trip:
+  // the sub-select locks the row and reads its latest state.
+  const { rows: marked } = await trx.raw<{ rows: ReservationRow[] }>(
+    `update reservations x set state = 'settled', charged_micros = :charged, updated_at = now()
+       from (select amount_micros, state from reservations where org_id = :orgId and request_id = :requestId for update) was
+      where x.org_id = :orgId and x.request_id = :requestId and was.state <> 'settled'
+      returning was.amount_micros, was.state`,
+    { charged, orgId: input.orgId, requestId: input.requestId },
   );
-  const row = rows[0];
-  if (row.state === 'settled') return { alreadySettled: true };
+  let row = marked[0];
+  if (!row) {
+    // None, or settled already: a settle with no prior reserve inserts one to lock and to record that it happened; the
+    // no-op update on a conflict locks and returns the existing row.
+    const { rows } = await trx.raw<{ rows: ReservationRow[] }>(
+      `insert into reservations (org_id, request_id, amount_micros, state) values (?, ?, 0, 'held')
+         on conflict (org_id, request_id) do update set state = reservations.state
+         returning amount_micros, state`,
+      [input.orgId, input.requestId],
+    );
+    row = rows[0];
+    if (row.state === 'settled') return { alreadySettled: true };
+  }
   const held = row.state === 'held' ? row.amount_micros : 0n;
   const entries: NewLedgerEntry[] = [];
   if (held > 0n) entries.push({ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId });
   entries.push({ kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId });
   if (cap > 0n) entries.push({ kind: 'cap_credit', amountMicros: cap, requestId: input.requestId });
   await postOrThrow(trx, input.orgId, entries);
-  await trx('reservations')
-    .where({ org_id: input.orgId, request_id: input.requestId })
-    .update({ state: 'settled', charged_micros: (input.chargeMicros - cap).toString(), updated_at: trx.fn.now() });
+  if (!marked[0])
+    await trx('reservations')
+      .where({ org_id: input.orgId, request_id: input.requestId })
+      .update({ state: 'settled', charged_micros: charged, updated_at: trx.fn.now() });
   return { alreadySettled: false };
 }
 

@@ -44,8 +44,9 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
     throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
   await db
     .transaction(async (trx) => {
-      // The receipt first: its key says whether this request was settled already (a retried settle changes nothing).
-      const inserted = await trx('receipts')
+      // The receipt, its seat passes and the request's end in one statement, the receipt first: its key says whether
+      // this request was settled already (a retried settle changes nothing, and the rest is skipped with it).
+      const receipt = trx('receipts')
         .insert({
           request_id: o.requestId,
           org_id: o.orgId,
@@ -70,6 +71,51 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
         .onConflict('request_id')
         .ignore()
         .returning('request_id');
+      const seats = o.seatPasses.map((p) => ({
+        request_id: o.requestId,
+        role: p.role,
+        round_number: p.round,
+        model_used: p.modelUsed,
+        original_model: p.originalModel,
+        fallback_used: p.fallbackUsed,
+        tokens_in: p.tokensIn,
+        tokens_out: p.tokensOut,
+        started_at: p.startedAt,
+        ended_at: p.endedAt,
+        latency_ms: p.latencyMs,
+        judge_score: p.judgeScore,
+        is_best_seat: p.isBest,
+        source: p.source,
+        real_cost_micros: p.realCostMicros,
+        fee_rate_ppm: p.feeRatePpm,
+        fee_micros: p.feeMicros,
+        content: p.content,
+      }));
+      const seatColumns = Object.keys(seats[0] ?? { request_id: null }).join(', ');
+      const seatRows = trx.raw(
+        `insert into receipt_seats (${seatColumns})
+         select ${seatColumns} from jsonb_populate_recordset(null::receipt_seats, cast(? as jsonb)) where exists (select 1 from receipt)`,
+        [JSON.stringify(seats)],
+      );
+      const ended = trx('requests')
+        .where({ id: o.requestId })
+        .whereExists(trx.select(trx.raw('1')).from('receipt'))
+        .update({
+          // Form B's capped call may run again under its key; Form A's is a finished answer.
+          state: o.status === 'capped' && input.form === 'B' ? 'capped' : 'succeeded',
+          finish_reason: o.finishReason,
+          answer_truncated: o.finishReason === 'length',
+          seats_answered: o.seatsAnswered,
+          completed_at: o.completedAt,
+        });
+      const inserted = (await trx
+        .with('receipt', receipt)
+        .with('seats', seatRows)
+        .with('ended', ended)
+        .select('request_id')
+        .from('receipt')) as {
+        request_id: string;
+      }[];
       if (inserted.length === 0) return;
       if (input.billed && o.payer === 'plan') {
         await settlePlanCharge(trx, { requestId: o.requestId, chargeMicros: BigInt(o.money.billedMicros) });
@@ -83,40 +129,6 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
           capCreditMicros: BigInt(o.money.capCreditMicros),
         });
       }
-      if (o.seatPasses.length > 0) {
-        await trx('receipt_seats').insert(
-          o.seatPasses.map((p) => ({
-            request_id: o.requestId,
-            role: p.role,
-            round_number: p.round,
-            model_used: p.modelUsed,
-            original_model: p.originalModel,
-            fallback_used: p.fallbackUsed,
-            tokens_in: p.tokensIn,
-            tokens_out: p.tokensOut,
-            started_at: p.startedAt,
-            ended_at: p.endedAt,
-            latency_ms: p.latencyMs,
-            judge_score: p.judgeScore,
-            is_best_seat: p.isBest,
-            source: p.source,
-            real_cost_micros: p.realCostMicros,
-            fee_rate_ppm: p.feeRatePpm,
-            fee_micros: p.feeMicros,
-            content: p.content,
-          })),
-        );
-      }
-      await trx('requests')
-        .where({ id: o.requestId })
-        .update({
-          // Form B's capped call may run again under its key; Form A's is a finished answer.
-          state: o.status === 'capped' && input.form === 'B' ? 'capped' : 'succeeded',
-          finish_reason: o.finishReason,
-          answer_truncated: o.finishReason === 'length',
-          seats_answered: o.seatsAnswered,
-          completed_at: o.completedAt,
-        });
     })
     .catch((err: unknown) => {
       if (!isDeterministicDbError(err)) throw err;

@@ -7,8 +7,9 @@ import { call, EXPRESS, newKey, newOrg, PANEL, startApi, USER, type Api } from '
 
 /**
  * The SQL a deliberation costs (issue 31, DESIGN §13): a new key is claimed in one round trip — its row, the balance
- * and the claim in one statement — and settled in one transaction. Every statement the API's and the worker's pools
- * send is recorded with knex's `query` event on the real Postgres, and counted here by the tables it names.
+ * and the claim in one statement —, held in one statement and settled in one transaction. Every statement the API's
+ * and the worker's pools send is recorded with knex's `query` event on the real Postgres, and counted here by the
+ * tables it names.
  */
 interface Sent {
   sql: string;
@@ -59,7 +60,7 @@ describe('SQL per call: one round trip to claim, one transaction to settle', fun
     ['express', EXPRESS.B],
     ['panel', PANEL.B],
   ] as const) {
-    it(`${lane}: the claim is one statement; the settle one transaction; a repeat reads one row and claims nothing`, async () => {
+    it(`${lane}: the claim and the hold are one statement each; the settle one transaction; a repeat reads one row and claims nothing`, async () => {
       const org = await newOrg(20);
       const key = await newKey(org.orgId);
       const body = { model, messages: USER(`Why is the sky blue? ${randomUUID()}`) };
@@ -87,6 +88,15 @@ describe('SQL per call: one round trip to claim, one transaction to settle', fun
       assert.ok(tx !== undefined, 'the settle runs in a transaction');
       const charges = first.worker.filter((s) => names(s, 'ledger_entries') && s.tx === tx);
       assert.equal(charges.length, 1, 'the charge is written in the settle transaction, its entries in one statement');
+      // BEGIN, the receipt with its seats and the request's end, the reservation, the balance with its entries, COMMIT.
+      assert.equal(first.worker.filter((s) => s.tx === tx).length, 5, 'the settle transaction is five round trips');
+
+      // The hold: the reservation, the balance and its entry in one statement, outside any transaction.
+      const hold = first.worker.filter((s) => s.tx !== tx && names(s, 'reservations', 'balances', 'ledger_entries'));
+      assert.equal(hold.length, 1, hold.map((s) => s.sql.slice(0, 120)).join(' | '));
+      assert.equal(hold[0].tx, undefined);
+      const [reservation] = await stack().db('reservations').where({ org_id: org.orgId });
+      assert.equal((reservation as { state: string }).state, 'settled');
 
       // The same key again: the stored answer, from the one statement that found the key's row (nothing claimed).
       const again = await traceCall(key, body, idem);
