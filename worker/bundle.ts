@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runtimeExecArgv } from '../infra/paths';
-import { workflowBundle } from './workers';
 
 /**
  * Builds the workflow bundle into a file. The worker loads that file instead of bundling in its own process,
@@ -11,6 +10,9 @@ import { workflowBundle } from './workers';
  * (`QUORUM_WORKFLOW_BUNDLE`); otherwise the worker runs this in a short-lived child at start.
  */
 export async function writeWorkflowBundle(out: string): Promise<void> {
+  // Loaded here, in the child only: the supervisor imports this file for bundleInChild, and the worker's modules
+  // (the SDK, activities, engines, the tokenizer) would otherwise stay resident in it, ~45 MB of heap it never uses.
+  const { workflowBundle } = await import('./workers.js');
   const { code } = await workflowBundle();
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, code);
