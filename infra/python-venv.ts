@@ -1,0 +1,81 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * Third-party Python tools (llama.cpp's server, Schemathesis, LiteLLM's proxy) pinned on PyPI and installed into a
+ * virtual environment cached per user outside the checkout (`${XDG_CACHE_HOME:-~/.cache}/quorum/<name>`, beside the
+ * Node and Temporal binaries), so every clone and CI run reuse one install. `QUORUM_PYTHON` names the interpreter
+ * (3.10 or later, with `venv`); default `python3`.
+ */
+export interface VenvSpec {
+  /** The folder under the per-user cache; name the pins in it, so a new pin installs afresh. */
+  name: string;
+  /** pip requirement specifiers, pinned. */
+  packages: readonly string[];
+  /** More `pip install` options (`--no-deps`). */
+  pipOptions?: readonly string[];
+  /** Whether an install holds what its user reads beyond the interpreter (a model file); checked before it is kept. */
+  complete?: (dir: string) => boolean;
+  /** Says what is installed, before and after, as one line each. */
+  log?: (line: string) => void;
+}
+
+export interface Venv {
+  dir: string;
+  /** Enter the venv only through this (`python -m tool`): its `bin/` scripts name the staging folder it was built in. */
+  python: string;
+}
+
+const INSTALL_TIMEOUT_MS = 15 * 60_000;
+
+export function venvDir(name: string): string {
+  return path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'quorum', name);
+}
+
+function run(cmd: string, args: readonly string[], what: string): void {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: INSTALL_TIMEOUT_MS });
+  if (r.error) throw new Error(`${what}: ${r.error.message}`);
+  if (r.status !== 0) {
+    const tail = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-12).join('\n');
+    throw new Error(`${what} failed (exit ${String(r.status)}):\n${tail}`);
+  }
+}
+
+/** The venv of `spec`, installing it first when this user has not yet. Throws with the installer's own words when it cannot. */
+export function ensureVenv(spec: VenvSpec): Venv {
+  const dir = venvDir(spec.name);
+  const pythonIn = (d: string): string => path.join(d, 'bin', 'python');
+  const ready = (d: string): boolean => fs.existsSync(pythonIn(d)) && (spec.complete?.(d) ?? true);
+  if (ready(dir)) return { dir, python: pythonIn(dir) };
+
+  const log = spec.log ?? ((line: string) => console.error(line));
+  const started = Date.now();
+  log(`Installing ${spec.packages.join(', ')} from PyPI into ${dir} (once per user)...`);
+  // Built beside its place and renamed into it whole: an install cut off halfway is never taken for a finished one.
+  const tmp = `${dir}.tmp-${process.pid}`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  try {
+    const base = process.env.QUORUM_PYTHON ?? 'python3';
+    run(base, ['-m', 'venv', tmp], `${base} -m venv (Python 3.10 or later with venv is needed; set QUORUM_PYTHON to choose one)`);
+    run(
+      pythonIn(tmp),
+      ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...(spec.pipOptions ?? []), ...spec.packages],
+      `pip install ${spec.packages.join(' ')}`,
+    );
+    if (!ready(tmp)) throw new Error(`pip installed ${spec.packages.join(' ')} into ${tmp}, but it lacks what its user reads`);
+    // A clone that finished first keeps its install (it may be running it); ours is dropped.
+    if (ready(dir)) fs.rmSync(tmp, { recursive: true, force: true });
+    else {
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.renameSync(tmp, dir);
+    }
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+  log(`Installed in ${Math.round((Date.now() - started) / 1000)} s`);
+  return { dir, python: pythonIn(dir) };
+}
