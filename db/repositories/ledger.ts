@@ -419,15 +419,18 @@ export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promi
 
 /** Gives a held reservation back (a failed or unbilled call). Idempotent; a no-op once settled or released. */
 export async function release(db: DbOrTrx, input: { orgId: string; requestId: string }): Promise<void> {
-  await db.transaction(async (trx) => {
-    const released = (await trx('reservations')
-      .where({ org_id: input.orgId, request_id: input.requestId, state: 'held' })
-      .update({ state: 'released', updated_at: trx.fn.now() })
-      .returning('amount_micros')) as { amount_micros: bigint }[];
-    const held = released[0]?.amount_micros;
-    if (held === undefined) return;
-    await postOrThrow(trx, input.orgId, [{ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId }]);
-  });
+  await db.transaction((trx) => releaseIn(trx, input));
+}
+
+/** `release` as part of the caller's transaction, without a savepoint of its own (two round trips fewer). */
+export async function releaseIn(trx: Knex.Transaction, input: { orgId: string; requestId: string }): Promise<void> {
+  const released = (await trx('reservations')
+    .where({ org_id: input.orgId, request_id: input.requestId, state: 'held' })
+    .update({ state: 'released', updated_at: trx.fn.now() })
+    .returning('amount_micros')) as { amount_micros: bigint }[];
+  const held = released[0]?.amount_micros;
+  if (held === undefined) return;
+  await postOrThrow(trx, input.orgId, [{ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId }]);
 }
 
 export async function topUp(db: DbOrTrx, input: { orgId: string; amountMicros: bigint; note?: string }): Promise<Balance> {

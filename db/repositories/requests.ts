@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Outcome, Settlement } from '../../domain/outcome';
-import { BILLABLE_COLUMNS, release, type BillableRow } from './ledger';
+import { BILLABLE_COLUMNS, releaseIn, type BillableRow } from './ledger';
 import { releasePlanCharge } from './plans';
 import { storableJson } from '../../domain/storable-text';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
@@ -173,7 +173,7 @@ export async function abandonRequest(
 ): Promise<void> {
   const write = (unsettled: Settlement | undefined): Promise<void> =>
     db.transaction(async (trx) => {
-      await release(trx, { orgId: input.orgId, requestId: input.requestId });
+      await releaseIn(trx, { orgId: input.orgId, requestId: input.requestId });
       await releasePlanCharge(trx, { requestId: input.requestId });
       await trx('requests')
         .where({ id: input.requestId })
