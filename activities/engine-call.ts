@@ -83,8 +83,9 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
             };
     }
     const startedAt = new Date().toISOString();
-    // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout.
-    const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
+    // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout (a
+    // local activity has none: its workflow task's timeout does that).
+    const heartbeat = Context.current().info.isLocal ? undefined : setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
     try {
       const r = await engines.call(
         {

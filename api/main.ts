@@ -1,10 +1,13 @@
-import { Connection } from '@temporalio/client';
+import { Client, Connection, type ConnectionLike } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
 import type { Server } from 'node:http';
 import { createDb, REQUEST_PATH_DB_TIMEOUTS } from '../db/knex';
 import { loadConfig } from '../infra/config';
 import { onStopRequest } from '../infra/entry-point';
 import { createLogger } from '../infra/log';
 import { temporalConnectOptions } from '../infra/temporal-connection';
+import { eagerStart } from '../starters/eager-start';
+import { installWorkerRuntime, runWorker, type RunningWorker } from '../worker/run';
 import { createApp } from './app';
 import { drain, listen } from './listen';
 
@@ -16,21 +19,39 @@ async function main(): Promise<void> {
   if (config.QUORUM_ENV === 'production' && !config.QUORUM_PUBLIC_URL)
     throw new Error('QUORUM_PUBLIC_URL is required when QUORUM_ENV=production (e.g. https://api.example.com)');
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX, REQUEST_PATH_DB_TIMEOUTS);
-  const temporal = await Connection.connect(temporalConnectOptions(config));
-  const app = createApp({ db, temporal, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });
+  const connectOptions = temporalConnectOptions(config);
+  // QUORUM_ROLE=all: the worker polls on the API's own connection, so the client's starts can be eager (see eagerStart).
+  let temporal: ConnectionLike;
+  let worker: RunningWorker | undefined;
+  if (config.QUORUM_ROLE === 'all') {
+    const corePort = await installWorkerRuntime(config);
+    const native = await NativeConnection.connect(connectOptions);
+    worker = await runWorker(config, createLogger('worker'), native, corePort);
+    temporal = native;
+  } else {
+    temporal = await Connection.connect(connectOptions);
+  }
+  const client = new Client({
+    connection: temporal,
+    namespace: config.TEMPORAL_NAMESPACE,
+    interceptors: worker ? { workflow: [eagerStart] } : undefined,
+  });
+  const app = createApp({ db, temporal, client, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });
 
   const server: Server = listen(app, config.PORT);
   server.once('listening', () => {
-    log.info('api listening', { port: config.PORT });
+    log.info('api listening', { port: config.PORT, role: config.QUORUM_ROLE });
     process.send?.({ ready: true });
   });
 
   // Draining, the API refuses new connections (a load balancer moves on) and lets requests in flight end; their
   // deliberations live in Temporal, so even a request cut off at the deadline is finished and billed once, and a
-  // retry with its key replays it.
+  // retry with its key replays it. A worker in this process keeps serving them until the API has drained.
   onStopRequest(log, config.QUORUM_SHUTDOWN_GRACE_MS, () => {
     void drain(server, config.QUORUM_SHUTDOWN_GRACE_MS).then(async (cut) => {
       if (cut > 0) log.warn('requests cut off at the shutdown deadline; their deliberations continue', { cut });
+      worker?.shutdown();
+      await worker?.stopped;
       await Promise.all([temporal.close(), db.destroy()]);
       log.info('api stopped');
       process.exit(0);

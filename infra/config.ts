@@ -47,13 +47,21 @@ const EnvSchema = z.object({
    */
   QUORUM_LOCAL_MODEL: z.enum(['on', 'off']).default('off'),
   QUORUM_SECRET_KEY: z.string().optional(),
+  /**
+   * What an API process (api/main) runs: `api`, the API alone (production, beside worker processes); `all`, the API
+   * and a worker in one process sharing one Temporal connection, so a deliberation starts eagerly on this very worker
+   * (its first workflow task comes back with the start: no poll, no second round trip). `npm start` runs `all`.
+   */
+  QUORUM_ROLE: z.enum(['api', 'all']).default('api'),
   /** `npm run start:cluster`: how many worker and API processes it runs (APIs on PORT, PORT+1, …). */
   QUORUM_CLUSTER_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
   QUORUM_CLUSTER_APIS: z.coerce.number().int().min(1).max(32).default(2),
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   /**
-   * Workflows a worker keeps in memory between tasks (~1 MB each). Beyond it the least recent is evicted and
-   * replayed from history when its next task comes: CPU for memory. Deliberations in flight above this are rare.
+   * Workflows a worker keeps in memory between tasks. Beyond it the least recent is evicted and replayed from history
+   * when its next task comes: CPU for memory. Also the deliberations one worker runs at once: each holds its workflow
+   * task, and so its place in the cache, while its engine calls run inside it (local activities); more wait in
+   * Temporal's task queue, costing nothing here.
    */
   QUORUM_MAX_CACHED_WORKFLOWS: z.coerce.number().int().positive().default(250),
   /**

@@ -34,8 +34,9 @@ import { temporalConnectOptions } from './temporal-connection';
 import { spawnDevServer, waitForTemporal } from './temporal-server';
 
 /**
- * `npm start`: Temporal, Postgres, migrations, seed data (the demo organisation and its trial timer), worker, API —
- * in that order, each awaited — then the URLs. A worker or API that dies is restarted with backoff (RESTART_POLICY);
+ * `npm start`: Temporal, Postgres, migrations, seed data (the demo organisation and its trial timer), then the API with
+ * its worker in one process (QUORUM_ROLE=all) — in that order, each awaited — then the URLs. A worker or API that dies
+ * is restarted with backoff (RESTART_POLICY);
  * one that keeps dying, or Temporal dying, stops the stack with exit code 1. SIGINT/SIGTERM stop every child this
  * process started, in reverse order.
  *
@@ -360,7 +361,9 @@ async function main(): Promise<void> {
     ...joinClusterEnv({ databaseUrl, temporalAddress, namespace: config.TEMPORAL_NAMESPACE }),
     ...(config.QUORUM_LOCAL_MODEL === 'on' ? await startLocalDemoModel() : {}),
   };
-  const workerCount = clusterMode ? config.QUORUM_CLUSTER_WORKERS : 1;
+  // One machine, one process: `npm start`'s API runs the worker too (QUORUM_ROLE=all), so its starts are eager and
+  // one Node process is resident instead of two. The cluster keeps them apart, as production does.
+  const workerCount = clusterMode ? config.QUORUM_CLUSTER_WORKERS : 0;
   const apiCount = clusterMode ? config.QUORUM_CLUSTER_APIS : 1;
   const numbered = (name: string, i: number, count: number): string => (count === 1 ? name : `${name} ${i + 1}`);
   // Bundled once for every worker (each would otherwise run webpack at its start); rebuilt by a rolling deploy.
@@ -384,7 +387,14 @@ async function main(): Promise<void> {
   for (let i = 0; i < apiCount; i++)
     await supervise(
       numbered(CLUSTER_SERVICES.api, i, apiCount),
-      () => forkEntryPoint('api/main', { ...env, PORT: String(config.PORT + i) }, 'inherit'),
+      () =>
+        forkEntryPoint(
+          'api/main',
+          clusterMode
+            ? { ...env, PORT: String(config.PORT + i) }
+            : { ...env, PORT: String(config.PORT), QUORUM_ROLE: 'all', QUORUM_WORKER_METRICS_PORT: String(metricsPort(0)) },
+          'inherit',
+        ),
       childStopTimeoutMs,
     );
   for (const url of apiUrls) await waitForHealth(`${url}/healthz`);
@@ -409,9 +419,11 @@ async function main(): Promise<void> {
   say(`ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   for (const url of apiUrls) say(`API          ${url}  (health: ${url}/healthz)`);
   say(`console      ${apiUrl}/console  (sign up to build modes, issue keys, read receipts and runs)`);
-  const workerMetrics = config.QUORUM_WORKER_METRICS_PORT
-    ? workers.map((w, i) => `, ${w.name} http://127.0.0.1:${metricsPort(i)}/metrics`).join('')
-    : '';
+  const workerMetrics = !config.QUORUM_WORKER_METRICS_PORT
+    ? ''
+    : clusterMode
+      ? workers.map((w, i) => `, ${w.name} http://127.0.0.1:${metricsPort(i)}/metrics`).join('')
+      : `, its worker http://127.0.0.1:${metricsPort(0)}/metrics`;
   say(`metrics      ${apiUrls.map((url, i) => `${numbered('API', i, apiCount)} ${url}/metrics`).join(', ')}${workerMetrics}`);
   if (temporal?.metrics) say(`             Temporal server ${temporal.metrics}`);
   if (temporal) say(`Temporal UI  ${temporal.ui}`);

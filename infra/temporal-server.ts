@@ -23,6 +23,18 @@ export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, number>> = {
   'history.transferProcessorMaxPollRPS': 1000,
 };
 
+/**
+ * The dev server's SQLite file in write-ahead-log mode, synced at checkpoints rather than at every commit: a
+ * deliberation's few history writes stop waiting on fsync (DESIGN §13). What it trades: a power cut (not a crash of
+ * the server, whose writes the OS still holds) may lose the last moments of history; a workflow lost so is a call its
+ * client retries with the same key. The test stack's server keeps SQLite in memory, where neither applies.
+ */
+export const SQLITE_PRAGMAS: Readonly<Record<string, string>> = { journal_mode: 'wal', synchronous: 'normal' };
+
+export function sqlitePragmaArgs(): string[] {
+  return Object.entries(SQLITE_PRAGMAS).flatMap(([pragma, value]) => ['--sqlite-pragma', `${pragma}=${value}`]);
+}
+
 export function dynamicConfigArgs(): string[] {
   return Object.entries(TEMPORAL_DYNAMIC_CONFIG).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${value}`]);
 }
@@ -49,6 +61,7 @@ export function spawnDevServer(o: DevServerOptions): ChildProcess {
     String(o.uiPort),
     '--db-filename',
     o.dbFile,
+    ...sqlitePragmaArgs(),
     '--namespace',
     o.namespace,
     '--log-level',

@@ -26,6 +26,11 @@ export function startDeliberation(
       workflowId: workflowIds.deliberation(input.orgId, opts.idempotencyKey),
       workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      // The engine calls run inside the workflow's task (ENGINE_CALL_LOCAL), which the worker heartbeats at 80% of
+      // this: how often a long call's progress query is answered (the server holds a query while the task runs) and
+      // how soon another worker takes over from one that died. Half the default of 10 s: about one heartbeat per engine
+      // call at the spec's latencies, where today's activities cost three events each.
+      workflowTaskTimeout: '5 seconds',
       args: [input],
       // Set once here and once at the end by the workflow (and after classifying when the workflow classifies), so an operator can find any call in the Temporal UI.
       typedSearchAttributes: [

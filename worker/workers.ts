@@ -60,7 +60,11 @@ export async function createWorkers({
         activities,
         interceptors,
         maxCachedWorkflows,
+        // A deliberation holds its workflow task while its engine calls run inside it (local activities): the tasks
+        // at once are the deliberations in flight, bounded by the cache that must hold them all.
+        maxConcurrentWorkflowTaskExecutions: maxCachedWorkflows,
         maxConcurrentActivityTaskExecutions: maxConcurrentActivities,
+        maxConcurrentLocalActivityExecutions: maxConcurrentActivities,
         maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
         // The SDK takes a present-but-undefined option for a value (and refuses it): set only when given.
         ...(shutdownGraceMs === undefined

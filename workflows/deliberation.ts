@@ -149,6 +149,8 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     meter,
     judgeSeed,
     onStep: step,
+    // Issue 31: the engine calls run inside the workflow's task; a deliberation begun before replays its activities.
+    localCalls: patched('engine-calls-in-workflow-task'),
   });
   if (run.best === null) {
     // Seats and short reasons only: the receipt-less caller reads this; the detail is in the worker's log.

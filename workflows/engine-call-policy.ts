@@ -1,4 +1,4 @@
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 
 /**
  * Every engine call's activity options (seats, judges, synthesis, a run's baseline and judges): the engine layer's
@@ -16,4 +16,17 @@ export const ENGINE_CALL: ActivityOptions = {
     maximumAttempts: 3,
     nonRetryableErrorTypes: ['EnginePermanent'],
   },
+};
+
+/**
+ * The same calls as local activities, run by the worker inside the workflow's own task: no activity task through
+ * Temporal's queues, no schedule/start/complete events, one workflow task for a whole deliberation (DESIGN §13). A
+ * deliberation's calls run so; a run's questions keep ENGINE_CALL (hedged, heartbeating, their own retries visible).
+ * What it trades: a result is recorded when the task completes or heartbeats (every 8 s of a long call), so a worker
+ * that dies loses the calls it finished since (they run again on the worker that takes over after the task's 10 s
+ * timeout; the caller is billed once, from the recorded results); and a query waits for that heartbeat.
+ */
+export const ENGINE_CALL_LOCAL: LocalActivityOptions = {
+  startToCloseTimeout: ENGINE_CALL.startToCloseTimeout,
+  retry: ENGINE_CALL.retry,
 };

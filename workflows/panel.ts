@@ -1,4 +1,4 @@
-import { isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { isCancellation, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
@@ -11,7 +11,7 @@ import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
 import type { Plan, SeatPlan } from '../domain/seat-plan';
 import { firstAnswering } from './engine-chain';
-import { ENGINE_CALL } from './engine-call-policy';
+import { ENGINE_CALL, ENGINE_CALL_LOCAL } from './engine-call-policy';
 import { hedged } from './hedge';
 
 /**
@@ -21,10 +21,14 @@ import { hedged } from './hedge';
  * isolation (it holds no money; its caller settles or scores what it returns).
  */
 
-// Seat, judge and synthesis calls: see ENGINE_CALL (a permanent failure moves the seat to its backup).
-const { seat, judge, synthesize } = proxyActivities<DeliberationActivities>(ENGINE_CALL);
+// Seat, judge and synthesis calls: see ENGINE_CALL (a permanent failure moves the seat to its backup), and
+// ENGINE_CALL_LOCAL for the same calls inside the workflow's task.
+const engineCalls = proxyActivities<DeliberationActivities>(ENGINE_CALL);
+const localEngineCalls = proxyLocalActivities<DeliberationActivities>(ENGINE_CALL_LOCAL);
 // Grounding is a search: short, and the panel goes on without it if it keeps failing.
-const { ground } = proxyActivities<DeliberationActivities>({ startToCloseTimeout: '20 seconds', retry: { maximumAttempts: 2 } });
+const GROUNDING = { startToCloseTimeout: '20 seconds', retry: { maximumAttempts: 2 } } as const;
+const { ground } = proxyActivities<DeliberationActivities>(GROUNDING);
+const { ground: groundLocally } = proxyLocalActivities<DeliberationActivities>(GROUNDING);
 
 const LABELS = ['A', 'B', 'C'] as const;
 /** A judgment is a short structured verdict. */
@@ -53,6 +57,8 @@ export interface PanelInput {
   knownAnswer?: EngineCallInput['knownAnswer'];
   /** Runs hedge slow engine calls after this long (see hedge.ts); deliberations do not. */
   hedgeAfterMs?: number;
+  /** Engine calls as local activities (ENGINE_CALL_LOCAL): a deliberation's; a run's questions hedge ordinary ones. */
+  localCalls?: boolean;
   /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the run. */
   onStep?: (step: PanelStep) => void;
 }
@@ -193,7 +199,7 @@ async function groundQuestion(input: PanelInput): Promise<Grounding> {
   const none: Grounding = { snippets: [], tokens: 0, staff: { fired: false, modelUsed: null } };
   if (!input.ground) return none;
   try {
-    const g = await ground({ query: lastUserText(input.messages).slice(0, 500) });
+    const g = await (input.localCalls ? groundLocally : ground)({ query: lastUserText(input.messages).slice(0, 500) });
     return { snippets: g.snippets, tokens: g.tokens, staff: { fired: g.fired, modelUsed: g.source } };
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -216,6 +222,7 @@ async function runSeat(
   inRound: number,
 ): Promise<SeatPass | undefined> {
   const { input } = panel;
+  const { seat } = input.localCalls ? localEngineCalls : engineCalls;
   const seatMax = input.config.seatMaxOutputTokens;
   // Nothing of the seat's design can run here, and no stand-in may (production): say so on the receipt.
   if (s.plan.chain.length === 0 && s.failures.length === 0) s.failures.push(`${s.plan.designed}: no engine of this design can run here`);
@@ -286,6 +293,7 @@ function readingAll(panel: PanelState, answered: readonly SeatState[]): number {
  */
 async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judgment> {
   const { input, answered } = panel;
+  const { judge } = input.localCalls ? localEngineCalls : engineCalls;
   input.onStep?.({ stage: 'judging', round: panel.rounds });
   const order = shuffled(answered, panel.random);
   panel.labels = Object.fromEntries(order.map((s, i) => [s.plan.role, LABELS[i]]));
@@ -398,6 +406,7 @@ function panelRun(panel: PanelState): PanelRun {
  */
 async function synthesisStep(panel: PanelState, run: PanelRun): Promise<PanelRun> {
   const { input, answered, judgment, labels } = panel;
+  const { synthesize } = input.localCalls ? localEngineCalls : engineCalls;
   const best = (judgment && answered.find((s) => labels[s.plan.role] === judgment.best)) || answered[0];
   const bestPass = best.latest as SeatPass;
   run.best = bestPass.role;

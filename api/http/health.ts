@@ -1,11 +1,11 @@
-import type { Connection } from '@temporalio/client';
+import type { ConnectionLike } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Db } from '../../db/knex';
 import { TASK_QUEUES } from '../../workflows/task-queues';
 
 export interface HealthDeps {
   db: Db;
-  temporal: Connection;
+  temporal: ConnectionLike;
   namespace: string;
   /** How recent a poll must be for its worker to count as alive; default `POLLER_FRESH_MS`. */
   pollerFreshMs?: number;

@@ -59,14 +59,22 @@ export function listProcesses(): ProcessInfo[] {
   return found;
 }
 
-/** Activities of the workflow a worker is running right now (started, not yet ended); none before it exists. */
-export async function activitiesRunning(client: Client, workflowId: string): Promise<number> {
+/**
+ * Whether the workflow's engine calls are out: a run's question shows them as started activities (at least `count`);
+ * a deliberation runs them as local activities inside its one workflow task (DESIGN §13), which the server shows only
+ * as that task started: out once it has been so for `settleMs` (its first step, the hold, takes milliseconds).
+ */
+export async function engineCallsOut(client: Client, workflowId: string, { count = 1, settleMs = 300 } = {}): Promise<boolean> {
   try {
     const { raw } = await client.workflow.getHandle(workflowId).describe();
     const started = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
-    return (raw.pendingActivities ?? []).filter((a) => a.state === started).length;
+    if ((raw.pendingActivities ?? []).filter((a) => a.state === started).length >= count) return true;
+    const task = raw.pendingWorkflowTask;
+    const taskStarted = temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED;
+    const startedMs = Number(task?.startedTime?.seconds ?? 0) * 1000 + (task?.startedTime?.nanos ?? 0) / 1e6;
+    return task?.state === taskStarted && Date.now() - startedMs >= settleMs;
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return 0;
+    if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
 }

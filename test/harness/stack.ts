@@ -7,7 +7,7 @@ import { createDb, type Db } from '../../db/knex';
 import { prepareDatabase } from '../../db/prepare';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../infra/postgres';
 import { resolveTemporalBinary } from '../../infra/temporal-binary';
-import { dynamicConfigArgs } from '../../infra/temporal-server';
+import { dynamicConfigArgs, sqlitePragmaArgs } from '../../infra/temporal-server';
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
 
 /**
@@ -42,7 +42,11 @@ export function stack(): TestStack {
   return current;
 }
 
-export async function startStack(): Promise<TestStack> {
+/**
+ * `dbFile`: the Temporal server keeps its SQLite there, with `npm start`'s settings (a bench measuring what `npm start`
+ * runs); absent, in memory (the tests).
+ */
+export async function startStack(options: { dbFile?: string } = {}): Promise<TestStack> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const temporalBinary = resolveTemporalBinary();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-test-'));
@@ -54,7 +58,8 @@ export async function startStack(): Promise<TestStack> {
       server: {
         executable: { type: 'existing-path', path: temporalBinary },
         searchAttributes: [...quorumSearchAttributes],
-        extraArgs: ['--log-level', 'error', ...dynamicConfigArgs()],
+        dbFilename: options.dbFile,
+        extraArgs: ['--log-level', 'error', ...dynamicConfigArgs(), ...(options.dbFile ? sqlitePragmaArgs() : [])],
       },
     }),
   ]);

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import type { Form } from '../../../domain/form';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { activitiesRunning, until } from '../../harness/faults';
+import { engineCallsOut, until } from '../../harness/faults';
 import { stack } from '../../harness/stack';
 import { customMode, startProductWorkers } from '../deliberation/helpers';
 import { FORMS, newOrg, startApi, type Api } from './helpers';
@@ -71,7 +71,7 @@ describe('retries that converge: the openai client’s own retries of a running 
     const first = plain.chat.completions.create({ model, messages }, { headers: { 'Idempotency-Key': idem } });
     // The duplicate as soon as the first call's seats run: all of the call still ahead of it.
     const workflowId = workflowIds.deliberation(org.orgId, idem);
-    await until(async () => (await activitiesRunning(stack().env.client, workflowId)) > 0, 10_000, `Form ${form}: the first call running`);
+    await until(async () => engineCallsOut(stack().env.client, workflowId), 10_000, `Form ${form}: the first call running`);
     const duplicate = (await retrying.chat.completions.create({ model, messages }, { headers: { 'Idempotency-Key': idem } })) as WithSvc;
     const original = (await first) as WithSvc;
 

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { newOrg } from '../api/helpers';
 import { assertEachBilledOnce, requestState, startProductWorkers } from '../deliberation/helpers';
-import { activitiesRunning, exitOf, listProcesses, pause, postCompletion, until, type CompletionReply } from '../../harness/faults';
+import { engineCallsOut, exitOf, listProcesses, pause, postCompletion, until, type CompletionReply } from '../../harness/faults';
 import { stack } from '../../harness/stack';
 import { stackProcessEnv, startApiProcess } from '../../harness/worker';
 
@@ -55,7 +55,7 @@ describe('faults: the API killed while a client waits', function () {
     // Its connection dies with the API (the handler is attached now, before the rejection comes).
     const lost = assert.rejects(postCompletion(dying.url, org.ownerKey, key));
     const workflowId = workflowIds.deliberation(org.orgId, key);
-    await until(async () => (await activitiesRunning(stack().env.client, workflowId)) > 0, 30_000, 'the seats running');
+    await until(async () => engineCallsOut(stack().env.client, workflowId), 30_000, 'the seats running');
 
     const exit = exitOf(dying.child);
     dying.child.kill('SIGKILL');

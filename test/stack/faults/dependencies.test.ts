@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createOrganisation, type CreatedOrganisation } from '../../../db/repositories/organisations';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { assertEachBilledOnce, startProductWorkers } from '../deliberation/helpers';
-import { activitiesRunning, exitOf, pause, postCompletion, until, type CompletionReply } from '../../harness/faults';
+import { engineCallsOut, exitOf, pause, postCompletion, until, type CompletionReply } from '../../harness/faults';
 import { startIsolatedStack, type IsolatedStack } from '../../harness/isolated-stack';
 import '../../harness/stack';
 import { startApiProcess } from '../../harness/worker';
@@ -47,8 +47,7 @@ describe('faults: Postgres and Temporal restarted mid-deliberation', function ()
   async function callsInFlight(org: CreatedOrganisation, count: number): Promise<{ keys: string[]; answers: Promise<CompletionReply>[] }> {
     const keys = Array.from({ length: count }, () => randomUUID());
     const answers = keys.map((key) => postCompletion(url, org.apiKey, key));
-    const running = async (key: string): Promise<boolean> =>
-      (await activitiesRunning(iso.client, workflowIds.deliberation(org.orgId, key))) > 0;
+    const running = (key: string): Promise<boolean> => engineCallsOut(iso.client, workflowIds.deliberation(org.orgId, key));
     await until(async () => (await Promise.all(keys.map(running))).every(Boolean), 30_000, 'every call with its seats out');
     return { keys, answers };
   }

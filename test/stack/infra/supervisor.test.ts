@@ -9,7 +9,7 @@ import { getBalance } from '../../../db/repositories/ledger';
 import { DEMO_ORG_ID } from '../../../db/seed';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { freePort } from '../../../infra/free-port';
-import { activitiesRunning, exitOf, listProcesses, portOpen, until } from '../../harness/faults';
+import { engineCallsOut, exitOf, listProcesses, portOpen, until } from '../../harness/faults';
 import { chargeCount, ledgerSum } from '../deliberation/helpers';
 import { buildOnce } from '../../harness/build';
 import { startSupervisor, type StartedSupervisor } from '../../harness/supervisor';
@@ -72,29 +72,32 @@ function demoKey(s: Started): string {
   return key;
 }
 
+type Reply = { status: number; content?: string; retryAfter?: number };
+
 /**
  * A panel call to the supervised API under the demo key, resolved with its status and answer; returns once the
- * deliberation's engine calls are running (so the next step lands mid-call).
+ * deliberation's engine calls are running (so the next step lands mid-call), with `again` to send the same call
+ * (same Idempotency-Key) once more.
  */
-async function callInFlight(s: Started, ports: Ports): Promise<{ answer: Promise<{ status: number; content?: string }> }> {
+async function callInFlight(s: Started, ports: Ports): Promise<{ answer: Promise<Reply>; again: () => Promise<Reply> }> {
   const idempotencyKey = randomUUID();
-  const answer = fetch(`http://127.0.0.1:${ports.PORT}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${demoKey(s)}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-    body: JSON.stringify({
-      model: 'QRM:PANL',
-      messages: [{ role: 'user', content: 'Why is the sky blue? Compare Rayleigh and Mie scattering.' }],
-    }),
-  }).then(async (res) => {
-    const body = (await res.json()) as { choices?: { message: { content: string } }[] };
-    return { status: res.status, content: body.choices?.[0]?.message.content };
-  });
+  const send = (): Promise<Reply> =>
+    fetch(`http://127.0.0.1:${ports.PORT}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${demoKey(s)}`, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+      body: JSON.stringify({
+        model: 'QRM:PANL',
+        messages: [{ role: 'user', content: 'Why is the sky blue? Compare Rayleigh and Mie scattering.' }],
+      }),
+    }).then(async (res) => {
+      const body = (await res.json()) as { choices?: { message: { content: string } }[] };
+      return { status: res.status, content: body.choices?.[0]?.message.content, retryAfter: Number(res.headers.get('retry-after') ?? 0) };
+    });
+  const answer = send();
   const workflowId = workflowIds.deliberation(DEMO_ORG_ID, idempotencyKey);
-  await withTemporal(ports.TEMPORAL_PORT, (client) =>
-    until(async () => (await activitiesRunning(client, workflowId)) > 0, 30_000, 'engine calls running'),
-  );
+  await withTemporal(ports.TEMPORAL_PORT, (client) => until(() => engineCallsOut(client, workflowId), 30_000, 'engine calls running'));
   // Wrapped: an async function returning the promise itself would wait for it.
-  return { answer };
+  return { answer, again: send };
 }
 
 /** Ids of the supervisor's children running `module` (`worker/main`, `api/main`). */
@@ -145,7 +148,7 @@ describe('npm start: the supervisor', function () {
 
       if (round === 1) {
         // The children are not in the terminal's process group: the supervisor stops the API first, which drains
-        // while the worker and Temporal still serve the call.
+        // while its worker and Temporal still serve the call.
         const { answer } = await callInFlight(s, ports);
         assert.equal(await ctrlC(s), 0, s.output());
         const { status, content } = await answer;
@@ -161,22 +164,29 @@ describe('npm start: the supervisor', function () {
     assert.ok(fs.existsSync(path.join(dataDir, 'temporal.db')));
   });
 
-  it('restarts a killed worker (the call in flight still answered, billed once) and a killed API; after 5 API crashes in a minute it stops the stack, exit 1', async () => {
+  it('restarts the killed API with its worker: the call cut off, retried with its key, is answered and billed once; after 5 API crashes in a minute it stops the stack, exit 1', async () => {
     const healDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-heal-'));
-    // Engines slow enough for the worker to die with the seats' calls out.
+    // Engines slow enough for the process to die with the seats' calls out.
     const { env, ports } = await supervisorEnv(healDir, { QUORUM_SIM_LATENCY: 'fixed:1500' });
     const s = await startSupervisor(env);
     try {
       const apiUrl = `http://127.0.0.1:${ports.PORT}`;
-      const { answer } = await callInFlight(s, ports);
-      const [worker] = supervised(s, 'worker/main');
-      process.kill(worker, 'SIGKILL');
-      await until(() => /worker restarted and ready/.test(s.output()), 30_000, 'the worker restarted');
-      assert.match(s.output(), /worker exited unexpectedly \(SIGKILL\); restarting it in 0\.5 s/);
-      assert.deepEqual(supervised(s, 'worker/main').length, 1);
-      const { status, content } = await answer;
-      assert.equal(status, 200, s.output());
-      assert.ok(content);
+      // `npm start` runs the worker inside the API's process (QUORUM_ROLE=all): no worker process of its own.
+      assert.deepEqual(supervised(s, 'worker/main'), []);
+      const { answer, again } = await callInFlight(s, ports);
+      const [api] = supervised(s, 'api/main');
+      process.kill(api, 'SIGKILL');
+      await assert.rejects(answer, 'the call in flight is cut off with its process');
+      await until(() => /api restarted and ready/.test(s.output()), 30_000, 'the API restarted');
+      assert.match(s.output(), /api exited unexpectedly \(SIGKILL\); restarting it in 0\.5 s/);
+      // The deliberation went on in Temporal: the same key answers it (a 409 while it still runs says how long to wait).
+      let reply = await again();
+      for (let tries = 0; reply.status === 409 && tries < 10; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, (reply.retryAfter ?? 1) * 1000));
+        reply = await again();
+      }
+      assert.equal(reply.status, 200, s.output());
+      assert.ok(reply.content);
 
       // The ledger after the crash: one charge, nothing still held, the entries summing to the balance.
       const { databaseUrl } = JSON.parse(fs.readFileSync(path.join(healDir, 'stack.json'), 'utf8')) as { databaseUrl: string };
@@ -190,9 +200,10 @@ describe('npm start: the supervisor', function () {
         await db.destroy();
       }
 
-      // The API, killed: back and healthy; killed again and again: the fifth crash within a minute ends the stack.
+      // Killed again and again: the fifth crash within a minute ends the stack.
       const exit = exitOf(s.child);
-      for (let crash = 1; crash <= 5; crash++) {
+      // The kill above was the first crash.
+      for (let crash = 2; crash <= 5; crash++) {
         const [api] = supervised(s, 'api/main');
         process.kill(api, 'SIGKILL');
         if (crash === 5) break;

@@ -17,7 +17,9 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
 
   before(async () => {
     // Engines that take a while, so a deliberation has steps to report.
-    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:600' });
+    // A panel of five engine steps of 2 s each spans two of its workflow task's heartbeats (every 4 s), when the
+    // progress query is answered (starters/deliberation.ts).
+    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:2000' });
     for (const form of FORMS) apis[form] = await startApi(form, { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 4 } });
     org = await newOrg(50);
   });

@@ -1,0 +1,93 @@
+import { Client } from '@temporalio/client';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DefaultLogger, Runtime, makeTelemetryFilterString, type NativeConnection } from '@temporalio/worker';
+import { createDb } from '../db/knex';
+import { warmTokenizer } from '../domain/tokens';
+import { createEngines } from '../engines';
+import type { Config } from '../infra/config';
+import { freePort } from '../infra/free-port';
+import type { Logger } from '../infra/log';
+import { loadSecretBox } from '../infra/secret-box';
+import { ensureTrialTimers } from '../starters/trial-credit';
+import { bundleInChild } from './bundle';
+import { serveWorkerMetrics } from './metrics';
+import { createWorkers } from './workers';
+
+/**
+ * The SDK's runtime, installed once per process before its first NativeConnection: a worker process's, or an API
+ * process that also runs the worker (QUORUM_ROLE=all). Returns the loopback port of Core's metrics exporter, if any.
+ */
+export async function installWorkerRuntime(config: Config): Promise<number | undefined> {
+  // The SDK's own worker metrics come from Core's Prometheus exporter, which binds a port of its own: a loopback
+  // one, merged into ours by serveWorkerMetrics, so a worker is one scrape target. Durations in seconds, named so
+  // (`_seconds`), as ours are; counters keep the SDK's documented names.
+  const corePort = config.QUORUM_WORKER_METRICS_PORT ? await freePort() : undefined;
+  // The SDK's own INFO lines (bundler output, state changes) drown ours; warnings and errors still show. Stop
+  // requests are ours to handle (onStopRequest: signals, and the supervisor gone), not the SDK's.
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) },
+      ...(corePort
+        ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${corePort}`, useSecondsForDurations: true, unitSuffix: true } } }
+        : {}),
+    },
+    shutdownSignals: [],
+  });
+  return corePort;
+}
+
+export interface RunningWorker {
+  /** Stops polling; activities in flight get QUORUM_SHUTDOWN_GRACE_MS, then are cancelled and retried elsewhere. */
+  shutdown(): void;
+  /** Resolves when every task queue's worker has stopped and the worker's pool is closed. */
+  stopped: Promise<void>;
+}
+
+/**
+ * The workflows and activities on their task queues, polling on `connection` (the caller owns it and closes it after
+ * `stopped`): the whole of a worker process, and the worker half of a QUORUM_ROLE=all process.
+ */
+export async function runWorker(config: Config, log: Logger, connection: NativeConnection, corePort?: number): Promise<RunningWorker> {
+  if (!config.DATABASE_URL) throw new Error('the worker needs DATABASE_URL');
+  // Refuses production without QUORUM_SECRET_KEY now, not at the first own-key call.
+  loadSecretBox(config, log);
+  warmTokenizer();
+  const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
+  const bundlePath = config.QUORUM_WORKFLOW_BUNDLE ?? bundleInChild();
+  const workers = await createWorkers({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    deps: { db, engines: createEngines({ logger: log }), log },
+    bundlePath,
+    maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
+    maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
+    shutdownGraceMs: config.QUORUM_SHUTDOWN_GRACE_MS,
+  });
+  // The workers hold the code now; a bundle built for this start only is not kept.
+  if (!config.QUORUM_WORKFLOW_BUNDLE) fs.rmSync(path.dirname(bundlePath), { recursive: true, force: true });
+
+  // Organisations created while Temporal was unreachable get their trial timer now.
+  const started = await ensureTrialTimers(db, new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }));
+  if (started > 0) log.info('trial timers started', { count: started });
+
+  const metricsPort = config.QUORUM_WORKER_METRICS_PORT;
+  if (metricsPort && corePort) {
+    const served = await serveWorkerMetrics({
+      port: metricsPort,
+      token: config.QUORUM_METRICS_TOKEN,
+      coreUrl: `http://127.0.0.1:${String(corePort)}/metrics`,
+      log,
+    });
+    if (served) log.info('worker metrics', { url: `http://127.0.0.1:${metricsPort}/metrics` });
+  }
+  const running = Promise.all(workers.map((w) => w.run()));
+  log.info('worker polling', { taskQueues: workers.map((w) => w.options.taskQueue) });
+  return {
+    shutdown: () => {
+      for (const w of workers) w.shutdown();
+    },
+    stopped: running.then(() => db.destroy()),
+  };
+}
