@@ -1,5 +1,4 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +16,7 @@ import { workflowIds } from '../domain/workflow-ids';
 import { repoRoot } from '../infra/paths';
 import { freePort } from '../infra/free-port';
 import { readStackFile } from '../infra/stack-file';
+import { resolveTemporalBinary } from '../infra/temporal-binary';
 import { TEMPORAL_SERVER } from '../infra/temporal-cluster';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback } from '../test/fixtures/providers/openai';
 import type { RecordedRequest, Reply } from '../test/fixtures/providers/loopback';
@@ -24,6 +24,10 @@ import { startCluster } from '../test/harness/cluster';
 import { parseExposition } from '../test/harness/prometheus';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { stackProcessEnv } from '../test/harness/worker';
+import { criticalPathMs, drive as driveCalls, statusCounts, type Call } from './drive';
+import { runFloor, type FloorResult } from './floor';
+import { measureGateway, type GatewayResult } from './gateway';
+import { peerTable, targetText, type PeerInput, type PeerRow, type PhaseFigures } from './peer-table';
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
@@ -44,6 +48,10 @@ import { summary } from './stats';
  *   BENCH_LOAD_ONLY='express 0,express 500' runs only the phases so named (and no memory phase, unless the list names
  *   'memory'); BENCH_LOAD_CPU_PROF=<dir> has the dev target's API and worker (the bench forks those itself)
  *   write V8 CPU profiles there when they stop (open them in Chrome DevTools), to see where their CPU goes.
+ * Beside Quorum, in the same run (issue 31): a plain gateway, LiteLLM's proxy (bench/gateway.ts), in front of the same
+ * loopback engine, one call at a time and 16 concurrent, before any target starts; Temporal's floor (bench/floor.ts)
+ * after everything stopped; then a table of issue 31's targets, Quorum's figure beside theirs with the ratios
+ * (bench/peer-table.ts). BENCH_LOAD_PEERS=off skips both.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
@@ -72,11 +80,29 @@ const TARGETS = z
  */
 const PHASES =
   ONLY ?? (TARGETS.length > 1 ? ['express 0@1', 'express 0@16', 'panel 0@1', 'panel 0@16', `panel ${REAL_ENGINE_MS}`] : undefined);
+/**
+ * Calls per phase at 1, 16 and 64 concurrent: enough for a p99 where it matters, a few minutes in all. null: not run
+ * at that concurrency (the real-latency panels take about 26 s each: only 64 at once, in 30 s).
+ */
+const PHASE_CALLS: Record<string, readonly [number | null, number | null, number | null]> = {
+  'express 0': [60, 320, 512],
+  'panel 0': [40, 240, 384],
+  'estimate 0': [400, 1600, 3200],
+  [`express ${SLOW_ENGINE_MS}`]: [20, 160, 384],
+  [`panel ${SLOW_ENGINE_MS}`]: [12, 128, 256],
+  [`panel ${REAL_ENGINE_MS}`]: [null, null, 64],
+};
+/** A phase's calls at BENCH_LOAD_SCALE; autocannon needs at least one call per connection. */
+const scaledCalls = (calls: number, concurrency: number): number => Math.max(concurrency, Math.round(calls * SCALE));
 /** Background CPU of each process, measured with nothing in flight, so a per-call figure can be read against it. */
 const IDLE_WINDOW_MS = 10_000;
 /** How long a phase's counters are given to reach their readers (the Temporal server reports its metrics and a Postgres backend its statistics about once a second). */
 const COUNTERS_SETTLE_MS = 2_000;
 const CPU_PROF = process.env.BENCH_LOAD_CPU_PROF;
+/** BENCH_LOAD_PEERS=off skips the gateway and the floor (issue 31), which no change to Quorum moves: for back-to-back lever runs. */
+const PEERS = process.env.BENCH_LOAD_PEERS !== 'off';
+/** Calls per floor phase at scale 1 (the tool's own default); its 16-concurrent phases make twice as many. */
+const FLOOR_N = 300;
 /** Node refuses --cpu-prof in NODE_OPTIONS: it goes on the command line. */
 const profileArgs: readonly string[] = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
 
@@ -196,39 +222,7 @@ function engineScript(state: { engineMs: number; served: Map<string, [number, nu
   };
 }
 
-/**
- * The engines' critical path of one call from the intervals the loopback served it: calls that start before every
- * earlier one has ended ran side by side (a round's seats), a call that starts after that depends on them (the judge,
- * the next round). The path is the sum of each stage's longest call; a seat started late because our worker was busy
- * counts as ours, not the engine's.
- */
-function criticalPathMs(intervals: readonly [number, number][]): number {
-  const sorted = [...intervals].sort((a, b) => a[0] - b[0]);
-  let total = 0;
-  let stageEnd = -Infinity;
-  let stageLongest = 0;
-  for (const [s, e] of sorted) {
-    if (s >= stageEnd) {
-      total += stageLongest;
-      stageLongest = 0;
-    }
-    stageEnd = Math.max(stageEnd, e);
-    stageLongest = Math.max(stageLongest, e - s);
-  }
-  return total + stageLongest;
-}
-
-interface CallContext {
-  tag?: string;
-  key?: string;
-  sentAt?: number;
-}
-
-interface Sample {
-  tag: string;
-  key: string;
-  status: number;
-  ms: number;
+interface Sample extends Call {
   wrongPath: boolean;
 }
 
@@ -431,53 +425,32 @@ async function measure(
     config: openAiPanel(),
   });
 
-  let seq = 0;
   const bodyFor = (kind: CallKind, tag: string): string => {
     const content = `ref ${tag}: ${kind === 'panel' ? PANEL_PROMPT : EXPRESS_PROMPT}`;
     return JSON.stringify({ model: mode.ticker, messages: [{ role: 'user', content }] });
   };
 
   const drive = (spec: PhaseSpec, onSample: (s: Sample) => void): Promise<autocannon.Result> =>
-    new Promise((resolve, reject) => {
-      const instance = autocannon(
-        {
-          url: target.apiUrl,
-          method: 'POST',
-          connections: spec.concurrency,
-          amount: spec.calls,
-          timeout: PHASE_MAX_S,
-          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-          requests: [
-            {
-              setupRequest: (req, context): autocannon.Request => {
-                const ctx = context as CallContext;
-                ctx.tag = `t${seq++}`;
-                ctx.key = randomUUID();
-                ctx.sentAt = performance.now();
-                return {
-                  ...req,
-                  path: spec.target === 'estimate' ? '/v1/estimate' : '/v1/chat/completions',
-                  headers: { ...req.headers, 'idempotency-key': ctx.key },
-                  body: bodyFor(spec.target, ctx.tag),
-                };
-              },
-              onResponse: (status, body, context): void => {
-                const ctx = context as CallContext;
-                let wrongPath = false;
-                if (status === 200 && spec.target !== 'estimate') {
-                  const svc = (JSON.parse(body) as { svc?: { seats?: number; engines?: string[] } }).svc;
-                  const lane = svc?.seats === 1 ? 'express' : 'panel';
-                  wrongPath = lane !== spec.target || !(svc?.engines ?? []).every((e) => e.startsWith('openai/'));
-                }
-                onSample({ tag: ctx.tag ?? '', key: ctx.key ?? '', status, ms: performance.now() - (ctx.sentAt ?? 0), wrongPath });
-              },
-            },
-          ],
-        },
-        (err: unknown, result: autocannon.Result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)),
-      );
-      setTimeout(() => instance.stop(), PHASE_MAX_S * 1000).unref();
-    });
+    driveCalls(
+      {
+        url: target.apiUrl,
+        path: spec.target === 'estimate' ? '/v1/estimate' : '/v1/chat/completions',
+        concurrency: spec.concurrency,
+        calls: spec.calls,
+        maxS: PHASE_MAX_S,
+        headers: { authorization: `Bearer ${apiKey}` },
+        request: (tag, key) => ({ body: bodyFor(spec.target, tag), headers: { 'idempotency-key': key } }),
+      },
+      (call, body) => {
+        let wrongPath = false;
+        if (call.status === 200 && spec.target !== 'estimate') {
+          const svc = (JSON.parse(body) as { svc?: { seats?: number; engines?: string[] } }).svc;
+          const lane = svc?.seats === 1 ? 'express' : 'panel';
+          wrongPath = lane !== spec.target || !(svc?.engines ?? []).every((e) => e.startsWith('openai/'));
+        }
+        onSample({ ...call, wrongPath });
+      },
+    );
 
   const perCall = (v: number, calls: number, digits = 1): number => round(v / Math.max(1, calls), digits);
   const lastKeys: Partial<Record<CallKind, string>> = {};
@@ -497,8 +470,7 @@ async function measure(
     const ok = samples.filter((s) => s.status === 200);
     const last = ok[ok.length - 1];
     if (last) lastKeys[spec.target] = last.key;
-    const statuses: Record<string, number> = {};
-    for (const s of samples) statuses[String(s.status)] = (statuses[String(s.status)] ?? 0) + 1;
+    const statuses = statusCounts(samples);
     const paths = ok.map((s) => criticalPathMs(engine.served.get(s.tag) ?? []));
     const engineCalls = ok.map((s) => engine.served.get(s.tag)?.length ?? 0);
     const completions = spec.target !== 'estimate';
@@ -550,11 +522,9 @@ async function measure(
     };
   };
 
-  // autocannon needs at least one call per connection.
-  const n = (calls: number, concurrency: number): number => Math.max(concurrency, Math.round(calls * SCALE));
   // Warm-up: JIT, pools, the workflow cache and Temporal's task queues, unrecorded.
   for (const kind of ['panel', 'express', 'estimate'] as const)
-    await runPhase({ target: kind, engineMs: 0, concurrency: 4, calls: n(40, 4) });
+    await runPhase({ target: kind, engineMs: 0, concurrency: 4, calls: scaledCalls(40, 4) });
   const residentOf = (group: Group): number => groups[group].reduce((sum, pid) => sum + treeRss(pid), 0);
   const idle = { apiBytes: residentOf('api'), workerBytes: residentOf('worker') };
   // After the warm-up's own trailing work (the last workflows' closing tasks, a collection) has settled.
@@ -569,23 +539,13 @@ async function measure(
     ]),
   );
 
-  // Calls per phase at 1, 16 and 64 concurrent: enough for a p99 where it matters, a few minutes in all.
-  // null: not run at that concurrency (the real-latency panels take about 26 s each: only 64 at once, in 30 s).
-  const counts: Record<string, readonly [number | null, number | null, number | null]> = {
-    'express 0': [60, 320, 512],
-    'panel 0': [40, 240, 384],
-    'estimate 0': [400, 1600, 3200],
-    [`express ${SLOW_ENGINE_MS}`]: [20, 160, 384],
-    [`panel ${SLOW_ENGINE_MS}`]: [12, 128, 256],
-    [`panel ${REAL_ENGINE_MS}`]: [null, null, 64],
-  };
-  const plan: PhaseSpec[] = Object.entries(counts).flatMap(([phase, calls]) =>
+  const plan: PhaseSpec[] = Object.entries(PHASE_CALLS).flatMap(([phase, calls]) =>
     [1, 16, 64].flatMap((concurrency, i) => {
       const count = calls[i];
       const named = PHASES === undefined || PHASES.includes(phase) || PHASES.includes(`${phase}@${concurrency}`);
       if (count === null || !named) return [];
       const [kind, engineMs] = phase.split(' ');
-      return [{ target: kind as CallKind, engineMs: Number(engineMs), concurrency, calls: n(count, concurrency) }];
+      return [{ target: kind as CallKind, engineMs: Number(engineMs), concurrency, calls: scaledCalls(count, concurrency) }];
     }),
   );
 
@@ -649,7 +609,11 @@ async function main(): Promise<void> {
   const loopback = await startOpenAiLoopback(engineScript(engine));
   const engineEnv = { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: loopback.baseUrl };
   const results: TargetResult[] = [];
+  let gateway: GatewayResult | { error: string } | null = null;
+  let floor: FloorResult | null = null;
   try {
+    // The gateway before any Quorum stack starts, so nothing else competes for the cores.
+    if (PEERS) gateway = await measurePeerGateway(engine, loopback.baseUrl);
     for (const name of TARGETS) {
       const workers = STACKS[name].clusterWorkers;
       console.error(`${STACKS[name].label}: starting`);
@@ -663,9 +627,16 @@ async function main(): Promise<void> {
   } finally {
     await loopback.close();
   }
+  // The floor last, with everything else stopped: it starts a dev server, an engine and a worker of its own.
+  if (PEERS) {
+    console.error('Temporal floor: running');
+    floor = await runFloor(Math.max(20, Math.round(FLOOR_N * SCALE)), resolveTemporalBinary());
+  }
 
   for (const result of results) printTable(result);
   if (results.length > 1) printSideBySide(results);
+  const peerTables = PEERS ? results.map((result) => ({ target: result.target, rows: peerTable(peerInput(result, gateway, floor)) })) : [];
+  if (PEERS) printPeers(gateway, floor, results, peerTables);
   // A partial or profiled run is for looking, not for the record.
   if (ONLY !== undefined || SCALE !== 1 || CPU_PROF) return console.log('(partial or profiled run: no JSON written)');
   const record = TARGETS.length === 1 && TARGETS[0] === 'dev' ? 'load' : 'load-cluster';
@@ -681,8 +652,12 @@ async function main(): Promise<void> {
         "cpuMsPerCall sums utime+stime over each process tree: api, worker (every worker), temporal (the dev server, or the cluster's Temporal server), temporalPg (the cluster's Postgres for Temporal with its backends; the dev server keeps SQLite in its own process), postgres (Quorum's, with its backends); stack = their sum; bench = autocannon + the loopback engine",
         'the cluster targets run 1 API each, so they differ only in their worker count; on 2 shared cores a second worker cannot give linear gains (the Temporal server, both Postgres and the API share the same cores)',
         'pg transactions from pg_stat_database (each backend reports at most once a second, so a phase edge can shift a few); Temporal persistence requests from the server Prometheus counters persistence_requests and visibility_persistence_requests, summed over services',
+        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). peerTables: issue 31's targets, Quorum / gateway ratios and floor / gateway beside them, all from this run",
       ],
       targets: results,
+      gateway,
+      floor,
+      peerTables,
     },
     `${record === 'load' ? '' : `${record}-`}latest.json`,
   );
@@ -690,7 +665,7 @@ async function main(): Promise<void> {
 }
 
 const f = (v: number | null | undefined): string => (v === undefined || v === null || Number.isNaN(v) ? '—' : v.toFixed(1));
-const statusText = (r: PhaseResult): string =>
+const statusText = (r: Pick<PhaseResult, 'statuses' | 'connectionErrors' | 'timeouts'> & { wrongPath?: number }): string =>
   `${Object.entries(r.statuses)
     .map(([status, count]) => `${status}×${count}`)
     .join(
@@ -800,6 +775,152 @@ function printSideBySide(results: readonly TargetResult[]): void {
     '\nSide by side (one API in each; the cluster targets differ only in their worker count; two shared cores cannot show linear gains from a second worker)',
   );
   for (const row of rows) console.log(row.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  '));
+}
+
+/** LiteLLM's proxy through express 0's one-at-a-time and 16-concurrent phases; on failure, why (the run goes on, and says so). */
+async function measurePeerGateway(engine: EngineState, baseUrl: string): Promise<GatewayResult | { error: string }> {
+  console.error("LiteLLM's proxy: starting");
+  const [one, sixteen] = PHASE_CALLS['express 0'];
+  try {
+    return await measureGateway({
+      engine: { baseUrl, apiKey: OPENAI_TEST_KEY, log: engine },
+      model: 'gpt-4.1-mini',
+      // The express phases' prompt with its tag, so the loopback's log splits by call as it does for Quorum's.
+      content: (tag) => `ref ${tag}: ${EXPRESS_PROMPT}`,
+      phases: [
+        { concurrency: 1, calls: scaledCalls(one ?? 60, 1) },
+        { concurrency: 16, calls: scaledCalls(sixteen ?? 320, 16) },
+      ],
+      maxS: PHASE_MAX_S,
+      idleWindowMs: IDLE_WINDOW_MS,
+    });
+  } catch (err) {
+    console.error(err);
+    return { error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/** Floor phases as the peer table reads them: eager start, SQLite WAL; its engine answers at once, so latency is overhead. */
+const FLOOR_PHASE = 'local activity, eager start';
+
+/** The figures of one target's phases, the gateway's and the floor's that issue 31's targets read. */
+function peerInput(result: TargetResult, gateway: GatewayResult | { error: string } | null, floor: FloorResult | null): PeerInput {
+  const quorum = (target: CallKind, engineMs: number, concurrency: number): PhaseFigures | null => {
+    const p = result.phases.find((x) => x.target === target && x.engineMs === engineMs && x.concurrency === concurrency);
+    return p ? quorumFigures(p) : null;
+  };
+  const gatewayAt = (concurrency: number): PhaseFigures | null => {
+    const p = gateway && 'phases' in gateway ? gateway.phases.find((x) => x.concurrency === concurrency) : undefined;
+    return p
+      ? {
+          ok: p.ok,
+          overheadP50Ms: p.overheadMs.p50,
+          overheadP99Ms: p.overheadMs.p99,
+          cpuMsPerCall: p.cpuMsPerCall.gateway,
+          callsPerS: p.throughputPerS,
+        }
+      : null;
+  };
+  const floorAt = (concurrency: number): PhaseFigures | null => {
+    const p = floor?.phases.find((x) => x.phase === FLOOR_PHASE && x.concurrency === concurrency);
+    return p
+      ? { ok: true, overheadP50Ms: p.p50_ms, overheadP99Ms: p.p99_ms, cpuMsPerCall: p.cpu_ms_per_call.total, callsPerS: p.per_s }
+      : null;
+  };
+  const { memory } = result;
+  return {
+    quorum: {
+      express1: quorum('express', 0, 1),
+      express16: quorum('express', 0, 16),
+      panelSlow16: quorum('panel', SLOW_ENGINE_MS, 16),
+      panelInstant16: quorum('panel', 0, 16),
+      memory: memory ? { peakMb: memory.peakMb.sum, inFlight: memory.inFlight, ok: quorumFigures(memory.phase).ok } : null,
+    },
+    gateway: { one: gatewayAt(1), sixteen: gatewayAt(16) },
+    floor: { one: floorAt(1), sixteen: floorAt(16) },
+  };
+}
+
+/** A phase passes nothing unless every call it made answered 200 on the right path. */
+function quorumFigures(p: PhaseResult): PhaseFigures {
+  const ok =
+    p.completed === p.calls &&
+    Object.keys(p.statuses).every((status) => status === '200') &&
+    p.connectionErrors === 0 &&
+    p.timeouts === 0 &&
+    p.wrongPath === 0;
+  return {
+    ok,
+    overheadP50Ms: p.overheadMs?.p50 ?? null,
+    overheadP99Ms: p.overheadMs?.p99 ?? null,
+    cpuMsPerCall: p.cpuMsPerCall.stack,
+    callsPerS: p.throughputPerS,
+  };
+}
+
+/** The gateway's and the floor's own figures, then issue 31's targets side by side for each target. */
+function printPeers(
+  gateway: GatewayResult | { error: string } | null,
+  floor: FloorResult | null,
+  results: readonly TargetResult[],
+  tables: readonly { target: StackName; rows: PeerRow[] }[],
+): void {
+  if (gateway && 'error' in gateway) console.log(`\nGATEWAY FAILED (no gateway figures): ${gateway.error}`);
+  else if (gateway) {
+    console.log(
+      `\n${gateway.name} (${gateway.command.slice(1).join(' ')}); up in ${gateway.startupS} s; load average ${gateway.loadAverage.start.join(' ')} → ${gateway.loadAverage.end.join(' ')}; idle CPU ${f(gateway.idleCpuMsPerS)} ms/s`,
+    );
+    for (const p of gateway.processes)
+      console.log(`  process ${p.pid} ${p.comm}: ${p.threads} threads, ${p.rssMb} MB resident, ${p.pssMb} MB PSS`);
+    console.log('  conc  calls   req/s   p50 ms   p99 ms  ovh p50  ovh p99  CPU ms/call (gateway; bench)  statuses');
+    for (const p of gateway.phases)
+      console.log(
+        [
+          String(p.concurrency).padStart(6),
+          String(p.completed).padStart(6),
+          f(p.throughputPerS).padStart(7),
+          f(p.latencyMs.p50).padStart(8),
+          f(p.latencyMs.p99).padStart(8),
+          f(p.overheadMs.p50).padStart(8),
+          f(p.overheadMs.p99).padStart(8),
+          `${f(p.cpuMsPerCall.gateway)}; ${f(p.cpuMsPerCall.bench)}`.padStart(29),
+          ` ${statusText(p)}${p.ok ? '' : ' — ERRORS'}`,
+        ].join(' '),
+      );
+  }
+  if (floor) {
+    console.log(
+      `\nTemporal floor (${floor.command}; ${floor.seconds} s; load average ${floor.loadAverage.start.join(' ')} → ${floor.loadAverage.end.join(' ')})`,
+    );
+    if (floor.error) console.log(`  FLOOR ${floor.phases.length === 0 ? 'HAS NO FIGURES' : 'INCOMPLETE'}: ${floor.error}`);
+    for (const p of floor.phases)
+      console.log(
+        `  ${p.phase.padEnd(31)} ${String(p.concurrency).padStart(2)} concurrent, ${String(p.n).padStart(4)} calls (eager ${p.eager}): p50 ${f(p.p50_ms)} ms, p99 ${f(p.p99_ms)} ms, ${f(p.per_s)}/s, CPU ${f(p.cpu_ms_per_call.total)} ms/call (Temporal ${f(p.cpu_ms_per_call.temporal)}, SDK process ${f(p.cpu_ms_per_call.sdk_process)})`,
+      );
+  }
+  const ratio = (v: number | null): string => (v === null ? '—' : `${v.toFixed(2)}x`);
+  for (const { target, rows } of tables) {
+    const result = results.find((r) => r.target === target);
+    console.log(
+      `\nIssue 31 targets, ${STACKS[target].label}: Quorum beside LiteLLM's proxy and Temporal's floor (${FLOOR_PHASE}, SQLite WAL), one run; load average at start ${result?.loadAverage.start.join(' ') ?? '—'}`,
+    );
+    const lines = [
+      ['', 'Quorum', 'gateway', 'floor', 'Quorum/gw', 'floor/gw', 'target', ''],
+      ...rows.map((r) => [
+        `${r.label} (${r.unit})`,
+        f(r.quorum),
+        f(r.gateway),
+        f(r.floor),
+        ratio(r.ratio),
+        ratio(r.floorRatio),
+        targetText(r.target, r.unit),
+        r.mark ?? '',
+      ]),
+    ];
+    const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
+    for (const l of lines)
+      console.log(l.map((v, i) => (i === 0 || i === l.length - 1 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  '));
+  }
 }
 
 main().catch(async (err: unknown) => {
