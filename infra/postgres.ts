@@ -84,7 +84,12 @@ export async function startEmbeddedPostgres(dir: string, opts: { port?: number }
   }
 
   const port = opts.port ?? (await freePort());
-  const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_connections=200`;
+  // Sized for a local stack's small database (issue 31, docs/performance.md "Memory"): 16 MB of shared buffers
+  // (default 128) and synchronous I/O (PostgreSQL 18's default runs 3 I/O worker processes) keep Postgres at ~39 MB
+  // PSS idle instead of ~54; pages beyond the buffers are still served from the kernel's page cache.
+  const serverOptions =
+    `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_connections=200 ` +
+    `-c shared_buffers=16MB -c io_method=sync`;
   await exec(bin.pg_ctl, ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', serverOptions]);
 
   const base = `postgres://${USER}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`;
