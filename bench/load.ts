@@ -33,8 +33,8 @@ import { machine, round, writeResults } from './results';
 import { summary } from './stats';
 
 /**
- * DESIGN §13 through HTTP, as a client sees it (issue 16): the API and the worker as their own processes (as `npm
- * start` runs them), the real Temporal and Postgres, every seat and the staff on an OpenAI-compatible
+ * DESIGN §13 through HTTP, as a client sees it (issue 16): the API with its worker in one process, compiled, as `npm
+ * start` runs them (BENCH_LOAD_ROLE=split: apart, as production runs them), the real Temporal and Postgres, every seat and the staff on an OpenAI-compatible
  * loopback engine (the real adapter path, not `sim`), and HTTP load from autocannon on 127.0.0.1, bounded in count
  * and time. Per phase: latency percentiles, throughput, errors by status, overhead (end to end minus the engine
  * time the loopback served on the call's critical path) and CPU per call of every process of the stack.
@@ -61,11 +61,18 @@ const SLOW_ENGINE_MS = 500;
 /** Engines this slow make a panel of about 26 s, near the spec's p50 of 28.5 s: its engine calls heartbeat to Temporal as real ones do. */
 const REAL_ENGINE_MS = 5_000;
 const ONLY = process.env.BENCH_LOAD_ONLY?.split(',').map((name) => name.trim());
+/** The dev target's processes: `all` (default), `npm start`'s API with its worker in one process; `split`, apart. */
+const ROLE = z.enum(['all', 'split']).parse(process.env.BENCH_LOAD_ROLE ?? 'all');
 const StackName = z.enum(['dev', 'cluster-1w', 'cluster-2w']);
 type StackName = z.infer<typeof StackName>;
 /** The stacks BENCH_LOAD_TARGETS names: a cluster's worker count, and what the tables call each. */
 const STACKS: Record<StackName, { clusterWorkers?: number; label: string }> = {
-  dev: { label: 'dev server (Temporal CLI dev server on SQLite; 1 worker, 1 API)' },
+  dev: {
+    label:
+      ROLE === 'all'
+        ? 'dev server (Temporal CLI dev server on SQLite; API and worker in one process, as npm start runs them)'
+        : 'dev server (Temporal CLI dev server on SQLite; 1 worker, 1 API apart: BENCH_LOAD_ROLE=split)',
+  },
   'cluster-1w': { clusterWorkers: 1, label: `cluster, 1 worker (Temporal server ${TEMPORAL_SERVER.version} on Postgres; 1 API)` },
   'cluster-2w': { clusterWorkers: 2, label: `cluster, 2 workers (Temporal server ${TEMPORAL_SERVER.version} on Postgres; 1 API)` },
 };
@@ -261,10 +268,13 @@ async function stopAll(stops: (() => Promise<unknown>)[]): Promise<void> {
 async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget> {
   const stops: (() => Promise<unknown>)[] = [stopStack];
   try {
-    await startStack();
-    const { db, dbUrl, env } = stack();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-load-'));
+    // Postgres runs as its own user when we are root: it must be able to enter the folder.
+    fs.chmodSync(dataDir, 0o755);
     stops.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    // Temporal's SQLite in a file with `npm start`'s settings, not the tests' in-memory one.
+    await startStack({ dbFile: path.join(dataDir, 'temporal.db') });
+    const { db, dbUrl, env } = stack();
     const fork = async (module: string, extra: NodeJS.ProcessEnv): Promise<number> => {
       const { child, ready } = forkProduct(module, stackProcessEnv(dataDir, extra));
       stops.push(async () => {
@@ -275,14 +285,15 @@ async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget
       await ready;
       return child.pid ?? -1;
     };
-    const worker = await fork('worker/main', engineEnv);
     const port = await freePort();
-    const api = await fork('api/main', { PORT: String(port) });
+    // `npm start`'s one process (QUORUM_ROLE=all), or BENCH_LOAD_ROLE=split: production's worker and API apart.
+    const worker = ROLE === 'split' ? await fork('worker/main', engineEnv) : undefined;
+    const api = await fork('api/main', { ...engineEnv, PORT: String(port), QUORUM_ROLE: ROLE === 'split' ? 'api' : 'all' });
     const pgPort = new URL(dbUrl).port;
     const temporalPort = env.connection.options.address.split(':').pop() ?? '';
     const groups: Record<Group, number[]> = {
       api: [api],
-      worker: [worker],
+      worker: worker === undefined ? [] : [worker],
       temporal: findProcesses((comm, args) => comm.startsWith('temporal') && args.includes(temporalPort)),
       temporalPg: [],
       postgres: findProcesses((comm, args) => comm === 'postgres' && args.includes(pgPort)),

@@ -82,12 +82,24 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
     });
     if (served) log.info('worker metrics', { url: `http://127.0.0.1:${metricsPort}/metrics` });
   }
-  const running = Promise.all(workers.map((w) => w.run()));
+  let stopRequested = false;
+  const running = Promise.all(workers.map((w) => w.run())).then(
+    () => undefined,
+    (err: unknown) => {
+      // A deliberation's engine calls run inside its workflow task (local activities), which the grace does not
+      // cancel: past the grace and its force time the SDK ends the drain with an error. Those tasks then time out on
+      // the server and another worker runs them again from their recorded history (nothing lost, billed once). Only a
+      // failure before any stop request is a crash.
+      if (!stopRequested) throw err;
+      log.warn('stopped past the grace: workflow tasks in flight handed back to Temporal', { reason: String(err) });
+    },
+  );
   log.info('worker polling', { taskQueues: workers.map((w) => w.options.taskQueue) });
   return {
     shutdown: () => {
+      stopRequested = true;
       for (const w of workers) w.shutdown();
     },
-    stopped: running.then(() => db.destroy()),
+    stopped: running.finally(() => db.destroy()),
   };
 }

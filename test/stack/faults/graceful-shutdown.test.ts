@@ -4,35 +4,62 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { temporal } from '@temporalio/proto';
+import { z } from 'zod';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { newOrg as newApiOrg, PANEL } from '../api/helpers';
 import { chargeCount, customMode, deliberate, newOrg, requestState, startProductWorkers } from '../deliberation/helpers';
-import { activitiesRunning, exitOf, portOpen, until } from '../../harness/faults';
+import { engineCallsOut, exitOf, portOpen, until } from '../../harness/faults';
 import { stack } from '../../harness/stack';
 import { stackProcessEnv, startApiProcess, startWorkerProcess } from '../../harness/worker';
 
-const EventType = temporal.api.enums.v1.EventType;
 const SIM_SEATS = ['sim/alpha-plus', 'sim/beta-plus', 'sim/gamma-plus'];
 
+/** A local activity's record in its marker (Temporal's Core SDK writes it as JSON under `data`). */
+const MarkerData = z.object({ attempt: z.number(), activity_type: z.string() });
+
+interface EngineCall {
+  type: string;
+  attempt: number;
+  /** The worker that ran it (`pid@host`): an activity's, or the one whose workflow task completion recorded a local one. */
+  identity: string;
+  ended: 'completed' | 'failed' | 'open';
+}
+
 /**
- * The engine calls (activities) of a deliberation as its history tells them: the last attempt of each (an attempt that failed and
- * was retried leaves no event), who started it and how it ended.
+ * The engine calls of a deliberation as its history tells them. Local activities inside its workflow task (DESIGN §13;
+ * patched 'engine-calls-in-workflow-task') are markers, written when the task completes or heartbeats: a call whose
+ * worker stopped before that leaves nothing (it runs again wherever the task goes next). Activities (a deliberation
+ * begun before): the last attempt of each (an attempt that failed and was retried leaves no event).
  */
-async function engineCalls(workflowId: string): Promise<{ attempt: number; identity: string; ended: string }[]> {
+async function engineCalls(workflowId: string): Promise<EngineCall[]> {
   const events = (await stack().env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const endOf = new Map<string, string>();
+  const byId = new Map(events.map((e) => [String(e.eventId), e]));
+  const endOf = new Map<string, EngineCall['ended']>();
   for (const e of events) {
     const ended = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes;
-    if (ended) endOf.set(String(ended.startedEventId), EventType[e.eventType ?? 0]);
+    if (ended) endOf.set(String(ended.startedEventId), e.activityTaskCompletedEventAttributes ? 'completed' : 'failed');
   }
-  return events
-    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED)
-    .map((e) => ({
-      attempt: e.activityTaskStartedEventAttributes?.attempt ?? 0,
-      identity: e.activityTaskStartedEventAttributes?.identity ?? '',
-      ended: endOf.get(String(e.eventId)) ?? 'open',
-    }));
+  return events.flatMap((e): EngineCall[] => {
+    const started = e.activityTaskStartedEventAttributes;
+    if (started) {
+      const scheduled = byId.get(String(started.scheduledEventId))?.activityTaskScheduledEventAttributes;
+      const identity = started.identity ?? '';
+      return [
+        {
+          type: scheduled?.activityType?.name ?? '',
+          attempt: started.attempt ?? 0,
+          identity,
+          ended: endOf.get(String(e.eventId)) ?? 'open',
+        },
+      ];
+    }
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
+    if (!marker || !data) return [];
+    const { attempt, activity_type: type } = MarkerData.parse(JSON.parse(Buffer.from(data).toString('utf8')));
+    const identity = byId.get(String(marker.workflowTaskCompletedEventId))?.workflowTaskCompletedEventAttributes?.identity ?? '';
+    return [{ type, attempt, identity, ended: marker.failure ? 'failed' : 'completed' }];
+  });
 }
 
 describe('graceful shutdown (SIGTERM)', function () {
@@ -112,7 +139,7 @@ describe('graceful shutdown (SIGTERM)', function () {
       identity: string;
       exitCode: number | null;
       exitAfterMs: number;
-      calls: { attempt: number; identity: string; ended: string }[];
+      calls: EngineCall[];
     }
 
     /**
@@ -135,7 +162,7 @@ describe('graceful shutdown (SIGTERM)', function () {
       });
       const running = deliberate({ org, mode, idempotencyKey });
       const workflowId = workflowIds.deliberation(org.orgId, idempotencyKey);
-      await until(async () => (await activitiesRunning(stack().env.client, workflowId)) >= 3, 30_000, 'the seats running');
+      await until(async () => engineCallsOut(stack().env.client, workflowId, { count: 3 }), 30_000, 'the seats running');
 
       const exit = exitOf(worker);
       const signalledAt = Date.now();
@@ -162,9 +189,13 @@ describe('graceful shutdown (SIGTERM)', function () {
       const stopped = await stoppedMidSeat(20_000);
       assert.equal(stopped.exitCode, 0);
       assert.ok(stopped.exitAfterMs < 20_000, `exited ${stopped.exitAfterMs} ms after SIGTERM`);
-      const seats = stopped.calls.filter((c) => c.identity.startsWith(stopped.identity));
+      // The seats it was running answered on it and were recorded by it, none run again elsewhere.
+      const seats = stopped.calls.filter((c) => c.type === 'seat');
       assert.equal(seats.length, 3, JSON.stringify(stopped.calls));
-      for (const c of seats) assert.equal(c.ended, 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
+      for (const c of seats) {
+        assert.ok(c.identity.startsWith(stopped.identity), JSON.stringify(stopped.calls));
+        assert.equal(c.ended, 'completed');
+      }
       assert.deepEqual(
         stopped.calls.filter((c) => c.attempt > 1),
         [],
@@ -175,15 +206,16 @@ describe('graceful shutdown (SIGTERM)', function () {
       const stopped = await stoppedMidSeat(300);
       assert.equal(stopped.exitCode, 0);
       assert.ok(stopped.exitAfterMs < 15_000, `exited ${stopped.exitAfterMs} ms after SIGTERM`);
-      // The seats' first attempts ran on the stopped worker (the only one then); a second attempt means the first
-      // was handed back as retryable, and none of the stopped worker's attempts is the one that answered.
+      // The seats ran first on the stopped worker (the only one then); none of its runs is the one that answered: each
+      // seat was handed back and ran again on the other worker (an activity's next attempt, or a local one's run in
+      // the workflow task the other worker took over).
+      const seats = stopped.calls.filter((c) => c.type === 'seat');
       assert.deepEqual(
-        stopped.calls.filter((c) => c.identity.startsWith(stopped.identity)),
+        seats.filter((c) => c.identity.startsWith(stopped.identity)),
         [],
       );
-      const retried = stopped.calls.filter((c) => c.attempt === 2);
-      assert.equal(retried.length, 3, JSON.stringify(stopped.calls));
-      for (const c of retried) assert.equal(c.ended, 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED');
+      assert.equal(seats.length, 3, JSON.stringify(stopped.calls));
+      for (const c of seats) assert.equal(c.ended, 'completed');
     });
   });
 });
