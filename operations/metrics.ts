@@ -34,6 +34,18 @@ const deliberationOverhead = new Histogram({
   registers: [registry],
 });
 
+const deliberationsStarted = new Counter({
+  name: 'quorum_deliberation_starts_total',
+  help: 'Deliberations this API started, by whether the server handed the first workflow task back with the start (eager: an API running its worker, QUORUM_ROLE=all)',
+  labelNames: ['eager'] as const,
+  registers: [registry],
+});
+
+/** A deliberation this API started; `eager`: its first workflow task came back with the start (no poll). */
+export function deliberationStarted(eager: boolean): void {
+  deliberationsStarted.inc({ eager: String(eager) });
+}
+
 /** A deliberation this API started answered (`startedMs`: performance.now() when the call reached it). */
 export function deliberationAnswered(startedMs: number, outcome: Outcome): void {
   const seconds = (performance.now() - startedMs) / 1000;

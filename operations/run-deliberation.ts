@@ -34,7 +34,7 @@ import { observedStageTimes } from '../db/repositories/stage-times';
 import { startDeliberation } from '../starters/deliberation';
 import { ENGINE_CALL } from '../workflows/engine-call-policy';
 import { deliberationProgressQuery, type DeliberationProgress } from '../workflows/messages';
-import { deliberationAnswered, deliberationFailed } from './metrics';
+import { deliberationAnswered, deliberationFailed, deliberationStarted } from './metrics';
 
 export interface RunDeliberationInput {
   orgId: string;
@@ -284,6 +284,7 @@ export async function runDeliberation(
     });
   }
 
+  deliberationStarted(handle.eagerlyStarted);
   // Counted here, where the run ends for its caller: one counter and two observations, no round trip.
   try {
     const outcome = await handle.result();

@@ -1,5 +1,5 @@
 // starters/: the client side of each workflow (start, signal, query), for the API, the CLI and the worker.
-import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import type { Client, WorkflowHandleWithStartDetails } from '@temporalio/client';
 import { laneFor } from '../domain/seat-plan';
 import { workflowIds } from '../domain/workflow-ids';
 import type { deliberationWorkflow, DeliberationInput } from '../workflows/deliberation';
@@ -18,7 +18,7 @@ export function startDeliberation(
   client: Client,
   input: DeliberationInput,
   opts: { idempotencyKey: string; model: string },
-): Promise<WorkflowHandleWithFirstExecutionRunId<typeof deliberationWorkflow>> {
+): Promise<WorkflowHandleWithStartDetails<typeof deliberationWorkflow>> {
   // A stalled Temporal must not hold the caller: past the deadline the API answers 503 and the key may be retried.
   return client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
     client.workflow.start<typeof deliberationWorkflow>('deliberationWorkflow', {
