@@ -22,14 +22,24 @@ import { machine, round, writeResults } from './results';
  * bench/results/stack-memory-*.json, stops the stack with Ctrl-C (SIGINT to the process group it started).
  *   The stack's environment is this one's (GOGC, GOMEMLIMIT reach the Temporal dev server; NODE_OPTIONS every Node
  *   process, npm's too; QUORUM_DB_POOL_MAX, QUORUM_MAX_CACHED_WORKFLOWS the worker and API), so a setting is measured
- *   by setting it here. BENCH_MEMORY_IDLE_S: how long it idles before the reading (default 20).
+ *   by setting it here. BENCH_MEMORY_IDLE_S: how long it idles before the reading (default 45: past the pools' 30 s idle
+ *   timeout, so the stack is read at rest, not just after its last call, when each pooled connection still holds a
+ *   Postgres backend of ~8 MB).
  */
-const IDLE_S = Number(process.env.BENCH_MEMORY_IDLE_S ?? 20);
+const IDLE_S = Number(process.env.BENCH_MEMORY_IDLE_S ?? 45);
 const TARGET_PSS_MB = 500;
 const READY_TIMEOUT_MS = 300_000;
 const STOP_TIMEOUT_MS = 60_000;
 /** The settings that change the figures, recorded with them. */
-const SETTINGS = ['NODE_OPTIONS', 'GOGC', 'GOMEMLIMIT', 'QUORUM_DB_POOL_MAX', 'QUORUM_MAX_CACHED_WORKFLOWS', 'QUORUM_ROLE'];
+const SETTINGS = [
+  'NODE_OPTIONS',
+  'MALLOC_ARENA_MAX',
+  'GOGC',
+  'GOMEMLIMIT',
+  'QUORUM_DB_POOL_MAX',
+  'QUORUM_MAX_CACHED_WORKFLOWS',
+  'QUORUM_ROLE',
+];
 
 const mb = (kb: number): number => round(kb / 1024);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
