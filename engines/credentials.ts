@@ -1,4 +1,4 @@
-import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import type { STSClient } from '@aws-sdk/client-sts';
 import { randomBytes } from 'node:crypto';
 import { registerSecret } from '../infra/redact';
 import { awsEngineError, awsSecrets, type AwsCredentials } from './aws';
@@ -123,8 +123,10 @@ export class RoleCredentialCache {
     const abortSignal = ctx.signal ? AbortSignal.any([ctx.deadline, ctx.signal]) : ctx.deadline;
     let out;
     try {
-      out = await this.client(role.region).send(
-        new AssumeRoleCommand({
+      // Loaded by the first role assumed: a process that never calls Bedrock with a customer's role never holds it.
+      const sts = await import('@aws-sdk/client-sts');
+      out = await this.client(role.region, sts.STSClient).send(
+        new sts.AssumeRoleCommand({
           RoleArn: role.roleArn,
           ExternalId: role.externalId,
           RoleSessionName: `quorum-${randomBytes(6).toString('hex')}`,
@@ -151,11 +153,11 @@ export class RoleCredentialCache {
     return creds;
   }
 
-  private client(region: string): STSClient {
+  private client(region: string, Client: typeof STSClient): STSClient {
     let client = this.clients.get(region);
     if (!client) {
       // One attempt: the retry policy belongs to the workflow, which sees the classified error.
-      client = new STSClient({ region, endpoint: this.service.stsEndpoint, credentials: this.service.credentials, maxAttempts: 1 });
+      client = new Client({ region, endpoint: this.service.stsEndpoint, credentials: this.service.credentials, maxAttempts: 1 });
       this.clients.set(region, client);
     }
     return client;

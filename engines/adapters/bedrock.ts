@@ -1,4 +1,4 @@
-import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandOutput, type ToolConfiguration } from '@aws-sdk/client-bedrock-runtime';
+import type { BedrockRuntimeClient, ConverseCommandOutput, ToolConfiguration } from '@aws-sdk/client-bedrock-runtime';
 import type { ReplySchema } from '../../domain/reply-schemas';
 import { z } from 'zod';
 import { awsEngineError, awsSecrets, type AwsCredentials } from '../aws';
@@ -48,8 +48,10 @@ export class BedrockAdapter {
     const secrets = awsSecrets(target.credentials);
     let out: ConverseCommandOutput;
     try {
-      out = await this.client(target).send(
-        new ConverseCommand({
+      // Loaded by the first Bedrock call: a process without Bedrock engines never holds the AWS SDK (issue 31).
+      const sdk = await import('@aws-sdk/client-bedrock-runtime');
+      out = await this.client(target, sdk.BedrockRuntimeClient).send(
+        new sdk.ConverseCommand({
           modelId: spec.model,
           messages: turns.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: [{ text: m.content }] })),
           ...(system !== undefined ? { system: [{ text: system }] } : {}),
@@ -85,12 +87,12 @@ export class BedrockAdapter {
     };
   }
 
-  private client(target: BedrockTarget): BedrockRuntimeClient {
+  private client(target: BedrockTarget, Client: typeof BedrockRuntimeClient): BedrockRuntimeClient {
     const key = [target.region, target.endpoint ?? '', target.identity].join('\n');
     let entry = this.clients.get(key);
     if (!entry) {
       const holder: { creds?: AwsCredentials } = {};
-      const client = new BedrockRuntimeClient({
+      const client = new Client({
         region: target.region,
         endpoint: target.endpoint,
         // One attempt: the retry policy belongs to the workflow, which sees the classified error.
