@@ -10,7 +10,8 @@ RUN npm run build && node dist/worker/bundle.js /app/workflow-bundle.js
 # Runtime stage: production dependencies and compiled JavaScript only, no transpiler.
 FROM node:22-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production QUORUM_ENV=production
+# MALLOC_ARENA_MAX: see PROCESS_ENV_DEFAULTS in infra/entry-point.ts.
+ENV NODE_ENV=production QUORUM_ENV=production MALLOC_ARENA_MAX=2
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev
 COPY --from=build /app/dist ./dist

@@ -14,6 +14,7 @@ import { SYSTEM_MODES, type ModeConfig } from '../domain/modes';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../domain/prompts';
 import { workflowIds } from '../domain/workflow-ids';
 import { repoRoot } from '../infra/paths';
+import { PROCESS_ENV_DEFAULTS } from '../infra/entry-point';
 import { freePort } from '../infra/free-port';
 import { readStackFile } from '../infra/stack-file';
 import { resolveTemporalBinary } from '../infra/temporal-binary';
@@ -120,7 +121,7 @@ const profileArgs: readonly string[] = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir
 function forkProduct(module: string, env: NodeJS.ProcessEnv): { child: ChildProcess; ready: Promise<void> } {
   const child = fork(path.join(repoRoot, 'dist', `${module}.js`), [], {
     execArgv: [...profileArgs],
-    env,
+    env: { ...PROCESS_ENV_DEFAULTS, ...env },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     detached: true,
   });

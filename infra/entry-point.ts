@@ -2,6 +2,15 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from './log';
 import { runtimeExecArgv, runtimeModule } from './paths';
 
+/**
+ * Environment every product process starts with unless it says otherwise. MALLOC_ARENA_MAX=2: glibc gives each
+ * thread that allocates (libuv's pool, the Temporal SDK's Rust threads, the workflow thread) an arena of its own,
+ * 43–62 MB of a Node process's resident memory at rest; two hold 8–10 (the memory bench, docs/performance.md), at
+ * the price of threads waiting on each other's mallocs under load. Read by the C library at start: it must be set
+ * before the process runs (the Dockerfile sets it too).
+ */
+export const PROCESS_ENV_DEFAULTS: Readonly<NodeJS.ProcessEnv> = { MALLOC_ARENA_MAX: '2' };
+
 export interface ForkedEntryPoint {
   child: ChildProcess;
   /** Resolves when the process reports ready over IPC; rejects when it exits first. */
@@ -17,7 +26,7 @@ export interface ForkedEntryPoint {
 export function forkEntryPoint(module: string, env: NodeJS.ProcessEnv, output: 'inherit' | 'ignore'): ForkedEntryPoint {
   const child = fork(runtimeModule(module), [], {
     execArgv: [...runtimeExecArgv],
-    env,
+    env: { ...PROCESS_ENV_DEFAULTS, ...env },
     stdio: ['ignore', output, output, 'ipc'],
     detached: true,
   });
