@@ -4,30 +4,45 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { workflowIds } from '../../../domain/workflow-ids';
+import type { ModeRecord } from '../../../domain/modes';
+import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
 import { stack } from '../../harness/stack';
-import { startLoopback, type Loopback } from '../../fixtures/providers';
-import { deliberate, newOrg, startProductWorkers, systemMode } from './helpers';
+import { OPENAI_TEST_KEY, openAiReply, startLoopback, startOpenAiLoopback, type Loopback } from '../../fixtures/providers';
+import { customMode, deliberate, newOrg, startProductWorkers, systemMode } from './helpers';
 
 const run = promisify(execFile);
 const root = path.join(__dirname, '..', '..', '..');
 const NEEDS_SEARCH = 'What is the latest population of Reykjavik according to the 2026 census? Cite the source.';
 
-/** The messages each seat was sent, read back from the workflow's history. */
-async function seatInputs(orgId: string, key: string): Promise<string[]> {
-  const history = await stack().env.client.workflow.getHandle(workflowIds.deliberation(orgId, key)).fetchHistory();
-  return (history.events ?? [])
-    .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'seat')
-    .map((e) => Buffer.from(e.activityTaskScheduledEventAttributes?.input?.payloads?.[0]?.data ?? new Uint8Array()).toString('utf8'));
+/** The bodies of the seat calls the loopback received (a deliberation's seats run inside its workflow task, so their inputs are not in its history). */
+function seatRequests(loopback: Loopback): string[] {
+  return loopback.requests.map((r) => r.bodyText).filter((body) => !body.includes(JUDGE_TAG) && !body.includes(SYNTHESIS_TAG));
+}
+
+/** A panel whose every seat is on the recording loopback, so each seat's prompt can be read. */
+async function openAiSeats(orgId: string): Promise<ModeRecord> {
+  const { tiers } = (await systemMode('quorum-panel')).config;
+  return customMode(orgId, 'quorum-panel', {
+    tiers: { ...tiers, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini', 'openai/gpt-5'] } },
+  });
 }
 
 describe('grounding', function () {
   this.timeout(120_000);
+  let openai: Loopback;
+  const openAiEnv = (): NodeJS.ProcessEnv => ({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
+  before(async () => {
+    openai = await startOpenAiLoopback(() => openAiReply({ text: 'An answer from the loopback engine.' }));
+  });
+  after(() => openai.close());
+  beforeEach(() => {
+    openai.requests.length = 0;
+  });
 
   describe('on operator-loaded documents (Postgres full-text search)', () => {
     let workers: { stop(): Promise<void> };
     before(async () => {
-      workers = await startProductWorkers({});
+      workers = await startProductWorkers(openAiEnv());
     });
     after(() => workers.stop());
 
@@ -41,17 +56,20 @@ describe('grounding', function () {
       assert.deepEqual(JSON.parse(stdout).added, 1);
 
       const org = await newOrg();
-      const mode = await systemMode('quorum-panel');
+      const mode = await openAiSeats(org.orgId);
       const grounded = await deliberate({ org, mode, content: NEEDS_SEARCH, idempotencyKey: 'grounded' });
       assert.equal(grounded.outcome.classification.grounding, true);
       assert.deepEqual(grounded.outcome.staff.grounding, { fired: true, modelUsed: 'postgres_fts' });
-      const inputs = await seatInputs(org.orgId, 'grounded');
-      assert.ok(inputs.length >= 3);
+      const inputs = seatRequests(openai);
+      assert.ok(inputs.length >= 3, `seat calls: ${inputs.length}`);
       for (const input of inputs) assert.match(input, /139,875/);
 
+      openai.requests.length = 0;
       const plain = await deliberate({ org, mode, content: 'Write a short poem about autumn leaves.', idempotencyKey: 'plain' });
       assert.deepEqual(plain.outcome.staff.grounding, { fired: false, modelUsed: null });
-      for (const input of await seatInputs(org.orgId, 'plain')) assert.doesNotMatch(input, /Search results/);
+      // A short creative prompt may take the express lane: one seat.
+      assert.ok(seatRequests(openai).length >= 1);
+      for (const input of seatRequests(openai)) assert.doesNotMatch(input, /Search results/);
     });
   });
 
@@ -70,7 +88,7 @@ describe('grounding', function () {
           },
         },
       });
-      workers = await startProductWorkers({ QUORUM_SEARXNG_URL: searx.baseUrl });
+      workers = await startProductWorkers({ ...openAiEnv(), QUORUM_SEARXNG_URL: searx.baseUrl });
     });
     after(async () => {
       await workers.stop();
@@ -79,11 +97,12 @@ describe('grounding', function () {
 
     it('uses QUORUM_SEARXNG_URL when set and reports it as the source', async () => {
       const org = await newOrg();
-      const { outcome } = await deliberate({ org, mode: await systemMode('quorum-panel'), content: NEEDS_SEARCH, idempotencyKey: 'searx' });
+      const { outcome } = await deliberate({ org, mode: await openAiSeats(org.orgId), content: NEEDS_SEARCH, idempotencyKey: 'searx' });
       assert.deepEqual(outcome.staff.grounding, { fired: true, modelUsed: 'searxng' });
       assert.equal(searx.requests.length, 1);
       assert.deepEqual(searx.rejected, []);
-      for (const input of await seatInputs(org.orgId, 'searx')) assert.match(input, /Statistics Iceland/);
+      assert.ok(seatRequests(openai).length >= 3);
+      for (const input of seatRequests(openai)) assert.match(input, /Statistics Iceland/);
     });
   });
 });
