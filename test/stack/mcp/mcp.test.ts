@@ -17,8 +17,8 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
 
   before(async () => {
     // Engines that take a while, so a deliberation has steps to report.
-    // A panel of five engine steps of 2 s each spans two of its workflow task's heartbeats (every 4 s), when the
-    // progress query is answered (starters/deliberation.ts).
+    // Engine steps of 2 s: a panel (three to five steps) outlasts its workflow task's first heartbeat (at 4 s), when
+    // the progress query is answered (starters/deliberation.ts).
     workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:2000' });
     for (const form of FORMS) apis[form] = await startApi(form, { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 4 } });
     org = await newOrg(50);
@@ -68,9 +68,10 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
     assert.ok(!result.isError, JSON.stringify(result));
     const body = json(result) as { choices: { message: { content: string } }[]; svc: { request_id: string; seats_answered: number } };
     assert.ok(body.choices[0].message.content.length > 0);
-    assert.ok(progress.length >= 2, `progress: ${JSON.stringify(progress.map((x) => x.p.message))}`);
+    // At least the step a heartbeat answered (a panel that skips its critique round spans only one).
+    assert.ok(progress.length >= 1, `progress: ${JSON.stringify(progress.map((x) => x.p.message))}`);
     assert.ok(progress.every((x) => x.at <= doneAt));
-    assert.ok(progress.some((x) => /seats answering: \d\/3|judging round 1|synthesising/.test(x.p.message ?? '')));
+    assert.ok(progress.some((x) => /seats answering: \d\/3|critique round \d|judging round \d|synthesising/.test(x.p.message ?? '')));
     for (let i = 1; i < progress.length; i++) assert.ok(progress[i].p.progress > progress[i - 1].p.progress, 'progress only grows');
 
     const receipt = json(await client.callTool({ name: 'get_receipt', arguments: { request_id: body.svc.request_id } }));
