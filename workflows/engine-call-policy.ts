@@ -22,9 +22,10 @@ export const ENGINE_CALL: ActivityOptions = {
  * The same calls as local activities, run by the worker inside the workflow's own task: no activity task through
  * Temporal's queues, no schedule/start/complete events, one workflow task for a whole deliberation (DESIGN §13). A
  * deliberation's calls run so; a run's questions keep ENGINE_CALL (hedged, heartbeating, their own retries visible).
- * What it trades: a result is recorded when the task completes or heartbeats (every 8 s of a long call), so a worker
- * that dies loses the calls it finished since (they run again on the worker that takes over after the task's 10 s
- * timeout; the caller is billed once, from the recorded results); and a query waits for that heartbeat.
+ * What it trades: a result is recorded when the task completes or heartbeats (every 4 s of a long call, at 80% of the
+ * deliberation's 5 s task timeout, starters/deliberation.ts), so a worker that dies loses the calls it finished since
+ * (they run again on the worker that takes over after that timeout; the caller is billed once, from the recorded
+ * results); and a query waits for that heartbeat.
  */
 export const ENGINE_CALL_LOCAL: LocalActivityOptions = {
   startToCloseTimeout: ENGINE_CALL.startToCloseTimeout,
