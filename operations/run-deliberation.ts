@@ -118,8 +118,12 @@ async function settleAgain(db: Knex, unsettled: Settlement): Promise<{ outcome: 
   return { outcome: unsettled.outcome, replayed: false };
 }
 
-/** A progress query the worker does not answer this soon is skipped: the estimate then assumes the call just began. */
-const PROGRESS_QUERY_MS = 1_000;
+/**
+ * A progress query the worker does not answer this soon is skipped: the estimate then assumes the call just began.
+ * Short, because a deliberation's engine calls run inside its workflow task and the server holds a query until that
+ * task completes or heartbeats (every 4 s, issue 31): a longer wait mostly delays the 409 itself.
+ */
+const PROGRESS_QUERY_MS = 250;
 
 /** The running call's stage, or undefined when its workflow cannot say (not started yet, gone, or its worker busy). */
 async function progressOf(client: Client, workflowId: string): Promise<DeliberationProgress | undefined> {
