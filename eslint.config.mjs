@@ -12,6 +12,8 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
  *   domain/     pure logic: imports only itself and a few pure npm libraries; no I/O, no process state.
  *   workflows/  deterministic, sandboxed: domain/, @temporalio/workflow|common, and activity modules as types.
  *   db/ worker/ engines/ activities/ starters/ infra/  never reach up into operations/ or the edges.
+ *   infra/      the ground floor every layer stands on: it imports no other project folder.
+ *   stack/      `npm start`'s launcher, the top floor: only bench/ and test/ import it.
  * And no import cycle anywhere (import-x/no-cycle). Each rule names the project folders explicitly (at any depth of
  * `../`), so a subfolder of a layer may still import its siblings. test/unit/lint/layers.test.ts shows each rule
  * refusing a bad import.
@@ -29,6 +31,7 @@ const PROJECT_FOLDERS = [
   'engines',
   'infra',
   'operations',
+  'stack',
   'starters',
   'test',
   'worker',
@@ -106,6 +109,32 @@ const innerImports = {
   ],
 };
 
+/** infra/ is what every layer stands on; on top of the inner layers' rule it reaches into no other layer at all. */
+const groundImports = {
+  patterns: [
+    ...innerImports.patterns,
+    {
+      regex: intoFolders(['db', 'starters', 'worker', 'workflows', 'engines', 'activities', 'stack']),
+      message:
+        "infra/ is the ground floor every layer stands on (config, log, secrets, Temporal connection): it imports no other layer. What needs db/, worker/, workflows/… to start the local stack belongs in stack/ (npm start's launcher).",
+    },
+  ],
+};
+
+/**
+ * stack/ is `npm start`'s launcher: it starts the product from above, and nothing of the product imports it. Its
+ * own rule (the base `no-restricted-imports`), so it adds to each folder's layer rule instead of replacing it.
+ */
+const launcherImports = {
+  patterns: [
+    {
+      regex: intoFolders(['stack']),
+      message:
+        "stack/ is npm start's launcher, the top floor: only bench/ and test/ import it. What a product process needs at run time belongs in infra/ (or the layer it serves).",
+    },
+  ],
+};
+
 const operationsImports = {
   patterns: [
     {
@@ -173,8 +202,18 @@ export default tseslint.config(
     },
   },
   {
-    files: ['db/**', 'worker/**', 'engines/**', 'activities/**', 'starters/**', 'infra/**'],
+    files: ['db/**', 'worker/**', 'engines/**', 'activities/**', 'starters/**'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', innerImports] },
+  },
+  {
+    files: ['infra/**'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', groundImports] },
+  },
+  {
+    files: ['**/*.ts', '**/*.js'],
+    // infra/'s own rule refuses stack/ already (one message per bad import).
+    ignores: ['stack/**', 'bench/**', 'test/**', 'infra/**'],
+    rules: { 'no-restricted-imports': ['error', launcherImports] },
   },
   {
     files: ['operations/**'],

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../infra/free-port';
-import { ensureVenv } from '../infra/python-venv';
+import { ensureVenv } from '../stack/python-venv';
 import { criticalPathMs, drive, statusCounts, type Call } from './drive';
 import { cpuDelta, sampleCpu, treeMemory } from './procs';
 import { round } from './results';
@@ -13,7 +13,7 @@ import { summary } from './stats';
 /**
  * A plain pass-through gateway in front of the load bench's loopback engine, measured as Quorum is (issue 31):
  * LiteLLM's proxy, the most used open-source one, from PyPI, pinned, in a venv cached per user
- * (infra/python-venv.ts). One worker process, as Quorum runs one API process; offline (every catalogue it would
+ * (stack/python-venv.ts). One worker process, as Quorum runs one API process; offline (every catalogue it would
  * fetch at start read from the copy in the package; no database, so no spend logs; no callbacks); it checks a master
  * key as a deployed gateway does; logs at error level, as the bench's Quorum processes do.
  */

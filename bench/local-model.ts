@@ -10,7 +10,7 @@ import { classificationSchema, judgmentSchema, runVerdictSchema, type ReplySchem
 import { answerLabels, readRunVerdict, runJudgePrompt } from '../domain/run-judging';
 import { createEngines, type Engines } from '../engines';
 import { createLogger } from '../infra/log';
-import { ensureLocalModel, LOCAL_ENGINE_ID, LOCAL_MODEL_NAME, localEnginesFile, startLocalModel } from '../infra/local-model';
+import { ensureLocalModel, LOCAL_ENGINE_ID, LOCAL_MODEL_NAME, localEnginesFile, startLocalModel } from '../stack/local-model';
 import { machine, round, writeResults } from './results';
 
 /**

@@ -121,7 +121,7 @@ function roleOf(p: ProcMemory, postgres: ReadonlySet<number>): string {
   // npm retitles itself (`npm start`), which rewrites its command line too.
   if (p.comm.startsWith('npm') || p.args[0]?.startsWith('npm') || script?.endsWith('npm-cli.js') || ['sh', 'bash', 'dash'].includes(p.comm))
     return 'npm wrapper (npm + shells)';
-  if (script?.endsWith('infra/supervisor.js')) return 'supervisor';
+  if (script?.endsWith('stack/supervisor.js')) return 'supervisor';
   if (script?.endsWith('worker/main.js')) return 'worker';
   if (script?.endsWith('api/main.js')) {
     const role = environOf(p.pid, 'QUORUM_ROLE');

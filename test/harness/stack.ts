@@ -6,8 +6,8 @@ import path from 'node:path';
 import { createDb, type Db } from '../../db/knex';
 import { prepareDatabase } from '../../db/prepare';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../infra/postgres';
-import { resolveTemporalBinary } from '../../infra/temporal-binary';
-import { dynamicConfigArgs, sqlitePragmaArgs } from '../../infra/temporal-server';
+import { resolveTemporalBinary } from '../../stack/temporal-binary';
+import { dynamicConfigArgs, sqlitePragmaArgs } from '../../stack/temporal-server';
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
 
 /**

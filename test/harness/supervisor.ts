@@ -13,7 +13,7 @@ export interface StartedSupervisor {
  * runs it; resolves once it prints its last ready line.
  */
 export async function startSupervisor(env: NodeJS.ProcessEnv, args: string[] = [], readyTimeoutMs = 120_000): Promise<StartedSupervisor> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/infra/supervisor.js'), ...args], {
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/stack/supervisor.js'), ...args], {
     cwd: repoRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -31,7 +31,7 @@ describe('accounts: demo seed', () => {
       ],
     );
     assert.ok(modes.every((m) => /simulated/.test(m.name)));
-    // The seed touches Postgres only: the supervisor starts the trial timer (test/infra/supervisor.test.ts), and
+    // The seed touches Postgres only: the supervisor starts the trial timer (test/stack/launcher/supervisor.test.ts), and
     // until something does, the organisation is one ensureTrialTimers will pick up.
     await assert.rejects(env.client.workflow.getHandle(workflowIds.trialCredit(DEMO_ORG_ID)).describe(), WorkflowNotFoundError);
     assert.ok((await listOrganisationsAwaitingTrialTimer(db)).some((o) => o.orgId === DEMO_ORG_ID));

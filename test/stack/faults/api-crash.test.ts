@@ -1,7 +1,7 @@
 /**
  * Issue 16's fault tests, each asserting that nothing is lost and nothing is billed twice:
  * - the worker SIGKILLed mid-deliberation, the call completing on a new one: test/stack/deliberation/durability.test.ts
- *   (and under `npm start`, which restarts it: test/infra/supervisor.test.ts);
+ *   (and under `npm start`, which restarts it: test/stack/launcher/supervisor.test.ts);
  * - the API SIGKILLed while a client waits: this file;
  * - Postgres stopped, the Temporal dev server killed, mid-run: dependencies.test.ts;
  * - a provider down, then slow, then back: provider-outage.test.ts;

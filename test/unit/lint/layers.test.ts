@@ -18,7 +18,11 @@ async function layerErrors(filePath: string, code: string): Promise<string[]> {
     `${filePath} did not parse: ${JSON.stringify(result.messages)}`,
   );
   return result.messages
-    .filter((m) => ['@typescript-eslint/no-restricted-imports', 'no-restricted-syntax', 'import-x/no-cycle'].includes(m.ruleId ?? ''))
+    .filter((m) =>
+      ['@typescript-eslint/no-restricted-imports', 'no-restricted-imports', 'no-restricted-syntax', 'import-x/no-cycle'].includes(
+        m.ruleId ?? '',
+      ),
+    )
     .map((m) => m.message);
 }
 
@@ -194,6 +198,57 @@ describe('lint: layers are enforced', function () {
       await accepted(
         'cli/good.ts',
         "import { createApp } from '../api/app';\nimport { createDb } from '../db/knex';\nexport const x = [createApp, createDb];\n",
+      );
+    });
+  });
+
+  describe('infra/ is the ground floor; stack/ (the launcher) the top', () => {
+    it('infra/ refuses every other layer, types included', async () => {
+      for (const [folder, module] of [
+        ['db', 'knex'],
+        ['starters', 'trial-credit'],
+        ['worker', 'bundle'],
+        ['workflows', 'search-attributes'],
+        ['engines', 'catalog'],
+        ['activities', 'callbacks'],
+        ['stack', 'supervisor'],
+      ]) {
+        await refused(`infra/bad.ts`, `import { x } from '../${folder}/${module}';\nexport const y = x;\n`, /infra\/ is the ground floor/);
+      }
+      await refused('infra/bad.ts', "import type { Db } from '../db/knex';\nexport type X = Db;\n", /infra\/ is the ground floor/);
+    });
+
+    it('infra/ accepts its own modules and npm packages', async () => {
+      await accepted('infra/good.ts', "import { z } from 'zod';\nimport { redact } from './redact';\nexport const x = [z, redact];\n");
+    });
+
+    it('no product folder imports stack/, at any depth', async () => {
+      for (const file of [
+        'api/main.ts',
+        'api/console/bad.ts',
+        'cli/bad.ts',
+        'operations/bad.ts',
+        'worker/bad.ts',
+        'db/repositories/bad.ts',
+        'bin/bad.js',
+      ]) {
+        const up = '../'.repeat(file.split('/').length - 1);
+        await refused(file, `import { main } from '${up}stack/supervisor';\nexport const x = main;\n`, /stack\/ is npm start's launcher/);
+      }
+    });
+
+    it('stack/, bench/ and test/ may import stack/ and every layer below', async () => {
+      await accepted(
+        'stack/good.ts',
+        "import { createDb } from '../db/knex';\nimport { bundleInChild } from '../worker/bundle';\nimport { ensureGoProgram } from './go-binary';\nexport const x = [createDb, bundleInChild, ensureGoProgram];\n",
+      );
+      await accepted(
+        'bench/good.ts',
+        "import { resolveTemporalBinary } from '../stack/temporal-binary';\nexport const x = resolveTemporalBinary;\n",
+      );
+      await accepted(
+        'test/harness/good.ts',
+        "import { resolveTemporalBinary } from '../../stack/temporal-binary';\nexport const x = resolveTemporalBinary;\n",
       );
     });
   });

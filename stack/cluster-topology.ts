@@ -1,7 +1,7 @@
 /**
- * One topology, two descriptions (DESIGN §1): docker-compose.yml and `npm run start:cluster` (infra/supervisor.ts).
+ * One topology, two descriptions (DESIGN §1): docker-compose.yml and `npm run start:cluster` (stack/supervisor.ts).
  * These are its services under compose's names, and what a worker or API is given to join it; the supervisor runs
- * them by these names and test/unit/infra/compose.test.ts holds the compose file to them (services, variables, ports).
+ * them by these names and test/unit/stack/compose.test.ts holds the compose file to them (services, variables, ports).
  */
 export const CLUSTER_SERVICES = {
   postgres: 'postgres',

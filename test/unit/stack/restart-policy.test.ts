@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { CrashHistory, RESTART_POLICY, type RestartVerdict } from '../../../infra/restart-policy';
+import { CrashHistory, RESTART_POLICY, type RestartVerdict } from '../../../stack/restart-policy';
 
 /** Crashes at the given times (ms), each of a process that had run `ranMs`; the verdict of each. */
 function crashes(times: number[], ranMs: number): RestartVerdict[] {

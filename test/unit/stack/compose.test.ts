@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { CLUSTER_SERVICES, joinClusterEnv, NAMESPACE_RETENTION_HOURS } from '../../../infra/cluster-topology';
+import { CLUSTER_SERVICES, joinClusterEnv, NAMESPACE_RETENTION_HOURS } from '../../../stack/cluster-topology';
 import { loadConfig, SHUTDOWN_MARGIN_MS } from '../../../infra/config';
 import {
   TEMPORAL_SCHEMAS,
@@ -13,8 +13,8 @@ import {
   temporalPorts,
   temporalSqlToolEnv,
   type TemporalServerSettings,
-} from '../../../infra/temporal-cluster';
-import { TEMPORAL_DYNAMIC_CONFIG } from '../../../infra/temporal-server';
+} from '../../../stack/temporal-cluster';
+import { TEMPORAL_DYNAMIC_CONFIG } from '../../../stack/temporal-server';
 import { quorumSearchAttributes } from '../../../workflows/search-attributes';
 
 // No Docker engine runs here, so the production topology is checked by reading it.

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { quorumSearchAttributes } from '../workflows/search-attributes';
-import type { TemporalConnectOptions } from './temporal-connection';
+import type { TemporalConnectOptions } from '../infra/temporal-connection';
 
 export interface DevServerOptions {
   binary: string;

@@ -10,7 +10,7 @@ import { stringify } from 'yaml';
 import { quorumSearchAttributes } from '../workflows/search-attributes';
 import { NAMESPACE_RETENTION_HOURS } from './cluster-topology';
 import type { GoProgram } from './go-binary';
-import { repoRoot } from './paths';
+import { repoRoot } from '../infra/paths';
 
 const run = promisify(execFile);
 
@@ -69,7 +69,7 @@ export interface TemporalServerSettings {
   LOG_LEVEL: string;
 }
 
-/** Values docker-compose.yml's `temporal` service must give the same names (test/unit/infra/compose.test.ts). */
+/** Values docker-compose.yml's `temporal` service must give the same names (test/unit/stack/compose.test.ts). */
 export const TEMPORAL_TOPOLOGY = {
   DB: 'postgres12',
   DBNAME: 'temporal',

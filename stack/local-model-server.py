@@ -1,5 +1,5 @@
 # llama.cpp's own HTTP server (the one `llama-server` runs), embedded by the `xllamacpp` wheel, serving one GGUF model
-# on an OpenAI-compatible API. Started by infra/local-model.ts; prints "listening <url>" once it answers.
+# on an OpenAI-compatible API. Started by stack/local-model.ts; prints "listening <url>" once it answers.
 import argparse
 import os
 import signal

@@ -6,16 +6,16 @@ import { createDb } from '../db/knex';
 import { prepareDatabase } from '../db/prepare';
 import { seedDemoOrganisation } from '../db/seed';
 import { startTrialTimer } from '../starters/trial-credit';
-import { loadConfig, SHUTDOWN_MARGIN_MS, type Config } from './config';
+import { loadConfig, SHUTDOWN_MARGIN_MS, type Config } from '../infra/config';
 import { bundleInChild } from '../worker/bundle';
 import { CLUSTER_SERVICES, joinClusterEnv } from './cluster-topology';
-import { describeExit, forkEntryPoint, type ForkedEntryPoint } from './entry-point';
-import { portFree } from './free-port';
+import { describeExit, forkEntryPoint, type ForkedEntryPoint } from '../infra/entry-point';
+import { portFree } from '../infra/free-port';
 import { ensureGoProgram } from './go-binary';
-import { dataDir } from './paths';
-import { startEmbeddedPostgres, type EmbeddedPg } from './postgres';
+import { dataDir } from '../infra/paths';
+import { startEmbeddedPostgres, type EmbeddedPg } from '../infra/postgres';
 import { CrashHistory, RESTART_POLICY } from './restart-policy';
-import { removeStackFile, writeStackFile } from './stack-file';
+import { removeStackFile, writeStackFile } from '../infra/stack-file';
 import { ensureLocalModel, LOCAL_ENGINE_ID, localEnginesFile, startLocalModel } from './local-model';
 import { resolveTemporalBinary } from './temporal-binary';
 import {
@@ -30,7 +30,7 @@ import {
   TEMPORAL_UI_SERVER,
   type TemporalServerSettings,
 } from './temporal-cluster';
-import { temporalConnectOptions } from './temporal-connection';
+import { temporalConnectOptions } from '../infra/temporal-connection';
 import { spawnDevServer, waitForTemporal } from './temporal-server';
 
 /**
@@ -216,7 +216,7 @@ async function startLocalDemoModel(): Promise<NodeJS.ProcessEnv> {
   if (process.env.QUORUM_ENGINES_FILE)
     throw new Error(
       `QUORUM_LOCAL_MODEL=on writes its own engines file; with QUORUM_ENGINES_FILE set, declare the local model in yours instead ` +
-        `(start it with \`node --import tsx infra/local-model.ts\`; the entry is in docs/engines.md) and set QUORUM_STAND_IN=${LOCAL_ENGINE_ID}`,
+        `(start it with \`node --import tsx stack/local-model.ts\`; the entry is in docs/engines.md) and set QUORUM_STAND_IN=${LOCAL_ENGINE_ID}`,
     );
   // Both cores: while it generates, the rest of the stack waits on it.
   const server = await startLocalModel(ensureLocalModel(say), { detached: true, threads: 2 });

@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort } from './free-port';
-import { repoRoot } from './paths';
+import { freePort } from '../infra/free-port';
+import { repoRoot } from '../infra/paths';
 import { ensureVenv } from './python-venv';
 
 /**
@@ -37,7 +37,7 @@ function findGguf(venv: string): string | undefined {
   return undefined;
 }
 
-/** The installed server and model, installing them first when this user has not yet (infra/python-venv.ts). */
+/** The installed server and model, installing them first when this user has not yet (stack/python-venv.ts). */
 export function ensureLocalModel(log: (line: string) => void = (l) => console.error(l)): LocalModelInstall {
   const { dir, python } = ensureVenv({
     name: pinsName(),
@@ -74,7 +74,7 @@ export interface LocalModelServer {
 }
 
 // The Python source is not compiled into dist/: it is read from the checkout in both runtimes.
-const SERVER_SCRIPT = path.join(repoRoot, 'infra', 'local-model-server.py');
+const SERVER_SCRIPT = path.join(repoRoot, 'stack', 'local-model-server.py');
 
 function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
