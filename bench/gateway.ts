@@ -9,6 +9,8 @@ import { criticalPathMs, drive, statusCounts, type Call } from './drive';
 import { cpuDelta, sampleCpu, treeMemory } from './procs';
 import { round } from './results';
 import { summary } from './stats';
+import { loadConfig } from '../infra/config';
+import { toolEnv } from '../stack/tool-env';
 
 /**
  * A plain pass-through gateway in front of the load bench's loopback engine, measured as Quorum is (issue 31):
@@ -40,7 +42,7 @@ interface Gateway {
 }
 
 async function startGateway(engine: { baseUrl: string; apiKey: string; model: string }): Promise<Gateway> {
-  const { python } = ensureVenv({ name: `litellm-${LITELLM_VERSION}`, packages: PACKAGES });
+  const { python } = ensureVenv({ name: `litellm-${LITELLM_VERSION}`, packages: PACKAGES }, toolEnv(loadConfig(), process.env));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-gateway-'));
   const config = path.join(dir, 'config.yaml');
   fs.writeFileSync(

@@ -32,6 +32,8 @@ import { peerTable, targetText, type PeerInput, type PeerRow, type PhaseFigures 
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
+import { loadConfig } from '../infra/config';
+import { toolEnv } from '../stack/tool-env';
 
 /**
  * DESIGN §13 through HTTP, as a client sees it (issue 16): the API with its worker in one process, compiled, as `npm
@@ -642,7 +644,7 @@ async function main(): Promise<void> {
   // The floor last, with everything else stopped: it starts a dev server, an engine and a worker of its own.
   if (PEERS) {
     console.error('Temporal floor: running');
-    floor = await runFloor(Math.max(20, Math.round(FLOOR_N * SCALE)), resolveTemporalBinary());
+    floor = await runFloor(Math.max(20, Math.round(FLOOR_N * SCALE)), resolveTemporalBinary(toolEnv(loadConfig(), process.env)));
   }
 
   for (const result of results) printTable(result);

@@ -12,6 +12,8 @@ import { createEngines, type Engines } from '../engines';
 import { createLogger } from '../infra/log';
 import { ensureLocalModel, LOCAL_ENGINE_ID, LOCAL_MODEL_NAME, localEnginesFile, startLocalModel } from '../stack/local-model';
 import { machine, round, writeResults } from './results';
+import { loadConfig } from '../infra/config';
+import { toolEnv } from '../stack/tool-env';
 
 /**
  * Staff on the real local model (issue 27 items 2 and 8): SmolLM2-135M-Instruct on llama.cpp's server, called through
@@ -98,7 +100,7 @@ async function tokensPerSecond(baseUrl: string): Promise<number> {
 
 async function main(): Promise<void> {
   const load = os.loadavg();
-  const install = ensureLocalModel();
+  const install = ensureLocalModel(toolEnv(loadConfig(), process.env));
   const server = await startLocalModel(install, { threads: THREADS, parallel: 1 });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-bench-local-'));
   try {

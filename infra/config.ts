@@ -92,6 +92,15 @@ const EnvSchema = z.object({
   QUORUM_OAUTH_ACCESS_TTL_S: z.coerce.number().int().positive().default(3600),
   /** When set, `/metrics` (API and worker) also wants `Authorization: Bearer <token>`; otherwise keep it on the scrape network. */
   QUORUM_METRICS_TOKEN: z.string().min(1).optional(),
+
+  // ---- npm start's launcher (stack/) only: read by its entry points (stack/supervisor.ts, stack/temporal-binary.ts,
+  // stack/local-model.ts) and handed down (stack/tool-env.ts); the product's processes never read them.
+  /** A Temporal CLI to run the dev server with; default `temporal` on PATH, else built once from its Go module. */
+  TEMPORAL_CLI_PATH: envText,
+  /** The Python (3.10 or later, with `venv`) the per-user Python tools are installed with. */
+  QUORUM_PYTHON: z.string().min(1).default('python3'),
+  /** The per-user cache the launcher builds and installs its tools into (`$XDG_CACHE_HOME/quorum`); default ~/.cache. */
+  XDG_CACHE_HOME: envText,
 });
 
 /**

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import type { ToolEnv } from './tool-env';
 
 /**
  * A Go program built once per user from its module on the Go module proxy (`go install`), cached outside the checkout
@@ -20,9 +20,8 @@ export interface GoProgram {
   packages: readonly string[];
 }
 
-export function goProgramDir(program: GoProgram): string {
-  const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
-  return path.join(cache, 'quorum', `${program.name}-${program.version}`);
+export function goProgramDir(program: GoProgram, tools: ToolEnv): string {
+  return path.join(tools.cacheDir, `${program.name}-${program.version}`);
 }
 
 export function isExecutable(file: string): boolean {
@@ -34,8 +33,8 @@ export function isExecutable(file: string): boolean {
   }
 }
 
-export function onPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+export function onPath(name: string, tools: ToolEnv): string | undefined {
+  for (const dir of (tools.inherited.PATH ?? '').split(path.delimiter)) {
     const candidate = path.join(dir, name);
     if (dir && isExecutable(candidate)) return candidate;
   }
@@ -45,11 +44,11 @@ export function onPath(name: string): string | undefined {
 const binaryNames = (program: GoProgram): string[] => program.packages.map((p) => path.basename(p));
 
 /** The program's folder, holding one binary per package: built now (minutes, once per user) when any is missing. */
-export function ensureGoProgram(program: GoProgram, log: (line: string) => void): string {
-  const dir = goProgramDir(program);
+export function ensureGoProgram(program: GoProgram, tools: ToolEnv, log: (line: string) => void): string {
+  const dir = goProgramDir(program, tools);
   if (binaryNames(program).every((b) => isExecutable(path.join(dir, b)))) return dir;
   const targets = program.packages.map((p) => `${program.module}/${p}@${program.version}`);
-  const go = onPath('go');
+  const go = onPath('go', tools);
   if (!go)
     throw new Error(
       `${program.label} is needed and is built from its Go module: install Go (https://go.dev/dl/, 1.25 or later) ` +
@@ -62,7 +61,7 @@ export function ensureGoProgram(program: GoProgram, log: (line: string) => void)
   const staging = fs.mkdtempSync(`${dir}.building-`);
   try {
     const result = spawnSync(go, ['install', ...targets], {
-      env: { ...process.env, GOBIN: staging },
+      env: { ...tools.inherited, GOBIN: staging },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     if (result.status !== 0 || !binaryNames(program).every((b) => isExecutable(path.join(staging, b))))

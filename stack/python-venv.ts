@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import type { ToolEnv } from './tool-env';
 
 /**
  * Third-party Python tools (llama.cpp's server, Schemathesis, LiteLLM's proxy) pinned on PyPI and installed into a
  * virtual environment cached per user outside the checkout (`${XDG_CACHE_HOME:-~/.cache}/quorum/<name>`, beside the
  * Node and Temporal binaries), so every clone and CI run reuse one install. `QUORUM_PYTHON` names the interpreter
- * (3.10 or later, with `venv`); default `python3`.
+ * (3.10 or later, with `venv`; ToolEnv.python); default `python3`.
  */
 export interface VenvSpec {
   /** The folder under the per-user cache; name the pins in it, so a new pin installs afresh. */
@@ -30,12 +30,12 @@ export interface Venv {
 
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 
-export function venvDir(name: string): string {
-  return path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'quorum', name);
+export function venvDir(name: string, tools: ToolEnv): string {
+  return path.join(tools.cacheDir, name);
 }
 
-function run(cmd: string, args: readonly string[], what: string): void {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: INSTALL_TIMEOUT_MS });
+function run(cmd: string, args: readonly string[], what: string, env: NodeJS.ProcessEnv): void {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'], timeout: INSTALL_TIMEOUT_MS });
   if (r.error) throw new Error(`${what}: ${r.error.message}`);
   if (r.status !== 0) {
     const tail = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-12).join('\n');
@@ -44,8 +44,8 @@ function run(cmd: string, args: readonly string[], what: string): void {
 }
 
 /** The venv of `spec`, installing it first when this user has not yet. Throws with the installer's own words when it cannot. */
-export function ensureVenv(spec: VenvSpec): Venv {
-  const dir = venvDir(spec.name);
+export function ensureVenv(spec: VenvSpec, tools: ToolEnv): Venv {
+  const dir = venvDir(spec.name, tools);
   const pythonIn = (d: string): string => path.join(d, 'bin', 'python');
   const ready = (d: string): boolean => fs.existsSync(pythonIn(d)) && (spec.complete?.(d) ?? true);
   if (ready(dir)) return { dir, python: pythonIn(dir) };
@@ -58,12 +58,18 @@ export function ensureVenv(spec: VenvSpec): Venv {
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   try {
-    const base = process.env.QUORUM_PYTHON ?? 'python3';
-    run(base, ['-m', 'venv', tmp], `${base} -m venv (Python 3.10 or later with venv is needed; set QUORUM_PYTHON to choose one)`);
+    const base = tools.python;
+    run(
+      base,
+      ['-m', 'venv', tmp],
+      `${base} -m venv (Python 3.10 or later with venv is needed; set QUORUM_PYTHON to choose one)`,
+      tools.inherited,
+    );
     run(
       pythonIn(tmp),
       ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...(spec.pipOptions ?? []), ...spec.packages],
       `pip install ${spec.packages.join(' ')}`,
+      tools.inherited,
     );
     if (!ready(tmp)) throw new Error(`pip installed ${spec.packages.join(' ')} into ${tmp}, but it lacks what its user reads`);
     // A clone that finished first keeps its install (it may be running it); ours is dropped.

@@ -18,6 +18,7 @@ import { CrashHistory, RESTART_POLICY } from './restart-policy';
 import { removeStackFile, writeStackFile } from '../infra/stack-file';
 import { ensureLocalModel, LOCAL_ENGINE_ID, localEnginesFile, startLocalModel } from './local-model';
 import { resolveTemporalBinary } from './temporal-binary';
+import { toolEnv, type ToolEnv } from './tool-env';
 import {
   DYNAMIC_CONFIG_FILE,
   ensureNamespace,
@@ -208,18 +209,23 @@ async function waitForHealth(url: string, timeoutMs = 60_000): Promise<void> {
   throw new Error(`${url} not healthy after ${timeoutMs} ms: ${last}`);
 }
 
+/** Where the launcher finds and installs its tools: this entry point's configuration and environment. */
+function launcherTools(config: Config): ToolEnv {
+  return toolEnv(config, process.env);
+}
+
 /**
  * QUORUM_LOCAL_MODEL=on: the real local model, its engines file, and the setting that seats it where no provider key
  * could run the design (instead of a simulated engine). Returns the environment the worker and API need for it.
  */
-async function startLocalDemoModel(): Promise<NodeJS.ProcessEnv> {
+async function startLocalDemoModel(config: Config): Promise<NodeJS.ProcessEnv> {
   if (process.env.QUORUM_ENGINES_FILE)
     throw new Error(
       `QUORUM_LOCAL_MODEL=on writes its own engines file; with QUORUM_ENGINES_FILE set, declare the local model in yours instead ` +
         `(start it with \`node --import tsx stack/local-model.ts\`; the entry is in docs/engines.md) and set QUORUM_STAND_IN=${LOCAL_ENGINE_ID}`,
     );
   // Both cores: while it generates, the rest of the stack waits on it.
-  const server = await startLocalModel(ensureLocalModel(say), { detached: true, threads: 2 });
+  const server = await startLocalModel(ensureLocalModel(launcherTools(config), say), { detached: true, threads: 2 });
   track('local model', server.process);
   const file = path.join(dataDir, 'local-engines.json');
   fs.writeFileSync(file, JSON.stringify(localEnginesFile(server.baseUrl), null, 2));
@@ -245,7 +251,7 @@ interface StartedTemporal {
 /** `npm start`'s Temporal: the CLI's dev server on SQLite, with its UI. */
 async function startDevTemporal(config: Config): Promise<StartedTemporal> {
   const server = spawnDevServer({
-    binary: resolveTemporalBinary(say),
+    binary: resolveTemporalBinary(launcherTools(config), say),
     port: config.TEMPORAL_PORT,
     uiPort: config.TEMPORAL_UI_PORT,
     dbFile: path.join(dataDir, 'temporal.db'),
@@ -262,7 +268,8 @@ async function startDevTemporal(config: Config): Promise<StartedTemporal> {
  * the server on it, our namespace and search attributes, and the Web UI; state under `.data/cluster/`.
  */
 async function startClusterTemporal(config: Config, dir: string, stopTimeoutMs: number): Promise<StartedTemporal> {
-  const [serverBin, uiBin] = [ensureGoProgram(TEMPORAL_SERVER, say), ensureGoProgram(TEMPORAL_UI_SERVER, say)];
+  const tools = launcherTools(config);
+  const [serverBin, uiBin] = [ensureGoProgram(TEMPORAL_SERVER, tools, say), ensureGoProgram(TEMPORAL_UI_SERVER, tools, say)];
   const pg = new URL((await startPostgres(CLUSTER_SERVICES.temporalPostgres, path.join(dir, 'temporal-pg'))).url);
   const ports = temporalPorts(config.TEMPORAL_PORT);
   for (const [name, value] of Object.entries(ports)) {
@@ -281,7 +288,7 @@ async function startClusterTemporal(config: Config, dir: string, stopTimeoutMs: 
     ...ports,
     LOG_LEVEL: 'error',
   };
-  await ensureTemporalSchema(path.join(serverBin, 'sql'), settings);
+  await ensureTemporalSchema(path.join(serverBin, 'sql'), settings, tools.inherited);
   const address = `127.0.0.1:${config.TEMPORAL_PORT}`;
   // Its errors (LOG_LEVEL) go to a file: a shutdown alone logs dozens, each with a stack trace.
   const serverLog = path.join(dir, 'temporal', 'server.log');
@@ -359,7 +366,7 @@ async function main(): Promise<void> {
     // A shell's settings for some remote cluster would have our children try TLS on the plain server started here.
     ...(temporal ? withoutTemporalClientSettings(process.env) : process.env),
     ...joinClusterEnv({ databaseUrl, temporalAddress, namespace: config.TEMPORAL_NAMESPACE }),
-    ...(config.QUORUM_LOCAL_MODEL === 'on' ? await startLocalDemoModel() : {}),
+    ...(config.QUORUM_LOCAL_MODEL === 'on' ? await startLocalDemoModel(config) : {}),
   };
   // One machine, one process: `npm start`'s API runs the worker too (QUORUM_ROLE=all), so its starts are eager and
   // one Node process is resident instead of two. The cluster keeps them apart, as production does.

@@ -177,7 +177,11 @@ export function serverConfig(s: TemporalServerSettings): string {
  * tool's latest (a no-op when current) on every start, as the compose `temporal-schema` service does. The tool reads
  * its connection from the environment (SQL_*), which keeps the password out of the process list.
  */
-export async function ensureTemporalSchema(sqlTool: string, s: TemporalServerSettings): Promise<void> {
+export async function ensureTemporalSchema(
+  sqlTool: string,
+  s: TemporalServerSettings,
+  inherited: Readonly<NodeJS.ProcessEnv>,
+): Promise<void> {
   const admin = new pg.Client({
     host: s.POSTGRES_SEEDS,
     port: Number(s.DB_PORT),
@@ -193,7 +197,7 @@ export async function ensureTemporalSchema(sqlTool: string, s: TemporalServerSet
     ] as const) {
       const exists = await admin.query('select 1 from pg_database where datname = $1', [database]);
       if (exists.rowCount === 0) await admin.query(`create database "${database}"`);
-      const env = { ...process.env, ...temporalSqlToolEnv(s), SQL_DATABASE: database };
+      const env = { ...inherited, ...temporalSqlToolEnv(s), SQL_DATABASE: database };
       await run(sqlTool, ['setup-schema', '-v', '0.0'], { env });
       await run(sqlTool, ['update-schema', '--schema-name', schema], { env });
     }

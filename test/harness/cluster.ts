@@ -9,6 +9,8 @@ import { TEMPORAL_SERVER, TEMPORAL_UI_SERVER, temporalPorts } from '../../stack/
 import { buildOnce } from './build';
 import { exitOf, listProcesses } from './faults';
 import { startSupervisor } from './supervisor';
+import { loadConfig } from '../../infra/config';
+import { toolEnv } from '../../stack/tool-env';
 
 /**
  * `npm run start:cluster` as an operator runs it (built, then the compiled supervisor with `--cluster`), its state in a scratch
@@ -62,7 +64,8 @@ export async function startCluster(o: {
 }): Promise<RunningCluster> {
   buildOnce();
   // Built here, once per user, rather than inside the supervisor's start, whose readiness the wait below times.
-  for (const program of [TEMPORAL_SERVER, TEMPORAL_UI_SERVER]) ensureGoProgram(program, (line) => console.log(`      ${line}`));
+  for (const program of [TEMPORAL_SERVER, TEMPORAL_UI_SERVER])
+    ensureGoProgram(program, toolEnv(loadConfig(), process.env), (line) => console.log(`      ${line}`));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-cluster-'));
   // Postgres runs as the `postgres` user when we are root: it must be able to enter the folder.
   fs.chmodSync(dataDir, 0o755);

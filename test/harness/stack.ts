@@ -9,6 +9,8 @@ import { startEmbeddedPostgres, type EmbeddedPg } from '../../infra/postgres';
 import { resolveTemporalBinary } from '../../stack/temporal-binary';
 import { dynamicConfigArgs, sqlitePragmaArgs } from '../../stack/temporal-server';
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
+import { loadConfig } from '../../infra/config';
+import { toolEnv } from '../../stack/tool-env';
 
 /**
  * One real Temporal dev server and one real Postgres for the whole mocha run, on free ports, torn down at the end,
@@ -48,7 +50,7 @@ export function stack(): TestStack {
  */
 export async function startStack(options: { dbFile?: string } = {}): Promise<TestStack> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const temporalBinary = resolveTemporalBinary();
+  const temporalBinary = resolveTemporalBinary(toolEnv(loadConfig(), process.env));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-test-'));
   // Postgres runs as the `postgres` user when we are root: it must be able to enter the folder.
   fs.chmodSync(tmp, 0o755);

@@ -12,8 +12,21 @@ export interface StartedSupervisor {
  * `npm start`'s own entry point, the compiled supervisor (with `--cluster`: `npm run start:cluster`'s), as a terminal
  * runs it; resolves once it prints its last ready line.
  */
-export async function startSupervisor(env: NodeJS.ProcessEnv, args: string[] = [], readyTimeoutMs = 120_000): Promise<StartedSupervisor> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/stack/supervisor.js'), ...args], {
+export function startSupervisor(env: NodeJS.ProcessEnv, args: string[] = [], readyTimeoutMs = 120_000): Promise<StartedSupervisor> {
+  return startReady(process.execPath, [path.join(repoRoot, 'dist/stack/supervisor.js'), ...args], env, readyTimeoutMs);
+}
+
+/**
+ * `npm start` itself, through npm, as a user or a process manager runs it (its build step included); `child` is npm.
+ * Node 22's npm, as the test runs under scripts/with-node.sh.
+ */
+export function startThroughNpm(env: NodeJS.ProcessEnv, readyTimeoutMs = 120_000): Promise<StartedSupervisor> {
+  return startReady('npm', ['start'], env, readyTimeoutMs);
+}
+
+/** `command` in a process group of its own, resolved once the supervisor prints its last ready line. */
+async function startReady(command: string, args: string[], env: NodeJS.ProcessEnv, readyTimeoutMs: number): Promise<StartedSupervisor> {
+  const child = spawn(command, args, {
     cwd: repoRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,6 +3,8 @@ import { spawn } from 'node:child_process';
 import { ensureVenv } from '../../../stack/python-venv';
 import { startProductWorkers } from '../deliberation/helpers';
 import { FORMS, newKey, newOrg, startApi, type Api } from '../api/helpers';
+import { loadConfig } from '../../../infra/config';
+import { toolEnv } from '../../../stack/tool-env';
 
 /**
  * Schemathesis (a maintained property-based API fuzzer, from PyPI) against /openapi.json of each Form: no request it
@@ -34,7 +36,10 @@ describe('fuzzing /openapi.json with schemathesis: no 5xx, no undeclared status'
   let workers: { stop(): Promise<void> };
   let python: string;
   before(async () => {
-    ({ python } = ensureVenv({ name: `schemathesis-${VERSION}`, packages: [`schemathesis==${VERSION}`] }));
+    ({ python } = ensureVenv(
+      { name: `schemathesis-${VERSION}`, packages: [`schemathesis==${VERSION}`] },
+      toolEnv(loadConfig(), process.env),
+    ));
     workers = await startProductWorkers({});
   });
   after(() => workers.stop());

@@ -12,7 +12,7 @@ import { freePort } from '../../../infra/free-port';
 import { engineCallsOut, exitOf, listProcesses, portOpen, until } from '../../harness/faults';
 import { chargeCount, ledgerSum } from '../deliberation/helpers';
 import { buildOnce } from '../../harness/build';
-import { startSupervisor, type StartedSupervisor } from '../../harness/supervisor';
+import { startSupervisor, startThroughNpm, type StartedSupervisor } from '../../harness/supervisor';
 import { stack } from '../../harness/stack';
 
 type Started = StartedSupervisor;
@@ -120,6 +120,17 @@ async function assertGone(ports: Ports, dataDir: string): Promise<void> {
   for (const port of Object.values(ports)) assert.equal(await portOpen(port), false, `port ${port} still bound`);
   assert.deepEqual(processesMentioning(dataDir), []);
   assert.equal(fs.existsSync(path.join(dataDir, 'stack.json')), false);
+}
+
+/** Every process descending from `pid` (not `pid` itself), as the process table shows them now. */
+function descendantsOf(pid: number): number[] {
+  const all = listProcesses();
+  const found: number[] = [];
+  for (let parents = [pid]; parents.length > 0;) {
+    parents = all.filter((p) => parents.includes(p.ppid)).map((p) => p.pid);
+    found.push(...parents);
+  }
+  return found;
 }
 
 describe('npm start: the supervisor', function () {
@@ -261,4 +272,36 @@ describe('npm start: the supervisor', function () {
       fs.rmSync(localDir, { recursive: true, force: true });
     }
   });
+  // As a process manager (systemd, a container runtime, pm2) stops it: the signal to npm's own pid only, not to its
+  // process group as a terminal's Ctrl-C sends it. npm passes it to its script's process, which must be the supervisor.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal} to npm start's own pid stops the whole stack gracefully: exit 0, no process left, no port bound`, async () => {
+      const signalDir = fs.mkdtempSync(path.join(os.tmpdir(), `quorum-${signal.toLowerCase()}-`));
+      let s: Started | undefined;
+      try {
+        const { env, ports } = await supervisorEnv(signalDir);
+        s = await startThroughNpm(env);
+        const npmPid = s.child.pid ?? 0;
+        const health = await fetch(`http://127.0.0.1:${ports.PORT}/healthz`);
+        assert.equal(health.status, 200, await health.text());
+        const stackPids = descendantsOf(npmPid);
+        // Postgres runs under pg_ctl, outside this tree: assertGone finds it by its data folder.
+        assert.ok(stackPids.length >= 3, `the supervisor, Temporal and the API: ${JSON.stringify(stackPids)}`);
+
+        const exited = exitOf(s.child);
+        process.kill(npmPid, signal);
+        const { code } = await exited;
+        assert.equal(code, 0, s.output());
+        assert.match(s.output(), /\[quorum\] stopped/);
+        assert.doesNotMatch(s.output(), /parent process ended/, 'the supervisor got the signal itself (not its parent going away)');
+        const left = listProcesses().filter((p) => stackPids.includes(p.pid));
+        assert.deepEqual(left, [], 'processes of the stack still running');
+        await assertGone(ports, signalDir);
+      } finally {
+        // A failed assertion must not leave the stack running over a deleted folder.
+        if (s?.child.exitCode === null) await ctrlC(s);
+        fs.rmSync(signalDir, { recursive: true, force: true });
+      }
+    });
+  }
 });

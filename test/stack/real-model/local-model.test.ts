@@ -14,6 +14,8 @@ import { stack } from '../../harness/stack';
 import { call, newOrg, startApi, USER, type Api, type Reply } from '../api/helpers';
 import { assertEachBilledOnce, assertNothingBilled, customMode, startProductWorkers } from '../deliberation/helpers';
 import { untilEnded } from '../runs/helpers';
+import { loadConfig } from '../../../infra/config';
+import { toolEnv } from '../../../stack/tool-env';
 
 /**
  * Quorum on a real model served by a real server this project did not write (issue 27 item 1): llama.cpp's HTTP
@@ -61,7 +63,7 @@ describe('real model: Quorum on llama.cpp serving SmolLM2-135M-Instruct', functi
   let dir: string;
 
   before(async () => {
-    install = ensureLocalModel();
+    install = ensureLocalModel(toolEnv(loadConfig(), process.env));
     server = await startLocalModel(install);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-local-model-'));
     const file = path.join(dir, 'engines.json');
