@@ -441,14 +441,17 @@ async function main(): Promise<void> {
 
 // The children run in process groups of their own, so a terminal's Ctrl-C (or hang-up) reaches this process alone,
 // which stops them in order: the API drains while the worker and Temporal still serve its calls in flight. A second
-// signal stops everything at once.
-let signals = 0;
+// signal stops everything at once. Under `npm start` one Ctrl-C comes twice: the terminal signals npm's group, this
+// process included, and npm passes its own copy on at once; a repeat that close is that same press.
+const SAME_PRESS_MS = 1_000;
+let firstSignalAt: number | undefined;
 const onSignal = (signal: NodeJS.Signals): void => {
-  signals += 1;
-  if (signals === 1) {
+  if (firstSignalAt === undefined) {
+    firstSignalAt = Date.now();
     void shutdown(0);
     return;
   }
+  if (Date.now() - firstSignalAt < SAME_PRESS_MS) return;
   say(`${signal} again: stopping at once`);
   for (const part of started) part.kill();
   removeStackFile();
