@@ -20,7 +20,7 @@ import type { Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
 import { unavailableMessage } from '../domain/caller-errors';
 import { assembleOutcome } from '../domain/outcome-assembly';
-import { laneFor, type Plan as Seating } from '../domain/seat-plan';
+import { laneFor, type Seating } from '../domain/seat-plan';
 import { failureReason } from './engine-chain';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
 import { runPanel, type PanelStep } from './panel';
@@ -204,7 +204,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     promptTokens: input.promptTokens,
     config: mode.config,
     lane,
-    plan: seating,
+    seating,
     ground: classification.grounding && mode.config.grounding === 'auto',
     meter,
     judgeSeed,

@@ -75,7 +75,7 @@ function modeAnswers(input: QuestionInput, asked: Asked, meter: CostMeter): Prom
     promptTokens: input.question.promptTokens,
     config: input.mode.config,
     lane: 'panel',
-    plan: input.tierPlan.plan,
+    seating: input.tierPlan.plan,
     ground: false,
     meter,
     judgeSeed: Math.floor(Math.random() * 2 ** 31),
