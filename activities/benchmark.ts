@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Knex } from 'knex';
+import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import { QuorumError } from '../domain/errors';
 import type { RunAdmission } from '../domain/run-admission';
@@ -55,7 +56,8 @@ export interface RunRef {
   runId: string;
   orgId: string;
   kind: RunKind;
-  keyMode: 'live' | 'test';
+  /** The key's kind; named `keyMode` in recorded histories, so it keeps that name. */
+  keyMode: KeyKind;
   mode: ResolvedMode;
   spec: RunSpec;
 }

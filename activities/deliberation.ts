@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError, type ErrorCode } from '../domain/errors';
@@ -69,7 +70,8 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     async prepare(input: {
       orgId: string;
       requestId: string;
-      keyMode: 'live' | 'test';
+      /** The key's kind; named `keyMode` in recorded histories, so it keeps that name. */
+      keyMode: KeyKind;
       mode: ResolvedMode;
       tier: Tier;
       lane: Lane;

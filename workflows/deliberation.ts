@@ -9,6 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliberationActivities, PrepareRefusal } from '../activities/deliberation';
+import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
 import { CostMeter } from '../domain/cost-meter';
@@ -29,7 +30,8 @@ import { QuorumLane, QuorumStatus } from './search-attributes';
 export interface DeliberationInput {
   requestId: string;
   orgId: string;
-  keyMode: 'live' | 'test';
+  /** The key's kind; named `keyMode` in recorded histories, so it keeps that name. */
+  keyMode: KeyKind;
   form: Form;
   mode: ResolvedMode;
   tier: Tier;
