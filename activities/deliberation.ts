@@ -137,7 +137,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     },
     synthesize: engineCall,
 
-    /** A run that ends without an answer: nothing billed, the hold released, the request marked failed. */
+    /** A deliberation that ends without an answer: nothing billed, the hold released, the request marked failed. */
     async failRequest(input: { orgId: string; requestId: string; code: string; unsettled?: Settlement }): Promise<void> {
       await abandonRequest(db, input);
     },

@@ -5,7 +5,7 @@ import type { SeatRole } from './outcome';
 /**
  * Who sits where for one call: the lane rule and seat planning, pure over the mode, the tier and what the catalog
  * and the organisation's own keys can run. The activity that plans a call supplies that knowledge; the estimate
- * uses the same functions, so a quote and a run never disagree about the seats.
+ * uses the same functions, so a quote and a deliberation never disagree about the seats.
  */
 
 /** An engine as the workflow needs it: its id and prices (workflows do not import the catalog). */

@@ -230,7 +230,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     lane,
     ceilingMicros: input.ceilingMicros,
     onPlan: payer !== undefined,
-    run: panel,
+    panel,
     meter,
     createdAt: input.createdAt,
     startedMs,

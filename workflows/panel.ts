@@ -6,7 +6,7 @@ import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
 import { lastUserText, type ChatMessage } from '../domain/messages';
 import type { ModeConfig } from '../domain/modes';
-import type { PanelRun, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
+import type { PanelResult, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
 import type { Seating, SeatAssignment } from '../domain/seat-plan';
@@ -59,7 +59,7 @@ export interface PanelInput {
   hedgeAfterMs?: number;
   /** Engine calls as local activities (ENGINE_CALL_LOCAL): a deliberation's; a run's questions hedge ordinary ones. */
   localCalls?: boolean;
-  /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the run. */
+  /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the panel. */
   onStep?: (step: PanelStep) => void;
 }
 
@@ -122,7 +122,7 @@ interface Grounding {
   snippets: string[];
   /** The snippets' size, counted into Form A's check before a critique round. */
   tokens: number;
-  staff: PanelRun['staff']['grounding'];
+  staff: PanelResult['staff']['grounding'];
 }
 
 /**
@@ -147,15 +147,15 @@ interface PanelState {
   judgment: Judgment | null;
   divergenceFirst: number | null;
   /** Each seat's anonymous label in the last judgment. */
-  labels: PanelRun['labels'];
-  judgedBy: PanelRun['judgedBy'];
+  labels: PanelResult['labels'];
+  judgedBy: PanelResult['judgedBy'];
   judgeCall: StaffCall | null;
   /** Every judge call's latency, summed over the rounds: the receipt's judge line. */
   judgeLatency: number;
 }
 
 /** DESIGN §5 steps 3 and 5–8: grounding, round 1, judge, critique rounds, synthesis. */
-export async function runPanel(input: PanelInput): Promise<PanelRun> {
+export async function runPanel(input: PanelInput): Promise<PanelResult> {
   const panel = startPanel(input, await groundQuestion(input));
   // Round 1: every seat in parallel, on the same prompt.
   const round1 = seatPrompt(input.messages, panel.grounding.snippets);
@@ -168,10 +168,10 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
   } else if (panel.answered.length > 0) {
     recordRound(panel, 1, null);
   }
-  const run = panelRun(panel);
+  const result = panelResult(panel);
   // No seat answered: the caller decides (a deliberation abandons, a run's question scores an empty answer).
-  if (panel.answered.length === 0) return run;
-  return synthesisStep(panel, run);
+  if (panel.answered.length === 0) return result;
+  return synthesisStep(panel, result);
 }
 
 function startPanel(input: PanelInput, grounding: Grounding): PanelState {
@@ -380,7 +380,7 @@ async function critiqueRounds(panel: PanelState): Promise<void> {
   }
 }
 
-function panelRun(panel: PanelState): PanelRun {
+function panelResult(panel: PanelState): PanelResult {
   const { input } = panel;
   return {
     seats: panel.seats.map((s) => ({ role: s.assignment.role, designed: s.assignment.designed, latest: s.latest, failures: s.failures })),
@@ -405,15 +405,15 @@ function panelRun(panel: PanelState): PanelRun {
  * Step 8: the best seat's latest answer (every seat still answering has one), which synthesis replaces unless the
  * seats agree and the mode skips it, or Form A's ceiling is reached.
  */
-async function synthesisStep(panel: PanelState, run: PanelRun): Promise<PanelRun> {
+async function synthesisStep(panel: PanelState, result: PanelResult): Promise<PanelResult> {
   const { input, answered, judgment, labels } = panel;
   const { synthesize } = input.localCalls ? localEngineCalls : engineCalls;
   const best = (judgment && answered.find((s) => labels[s.assignment.role] === judgment.best)) || answered[0];
   const bestPass = best.latest as SeatPass;
-  run.best = bestPass.role;
-  run.answer = bestPass.content;
-  run.finish = bestPass.finish;
-  if (!judgment || (judgment.converged && input.config.skipSynthesisWhenConverged) || input.meter.capped) return run;
+  result.best = bestPass.role;
+  result.answer = bestPass.content;
+  result.finish = bestPass.finish;
+  if (!judgment || (judgment.converged && input.config.skipSynthesisWhenConverged) || input.meter.capped) return result;
 
   const labelled = answered
     .map((s) => ({ label: labels[s.assignment.role] ?? '?', text: s.latest?.content ?? '' }))
@@ -450,9 +450,9 @@ async function synthesisStep(panel: PanelState, run: PanelRun): Promise<PanelRun
   );
   if (r) {
     // The first synthesis call that answers is the only one: its latency is the receipt's.
-    run.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
-    run.answer = r.text;
-    run.finish = r.finish;
+    result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
+    result.answer = r.text;
+    result.finish = r.finish;
   }
-  return run;
+  return result;
 }

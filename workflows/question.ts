@@ -5,7 +5,7 @@ import { CostMeter } from '../domain/cost-meter';
 import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode } from '../domain/modes';
-import type { PanelRun } from '../domain/outcome';
+import type { PanelResult } from '../domain/outcome';
 import { checkAnswer } from '../domain/questions/check';
 import type { TierPlan } from '../domain/run-plan';
 import { answerLabels, presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
@@ -68,7 +68,7 @@ interface Asked {
 }
 
 /** The mode's answer: its panel at the question's depth. A run is priced up front: the meter only counts, it never stops a step. */
-function modeAnswers(input: QuestionInput, asked: Asked, meter: CostMeter): Promise<PanelRun> {
+function modeAnswers(input: QuestionInput, asked: Asked, meter: CostMeter): Promise<PanelResult> {
   return runPanel({
     orgId: input.orgId,
     messages: asked.messages,
