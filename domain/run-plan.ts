@@ -5,7 +5,7 @@ import { isSimEngine, seatingFor, type CatalogEngine, type Seating, type Planned
 /**
  * Who answers and who judges in a run, per tier (DESIGN §10): the mode's panel, the baseline (its strongest seat
  * engine alone, or with `punch_up` the next tier's strongest), and the three judges with self-recusal. Pure; the
- * launch uses it to refuse a run whose engines cannot run (409 `provider_unavailable`), the run's workflow to plan.
+ * launch uses it to refuse a run whose engines cannot run (409 `provider_unavailable`), the run's workflow to seat its questions.
  */
 
 export interface RunCatalogEngine extends CatalogEngine {
@@ -18,7 +18,7 @@ export interface RunPlanningContext extends PlanningContext {
   catalog: readonly RunCatalogEngine[];
 }
 
-export interface TierPlan {
+export interface TierLineup {
   tier: Tier;
   /** The panel's seating. Named `plan` in the question workflows' recorded input, so it keeps that name. */
   plan: Seating;
@@ -26,7 +26,7 @@ export interface TierPlan {
   judges: JudgeAssignment[];
 }
 
-export type RunPlan = { ok: true; tiers: TierPlan[] } | { ok: false; missing: string[] };
+export type RunLineup = { ok: true; tiers: TierLineup[] } | { ok: false; missing: string[] };
 
 export interface RunShape {
   tiers: readonly Tier[];
@@ -101,13 +101,13 @@ function designedOnSim(config: ModeConfig, tiers: readonly Tier[]): boolean {
   return [...seats, config.staff.judge.engine, config.staff.synthesis.engine].every(isSimEngine);
 }
 
-export function planRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanningContext): RunPlan {
+export function lineUpRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanningContext): RunLineup {
   const ctx = designedOnSim(config, shape.tiers) ? { ...runCtx, simOnly: true } : runCtx;
   const missing: string[] = [];
   const pool = judgePool(ctx);
   if (pool.length < shape.judges.length)
     missing.push(`judges: ${shape.judges.length} judges of different makers are needed; ${pool.length} can run here`);
-  const tiers: TierPlan[] = [];
+  const tiers: TierLineup[] = [];
   // Without enough judges nothing below can be assigned; report what else is missing all the same.
   const enoughJudges = pool.length >= shape.judges.length;
   for (const tier of shape.tiers) {

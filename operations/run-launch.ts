@@ -22,7 +22,7 @@ import type { Form } from '../domain/form';
 import { quote } from '../domain/estimate';
 import type { ModeRecord } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
-import { planRun } from '../domain/run-plan';
+import { lineUpRun } from '../domain/run-plan';
 import {
   BUCKET_DEPTH,
   CERTIFICATION,
@@ -188,13 +188,13 @@ async function testRunPrice(
 async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: ModeRecord, spec: RunSpec): Promise<void> {
   const simOnly = auth.mode === 'test';
   const own = simOnly ? new Set<string>() : await ownProviderFamilies(deps.db, auth.orgId);
-  const plan = planRun(mode.config, spec, runPlanningContext(deps.engines, own, simOnly));
-  if (!plan.ok)
+  const lineup = lineUpRun(mode.config, spec, runPlanningContext(deps.engines, own, simOnly));
+  if (!lineup.ok)
     throw refusal(
       deps.form,
       new QuorumError(
         'provider_unavailable',
-        `The run needs engines that cannot run here: ${plan.missing.join('; ')}. Nothing was charged.`,
+        `The run needs engines that cannot run here: ${lineup.missing.join('; ')}. Nothing was charged.`,
       ),
     );
 }

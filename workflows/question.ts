@@ -7,7 +7,7 @@ import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode } from '../domain/modes';
 import type { PanelResult } from '../domain/outcome';
 import { checkAnswer } from '../domain/questions/check';
-import type { TierPlan } from '../domain/run-plan';
+import type { TierLineup } from '../domain/run-plan';
 import { answerLabels, presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
 import { runVerdictSchema } from '../domain/reply-schemas';
 import { BUCKET_DEPTH, type JudgmentRecord, type QuestionResult } from '../domain/runs';
@@ -23,7 +23,8 @@ export interface QuestionInput {
   form: Form;
   mode: ResolvedMode;
   question: RunQuestion;
-  tierPlan: TierPlan;
+  /** Named `tierPlan` in recorded histories, so it keeps that name. */
+  tierPlan: TierLineup;
   protocol: JudgingProtocol;
   repeats: number;
   /** Seeds every judge's presentation order; the run id, so the orders are reproducible from the run. */
