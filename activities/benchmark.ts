@@ -1,11 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Knex } from 'knex';
+import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import { QuorumError } from '../domain/errors';
 import type { RunAdmission } from '../domain/run-admission';
 import type { ResolvedMode, Tier } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
-import { planRun, type TierPlan } from '../domain/run-plan';
+import { lineUpRun, type TierLineup } from '../domain/run-plan';
 import { endStateOf, summarizeRun, type RunSummary } from '../domain/run-summary';
 import { dealTiers, ENDED_STATES, type BucketCounts, type QuestionResult, type RunKind, type RunSpec } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
@@ -46,7 +47,7 @@ export interface PreparedRun {
   ended: boolean;
   /** Questions with no recorded result yet; a resumed run starts only these. */
   remaining: RunQuestion[];
-  tiers: TierPlan[];
+  tiers: TierLineup[];
   done: BucketCounts;
   startedAt: string | null;
 }
@@ -55,7 +56,8 @@ export interface RunRef {
   runId: string;
   orgId: string;
   kind: RunKind;
-  keyMode: 'live' | 'test';
+  /** The key's kind; named `keyMode` in recorded histories, so it keeps that name. */
+  keyMode: KeyKind;
   mode: ResolvedMode;
   spec: RunSpec;
 }
@@ -114,9 +116,9 @@ export function createBenchmarkActivities(deps: BenchmarkDeps) {
         return { ended: true, remaining: [], tiers: [], done: await doneCounts(db, ref.runId), startedAt: null };
       const simOnly = ref.keyMode === 'test';
       const own = simOnly ? new Set<string>() : await ownProviderFamilies(db, ref.orgId);
-      const plan = planRun(ref.mode.config, ref.spec, runPlanningContext(engines, own, simOnly));
-      if (!plan.ok)
-        throw ApplicationFailure.nonRetryable(`engines the run needs cannot run: ${plan.missing.join('; ')}`, PROVIDER_UNAVAILABLE);
+      const lineup = lineUpRun(ref.mode.config, ref.spec, runPlanningContext(engines, own, simOnly));
+      if (!lineup.ok)
+        throw ApplicationFailure.nonRetryable(`engines the run needs cannot run: ${lineup.missing.join('; ')}`, PROVIDER_UNAVAILABLE);
       const startedAt = await markRunState(db, ref.runId, 'running');
       const answered = await answeredIds(db, ref.runId);
       const remaining = dealTiers(await questionsOf(ref), ref.spec.tiers)
@@ -125,7 +127,7 @@ export function createBenchmarkActivities(deps: BenchmarkDeps) {
       return {
         ended: false,
         remaining,
-        tiers: plan.tiers,
+        tiers: lineup.tiers,
         done: await doneCounts(db, ref.runId),
         startedAt: startedAt?.toISOString() ?? null,
       };

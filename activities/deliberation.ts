@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError, type ErrorCode } from '../domain/errors';
@@ -8,7 +9,7 @@ import { judgmentSchema } from '../domain/reply-schemas';
 import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
 import type { Settlement } from '../domain/outcome';
-import { planSeats, type Plan } from '../domain/seat-plan';
+import { seatingFor, type Seating } from '../domain/seat-plan';
 import * as ledger from '../db/repositories/ledger';
 import { holdPlanCharge } from '../db/repositories/plans';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
@@ -69,14 +70,15 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     async prepare(input: {
       orgId: string;
       requestId: string;
-      keyMode: 'live' | 'test';
+      /** The key's kind; named `keyMode` in recorded histories, so it keeps that name. */
+      keyMode: KeyKind;
       mode: ResolvedMode;
       tier: Tier;
       lane: Lane;
       hold?: { amountMicros: number; personId?: string };
       /** A call on a plan runs on the service's keys: the plan pays the service, never the organisation's provider account. */
       onPlan?: boolean;
-    }): Promise<Plan | PrepareRefusal> {
+    }): Promise<Seating | PrepareRefusal> {
       const { orgId, requestId, mode, hold } = input;
       // The receipt names this hash: run nothing unless the configuration about to run is the one it names.
       // (The API read both from the same stored version; a difference means that version's data is not what it says.)
@@ -113,7 +115,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
         if (err instanceof QuorumError) return { refused: holdRefusal(err.code), message: err.message };
         throw err;
       }
-      return planSeats(mode.config, input.tier, input.lane, callPlanningContext(engines, { ownFamilies, simOnly }, env));
+      return seatingFor(mode.config, input.tier, input.lane, callPlanningContext(engines, { ownFamilies, simOnly }, env));
     },
 
     /**
@@ -135,7 +137,7 @@ export function createDeliberationActivities(deps: DeliberationDeps) {
     },
     synthesize: engineCall,
 
-    /** A run that ends without an answer: nothing billed, the hold released, the request marked failed. */
+    /** A deliberation that ends without an answer: nothing billed, the hold released, the request marked failed. */
     async failRequest(input: { orgId: string; requestId: string; code: string; unsettled?: Settlement }): Promise<void> {
       await abandonRequest(db, input);
     },

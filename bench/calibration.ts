@@ -9,7 +9,7 @@ import { simDemoModes, type ModeConfig, type ModeRecord } from '../domain/modes'
 import { seededRandom } from '../domain/prng';
 import { generateQuestions } from '../domain/questions/generate';
 import { verdictScore } from '../domain/run-judging';
-import { planRun } from '../domain/run-plan';
+import { lineUpRun } from '../domain/run-plan';
 import type { RunSummary } from '../domain/run-summary';
 import { certificationSpec, totalQuestions, type QuestionResult, type RunSpec } from '../domain/runs';
 import { clusteredWinRate, verdictFor, wilsonInterval, type ClusteredScore, type Interval } from '../domain/statistics';
@@ -301,9 +301,9 @@ async function main(): Promise<void> {
       config: evenPanelConfig(),
     });
     const mode = (await findMode(db, { orgId: org.orgId, form: 'A', model: MODE_ID })) as ModeRecord;
-    const plan = planRun(mode.config, runSpec(0), runPlanningContext(engines, new Set(), true));
-    if (!plan.ok) throw new Error(`the calibration mode cannot run: ${plan.missing.join('; ')}`);
-    const tier = plan.tiers[0];
+    const lineup = lineUpRun(mode.config, runSpec(0), runPlanningContext(engines, new Set(), true));
+    if (!lineup.ok) throw new Error(`the calibration mode cannot run: ${lineup.missing.join('; ')}`);
+    const tier = lineup.tiers[0];
     assertEvenByConstruction(mode.config, tier.baseline.engineId);
     const judges = tier.judges.map((j) => (j.recusal ? `${j.engineId} (for ${j.recusal.engineId}, recused)` : j.engineId));
     console.log(

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 
 /** DESIGN §8: `qrm_live_` / `qrm_test_` + 32 random base62 characters; only the SHA-256 hash is stored. */
 export const KEY_PREFIX = 'qrm';
-export const KEY_MODES = ['live', 'test'] as const;
-export type KeyMode = (typeof KEY_MODES)[number];
+export const KEY_KINDS = ['live', 'test'] as const;
+export type KeyKind = (typeof KEY_KINDS)[number];
 
 export const SCOPES = ['completions', 'estimate', 'models', 'receipts', 'tests', 'certify', 'modes:write'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -23,8 +23,8 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export function generateApiKey(mode: KeyMode): string {
-  return `${KEY_PREFIX}_${mode}_${randomBase62(SECRET_LENGTH)}`;
+export function generateApiKey(kind: KeyKind): string {
+  return `${KEY_PREFIX}_${kind}_${randomBase62(SECRET_LENGTH)}`;
 }
 
 /** A bearer meant as one of our keys (it carries our prefix), well-formed or not. */
@@ -44,10 +44,10 @@ export function isAccessTokenShaped(raw: string): boolean {
   return ACCESS_TOKEN_SHAPE.test(raw);
 }
 
-/** The key's mode when it has the exact shape of a Quorum key, else undefined (→ `invalid_api_key`). */
-export function parseApiKeyMode(raw: string): KeyMode | undefined {
+/** The key's kind (live or test) when it has the exact shape of a Quorum key, else undefined (→ `invalid_api_key`). */
+export function parseApiKeyKind(raw: string): KeyKind | undefined {
   const m = KEY_SHAPE.exec(raw);
-  return m ? (m[1] as KeyMode) : undefined;
+  return m ? (m[1] as KeyKind) : undefined;
 }
 
 /** Hex SHA-256: the key is 190 bits of randomness, so an unsalted fast hash is enough and allows an indexed lookup. */

@@ -101,7 +101,7 @@ interface Call {
 /** What the projected calls depend on. */
 type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey'>;
 
-/** How a run is projected: as expected (the quote), or at its most (a plan's hold). */
+/** How a deliberation is projected: as expected (the quote), or at its most (a plan's hold). */
 interface Projection {
   outputShare: number;
   /** Every round the mode may run, on the panel unless the tier or mode is express-only. */
@@ -110,7 +110,7 @@ interface Projection {
 
 const EXPECTED: Projection = { outputShare: EXPECTED_OUTPUT_SHARE, atMost: false };
 
-/** The calls a run is projected to make; undefined when an engine has no catalog price. */
+/** The calls a deliberation is projected to make; undefined when an engine has no catalog price. */
 function expectedCalls(
   input: CallShape,
   findPrices: (engineId: string) => TokenPrices | undefined,

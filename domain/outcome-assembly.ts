@@ -3,7 +3,7 @@ import type { CostMeter } from './cost-meter';
 import { bill, type Ceiling } from './fees';
 import type { Form } from './form';
 import type { ResolvedMode, Tier } from './modes';
-import type { ContestedPassage, Outcome, PanelRun, SeatRecord, SeatRole, Substitution, Unavailable } from './outcome';
+import type { ContestedPassage, Outcome, PanelResult, SeatRecord, SeatRole, Substitution, Unavailable } from './outcome';
 
 /**
  * The outcome of a deliberation, assembled from what the panel did and what the meter counted: the one domain
@@ -26,7 +26,7 @@ export interface AssemblyInput {
    * no fee, and the ceiling is null), so no seat row carries a platform fee either, and the payer is `plan`.
    */
   onPlan?: boolean;
-  run: PanelRun;
+  panel: PanelResult;
   meter: CostMeter;
   createdAt: string;
   startedMs: number;
@@ -54,30 +54,30 @@ export function substitutions(seats: readonly SeatRecord[], notes: readonly stri
   );
 }
 
-function roleOfLabel(labels: PanelRun['labels'], label: string): SeatRole | undefined {
+function roleOfLabel(labels: PanelResult['labels'], label: string): SeatRole | undefined {
   return (Object.entries(labels) as [SeatRole, string][]).find(([, l]) => l === label)?.[0];
 }
 
 /** The judge's contested passage, named by seat instead of the anonymous label it was shown. */
-function contestedPassage(run: PanelRun, best: SeatRole): ContestedPassage | null {
-  const c = run.judgment?.contested;
-  return c ? { seat: roleOfLabel(run.labels, c.label) ?? best, quote: c.quote, why: c.why } : null;
+function contestedPassage(panel: PanelResult, best: SeatRole): ContestedPassage | null {
+  const c = panel.judgment?.contested;
+  return c ? { seat: roleOfLabel(panel.labels, c.label) ?? best, quote: c.quote, why: c.why } : null;
 }
 
 /** The judge's reasoning with "answer B" turned into the seat it was. */
-function rationale(run: PanelRun): string {
-  if (!run.judgment) return 'Express lane: one seat answered alone.';
-  return run.judgment.why.replace(/\banswer ([A-C])\b/gi, (m, l: string) => roleOfLabel(run.labels, l.toUpperCase()) ?? m);
+function rationale(panel: PanelResult): string {
+  if (!panel.judgment) return 'Express lane: one seat answered alone.';
+  return panel.judgment.why.replace(/\banswer ([A-C])\b/gi, (m, l: string) => roleOfLabel(panel.labels, l.toUpperCase()) ?? m);
 }
 
 export function assembleOutcome(a: AssemblyInput): Outcome {
-  const { run, meter } = a;
-  const bestRole = run.best;
-  const best = run.seats.find((s) => s.role === bestRole)?.latest;
+  const { panel, meter } = a;
+  const bestRole = panel.best;
+  const best = panel.seats.find((s) => s.role === bestRole)?.latest;
   if (!bestRole || !best) throw new Error('an outcome needs an answering seat');
   // `is_best_seat` marks one row: the answer the judge chose, the best seat's latest pass (its pass in the last
   // round judged). Synthesis may then rewrite the answer from it; the row the judge chose is still this one.
-  const passes = run.passes.map((p) => ({
+  const passes = panel.passes.map((p) => ({
     ...p,
     isBest: p.role === bestRole && p.round === best.round,
     ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}),
@@ -96,28 +96,28 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     configHash: a.mode.configHash,
     tier: a.tier,
     status: capped ? 'capped' : 'succeeded',
-    answer: run.answer,
+    answer: panel.answer,
     // `length` outranks `cost_cap`; Form B has no `cost_cap`.
-    finishReason: run.finish === 'length' ? 'length' : a.form === 'A' && capped ? 'cost_cap' : 'stop',
+    finishReason: panel.finish === 'length' ? 'length' : a.form === 'A' && capped ? 'cost_cap' : 'stop',
     classification: a.classification,
     lane: a.lane,
-    rounds: run.rounds,
-    seats: run.seats.length,
-    seatsAnswered: run.seats.filter((s) => s.latest).length,
-    converged: run.judgment ? run.judgment.converged : null,
-    divergenceFirst: run.divergenceFirst,
-    divergenceFinal: run.judgment ? run.judgment.divergence : null,
-    contestedPassage: contestedPassage(run, bestRole),
-    factualConflict: run.judgment?.factualConflict ?? false,
+    rounds: panel.rounds,
+    seats: panel.seats.length,
+    seatsAnswered: panel.seats.filter((s) => s.latest).length,
+    converged: panel.judgment ? panel.judgment.converged : null,
+    divergenceFirst: panel.divergenceFirst,
+    divergenceFinal: panel.judgment ? panel.judgment.divergence : null,
+    contestedPassage: contestedPassage(panel, bestRole),
+    factualConflict: panel.judgment?.factualConflict ?? false,
     bestSeat: { role: bestRole, modelUsed: best.modelUsed, judgeScore: best.judgeScore, content: best.content },
-    bestSeatRationale: rationale(run),
-    bestSeatJudgedBy: run.judgedBy,
-    deliberation: run.deliberation,
+    bestSeatRationale: rationale(panel),
+    bestSeatJudgedBy: panel.judgedBy,
+    deliberation: panel.deliberation,
     engines: [...new Set(passes.map((p) => p.modelUsed))],
-    substitutions: substitutions(run.seats, run.notes),
-    seatsUnavailable: unavailableSeats(run.seats),
-    staffUnavailable: run.staffUnavailable,
-    staff: run.staff,
+    substitutions: substitutions(panel.seats, panel.notes),
+    seatsUnavailable: unavailableSeats(panel.seats),
+    staffUnavailable: panel.staffUnavailable,
+    staff: panel.staff,
     seatPasses: passes,
     usage: { promptTokens: meter.tokensIn, completionTokens: meter.tokensOut, reasoningTokens: meter.reasoningTokens },
     money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },

@@ -123,7 +123,7 @@ export interface Outcome {
   completedAt: string;
 }
 
-/** One seat across the run: what the mode designed there, its latest answer, and why engines failed it. */
+/** One seat across the deliberation: what the mode designed there, its latest answer, and why engines failed it. */
 export interface SeatRecord {
   role: SeatRole;
   designed: string;
@@ -135,7 +135,7 @@ export interface SeatRecord {
  * What a panel did, before money and identity: the panel's result and the outcome assembly's input. A test run
  * scores it; a deliberation bills and settles the outcome assembled from it.
  */
-export interface PanelRun {
+export interface PanelResult {
   seats: SeatRecord[];
   passes: SeatPass[];
   rounds: number;

@@ -1,11 +1,11 @@
 import { TIER_RANK, type ModeConfig, type Tier } from './modes';
 import { assignJudges, type JudgeAssignment, type JudgeSlot, type JudgingProtocol } from './run-judging';
-import { isSimEngine, planSeats, type CatalogEngine, type Plan, type PlannedEngine, type PlanningContext } from './seat-plan';
+import { isSimEngine, seatingFor, type CatalogEngine, type Seating, type PlannedEngine, type PlanningContext } from './seat-plan';
 
 /**
  * Who answers and who judges in a run, per tier (DESIGN §10): the mode's panel, the baseline (its strongest seat
  * engine alone, or with `punch_up` the next tier's strongest), and the three judges with self-recusal. Pure; the
- * launch uses it to refuse a run whose engines cannot run (409 `provider_unavailable`), the run's workflow to plan.
+ * launch uses it to refuse a run whose engines cannot run (409 `provider_unavailable`), the run's workflow to seat its questions.
  */
 
 export interface RunCatalogEngine extends CatalogEngine {
@@ -18,14 +18,15 @@ export interface RunPlanningContext extends PlanningContext {
   catalog: readonly RunCatalogEngine[];
 }
 
-export interface TierPlan {
+export interface TierLineup {
   tier: Tier;
-  plan: Plan;
+  /** The panel's seating. Named `plan` in the question workflows' recorded input, so it keeps that name. */
+  plan: Seating;
   baseline: PlannedEngine;
   judges: JudgeAssignment[];
 }
 
-export type RunPlan = { ok: true; tiers: TierPlan[] } | { ok: false; missing: string[] };
+export type RunLineup = { ok: true; tiers: TierLineup[] } | { ok: false; missing: string[] };
 
 export interface RunShape {
   tiers: readonly Tier[];
@@ -53,18 +54,24 @@ function plannedOf(e: RunCatalogEngine, ctx: RunPlanningContext): PlannedEngine 
 }
 
 /** Real engines of the design that would run on a `sim` stand-in: a live run refuses them rather than simulate. */
-function standIns(plan: Plan): string[] {
-  const steps = [...plan.seats, plan.judge, plan.synthesis];
+function standIns(seating: Seating): string[] {
+  const steps = [...seating.seats, seating.judge, seating.synthesis];
   // An empty chain (no stand-in allowed) cannot run either.
   return steps.filter((s) => !isSimEngine(s.designed) && (s.chain.length === 0 || isSimEngine(s.chain[0].engineId))).map((s) => s.designed);
 }
 
-function baselineFor(config: ModeConfig, tier: Tier, plan: Plan, punchUp: boolean, ctx: RunPlanningContext): RunCatalogEngine | undefined {
+function baselineFor(
+  config: ModeConfig,
+  tier: Tier,
+  seating: Seating,
+  punchUp: boolean,
+  ctx: RunPlanningContext,
+): RunCatalogEngine | undefined {
   const known = (ids: readonly string[]): RunCatalogEngine[] => ids.flatMap((id) => ctx.find(id) ?? []);
-  if (!punchUp || NEXT_TIER[tier] === tier) return known(plan.seats.flatMap((s) => s.chain[0]?.engineId ?? [])).sort(byStrength)[0];
+  if (!punchUp || NEXT_TIER[tier] === tier) return known(seating.seats.flatMap((s) => s.chain[0]?.engineId ?? [])).sort(byStrength)[0];
   const next = NEXT_TIER[tier];
   if (config.tiers[next])
-    return known(planSeats(config, next, 'panel', ctx).seats.flatMap((s) => s.chain[0]?.engineId ?? [])).sort(byStrength)[0];
+    return known(seatingFor(config, next, 'panel', ctx).seats.flatMap((s) => s.chain[0]?.engineId ?? [])).sort(byStrength)[0];
   const runnable = ctx.catalog.filter((e) => e.tier === next && runsHere(e, ctx));
   return runnable.sort(byStrength)[0];
 }
@@ -94,26 +101,26 @@ function designedOnSim(config: ModeConfig, tiers: readonly Tier[]): boolean {
   return [...seats, config.staff.judge.engine, config.staff.synthesis.engine].every(isSimEngine);
 }
 
-export function planRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanningContext): RunPlan {
+export function lineUpRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanningContext): RunLineup {
   const ctx = designedOnSim(config, shape.tiers) ? { ...runCtx, simOnly: true } : runCtx;
   const missing: string[] = [];
   const pool = judgePool(ctx);
   if (pool.length < shape.judges.length)
     missing.push(`judges: ${shape.judges.length} judges of different makers are needed; ${pool.length} can run here`);
-  const tiers: TierPlan[] = [];
+  const tiers: TierLineup[] = [];
   // Without enough judges nothing below can be assigned; report what else is missing all the same.
   const enoughJudges = pool.length >= shape.judges.length;
   for (const tier of shape.tiers) {
-    const plan = planSeats(config, tier, 'panel', ctx);
-    if (!ctx.simOnly) missing.push(...standIns(plan).map((id) => `${id}: no credentials configured`));
-    const baseline = baselineFor(config, tier, plan, shape.punchUp, ctx);
+    const seating = seatingFor(config, tier, 'panel', ctx);
+    if (!ctx.simOnly) missing.push(...standIns(seating).map((id) => `${id}: no credentials configured`));
+    const baseline = baselineFor(config, tier, seating, shape.punchUp, ctx);
     if (!baseline) {
       missing.push(`baseline for ${tier}: no engine can run`);
       continue;
     }
     const answering = new Set([recusalMaker(baseline)]);
     if (shape.protocol === 'plurality')
-      for (const s of plan.seats) {
+      for (const s of seating.seats) {
         const e = s.chain[0] && ctx.find(s.chain[0].engineId);
         if (e) answering.add(recusalMaker(e));
       }
@@ -123,7 +130,7 @@ export function planRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanning
       pool.map((e) => ({ engineId: e.id, maker: recusalMaker(e) })),
       answering,
     );
-    tiers.push({ tier, plan, baseline: plannedOf(baseline, ctx), judges });
+    tiers.push({ tier, plan: seating, baseline: plannedOf(baseline, ctx), judges });
   }
   return missing.length > 0 ? { ok: false, missing: [...new Set(missing)] } : { ok: true, tiers };
 }

@@ -5,7 +5,7 @@ import type { SeatRole } from './outcome';
 /**
  * Who sits where for one call: the lane rule and seat planning, pure over the mode, the tier and what the catalog
  * and the organisation's own keys can run. The activity that plans a call supplies that knowledge; the estimate
- * uses the same functions, so a quote and a run never disagree about the seats.
+ * uses the same functions, so a quote and a deliberation never disagree about the seats.
  */
 
 /** An engine as the workflow needs it: its id and prices (workflows do not import the catalog). */
@@ -17,7 +17,7 @@ export interface PlannedEngine {
   ownKey: boolean;
 }
 
-export interface SeatPlan {
+export interface SeatAssignment {
   role: SeatRole;
   /** What the mode meant to seat here. */
   designed: string;
@@ -25,15 +25,15 @@ export interface SeatPlan {
   chain: PlannedEngine[];
 }
 
-export interface StaffPlan {
+export interface StaffAssignment {
   designed: string;
   chain: PlannedEngine[];
 }
 
-export interface Plan {
-  seats: SeatPlan[];
-  judge: StaffPlan;
-  synthesis: StaffPlan;
+export interface Seating {
+  seats: SeatAssignment[];
+  judge: StaffAssignment;
+  synthesis: StaffAssignment;
   /** Why an engine of the mode's design is not in a chain, for the receipt. */
   notes: string[];
 }
@@ -158,7 +158,12 @@ function withNamedBackup(
 }
 
 /** Judge and synthesis run on the service's keys only. */
-function staffPlan(ctx: PlanningContext, staff: { engine: string; backup?: string }, simStandIn: string, notes: string[]): StaffPlan {
+function staffAssignment(
+  ctx: PlanningContext,
+  staff: { engine: string; backup?: string },
+  simStandIn: string,
+  notes: string[],
+): StaffAssignment {
   if (ctx.simOnly)
     return {
       designed: staff.engine,
@@ -186,19 +191,19 @@ export function seatChain(
     : withNamedBackup(ctx, chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes), seat.backup, ctx.ownFamilies);
 }
 
-export function planSeats(config: ModeConfig, tier: Tier, lane: Lane, ctx: PlanningContext): Plan {
+export function seatingFor(config: ModeConfig, tier: Tier, lane: Lane, ctx: PlanningContext): Seating {
   const notes: string[] = [];
   const seatTier: Tier = lane === 'express' ? 'experience' : tier;
   const row = designedRow(config, tier, lane);
-  const seats = row.seats.map((designed, i): SeatPlan => ({
+  const seats = row.seats.map((designed, i): SeatAssignment => ({
     role: ROLES[i],
     designed,
     chain: seatChain(ctx, { designed, backup: row.backups?.[i], seatTier, index: i }, notes),
   }));
   return {
     seats,
-    judge: staffPlan(ctx, config.staff.judge, SIM_JUDGE, notes),
-    synthesis: staffPlan(ctx, config.staff.synthesis, SIM_SYNTHESIS, notes),
+    judge: staffAssignment(ctx, config.staff.judge, SIM_JUDGE, notes),
+    synthesis: staffAssignment(ctx, config.staff.synthesis, SIM_SYNTHESIS, notes),
     notes,
   };
 }

@@ -1,10 +1,10 @@
 import type { Lane } from './classifier';
 import { tiersOf, type ModeConfig, type Tier } from './modes';
 import type { SeatRole } from './outcome';
-import { isSimEngine, laneFor, planSeats, type PlanningContext, type StaffPlan } from './seat-plan';
+import { isSimEngine, laneFor, seatingFor, type PlanningContext, type StaffAssignment } from './seat-plan';
 
 /**
- * Who would answer a mode's calls now, read off the call's own seat plan (`planSeats`): the engine a seat, judge or
+ * Who would answer a mode's calls now, read off the call's own seating (`seatingFor`): the engine a seat, judge or
  * synthesis would run on is the first of its chain, which is the designed engine when it can run here, else its
  * first real backup that can, and a `sim` stand-in only when nothing of the design can. A listing built from this
  * cannot say other than the call does.
@@ -27,7 +27,7 @@ export interface TierSeating {
   families: string[];
 }
 
-function seated(step: Pick<StaffPlan, 'designed' | 'chain'>): Seated {
+function seated(step: Pick<StaffAssignment, 'designed' | 'chain'>): Seated {
   return { designed: step.designed, answers: step.chain[0]?.engineId ?? null };
 }
 
@@ -41,16 +41,16 @@ export function seatingNow(config: ModeConfig, ctx: PlanningContext): TierSeatin
     const lane = laneFor(config, tier, { lane: 'panel' });
     // An express-only mode seats the experience row at every tier: listed once.
     if (lane === 'express' && tier !== 'experience') return [];
-    const plan = planSeats(config, tier, lane, ctx);
-    const staff = lane === 'panel' ? [plan.judge, plan.synthesis] : [];
-    const chains = [...plan.seats, ...staff].flatMap((s) => s.chain);
+    const seating = seatingFor(config, tier, lane, ctx);
+    const staff = lane === 'panel' ? [seating.judge, seating.synthesis] : [];
+    const chains = [...seating.seats, ...staff].flatMap((s) => s.chain);
     return [
       {
         tier,
         lane,
-        seats: plan.seats.map((s) => ({ role: s.role, ...seated(s) })),
-        judge: lane === 'panel' ? seated(plan.judge) : null,
-        synthesis: lane === 'panel' ? seated(plan.synthesis) : null,
+        seats: seating.seats.map((s) => ({ role: s.role, ...seated(s) })),
+        judge: lane === 'panel' ? seated(seating.judge) : null,
+        synthesis: lane === 'panel' ? seated(seating.synthesis) : null,
         families: [...new Set(chains.map((e) => ctx.find(e.engineId)?.family ?? e.engineId.split('/')[0]))],
       },
     ];

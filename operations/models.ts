@@ -40,7 +40,7 @@ function familiesNow(config: ModeConfig, seating: readonly TierSeating[], deps: 
 /**
  * The modes the organisation is entitled to, narrowed to those this key may call (a connected app: those the
  * person's plan permits, with no per-call ceiling); each with who would answer this caller's call now, planned by the
- * call's own seat planning (`callPlanningContext`, `planSeats`): a designed engine with no key here shows the real
+ * call's own seat planning (`callPlanningContext`, `seatingFor`): a designed engine with no key here shows the real
  * backup that would answer for it, a `sim` engine only where one would, so a listing never passes off simulated
  * answers as a real model's nor hides the real model that answers.
  */

@@ -22,7 +22,7 @@ import type { Form } from '../domain/form';
 import { quote } from '../domain/estimate';
 import type { ModeRecord } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
-import { planRun } from '../domain/run-plan';
+import { lineUpRun } from '../domain/run-plan';
 import {
   BUCKET_DEPTH,
   CERTIFICATION,
@@ -188,13 +188,13 @@ async function testRunPrice(
 async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: ModeRecord, spec: RunSpec): Promise<void> {
   const simOnly = auth.mode === 'test';
   const own = simOnly ? new Set<string>() : await ownProviderFamilies(deps.db, auth.orgId);
-  const plan = planRun(mode.config, spec, runPlanningContext(deps.engines, own, simOnly));
-  if (!plan.ok)
+  const lineup = lineUpRun(mode.config, spec, runPlanningContext(deps.engines, own, simOnly));
+  if (!lineup.ok)
     throw refusal(
       deps.form,
       new QuorumError(
         'provider_unavailable',
-        `The run needs engines that cannot run here: ${plan.missing.join('; ')}. Nothing was charged.`,
+        `The run needs engines that cannot run here: ${lineup.missing.join('; ')}. Nothing was charged.`,
       ),
     );
 }
@@ -275,8 +275,28 @@ async function assertCallbackAllowed(deps: RunDeps, url: string): Promise<void> 
   }
 }
 
-async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
-  const { db, form } = deps;
+/** What a launch runs and costs, known before anything is started or charged: all a dry run answers. */
+interface PricedLaunch {
+  mode: ModeRecord;
+  fingerprint: string;
+  /** The UTC day: with the request it fixes the questions' seed and a derived idempotency key. */
+  day: string;
+  spec: RunSpec;
+  /** What the run charges: nothing on a test key. */
+  billed: number;
+  /** Certification on Form B needs the mode listed in the marketplace; everything else counts as listed. */
+  listed: boolean;
+  view: LaunchView;
+}
+
+/** The mode (404 / 403), its questions and price (400, 409 `requoted`), its engines (409 `provider_unavailable`), its listing. */
+async function priceLaunch(
+  deps: RunDeps,
+  auth: AuthContext,
+  kind: RunKind,
+  request: RunRequest,
+  opts: LaunchOptions,
+): Promise<PricedLaunch> {
   if (request.callbackUrl !== undefined) await assertCallbackAllowed(deps, request.callbackUrl);
   const mode = await resolveOwnMode(deps, auth, request.model);
   const fingerprint = launchFingerprint(kind, request);
@@ -296,7 +316,7 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
       detail: { price_micros: billed },
     });
   await assertEnginesRun(deps, auth, mode, spec);
-  const listed = form === 'A' || kind === 'test' || (await isListed(db, mode.id));
+  const listed = deps.form === 'A' || kind === 'test' || (await isListed(deps.db, mode.id));
   const total = totalQuestions(spec.counts);
   const view: LaunchView = {
     kind,
@@ -312,51 +332,43 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
     replayed: false,
     note: '',
   };
-  if (request.dryRun) {
-    view.note = listed
-      ? 'Priced only: nothing was started or charged. A launch of the same request today draws these questions at this price.'
-      : 'Priced only. Certification needs the mode listed in the marketplace first.';
-    return view;
-  }
-  if (!listed)
-    throw new QuorumError('listing_required', 'Certification needs the mode listed in the marketplace; list it, then certify.', {
-      param: 'model',
-    });
+  return { mode, fingerprint, day, spec, billed, listed, view };
+}
 
-  const key = opts.idempotencyKey ?? derivedLaunchKey(auth, kind, fingerprint, mode.version, day);
-  const replay = async (run: RunRecord): Promise<LaunchView> => ({
-    ...view,
-    priceMicros: run.billedMicros,
-    run: await replayLaunch(deps, run, fingerprint),
-    replayed: true,
-    note: 'Replayed: this key already launched this run.',
-  });
-  const existing = await findRunByKey(db, auth.orgId, kind, key);
-  if (existing) return replay(existing);
-
-  const runId = opts.runId ?? randomUUID();
-  const workflowId =
-    opts.workflowId ?? (kind === 'test' ? workflowIds.testRun(auth.orgId, key) : workflowIds.certification(auth.orgId, key));
+/**
+ * The run's workflow, whose first step writes the row and the charge (issue 26 item 5): no crash between the two can
+ * take money without a run. A workflow of this id already started (a concurrent launch of the same key) is no failure:
+ * the caller finds it and waits on its answer.
+ */
+async function startLaunchWorkflow(
+  deps: RunDeps,
+  auth: AuthContext,
+  kind: RunKind,
+  request: RunRequest,
+  priced: PricedLaunch,
+  ids: { key: string; runId: string; workflowId: string },
+): Promise<void> {
+  const { form } = deps;
+  const { mode, spec, view } = priced;
+  const { key, runId, workflowId } = ids;
   const run: NewRun = {
     id: runId,
     orgId: auth.orgId,
     kind,
     workflowId,
     idempotencyKey: key,
-    fingerprint,
+    fingerprint: priced.fingerprint,
     keyMode: auth.mode,
     apiKeyId: auth.keyId,
     modeId: mode.id,
     modeVersion: mode.version,
     model: request.model,
     spec,
-    totalQuestions: total,
-    billedMicros: billed,
+    totalQuestions: view.totalQuestions,
+    billedMicros: priced.billed,
     estimatedMinutes: view.estimatedMinutes,
   };
   const dailyLimit = kind === 'test' ? deps.runs.testsPerDay : deps.runs.certificationsPerDay;
-  // The workflow first, and its first step writes the row and the charge (issue 26 item 5): no crash between the two
-  // can take money without a run. A concurrent launch of the same key finds this workflow and waits on its answer.
   try {
     await startRun(
       deps.client,
@@ -385,6 +397,38 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
         retryAfter: 2,
       });
   }
+}
+
+async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
+  const { db, form } = deps;
+  const priced = await priceLaunch(deps, auth, kind, request, opts);
+  const { mode, fingerprint, view } = priced;
+  if (request.dryRun) {
+    view.note = priced.listed
+      ? 'Priced only: nothing was started or charged. A launch of the same request today draws these questions at this price.'
+      : 'Priced only. Certification needs the mode listed in the marketplace first.';
+    return view;
+  }
+  if (!priced.listed)
+    throw new QuorumError('listing_required', 'Certification needs the mode listed in the marketplace; list it, then certify.', {
+      param: 'model',
+    });
+
+  const key = opts.idempotencyKey ?? derivedLaunchKey(auth, kind, fingerprint, mode.version, priced.day);
+  const replay = async (run: RunRecord): Promise<LaunchView> => ({
+    ...view,
+    priceMicros: run.billedMicros,
+    run: await replayLaunch(deps, run, fingerprint),
+    replayed: true,
+    note: 'Replayed: this key already launched this run.',
+  });
+  const existing = await findRunByKey(db, auth.orgId, kind, key);
+  if (existing) return replay(existing);
+
+  const runId = opts.runId ?? randomUUID();
+  const workflowId =
+    opts.workflowId ?? (kind === 'test' ? workflowIds.testRun(auth.orgId, key) : workflowIds.certification(auth.orgId, key));
+  await startLaunchWorkflow(deps, auth, kind, request, priced, { key, runId, workflowId });
   faultPoint('launch:after-start');
   const admission = await awaitAdmission(deps.client, workflowId);
   const admitted = await findRunByKey(db, auth.orgId, kind, key);
@@ -398,7 +442,9 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
   }
   view.run = admitted;
   view.note =
-    billed > 0 ? 'Charged up front; unanswered questions are credited back.' : 'A test key runs on simulated engines and bills nothing.';
+    priced.billed > 0
+      ? 'Charged up front; unanswered questions are credited back.'
+      : 'A test key runs on simulated engines and bills nothing.';
   return view;
 }
 

@@ -11,8 +11,8 @@ const START_DEADLINE_MS = 5_000;
 
 /**
  * Starts one deliberation under its idempotency key's workflow id (DESIGN §4). The caller decides from the request
- * row whether a run may start; the server refuses a second live run under the same id (conflict policy FAIL), and
- * a finished one may run again (a failed call, or a capped one on Form B).
+ * row whether a deliberation may start; the server refuses a second live execution under the same id (conflict
+ * policy FAIL), and a finished one may run again (a failed call, or a capped one on Form B).
  */
 export function startDeliberation(
   client: Client,

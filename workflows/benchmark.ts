@@ -108,7 +108,7 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
   upsertSearchAttributes([{ key: QuorumStatus, value: 'running' }]);
 
   const queue = [...prepared.remaining];
-  const plans = new Map(prepared.tiers.map((t) => [t.tier, t]));
+  const lineups = new Map(prepared.tiers.map((t) => [t.tier, t]));
   const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
   const parentId = workflowInfo().workflowId;
   const mustContinue = (): boolean => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > historyLimit;
@@ -116,8 +116,8 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
   /** One slot of the window: takes the next question until none is left, the run is cancelled, or history is long. */
   const slot = async (): Promise<void> => {
     for (let q = queue.shift(); q; q = cancelled || mustContinue() ? undefined : queue.shift()) {
-      const tierPlan = plans.get(q.tier);
-      if (!tierPlan) throw new Error(`no plan for tier ${q.tier}`);
+      const tierPlan = lineups.get(q.tier);
+      if (!tierPlan) throw new Error(`no lineup for tier ${q.tier}`);
       try {
         await executeChild(questionWorkflow, {
           workflowId: workflowIds.question(parentId, q.id),

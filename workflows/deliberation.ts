@@ -9,8 +9,9 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliberationActivities, PrepareRefusal } from '../activities/deliberation';
+import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
-import type { Classification } from '../domain/classifier';
+import type { Classification, Lane } from '../domain/classifier';
 import { CostMeter } from '../domain/cost-meter';
 import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
@@ -20,7 +21,7 @@ import type { Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
 import { unavailableMessage } from '../domain/caller-errors';
 import { assembleOutcome } from '../domain/outcome-assembly';
-import { laneFor } from '../domain/seat-plan';
+import { laneFor, type Seating } from '../domain/seat-plan';
 import { failureReason } from './engine-chain';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
 import { runPanel, type PanelStep } from './panel';
@@ -29,7 +30,8 @@ import { QuorumLane, QuorumStatus } from './search-attributes';
 export interface DeliberationInput {
   requestId: string;
   orgId: string;
-  keyMode: 'live' | 'test';
+  /** The key's kind; named `keyMode` in recorded histories, so it keeps that name. */
+  keyMode: KeyKind;
   form: Form;
   mode: ResolvedMode;
   tier: Tier;
@@ -73,33 +75,45 @@ function priorRefusalCode(err: unknown): AbandonCode {
   return type && isBillingRefusal(type) ? type : 'insufficient_balance';
 }
 
-/** DESIGN §5: classify → hold and plan → panel → settle. Idempotency is the workflow id (DESIGN §4). */
-export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
-  const startedMs = Date.now();
-  const { orgId, requestId, mode, tier, payer } = input;
-  // Answered to a caller that waits (the MCP server's progress notifications); adds nothing to the history.
+type Step = PanelStep | { stage: 'settling' | 'done' };
+
+/** Where the call is, answered to a caller that waits (the MCP server's progress notifications); adds nothing to the history. */
+function trackProgress(): (next: Step) => void {
   const progress: DeliberationProgress = { stage: 'classifying', round: 0, seats: 0, seatsAnswered: 0, steps: 0 };
   setHandler(deliberationProgressQuery, () => progress);
-  const step = (next: PanelStep | { stage: 'settling' | 'done' }): void => {
+  return (next) => {
     Object.assign(progress, next, { steps: progress.steps + 1 });
   };
+}
 
+/** How a call ends without an answer once it has begun; each releases what it holds. */
+interface Abandoning {
   /** Ends the call without an answer: the hold is released, the request marked failed, nothing billed. */
+  abandon(code: AbandonCode, message: string, unsettled?: Settlement): Promise<never>;
+  /** A step whose (non-retryable) failure ends the call with the code `codeOf` gives it; a cancellation passes through. */
+  orAbandon<T>(codeOf: (err: unknown) => AbandonCode, work: () => Promise<T>, unsettled?: Settlement): Promise<T>;
+}
+
+function abandoning({ orgId, requestId }: DeliberationInput): Abandoning {
   const abandon = async (code: AbandonCode, message: string, unsettled?: Settlement): Promise<never> => {
     await failRequest({ orgId, requestId, code, unsettled });
     upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
     throw ApplicationFailure.nonRetryable(message, code);
   };
-  /** A step whose (non-retryable) failure ends the call with the code `codeOf` gives it; a cancellation passes through. */
-  const orAbandon = async <T>(codeOf: (err: unknown) => AbandonCode, run: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
+  const orAbandon = async <T>(codeOf: (err: unknown) => AbandonCode, work: () => Promise<T>, unsettled?: Settlement): Promise<T> => {
     try {
-      return await run();
+      return await work();
     } catch (err) {
       if (isCancellation(err)) throw err;
       return abandon(codeOf(err), failureReason(err), unsettled);
     }
   };
+  return { abandon, orAbandon };
+}
 
+/** DESIGN §5 step 1: the classification handed in, else the mode's small model (the heuristic on its failure); the lane. */
+async function classifyCall(input: DeliberationInput): Promise<{ classification: Classification; lane: Lane }> {
+  const { mode, tier } = input;
   const classification =
     input.classification ?? (await classify({ messages: input.messages, engineId: mode.config.staff.classifier?.engine }));
   const lane = laneFor(mode.config, tier, classification);
@@ -110,41 +124,89 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
       { key: QuorumStatus, value: 'running' },
     ]);
   }
+  return { classification, lane };
+}
 
-  // One step holds and plans: a plan holds its bound of the call's cost, the organisation the call's ceiling, a test
-  // key nothing. A mode handed over that is not the stored version the API resolved ends `mode_resolution_mismatch`;
-  // a hold refused (the balance, a billing state such as a quota used since the API checked, the person's plan) ends
-  // with the refusal's code.
+/**
+ * DESIGN §5 step 2, and who sits where, in one step: a plan holds its bound of the call's cost, the organisation the
+ * call's ceiling, a test key nothing. A mode handed over that is not the stored version the API resolved ends
+ * `mode_resolution_mismatch`; a hold refused (the balance, a billing state such as a quota used since the API checked,
+ * the person's plan) ends with the refusal's code.
+ */
+async function holdAndSeat(input: DeliberationInput, lane: Lane, { abandon, orAbandon }: Abandoning): Promise<Seating> {
+  const { orgId, requestId, mode, tier, payer } = input;
   const hold =
     input.keyMode !== 'live'
       ? undefined
       : payer
         ? { amountMicros: payer.holdMicros, personId: payer.personId }
         : { amountMicros: input.ceilingMicros ?? 0 };
-  const plan = await orAbandon(priorRefusalCode, () =>
+  const seating = await orAbandon(priorRefusalCode, () =>
     prepare({ orgId, requestId, keyMode: input.keyMode, mode, tier, lane, hold, onPlan: payer !== undefined }),
   );
-  if ('refused' in plan) return abandon(plan.refused, plan.message);
-  step({ stage: 'seats', round: 1, seats: plan.seats.length, seatsAnswered: 0 });
+  if ('refused' in seating) return abandon(seating.refused, seating.message);
+  return seating;
+}
 
-  const meter = new CostMeter({
+/** DESIGN §5 step 9: what the call may cost, tracked after every step. */
+function costMeterFor(input: DeliberationInput, classification: Classification, lane: Lane): CostMeter {
+  return new CostMeter({
     form: input.form,
-    fees: mode.config.fees,
+    fees: input.mode.config.fees,
     depth: classification.depth,
     lane,
     ceilingMicros: input.ceilingMicros,
-    realCostOnly: payer !== undefined,
+    realCostOnly: input.payer !== undefined,
     // Issue 26: a deliberation begun before own-key seats were left to the provider's bill replays its stops as made.
     legacyCeiling: !patched('own-key-seats-billed-by-provider'),
   });
+}
+
+/**
+ * DESIGN §5 step 10: settle retries through database outages; it fails for good only when the outcome cannot be
+ * written at all. A settle the database refuses for good keeps the outcome on the request: a retry settles it, not a
+ * second deliberation.
+ */
+async function settleOutcome(input: DeliberationInput, outcome: Outcome, { orAbandon }: Abandoning): Promise<void> {
+  const settlement: Settlement = { outcome, form: input.form, billed: input.keyMode === 'live', modeVersion: input.mode.version };
+  await orAbandon(
+    () => 'cost_unreadable',
+    () => settle(settlement),
+    settlement,
+  );
+}
+
+/** What an operator reads of the call in the Temporal UI. */
+function markDone(outcome: Outcome, lane: Lane, judgeSeed: number): void {
+  upsertSearchAttributes([{ key: QuorumStatus, value: outcome.status }]);
+  upsertMemo({
+    summary: `${lane} · ${outcome.rounds} round(s) · ${outcome.seatsAnswered}/${outcome.seats} seats · judged by ${outcome.bestSeatJudgedBy} · finish ${outcome.finishReason}`,
+    billedMicros: outcome.money.billedMicros,
+    judgeSeed,
+    workflow: workflowInfo().workflowId,
+  });
+}
+
+/** DESIGN §5: classify → hold and seat → panel → settle. Idempotency is the workflow id (DESIGN §4). */
+export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
+  const startedMs = Date.now();
+  const { orgId, requestId, mode, tier, payer } = input;
+  const step = trackProgress();
+  const ending = abandoning(input);
+
+  const { classification, lane } = await classifyCall(input);
+  const seating = await holdAndSeat(input, lane, ending);
+  step({ stage: 'seats', round: 1, seats: seating.seats.length, seatsAnswered: 0 });
+
+  const meter = costMeterFor(input, classification, lane);
   const judgeSeed = Math.floor(Math.random() * 2 ** 31);
-  const run = await runPanel({
+  const panel = await runPanel({
     orgId,
     messages: input.messages,
     promptTokens: input.promptTokens,
     config: mode.config,
     lane,
-    plan,
+    seating,
     ground: classification.grounding && mode.config.grounding === 'auto',
     meter,
     judgeSeed,
@@ -152,9 +214,9 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     // Issue 31: the engine calls run inside the workflow's task; a deliberation begun before replays its activities.
     localCalls: patched('engine-calls-in-workflow-task'),
   });
-  if (run.best === null) {
+  if (panel.best === null) {
     // Seats and short reasons only: the receipt-less caller reads this; the detail is in the worker's log.
-    return abandon('mode_unavailable', unavailableMessage(run.seats.filter((s) => !s.latest)));
+    return ending.abandon('mode_unavailable', unavailableMessage(panel.seats.filter((s) => !s.latest)));
   }
 
   const outcome = assembleOutcome({
@@ -168,28 +230,15 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     lane,
     ceilingMicros: input.ceilingMicros,
     onPlan: payer !== undefined,
-    run,
+    panel,
     meter,
     createdAt: input.createdAt,
     startedMs,
     completedMs: Date.now(),
   });
-  // Settle retries through database outages; it fails for good only when the outcome cannot be written at all.
-  // A settle the database refuses for good keeps the outcome on the request: a retry settles it, not a second run.
-  const settlement: Settlement = { outcome, form: input.form, billed: input.keyMode === 'live', modeVersion: mode.version };
   step({ stage: 'settling' });
-  await orAbandon(
-    () => 'cost_unreadable',
-    () => settle(settlement),
-    settlement,
-  );
+  await settleOutcome(input, outcome, ending);
   step({ stage: 'done' });
-  upsertSearchAttributes([{ key: QuorumStatus, value: outcome.status }]);
-  upsertMemo({
-    summary: `${lane} · ${outcome.rounds} round(s) · ${outcome.seatsAnswered}/${outcome.seats} seats · judged by ${outcome.bestSeatJudgedBy} · finish ${outcome.finishReason}`,
-    billedMicros: outcome.money.billedMicros,
-    judgeSeed,
-    workflow: workflowInfo().workflowId,
-  });
+  markDone(outcome, lane, judgeSeed);
   return outcome;
 }

@@ -6,10 +6,10 @@ import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
 import { lastUserText, type ChatMessage } from '../domain/messages';
 import type { ModeConfig } from '../domain/modes';
-import type { PanelRun, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
+import type { PanelResult, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
-import type { Plan, SeatPlan } from '../domain/seat-plan';
+import type { Seating, SeatAssignment } from '../domain/seat-plan';
 import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL, ENGINE_CALL_LOCAL } from './engine-call-policy';
 import { hedged } from './hedge';
@@ -47,7 +47,7 @@ export interface PanelInput {
   promptTokens: number;
   config: ModeConfig;
   lane: Lane;
-  plan: Plan;
+  seating: Seating;
   /** Search before the seats answer (the classifier asked for it and the mode allows it). */
   ground: boolean;
   meter: CostMeter;
@@ -59,7 +59,7 @@ export interface PanelInput {
   hedgeAfterMs?: number;
   /** Engine calls as local activities (ENGINE_CALL_LOCAL): a deliberation's; a run's questions hedge ordinary ones. */
   localCalls?: boolean;
-  /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the run. */
+  /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the panel. */
   onStep?: (step: PanelStep) => void;
 }
 
@@ -69,7 +69,7 @@ export type PanelStep =
   | { stage: 'synthesising' };
 
 interface SeatState {
-  plan: SeatPlan;
+  assignment: SeatAssignment;
   /** Position in the seat's engine chain; moves forward on a permanent failure. */
   at: number;
   failures: string[];
@@ -89,12 +89,12 @@ function seatPass(s: SeatState, round: number, first: EngineCallResult, final: E
   const attempts = first === final ? [first] : [first, final];
   const sum = (f: (r: EngineCallResult) => number): number => attempts.reduce((n, r) => n + f(r), 0);
   const cost = sum((r) => r.costMicros);
-  const fallback = final.engineId !== s.plan.designed;
+  const fallback = final.engineId !== s.assignment.designed;
   return {
-    role: s.plan.role,
+    role: s.assignment.role,
     round,
     modelUsed: final.engineId,
-    originalModel: fallback ? s.plan.designed : null,
+    originalModel: fallback ? s.assignment.designed : null,
     fallbackUsed: fallback,
     tokensIn: sum((r) => r.tokensIn),
     tokensOut: sum((r) => r.tokensOut),
@@ -122,7 +122,7 @@ interface Grounding {
   snippets: string[];
   /** The snippets' size, counted into Form A's check before a critique round. */
   tokens: number;
-  staff: PanelRun['staff']['grounding'];
+  staff: PanelResult['staff']['grounding'];
 }
 
 /**
@@ -147,15 +147,15 @@ interface PanelState {
   judgment: Judgment | null;
   divergenceFirst: number | null;
   /** Each seat's anonymous label in the last judgment. */
-  labels: PanelRun['labels'];
-  judgedBy: PanelRun['judgedBy'];
+  labels: PanelResult['labels'];
+  judgedBy: PanelResult['judgedBy'];
   judgeCall: StaffCall | null;
   /** Every judge call's latency, summed over the rounds: the receipt's judge line. */
   judgeLatency: number;
 }
 
 /** DESIGN §5 steps 3 and 5–8: grounding, round 1, judge, critique rounds, synthesis. */
-export async function runPanel(input: PanelInput): Promise<PanelRun> {
+export async function runPanel(input: PanelInput): Promise<PanelResult> {
   const panel = startPanel(input, await groundQuestion(input));
   // Round 1: every seat in parallel, on the same prompt.
   const round1 = seatPrompt(input.messages, panel.grounding.snippets);
@@ -168,10 +168,10 @@ export async function runPanel(input: PanelInput): Promise<PanelRun> {
   } else if (panel.answered.length > 0) {
     recordRound(panel, 1, null);
   }
-  const run = panelRun(panel);
+  const result = panelResult(panel);
   // No seat answered: the caller decides (a deliberation abandons, a run's question scores an empty answer).
-  if (panel.answered.length === 0) return run;
-  return synthesisStep(panel, run);
+  if (panel.answered.length === 0) return result;
+  return synthesisStep(panel, result);
 }
 
 function startPanel(input: PanelInput, grounding: Grounding): PanelState {
@@ -179,7 +179,7 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
     input,
     grounding,
     random: seededRandom(input.judgeSeed),
-    seats: input.plan.seats.map((p) => ({ plan: p, at: 0, failures: [], latest: null, answerTokens: 0 })),
+    seats: input.seating.seats.map((p) => ({ assignment: p, at: 0, failures: [], latest: null, answerTokens: 0 })),
     passes: [],
     deliberation: [],
     staffUnavailable: [],
@@ -225,10 +225,11 @@ async function runSeat(
   const { seat } = input.localCalls ? localEngineCalls : engineCalls;
   const seatMax = input.config.seatMaxOutputTokens;
   // Nothing of the seat's design can run here, and no stand-in may (production): say so on the receipt.
-  if (s.plan.chain.length === 0 && s.failures.length === 0) s.failures.push(`${s.plan.designed}: no engine of this design can run here`);
+  if (s.assignment.chain.length === 0 && s.failures.length === 0)
+    s.failures.push(`${s.assignment.designed}: no engine of this design can run here`);
   // The seat keeps its place in its chain from round to round: an engine that failed for good is not asked again.
   return firstAnswering(
-    s.plan.chain.slice(s.at),
+    s.assignment.chain.slice(s.at),
     async (engine) => {
       // lane and round label the worker's metrics; the call ignores them.
       const call = {
@@ -296,12 +297,12 @@ async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judg
   const { judge } = input.localCalls ? localEngineCalls : engineCalls;
   input.onStep?.({ stage: 'judging', round: panel.rounds });
   const order = shuffled(answered, panel.random);
-  panel.labels = Object.fromEntries(order.map((s, i) => [s.plan.role, LABELS[i]]));
+  panel.labels = Object.fromEntries(order.map((s, i) => [s.assignment.role, LABELS[i]]));
   const labelled: LabelledAnswer[] = order.map((s, i) => ({ label: LABELS[i], text: s.latest?.content ?? '' }));
   const prompt = judgePrompt(input.messages, labelled);
   const tokensIn = readingAll(panel, answered);
   const verdict = await firstAnswering(
-    allowEngine ? input.plan.judge.chain : [],
+    allowEngine ? input.seating.judge.chain : [],
     async (engine) => {
       const r = await hedged(
         (attempt) =>
@@ -320,7 +321,7 @@ async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judg
       );
       input.meter.charge(r);
       panel.judgeLatency += r.latencyMs;
-      panel.judgeCall = staffCall(r, input.plan.judge.designed, panel.judgeLatency);
+      panel.judgeCall = staffCall(r, input.seating.judge.designed, panel.judgeLatency);
       return r.judgment ? { answer: r.judgment } : { unusable: `${r.engineId} gave no usable verdict` };
     },
     {
@@ -363,12 +364,12 @@ async function critiqueRounds(panel: PanelState): Promise<void> {
     const prompts = current.map((s) => {
       const others = current
         .filter((o) => o !== s)
-        .map((o) => ({ label: panel.labels[o.plan.role] ?? '?', text: o.latest?.content ?? '' }));
+        .map((o) => ({ label: panel.labels[o.assignment.role] ?? '?', text: o.latest?.content ?? '' }));
       return critiquePrompt(messages, panel.grounding.snippets, s.latest?.content ?? '', others);
     });
     // Each seat reads the question, the snippets and every current answer (its own and the others'), all counted.
     const tokensIn = readingAll(panel, current) + panel.grounding.tokens;
-    const step: ProjectedCall[] = current.map((s) => ({ engine: s.plan.chain[s.at], tokensIn, maxOut: config.seatMaxOutputTokens }));
+    const step: ProjectedCall[] = current.map((s) => ({ engine: s.assignment.chain[s.at], tokensIn, maxOut: config.seatMaxOutputTokens }));
     if (!meter.affords(step)) return;
     const survivors = await seatRound(panel, panel.rounds + 1, current, prompts);
     // No seat could revise: the previous round's answers and judgment stand.
@@ -379,10 +380,10 @@ async function critiqueRounds(panel: PanelState): Promise<void> {
   }
 }
 
-function panelRun(panel: PanelState): PanelRun {
+function panelResult(panel: PanelState): PanelResult {
   const { input } = panel;
   return {
-    seats: panel.seats.map((s) => ({ role: s.plan.role, designed: s.plan.designed, latest: s.latest, failures: s.failures })),
+    seats: panel.seats.map((s) => ({ role: s.assignment.role, designed: s.assignment.designed, latest: s.latest, failures: s.failures })),
     passes: panel.passes,
     rounds: panel.rounds,
     deliberation: panel.deliberation,
@@ -395,7 +396,7 @@ function panelRun(panel: PanelState): PanelRun {
     finish: 'stop',
     staff: { judge: panel.judgeCall, synthesis: null, grounding: panel.grounding.staff },
     staffUnavailable: panel.staffUnavailable,
-    notes: input.plan.notes,
+    notes: input.seating.notes,
     judgeSeed: input.judgeSeed,
   };
 }
@@ -404,25 +405,25 @@ function panelRun(panel: PanelState): PanelRun {
  * Step 8: the best seat's latest answer (every seat still answering has one), which synthesis replaces unless the
  * seats agree and the mode skips it, or Form A's ceiling is reached.
  */
-async function synthesisStep(panel: PanelState, run: PanelRun): Promise<PanelRun> {
+async function synthesisStep(panel: PanelState, result: PanelResult): Promise<PanelResult> {
   const { input, answered, judgment, labels } = panel;
   const { synthesize } = input.localCalls ? localEngineCalls : engineCalls;
-  const best = (judgment && answered.find((s) => labels[s.plan.role] === judgment.best)) || answered[0];
+  const best = (judgment && answered.find((s) => labels[s.assignment.role] === judgment.best)) || answered[0];
   const bestPass = best.latest as SeatPass;
-  run.best = bestPass.role;
-  run.answer = bestPass.content;
-  run.finish = bestPass.finish;
-  if (!judgment || (judgment.converged && input.config.skipSynthesisWhenConverged) || input.meter.capped) return run;
+  result.best = bestPass.role;
+  result.answer = bestPass.content;
+  result.finish = bestPass.finish;
+  if (!judgment || (judgment.converged && input.config.skipSynthesisWhenConverged) || input.meter.capped) return result;
 
   const labelled = answered
-    .map((s) => ({ label: labels[s.plan.role] ?? '?', text: s.latest?.content ?? '' }))
+    .map((s) => ({ label: labels[s.assignment.role] ?? '?', text: s.latest?.content ?? '' }))
     .sort((a, b) => a.label.localeCompare(b.label));
   input.onStep?.({ stage: 'synthesising' });
   const prompt = synthesisPrompt(input.messages, labelled, judgment.best, judgment.why);
   const tokensIn = readingAll(panel, answered);
   const maxOut = input.config.seatMaxOutputTokens * 2;
   const r = await firstAnswering(
-    input.plan.synthesis.chain,
+    input.seating.synthesis.chain,
     async (engine) => {
       const reply = await hedged(
         (attempt) =>
@@ -449,9 +450,9 @@ async function synthesisStep(panel: PanelState, run: PanelRun): Promise<PanelRun
   );
   if (r) {
     // The first synthesis call that answers is the only one: its latency is the receipt's.
-    run.staff.synthesis = staffCall(r, input.plan.synthesis.designed, r.latencyMs);
-    run.answer = r.text;
-    run.finish = r.finish;
+    result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
+    result.answer = r.text;
+    result.finish = r.finish;
   }
-  return run;
+  return result;
 }

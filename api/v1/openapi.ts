@@ -74,163 +74,176 @@ const errors = (...statuses: number[]): JsonObject =>
 /** Every endpoint can refuse the caller (401, 403), limit it (429) and fail on the service side (500, 503). */
 const ALWAYS = [401, 403, 429, 500, 503];
 
-/** GET /openapi.json: generated from the zod schemas that validate the requests of this deployment's Form. */
-export function openApiDocument(serialiser: FormSerialiser): JsonObject {
-  const body = (schema: z.ZodType): JsonObject => ({ required: true, content: json(schemaOf(schema)) });
+const idempotencyKeyHeader = { name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) };
+const body = (schema: z.ZodType): JsonObject => ({ required: true, content: json(schemaOf(schema)) });
+
+/** The named schemas the operations refer to. */
+function components(): JsonObject {
   return {
-    openapi: '3.1.0',
-    info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
-    security: [{ bearer: [] }],
-    components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: {
-        ErrorBody: schemaOf(ErrorBodySchema),
-        RunAccepted: schemaOf(LaunchSchema),
-        TestRunPoll: schemaOf(TestPollSchema),
-        CertificationPoll: schemaOf(CertifyPollSchema),
-        RunList: schemaOf(RunListSchema),
-        RunQuestion: schemaOf(RunQuestionSchema),
-        ModeCertification: schemaOf(ModeCertificationSchema),
-        // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
-        ModeSpec: schemaOf(ModeSpecDocSchema),
-      },
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    schemas: {
+      ErrorBody: schemaOf(ErrorBodySchema),
+      RunAccepted: schemaOf(LaunchSchema),
+      TestRunPoll: schemaOf(TestPollSchema),
+      CertificationPoll: schemaOf(CertifyPollSchema),
+      RunList: schemaOf(RunListSchema),
+      RunQuestion: schemaOf(RunQuestionSchema),
+      ModeCertification: schemaOf(ModeCertificationSchema),
+      // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
+      ModeSpec: schemaOf(ModeSpecDocSchema),
     },
-    paths: {
-      '/v1/chat/completions': {
-        post: {
-          operationId: 'createChatCompletion',
-          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }],
-          requestBody: body(serialiser.requests.completion),
-          responses: {
-            '200': ok('A chat completion with the `svc` block.'),
-            ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
-            '409': {
-              ...(errors(409)['409'] as JsonObject),
-              headers: {
-                'Retry-After': {
-                  description:
-                    '`request_in_progress`: seconds the running call has left, from its stage and the mode’s typical stage times (1–60).',
-                  schema: { type: 'integer', minimum: 1, maximum: 60 },
-                },
+  };
+}
+
+/** The calls: a completion, an estimate, the modes and a receipt. */
+function callPaths(serialiser: FormSerialiser): JsonObject {
+  return {
+    '/v1/chat/completions': {
+      post: {
+        operationId: 'createChatCompletion',
+        parameters: [idempotencyKeyHeader],
+        requestBody: body(serialiser.requests.completion),
+        responses: {
+          '200': ok('A chat completion with the `svc` block.'),
+          ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
+          '409': {
+            ...(errors(409)['409'] as JsonObject),
+            headers: {
+              'Retry-After': {
+                description:
+                  '`request_in_progress`: seconds the running call has left, from its stage and the mode’s typical stage times (1–60).',
+                schema: { type: 'integer', minimum: 1, maximum: 60 },
               },
             },
           },
         },
       },
-      '/v1/estimate': {
-        post: {
-          operationId: 'createEstimate',
-          requestBody: body(serialiser.requests.estimate),
-          responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors(...ALWAYS, 400, 404, 413, 502) },
-        },
+    },
+    '/v1/estimate': {
+      post: {
+        operationId: 'createEstimate',
+        requestBody: body(serialiser.requests.estimate),
+        responses: { '200': ok('A free quote; `billed_usd` is 0.'), ...errors(...ALWAYS, 400, 404, 413, 502) },
       },
-      '/v1/models': {
-        get: {
-          operationId: 'listModels',
-          responses: {
-            '200': ok('`{object: list, data}` of callable modes; each `svc.certification` is a `ModeCertification`.'),
-            ...errors(...ALWAYS),
-          },
-        },
-      },
-      '/v1/receipts/{request_id}': {
-        get: {
-          operationId: 'getReceipt',
-          parameters: [
-            { name: 'request_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
-            { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
-          ],
-          responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors(...ALWAYS, 400, 404) },
-        },
-      },
-      '/v1/tests': {
-        post: {
-          operationId: 'launchTestRun',
-          parameters:
-            serialiser.form === 'B'
-              ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }]
-              : [],
-          requestBody: body(testRunRequestSchema(serialiser.form)),
-          responses: {
-            '200': okOf('Launched (charged up front), or priced when `dry_run`.', 'RunAccepted'),
-            ...errors(...ALWAYS, 400, 404, 413, ...(serialiser.form === 'B' ? [402, 409, 422] : [])),
-          },
-        },
-        get: {
-          operationId: 'getTestRun',
-          parameters: [batchId, ...RUN_QUESTION_PARAMETERS],
-          responses: { '200': pollOk('Progress, and results once the run has ended.', 'TestRunPoll'), ...errors(...ALWAYS, 400, 404) },
-        },
-      },
-      '/v1/certify': {
-        post: {
-          operationId: 'launchCertification',
-          parameters:
-            serialiser.form === 'B'
-              ? [{ name: 'Idempotency-Key', in: 'header', required: false, schema: schemaOf(IdempotencyKeySchema) }]
-              : [],
-          requestBody: body(CertifyRequestSchema),
-          responses: {
-            '200': okOf('150 questions, three judges, two repeats; $50 flat.', 'RunAccepted'),
-            ...errors(...ALWAYS, 400, 404, 413, ...(serialiser.form === 'B' ? [402, 409, 422] : [])),
-          },
-        },
-        get: {
-          operationId: 'getCertification',
-          parameters: [batchId, ...RUN_QUESTION_PARAMETERS],
-          responses: {
-            '200': pollOk('Progress, and the verdict once the run has ended.', 'CertificationPoll'),
-            ...errors(...ALWAYS, 400, 404),
-          },
-        },
-      },
-      // Issue 28 items 1 and 2, beyond the spec (docs/api-extensions.md).
-      '/v1/runs': {
-        get: {
-          operationId: 'listRuns',
-          parameters: RUN_LIST_PARAMETERS,
-          responses: {
-            '200': okOf('The organisation’s runs, newest first, each as its poll shows it.', 'RunList'),
-            ...errors(...ALWAYS, 400),
-          },
-        },
-      },
-      '/v1/tests/{batch_id}/cancel': {
-        post: {
-          operationId: 'cancelTestRun',
-          parameters: [pathBatchId],
-          responses: { '200': okOf(CANCELLED, 'TestRunPoll'), ...errors(...ALWAYS, 404) },
-        },
-      },
-      '/v1/certify/{batch_id}/cancel': {
-        post: {
-          operationId: 'cancelCertification',
-          parameters: [pathBatchId],
-          responses: { '200': okOf(CANCELLED, 'CertificationPoll'), ...errors(...ALWAYS, 404) },
+    },
+    '/v1/models': {
+      get: {
+        operationId: 'listModels',
+        responses: {
+          '200': ok('`{object: list, data}` of callable modes; each `svc.certification` is a `ModeCertification`.'),
+          ...errors(...ALWAYS),
         },
       },
     },
-    // Issue 28 item 6: what a run POSTs to its `svc.callback_url` when it ends (docs/api-extensions.md).
-    webhooks: {
-      'run.ended': {
-        post: {
-          operationId: 'runEnded',
-          parameters: [
-            { name: 'Quorum-Event-Id', in: 'header', required: true, schema: { type: 'string' }, description: 'The body’s `id`.' },
-            {
-              name: 'Quorum-Signature',
-              in: 'header',
-              required: true,
-              schema: { type: 'string' },
-              description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` under the organisation’s signing secret.',
-            },
-          ],
-          requestBody: { required: true, content: json(schemaOf(RunEndedEventSchema)) },
-          responses: {
-            '200': { description: 'Any 2xx ends the delivery; a 4xx but 408 and 429 ends it undelivered; else it is retried.' },
-          },
+    '/v1/receipts/{request_id}': {
+      get: {
+        operationId: 'getReceipt',
+        parameters: [
+          { name: 'request_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
+          { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
+        ],
+        responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors(...ALWAYS, 400, 404) },
+      },
+    },
+  };
+}
+
+/** Test runs and certifications: launch, poll, list, cancel (DESIGN §10). */
+function runPaths(serialiser: FormSerialiser): JsonObject {
+  const formB = serialiser.form === 'B';
+  const launchParameters = formB ? [idempotencyKeyHeader] : [];
+  const launchErrors = errors(...ALWAYS, 400, 404, 413, ...(formB ? [402, 409, 422] : []));
+  return {
+    '/v1/tests': {
+      post: {
+        operationId: 'launchTestRun',
+        parameters: launchParameters,
+        requestBody: body(testRunRequestSchema(serialiser.form)),
+        responses: { '200': okOf('Launched (charged up front), or priced when `dry_run`.', 'RunAccepted'), ...launchErrors },
+      },
+      get: {
+        operationId: 'getTestRun',
+        parameters: [batchId, ...RUN_QUESTION_PARAMETERS],
+        responses: { '200': pollOk('Progress, and results once the run has ended.', 'TestRunPoll'), ...errors(...ALWAYS, 400, 404) },
+      },
+    },
+    '/v1/certify': {
+      post: {
+        operationId: 'launchCertification',
+        parameters: launchParameters,
+        requestBody: body(CertifyRequestSchema),
+        responses: { '200': okOf('150 questions, three judges, two repeats; $50 flat.', 'RunAccepted'), ...launchErrors },
+      },
+      get: {
+        operationId: 'getCertification',
+        parameters: [batchId, ...RUN_QUESTION_PARAMETERS],
+        responses: {
+          '200': pollOk('Progress, and the verdict once the run has ended.', 'CertificationPoll'),
+          ...errors(...ALWAYS, 400, 404),
         },
       },
     },
+    // Issue 28 items 1 and 2, beyond the spec (docs/api-extensions.md).
+    '/v1/runs': {
+      get: {
+        operationId: 'listRuns',
+        parameters: RUN_LIST_PARAMETERS,
+        responses: {
+          '200': okOf('The organisation’s runs, newest first, each as its poll shows it.', 'RunList'),
+          ...errors(...ALWAYS, 400),
+        },
+      },
+    },
+    '/v1/tests/{batch_id}/cancel': {
+      post: {
+        operationId: 'cancelTestRun',
+        parameters: [pathBatchId],
+        responses: { '200': okOf(CANCELLED, 'TestRunPoll'), ...errors(...ALWAYS, 404) },
+      },
+    },
+    '/v1/certify/{batch_id}/cancel': {
+      post: {
+        operationId: 'cancelCertification',
+        parameters: [pathBatchId],
+        responses: { '200': okOf(CANCELLED, 'CertificationPoll'), ...errors(...ALWAYS, 404) },
+      },
+    },
+  };
+}
+
+/** Issue 28 item 6: what a run POSTs to its `svc.callback_url` when it ends (docs/api-extensions.md). */
+function webhooks(): JsonObject {
+  return {
+    'run.ended': {
+      post: {
+        operationId: 'runEnded',
+        parameters: [
+          { name: 'Quorum-Event-Id', in: 'header', required: true, schema: { type: 'string' }, description: 'The body’s `id`.' },
+          {
+            name: 'Quorum-Signature',
+            in: 'header',
+            required: true,
+            schema: { type: 'string' },
+            description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` under the organisation’s signing secret.',
+          },
+        ],
+        requestBody: { required: true, content: json(schemaOf(RunEndedEventSchema)) },
+        responses: {
+          '200': { description: 'Any 2xx ends the delivery; a 4xx but 408 and 429 ends it undelivered; else it is retried.' },
+        },
+      },
+    },
+  };
+}
+
+/** GET /openapi.json: generated from the zod schemas that validate the requests of this deployment's Form. */
+export function openApiDocument(serialiser: FormSerialiser): JsonObject {
+  return {
+    openapi: '3.1.0',
+    info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
+    security: [{ bearer: [] }],
+    components: components(),
+    paths: { ...callPaths(serialiser), ...runPaths(serialiser) },
+    webhooks: webhooks(),
   };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { generateApiKey, hashApiKey, parseApiKeyMode, randomBase62, SCOPES, type KeyMode, type Scope } from '../../domain/api-keys';
+import { generateApiKey, hashApiKey, parseApiKeyKind, randomBase62, SCOPES, type KeyKind, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { AppPrincipal } from '../../domain/plans';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
@@ -16,7 +16,7 @@ export interface AuthContext {
   keyId: string;
   orgId: string;
   /** A test key bills nothing and runs every seat on `sim` engines (DESIGN §8). */
-  mode: KeyMode;
+  mode: KeyKind;
   scopes: Scope[];
   /** null = every mode the organisation is entitled to. */
   allowedModes: string[] | null;
@@ -29,7 +29,7 @@ export interface AuthContext {
 
 export interface CreateApiKeyInput {
   orgId: string;
-  mode: KeyMode;
+  mode: KeyKind;
   scopes?: readonly Scope[];
   allowedModes?: readonly string[] | null;
   limits?: Partial<KeyLimits>;
@@ -86,7 +86,7 @@ export async function createApiKey(db: DbOrTrx, input: CreateApiKeyInput): Promi
 interface KeyRow {
   id: string;
   org_id: string;
-  mode: KeyMode;
+  mode: KeyKind;
   scopes: Scope[];
   allowed_modes: string[] | null;
   is_owner: boolean;
@@ -101,7 +101,7 @@ interface KeyRow {
 
 /** Spec order: unknown key 401 → revoked/expired 401 → suspended organisation 403. Lookup is by hash only. */
 export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthContext> {
-  if (!parseApiKeyMode(rawKey)) throw new QuorumError('invalid_api_key', 'The API key is missing or malformed.');
+  if (!parseApiKeyKind(rawKey)) throw new QuorumError('invalid_api_key', 'The API key is missing or malformed.');
   const row = (await db('api_keys as k')
     .join('organisations as o', 'o.id', 'k.org_id')
     .where('k.key_hash', hashApiKey(rawKey))
@@ -150,7 +150,7 @@ export async function revokeApiKey(db: DbOrTrx, keyId: string): Promise<void> {
 
 export interface KeyListing {
   id: string;
-  mode: KeyMode;
+  mode: KeyKind;
   /** What the key looks like without its secret: `qrm_live_…abcd`. */
   display: string;
   scopes: Scope[];
@@ -165,7 +165,7 @@ export async function listApiKeys(db: DbOrTrx, orgId: string): Promise<KeyListin
     .orderBy('created_at', 'desc')
     .select('id', 'mode', 'prefix', 'last4', 'scopes', 'created_at', 'revoked_at')) as {
     id: string;
-    mode: KeyMode;
+    mode: KeyKind;
     prefix: string;
     last4: string;
     scopes: Scope[];

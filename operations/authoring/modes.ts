@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { KeyMode } from '../../domain/api-keys';
+import type { KeyKind } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../../domain/mode-spec';
@@ -47,7 +47,7 @@ export interface AuthoringDeps {
 
 /** Who authors: a bearer key, a person in the builder, or an operator (who alone may author platform modes: `orgId` null). */
 export type Author =
-  | { via: 'key'; orgId: string; keyMode: KeyMode; allowedModes: readonly string[] | null }
+  | { via: 'key'; orgId: string; keyMode: KeyKind; allowedModes: readonly string[] | null }
   | { via: 'console'; orgId: string | null }
   | { via: 'operator'; orgId: string | null };
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { authenticate, createApiKey, revokeApiKey } from '../../../db/repositories/api-keys';
 import { createOrganisation, setOrganisationStatus } from '../../../db/repositories/organisations';
-import { generateApiKey, hashApiKey, keyAllowsMode, parseApiKeyMode, SCOPES } from '../../../domain/api-keys';
+import { generateApiKey, hashApiKey, keyAllowsMode, parseApiKeyKind, SCOPES } from '../../../domain/api-keys';
 import { QuorumError } from '../../../domain/errors';
 import { stack } from '../../harness/stack';
 import { dumpDatabase } from './fixtures/helpers';
@@ -13,9 +13,9 @@ describe('accounts: API keys', () => {
     for (const mode of ['live', 'test'] as const) {
       const key = generateApiKey(mode);
       assert.match(key, new RegExp(`^qrm_${mode}_[A-Za-z0-9]{32}$`));
-      assert.equal(parseApiKeyMode(key), mode);
+      assert.equal(parseApiKeyKind(key), mode);
     }
-    assert.equal(parseApiKeyMode('qrm_live_short'), undefined);
+    assert.equal(parseApiKeyKind('qrm_live_short'), undefined);
     assert.equal(new Set(Array.from({ length: 200 }, () => generateApiKey('live'))).size, 200);
   });
 

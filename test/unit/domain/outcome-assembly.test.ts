@@ -3,7 +3,7 @@ import { classifyHeuristic } from '../../../domain/classifier';
 import { CostMeter } from '../../../domain/cost-meter';
 import { modeConfigHash, SYSTEM_MODES, type ResolvedMode } from '../../../domain/modes';
 import { assembleOutcome, substitutions, unavailableSeats, type AssemblyInput } from '../../../domain/outcome-assembly';
-import type { PanelRun, SeatPass, SeatRole } from '../../../domain/outcome';
+import type { PanelResult, SeatPass, SeatRole } from '../../../domain/outcome';
 
 const seed = SYSTEM_MODES[0];
 const mode: ResolvedMode = { id: seed.id, ticker: seed.ticker, version: 1, configHash: modeConfigHash(seed.config), config: seed.config };
@@ -34,7 +34,7 @@ function pass(role: SeatRole, round: number, modelUsed: string, over: Partial<Se
 }
 
 /** A two-round panel: seat3 never answered; seat2 ran on its backup; the judge preferred seat2 ("answer B"). */
-function panelRun(over: Partial<PanelRun> = {}): PanelRun {
+function panelResult(over: Partial<PanelResult> = {}): PanelResult {
   const s1 = pass('seat1', 2, 'openai/gpt-4.1', { judgeScore: 6 });
   const s2 = pass('seat2', 2, 'openai/gpt-4.1', {
     judgeScore: 9,
@@ -96,7 +96,7 @@ function input(over: Partial<AssemblyInput> = {}): AssemblyInput {
     classification,
     lane: 'panel',
     ceilingMicros: 2_000_000,
-    run: panelRun(),
+    panel: panelResult(),
     meter,
     createdAt: '2026-11-22T10:00:00.000Z',
     startedMs: Date.parse('2026-11-22T10:00:00.000Z'),
@@ -180,13 +180,13 @@ describe('outcome assembly: what the panel did, as the one model both Forms and 
     );
     const capped = assembleOutcome(input({ form: 'A', meter, ceilingMicros: 6_000 }));
     assert.deepEqual([capped.status, capped.finishReason, capped.money.billedMicros], ['capped', 'cost_cap', 5_525]);
-    const cut = assembleOutcome(input({ form: 'A', meter, ceilingMicros: 6_000, run: panelRun({ finish: 'length' }) }));
+    const cut = assembleOutcome(input({ form: 'A', meter, ceilingMicros: 6_000, panel: panelResult({ finish: 'length' }) }));
     assert.equal(cut.finishReason, 'length');
   });
 
   it('express lane: no judgment, so converged null and the express rationale; own-key passes make the payer own_keys', () => {
     const only = pass('seat1', 1, 'openai/gpt-4.1-mini', { source: 'own_key' });
-    const run = panelRun({
+    const panel = panelResult({
       seats: [{ role: 'seat1', designed: 'openai/gpt-4.1-mini', latest: only, failures: [] }],
       passes: [only],
       rounds: 1,
@@ -197,7 +197,7 @@ describe('outcome assembly: what the panel did, as the one model both Forms and 
       best: 'seat1',
       answer: only.content,
     });
-    const o = assembleOutcome(input({ lane: 'express', run }));
+    const o = assembleOutcome(input({ lane: 'express', panel }));
     assert.deepEqual(
       [o.lane, o.converged, o.divergenceFinal, o.contestedPassage, o.bestSeatJudgedBy],
       ['express', null, null, null, 'express_lane'],

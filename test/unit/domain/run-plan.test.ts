@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { SYSTEM_MODES, simDemoModes } from '../../../domain/modes';
-import { planRun, type RunShape } from '../../../domain/run-plan';
+import { lineUpRun, type RunShape } from '../../../domain/run-plan';
 import { endStateOf, runEvidence, summarizeRun } from '../../../domain/run-summary';
 import { JUDGE_SLOTS } from '../../../domain/run-judging';
 import type { QuestionResult } from '../../../domain/runs';
@@ -22,9 +22,9 @@ const test = runPlanningContext(engines, new Set(), true);
 
 describe('domain: who answers and who judges a run', () => {
   it('the baseline is the strongest seat engine; a judge of its maker recuses itself for a reserve', () => {
-    const plan = planRun(weak.config, shape(), live);
-    assert.ok(plan.ok);
-    const [tier] = plan.tiers;
+    const lineup = lineUpRun(weak.config, shape(), live);
+    assert.ok(lineup.ok);
+    const [tier] = lineup.tiers;
     assert.equal(tier.baseline.engineId, 'sim/beta-pro');
     // Each simulated engine stands for its own maker: only the baseline engine itself must not judge.
     const recused = tier.judges.filter((j) => j.recusal);
@@ -37,28 +37,28 @@ describe('domain: who answers and who judges a run', () => {
   });
 
   it('punch_up takes the next tier’s strongest engine as the baseline', () => {
-    const plan = planRun(strong.config, shape({ punchUp: true }), live);
-    assert.ok(plan.ok);
-    assert.equal(plan.tiers[0].baseline.engineId, 'sim/beta-pro');
-    const own = planRun(strong.config, shape(), live);
+    const lineup = lineUpRun(strong.config, shape({ punchUp: true }), live);
+    assert.ok(lineup.ok);
+    assert.equal(lineup.tiers[0].baseline.engineId, 'sim/beta-pro');
+    const own = lineUpRun(strong.config, shape(), live);
     assert.ok(own.ok);
     assert.equal(own.tiers[0].baseline.engineId, 'sim/beta-plus', 'the dearest plus seat');
   });
 
   it('plurality also recuses judges of any seat’s maker', () => {
-    const plan = planRun(strong.config, shape({ protocol: 'plurality', tiers: ['pro'] }), live);
-    assert.ok(plan.ok);
-    const seats = new Set(plan.tiers[0].plan.seats.map((s) => s.chain[0].engineId));
-    assert.ok(plan.tiers[0].judges.every((j) => !seats.has(j.engineId)));
+    const lineup = lineUpRun(strong.config, shape({ protocol: 'plurality', tiers: ['pro'] }), live);
+    assert.ok(lineup.ok);
+    const seats = new Set(lineup.tiers[0].plan.seats.map((s) => s.chain[0].engineId));
+    assert.ok(lineup.tiers[0].judges.every((j) => !seats.has(j.engineId)));
   });
 
   it('a live run of real engines with no credentials is refused, naming what is missing; a test key runs it on sim', () => {
-    const refused = planRun(panel.config, shape(), live);
+    const refused = lineUpRun(panel.config, shape(), live);
     assert.equal(refused.ok, false);
     if (refused.ok) return;
     assert.ok(refused.missing.some((m) => m.startsWith('judges: 3 judges')));
     assert.ok(refused.missing.includes('openai/gpt-4.1: no credentials configured'));
-    const simulated = planRun(panel.config, shape(), test);
+    const simulated = lineUpRun(panel.config, shape(), test);
     assert.ok(simulated.ok);
     assert.ok(simulated.tiers[0].plan.seats.every((s) => s.chain[0].engineId.startsWith('sim/')));
     assert.ok(simulated.tiers[0].baseline.engineId.startsWith('sim/'));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { SYSTEM_MODES, type ModeConfig } from '../../../domain/modes';
-import { designedSeats, laneFor, planSeats, type PlanningContext } from '../../../domain/seat-plan';
+import { designedSeats, laneFor, seatingFor, type PlanningContext } from '../../../domain/seat-plan';
 import { findEngine } from '../../../engines/catalog';
 
 const panel = SYSTEM_MODES.find((m) => m.id === 'quorum-panel')?.config as ModeConfig;
@@ -15,7 +15,7 @@ const context = (over: Partial<PlanningContext> = {}): PlanningContext => ({
 });
 const ids = (chain: { engineId: string }[]): string[] => chain.map((e) => e.engineId);
 
-describe('seat planning: one lane rule, one seat plan', () => {
+describe('seat planning: one lane rule, one seating', () => {
   it('the experience tier is the express lane whatever the mode says; otherwise the mode, then the classifier', () => {
     for (const express of ['auto', 'always', 'never'] as const) {
       assert.equal(laneFor(withExpress(express), 'experience', { lane: 'panel' }), 'express', express);
@@ -34,77 +34,77 @@ describe('seat planning: one lane rule, one seat plan', () => {
   });
 
   it("with no provider keys, the tier's sim engines stand in and the receipt notes say why", () => {
-    const plan = planSeats(panel, 'plus', 'panel', context());
+    const seating = seatingFor(panel, 'plus', 'panel', context());
     assert.deepEqual(
-      plan.seats.map((s) => s.role),
+      seating.seats.map((s) => s.role),
       ['seat1', 'seat2', 'seat3'],
     );
     assert.deepEqual(
-      plan.seats.map((s) => s.designed),
+      seating.seats.map((s) => s.designed),
       panel.tiers.plus?.seats,
     );
-    assert.deepEqual(ids(plan.seats[0].chain), ['sim/alpha-plus', 'sim/beta-plus']);
-    assert.deepEqual(ids(plan.seats[2].chain), ['sim/gamma-plus', 'sim/alpha-plus']);
-    assert.ok(plan.notes.includes('openai/gpt-4.1: no openai credentials configured'));
-    assert.deepEqual(ids(plan.judge.chain), ['sim/alpha-plus', 'sim/beta-plus']);
-    assert.deepEqual(ids(plan.synthesis.chain), ['sim/beta-plus', 'sim/gamma-plus']);
-    const express = planSeats(panel, 'pro', 'express', context());
+    assert.deepEqual(ids(seating.seats[0].chain), ['sim/alpha-plus', 'sim/beta-plus']);
+    assert.deepEqual(ids(seating.seats[2].chain), ['sim/gamma-plus', 'sim/alpha-plus']);
+    assert.ok(seating.notes.includes('openai/gpt-4.1: no openai credentials configured'));
+    assert.deepEqual(ids(seating.judge.chain), ['sim/alpha-plus', 'sim/beta-plus']);
+    assert.deepEqual(ids(seating.synthesis.chain), ['sim/beta-plus', 'sim/gamma-plus']);
+    const express = seatingFor(panel, 'pro', 'express', context());
     assert.deepEqual(ids(express.seats[0].chain), ['sim/alpha-experience', 'sim/beta-experience']);
   });
 
   it("a configured stand-in (the local model) takes the sim engines' place for seats and staff; a test key stays on sim", () => {
     const local = { id: 'local/smollm2', family: 'local', inputUsdPerMtok: 0, outputUsdPerMtok: 0, backup: 'sim/alpha-experience' };
     const ctx = context({ find: (id) => (id === local.id ? local : findEngine(id)), standIn: local.id });
-    const plan = planSeats(panel, 'plus', 'panel', ctx);
-    for (const chain of [...plan.seats.map((s) => s.chain), plan.judge.chain, plan.synthesis.chain])
+    const seating = seatingFor(panel, 'plus', 'panel', ctx);
+    for (const chain of [...seating.seats.map((s) => s.chain), seating.judge.chain, seating.synthesis.chain])
       assert.deepEqual(ids(chain), ['local/smollm2', 'sim/alpha-experience']);
-    assert.equal(planSeats(panel, 'plus', 'panel', { ...ctx, simOnly: true }).seats[0].chain[0]?.engineId, 'sim/alpha-plus');
+    assert.equal(seatingFor(panel, 'plus', 'panel', { ...ctx, simOnly: true }).seats[0].chain[0]?.engineId, 'sim/alpha-plus');
     assert.deepEqual(
-      planSeats(panel, 'plus', 'panel', { ...ctx, simStandIns: false }).seats[0].chain,
+      seatingFor(panel, 'plus', 'panel', { ...ctx, simStandIns: false }).seats[0].chain,
       [],
       'production: no stand-in at all',
     );
   });
 
   it("follows backups to engines that can run, seats the organisation's own-key families on its key, staff on the service's", () => {
-    const plan = planSeats(
+    const seating = seatingFor(
       panel,
       'plus',
       'panel',
       context({ serviceCanRun: (id) => id.startsWith('openai/'), ownFamilies: new Set(['google']) }),
     );
-    assert.deepEqual(plan.seats[0].chain, [
+    assert.deepEqual(seating.seats[0].chain, [
       { engineId: 'openai/gpt-4.1', inputUsdPerMtok: 2, outputUsdPerMtok: 8, ownKey: false },
       { engineId: 'google/gemini-2.5-flash', inputUsdPerMtok: 0.3, outputUsdPerMtok: 2.5, ownKey: true },
     ]);
     // claude-sonnet-4 cannot run; its backup gpt-4.1 can, whose backup gemini-2.5-flash runs on the organisation's key.
     assert.deepEqual(
-      plan.seats[1].chain.map((e) => [e.engineId, e.ownKey]),
+      seating.seats[1].chain.map((e) => [e.engineId, e.ownKey]),
       [
         ['openai/gpt-4.1', false],
         ['google/gemini-2.5-flash', true],
       ],
     );
     assert.deepEqual(
-      plan.seats[2].chain.map((e) => [e.engineId, e.ownKey]),
+      seating.seats[2].chain.map((e) => [e.engineId, e.ownKey]),
       [
         ['google/gemini-2.5-flash', true],
         ['openai/gpt-4.1', false],
       ],
     );
-    assert.ok(plan.notes.includes('anthropic/claude-sonnet-4: no anthropic credentials configured'));
+    assert.ok(seating.notes.includes('anthropic/claude-sonnet-4: no anthropic credentials configured'));
     // The judge (claude-sonnet-4) cannot run; its configured backup gpt-4.1 can. Own keys never judge.
-    assert.deepEqual(ids(plan.judge.chain), ['openai/gpt-4.1']);
-    assert.deepEqual(ids(plan.synthesis.chain), ['openai/gpt-4.1']);
+    assert.deepEqual(ids(seating.judge.chain), ['openai/gpt-4.1']);
+    assert.deepEqual(ids(seating.synthesis.chain), ['openai/gpt-4.1']);
   });
 
   it('a test key plans every seat and staff engine on sim, even where real engines could run', () => {
-    const plan = planSeats(panel, 'pro', 'panel', context({ serviceCanRun: () => true, simOnly: true }));
-    for (const s of [...plan.seats, plan.judge, plan.synthesis])
+    const seating = seatingFor(panel, 'pro', 'panel', context({ serviceCanRun: () => true, simOnly: true }));
+    for (const s of [...seating.seats, seating.judge, seating.synthesis])
       assert.ok(
         ids(s.chain).every((id) => id.startsWith('sim/')),
         s.designed,
       );
-    assert.deepEqual(plan.notes, []);
+    assert.deepEqual(seating.notes, []);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { SYSTEM_MODES, type ModeConfig } from '../../../domain/modes';
-import { planSeats, type PlanningContext } from '../../../domain/seat-plan';
+import { seatingFor, type PlanningContext } from '../../../domain/seat-plan';
 import { seatingNow, simulatedFor } from '../../../domain/seating';
 import { findEngine } from '../../../engines/catalog';
 
@@ -19,7 +19,7 @@ const context = (over: Partial<PlanningContext> = {}): PlanningContext => ({
 });
 const onlyOpenAi = context({ serviceCanRun: (id) => id.startsWith('sim/') || id.startsWith('openai/') });
 
-describe('seating: who would answer a mode now, from the call’s own plan', () => {
+describe('seating: who would answer a mode now, from the call’s own seating', () => {
   it('with only OpenAI configured, the Claude and Gemini seats show the real backup that answers them, not a sim stand-in', () => {
     const plus = seatingNow(config('quorum-panel'), onlyOpenAi).find((t) => t.tier === 'plus');
     assert.deepEqual(
@@ -39,10 +39,10 @@ describe('seating: who would answer a mode now, from the call’s own plan', () 
     for (const ctx of [context(), onlyOpenAi, context({ simOnly: true }), context({ simStandIns: false })])
       for (const id of ['quorum-panel', 'quorum-debate', 'quorum-express'])
         for (const t of seatingNow(config(id), ctx)) {
-          const plan = planSeats(config(id), t.tier, t.lane, ctx);
+          const seating = seatingFor(config(id), t.tier, t.lane, ctx);
           assert.deepEqual(
             t.seats.map((s) => s.answers),
-            plan.seats.map((s) => s.chain[0]?.engineId ?? null),
+            seating.seats.map((s) => s.chain[0]?.engineId ?? null),
           );
         }
   });
