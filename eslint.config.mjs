@@ -171,6 +171,25 @@ const sharedApiImports = {
   ],
 };
 
+/**
+ * The environment is read once, at start, by the entry points and the configuration module (DESIGN §3), and handed
+ * down as a Config or the snapshot they read; below them nothing reads `process.env`.
+ */
+const ENV_READERS = ['api/main.ts', 'worker/main.ts', 'worker/run.ts', 'cli/main.ts', 'db/migrate.ts', 'infra/config.ts'];
+/** `npm start`'s launcher's entry points (stack/): each reads its configuration once and hands it down. */
+const LAUNCHER_ENV_READERS = ['stack/supervisor.ts', 'stack/temporal-binary.ts', 'stack/local-model.ts'];
+/** Product code: tests, benches and migrations aside. */
+const PRODUCT_FOLDERS = ['activities', 'api', 'cli', 'db', 'domain', 'engines', 'infra', 'operations', 'stack', 'starters', 'worker', 'workflows'];
+const noEnvRead = [
+  'error',
+  {
+    object: 'process',
+    property: 'env',
+    message:
+      'Only the entry points and infra/config.ts read the environment: add the variable to EnvSchema (infra/config.ts) and docs/configuration.md, and take the setting from the Config (or the environment snapshot) the entry point hands down.',
+  },
+];
+
 /** Dynamic import() would slip past no-restricted-imports. */
 const noDynamicImport = (layer) => [
   'error',
@@ -234,6 +253,11 @@ export default tseslint.config(
     // The plugin's TypeScript settings (parser and extensions for the files it follows), with the TypeScript resolver.
     settings: { ...importX.flatConfigs.typescript.settings, 'import-x/resolver-next': [createTypeScriptImportResolver()] },
     rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+  },
+  {
+    files: PRODUCT_FOLDERS.map((f) => `${f}/**/*.ts`),
+    ignores: [...ENV_READERS, ...LAUNCHER_ENV_READERS, 'db/migrations/**'],
+    rules: { 'no-restricted-properties': noEnvRead },
   },
   {
     files: ['bin/**/*.js'],

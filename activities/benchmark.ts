@@ -1,5 +1,4 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Knex } from 'knex';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import { QuorumError } from '../domain/errors';
@@ -24,17 +23,9 @@ import {
   questionsForRun,
   recordQuestionResult,
 } from '../db/repositories/runs';
-import type { Engines } from '../engines';
 import { runPlanningContext } from '../engines/run-planning';
-import type { Logger } from '../infra/log';
+import type { ActivityDeps } from './deps';
 import { createEngineCall } from './engine-call';
-
-export interface BenchmarkDeps {
-  db: Knex;
-  engines: Engines;
-  log: Logger;
-  env?: NodeJS.ProcessEnv;
-}
 
 /** A question as its workflow gets it: the tier it runs at, and its prompt's tokens counted here (workflows have no tokenizer). */
 export interface RunQuestion extends Question {
@@ -71,9 +62,9 @@ export interface RunLaunch {
 /** The failure type (and spec code) of a run whose engines cannot run: nothing is answered, the charge is refunded. */
 export const PROVIDER_UNAVAILABLE = 'provider_unavailable';
 
-export function createBenchmarkActivities(deps: BenchmarkDeps) {
+export function createBenchmarkActivities(deps: ActivityDeps) {
   const { db, engines } = deps;
-  const env = deps.env ?? process.env;
+  const { env } = deps;
 
   async function questionsOf(ref: RunRef): Promise<Question[]> {
     const found = await questionsForRun(db, ref.orgId, ref.spec);

@@ -1,14 +1,13 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import http from 'node:http';
 import https from 'node:https';
-import type { Knex } from 'knex';
 import { getRun } from '../db/repositories/runs';
 import { signingSecret } from '../db/repositories/webhook-secrets';
 import { runEndedEvent } from '../domain/run-event';
 import { ENDED_STATES } from '../domain/runs';
 import { EVENT_ID_HEADER, SIGNATURE_HEADER, signatureHeader } from '../domain/webhook-signature';
 import { assertPublicCallbackHost, CallbackAddressRefused, guardedLookup, hostOf } from '../infra/callback-address';
-import type { Logger } from '../infra/log';
+import type { ActivityDeps } from './deps';
 
 /**
  * Completion callbacks (issue 28 item 6): one attempt of POSTing a run's `run.ended` event, signed, to the URL its
@@ -96,8 +95,8 @@ export async function sendSigned(input: {
   throw ApplicationFailure.retryable(message, 'callback_failed');
 }
 
-export function createCallbackActivities(deps: { db: Knex; log: Logger; env?: NodeJS.ProcessEnv }) {
-  const env = deps.env ?? process.env;
+export function createCallbackActivities(deps: Pick<ActivityDeps, 'db' | 'log' | 'env'>) {
+  const { env } = deps;
   return {
     /**
      * The ended run's event, built from its row (the same bytes on every attempt), signed with the organisation's

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
@@ -16,21 +15,13 @@ import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { settleOutcome } from '../db/repositories/receipts';
 import { abandonRequest } from '../db/repositories/requests';
 import { unknownOrgAsNotFound } from '../db/repositories/shared';
-import type { Engines } from '../engines';
 import { classifyPrompt } from '../engines/classify';
 import { callPlanningContext } from '../engines/run-planning';
-import type { Logger } from '../infra/log';
+import type { ActivityDeps } from './deps';
 import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
 
 export type { EngineCallInput, EngineCallResult };
-
-export interface DeliberationDeps {
-  db: Knex;
-  engines: Engines;
-  log: Logger;
-  env?: NodeJS.ProcessEnv;
-}
 
 export interface JudgeCallInput extends EngineCallInput {
   /** The anonymous labels the judge was shown; a verdict naming others is not usable. */
@@ -53,9 +44,8 @@ function holdRefusal(code: ErrorCode): PrepareRefusal['refused'] {
   return code === 'plan_limit_reached' || code === 'mode_resolution_mismatch' || isBillingRefusal(code) ? code : 'insufficient_balance';
 }
 
-export function createDeliberationActivities(deps: DeliberationDeps) {
-  const { db, engines } = deps;
-  const env = deps.env ?? process.env;
+export function createDeliberationActivities(deps: ActivityDeps) {
+  const { db, engines, env } = deps;
   const engineCall = createEngineCall({ db, engines, env });
 
   return {

@@ -37,8 +37,11 @@ export interface AppDeps extends HealthDeps {
   engines?: Engines;
   /** Daily launch limits and questions in flight per run; default: from the environment (QUORUM_TEST_RUNS_PER_DAY…). */
   runs?: RunSettings;
-  /** Read for the deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS…); default: the process environment. */
-  env?: NodeJS.ProcessEnv;
+  /**
+   * The environment as the entry point read it at start: the deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS…),
+   * validated here by loadConfig, and the provider keys the default engines are configured from.
+   */
+  env: NodeJS.ProcessEnv;
 }
 
 /**
@@ -92,7 +95,7 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = true;
   const router = new Router();
   const serialiser = serialiserFor(deps.form ?? 'B');
-  const env = deps.env ?? process.env;
+  const { env } = deps;
   const config = loadConfig(env);
   const production = config.QUORUM_ENV === 'production';
   const oauth = new OAuthServer(
@@ -127,7 +130,7 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
   });
-  router.get('/metrics', metricsEndpoint({ db: deps.db, log: deps.log, token: (deps.env ?? process.env).QUORUM_METRICS_TOKEN }));
+  router.get('/metrics', metricsEndpoint({ db: deps.db, log: deps.log, token: config.QUORUM_METRICS_TOKEN }));
   router.post('/v1/chat/completions', gate(routeDeps, 'completions', 'req'), completions(routeDeps));
   router.post('/v1/estimate', gate(routeDeps, 'estimate', 'est'), estimate(routeDeps));
   router.get('/v1/models', gate(routeDeps, 'models'), models(routeDeps));

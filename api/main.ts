@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     namespace: config.TEMPORAL_NAMESPACE,
     interceptors: worker ? { workflow: [eagerStart] } : undefined,
   });
-  const app = createApp({ db, temporal, client, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM });
+  const app = createApp({ db, temporal, client, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM, env: process.env });
 
   const server: Server = listen(app, config.PORT);
   server.once('listening', () => {

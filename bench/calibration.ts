@@ -282,7 +282,7 @@ async function main(): Promise<void> {
     bundlePath: bundleInChild(),
     maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
     maxConcurrentActivities: loadConfig().QUORUM_MAX_CONCURRENT_ACTIVITIES,
-    deps: { db, engines, log },
+    deps: { db, engines, log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   const hedgeAfterMs = SPEEDUP > 0 && HEDGE_AFTER_MS > 0 ? HEDGE_AFTER_MS / SPEEDUP : undefined;

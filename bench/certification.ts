@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     bundlePath: bundleInChild(),
     maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
     maxConcurrentActivities: loadConfig().QUORUM_MAX_CONCURRENT_ACTIVITIES,
-    deps: { db, engines: createEngines({ env: {}, simLatency: `spec:${SPEEDUP}`, logger: log }), log },
+    deps: { db, engines: createEngines({ env: {}, simLatency: `spec:${SPEEDUP}`, logger: log }), log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   const app = createApp({
@@ -48,6 +48,7 @@ async function main(): Promise<void> {
     form: 'A',
     client: env.client,
     runs: { testsPerDay: 20, certificationsPerDay: 3, window: WINDOW, hedgeAfterMs: HEDGE_AFTER_MS / SPEEDUP },
+    env: process.env,
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

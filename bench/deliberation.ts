@@ -100,7 +100,7 @@ async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promi
     namespace,
     bundlePath,
     maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
-    deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log },
+    deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   try {

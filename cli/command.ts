@@ -23,6 +23,8 @@ export interface CommandContext {
   resources: CliResources;
   log: Logger;
   config: Config;
+  /** The environment as cli/main read it at start (provider keys and the engines file's key variables among it). */
+  env: NodeJS.ProcessEnv;
 }
 
 /** `json` is the one object printed with `--json`; `text` the human-readable rendering. */

@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   const resources = await openResources(config, log);
   try {
-    const output = await invocation.run({ resources, log, config });
+    const output = await invocation.run({ resources, log, config, env: process.env });
     process.stdout.write((invocation.json ? JSON.stringify(output.json) : output.text) + '\n');
     return output.exitCode ?? 0;
   } catch (err) {

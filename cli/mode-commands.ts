@@ -30,7 +30,7 @@ export function refusalLine(r: Refusal): string {
 }
 
 function deps(ctx: CommandContext): AuthoringDeps {
-  return { db: ctx.resources.db, form: ctx.config.QUORUM_FORM, engines: createEngines({ logger: ctx.log }), env: process.env };
+  return { db: ctx.resources.db, form: ctx.config.QUORUM_FORM, engines: createEngines({ env: ctx.env, logger: ctx.log }), env: ctx.env };
 }
 
 const oneFile = z.array(z.string()).length(1, 'name one FILE');

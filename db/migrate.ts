@@ -1,9 +1,10 @@
+import { loadConfig } from '../infra/config';
 import { createDb } from './knex';
 import { prepareDatabase } from './prepare';
 
 /** One-shot migration and system-mode seed for deployments (the compose `migrate` service); `npm start` does it in-process. */
 async function main(): Promise<void> {
-  const url = process.env.DATABASE_URL;
+  const url = loadConfig().DATABASE_URL;
   if (!url) throw new Error('DATABASE_URL is required');
   const db = createDb(url, 1);
   try {

@@ -2,10 +2,10 @@
 /**
  * The engine layer: every seat, judge, synthesiser and classifier call goes through `Engines.call`.
  *
- *   createEngines(opts?: EnginesOptions): Engines
+ *   createEngines(opts: EnginesOptions): Engines
  *
  *   interface EnginesOptions {
- *     env?: NodeJS.ProcessEnv;            // default process.env: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
+ *     env: NodeJS.ProcessEnv;             // as the entry point read it at start: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
  *                                         // QUORUM_ENGINES_FILE (engines beside the catalog, docs/engines.md),
  *                                         // AWS_REGION + AWS credentials, QUORUM_BEDROCK_ENDPOINT, QUORUM_STS_ENDPOINT,
  *                                         // QUORUM_SIM_LATENCY (zero | fixed:<ms> | spec[:<speedup>], default zero),
@@ -38,7 +38,7 @@ import { callGoogle } from './adapters/google';
 import { callOpenAi } from './adapters/openai';
 import { callSim, parseSimSkill } from './adapters/sim';
 import { CATALOG } from './catalog';
-import { configuredKey, readEnginesFile } from './configured';
+import { configuredKey, readEnginesFile, type ConfiguredEngine } from './configured';
 import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ApiKeyConfig, type ServiceCredentials } from './credentials';
 import { EngineError } from './errors';
 import type { FetchImpl } from './http';
@@ -51,7 +51,8 @@ export { isEngineError } from './errors';
 export type { SimLatency } from '../domain/sim-latency';
 
 export interface EnginesOptions {
-  env?: NodeJS.ProcessEnv;
+  /** The environment as the entry point read it at start: provider keys, AWS, the engines file and its key variables. */
+  env: NodeJS.ProcessEnv;
   simLatency?: SimLatency | string;
   fetchImpl?: FetchImpl;
   logger?: Logger;
@@ -86,180 +87,221 @@ const API_KEY_ADAPTERS: Readonly<Record<ApiKeyFamily, (call: AdapterCall, target
   google: callGoogle,
 };
 
-export function createEngines(opts: EnginesOptions = {}): Engines {
-  const env = opts.env ?? process.env;
-  const service: ServiceCredentials = readServiceCredentials(env);
-  const simLatency =
-    typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero');
-  const simSkill = parseSimSkill(env.QUORUM_SIM_SKILL);
-  const timeoutMs = engineTimeoutMs(env.QUORUM_ENGINE_TIMEOUT_MS);
-  const fetchImpl = opts.fetchImpl ?? fetch;
-  const log = opts.logger ?? createLogger('engines');
-  const bedrock = new BedrockAdapter();
-  const roles = new RoleCredentialCache({ credentials: service.bedrock?.credentials, stsEndpoint: service.stsEndpoint });
+/** What every engine call shares, settled once at start from the options. */
+interface EngineSetup {
+  service: ServiceCredentials;
+  simLatency: SimLatency;
+  simSkill: number | undefined;
+  timeoutMs: number;
+  fetchImpl: FetchImpl;
+  log: Logger;
+  bedrock: BedrockAdapter;
+  roles: RoleCredentialCache;
+  /** QUORUM_ENGINES_FILE's engines, each with its key as read at start. */
+  configured: ReadonlyMap<string, ConfiguredEngine & { key: ApiKeyConfig | undefined }>;
+  catalog: readonly EngineSpec[];
+  find(id: string): EngineSpec | undefined;
+  slots: ReadonlyMap<string, Slots>;
+}
+
+export function createEngines(opts: EnginesOptions): Engines {
+  const setup = engineSetup(opts);
+  const spec = (id: string): EngineSpec => {
+    const found = setup.find(id);
+    if (!found) throw new EngineError('unknown_model', `no engine "${id}" in the catalog`, { engineId: id });
+    return found;
+  };
+  return {
+    catalog: setup.catalog,
+    spec,
+    find: setup.find,
+    isAvailable: (engineId, credential) => isAvailable(setup, engineId, credential),
+    // async: an unknown engine is a rejected call, like every other EngineError.
+    call: async (req, credential) => callEngine(setup, spec(req.engineId), req, credential),
+  };
+}
+
+function engineSetup(opts: EnginesOptions): EngineSetup {
+  const { env } = opts;
+  const service = readServiceCredentials(env);
   // QUORUM_ENGINES_FILE's engines beside the built-in ones, each with its own endpoint and key (docs/engines.md).
   const configured = new Map(
     readEnginesFile(env, new Map(CATALOG.map((s) => [s.id, s]))).map((c) => [c.spec.id, { ...c, key: configuredKey(c, env) }]),
   );
   const catalog: readonly EngineSpec[] = Object.freeze([...CATALOG, ...[...configured.values()].map((c) => c.spec)]);
   const byId: ReadonlyMap<string, EngineSpec> = new Map(catalog.map((s) => [s.id, s]));
-  const find = (id: string): EngineSpec | undefined => byId.get(id);
-  const slots = new Map(catalog.flatMap((s) => (s.concurrency ? [[s.id, new Slots(s.concurrency)] as const] : [])));
-
-  const spec = (id: string): EngineSpec => {
-    const found = find(id);
-    if (!found) throw new EngineError('unknown_model', `no engine "${id}" in the catalog`, { engineId: id });
-    return found;
+  return {
+    service,
+    simLatency:
+      typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero'),
+    simSkill: parseSimSkill(env.QUORUM_SIM_SKILL),
+    timeoutMs: engineTimeoutMs(env.QUORUM_ENGINE_TIMEOUT_MS),
+    fetchImpl: opts.fetchImpl ?? fetch,
+    log: opts.logger ?? createLogger('engines'),
+    bedrock: new BedrockAdapter(),
+    roles: new RoleCredentialCache({ credentials: service.bedrock?.credentials, stsEndpoint: service.stsEndpoint }),
+    configured,
+    catalog,
+    find: (id) => byId.get(id),
+    slots: new Map(catalog.flatMap((s) => (s.concurrency ? [[s.id, new Slots(s.concurrency)] as const] : []))),
   };
+}
 
-  const isAvailable = (engineId: string, credential?: Credential): boolean => {
-    const s = find(engineId);
-    if (!s) return false;
-    const own = configured.get(s.id);
-    if (own) return credential === undefined && (s.protocol === 'bedrock' ? service.bedrock !== undefined : own.key !== undefined);
-    if (s.protocol === 'sim') return true;
-    if (s.protocol === 'bedrock') {
-      if (credential?.kind === 'bedrock_role') return service.bedrock !== undefined; // the service's identity assumes the role
-      return credential === undefined || credential.kind === 'bedrock_service' ? service.bedrock !== undefined : false;
-    }
-    if (credential) return credential.kind === 'api_key';
-    return service[s.protocol] !== undefined;
-  };
+function isAvailable(setup: EngineSetup, engineId: string, credential?: Credential): boolean {
+  const { find, configured, service } = setup;
+  const s = find(engineId);
+  if (!s) return false;
+  const own = configured.get(s.id);
+  if (own) return credential === undefined && (s.protocol === 'bedrock' ? service.bedrock !== undefined : own.key !== undefined);
+  if (s.protocol === 'sim') return true;
+  if (s.protocol === 'bedrock') {
+    if (credential?.kind === 'bedrock_role') return service.bedrock !== undefined; // the service's identity assumes the role
+    return credential === undefined || credential.kind === 'bedrock_service' ? service.bedrock !== undefined : false;
+  }
+  if (credential) return credential.kind === 'api_key';
+  return service[s.protocol] !== undefined;
+}
 
-  const dispatch = async (
-    s: EngineSpec,
-    req: EngineRequest,
-    call: AdapterCall,
-    credential: Credential | undefined,
-  ): Promise<AdapterOutput> => {
-    const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
-    if (s.protocol === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt, simSkill);
-    const own = configured.get(s.id);
-    // A configured engine is called at its own endpoint with its own key: no organisation's key is ever sent there.
-    if (own && credential) throw unavailable('a configured engine runs on its own key only');
-    if (s.protocol === 'bedrock') {
-      if (!service.bedrock) throw unavailable('Bedrock is not configured for this service (AWS_REGION and AWS credentials)');
-      let target: BedrockTarget;
-      if (credential?.kind === 'bedrock_role') {
-        const creds = await roles.get(credential, { engineId: s.id, deadline: call.deadline, signal: call.signal });
-        target = {
-          region: credential.region,
-          credentials: creds,
-          endpoint: service.bedrockEndpoint,
-          identity: `role:${credential.roleArn}\n${credential.externalId}`,
-        };
-      } else if (credential === undefined || credential.kind === 'bedrock_service') {
-        target = {
-          region: credential?.region ?? service.bedrock.region,
-          credentials: service.bedrock.credentials,
-          endpoint: own?.baseUrl ?? service.bedrockEndpoint,
-          identity: 'service',
-        };
-      } else {
-        throw unavailable('an API key cannot call Bedrock; it needs a role');
-      }
-      return bedrock.call(call, target);
-    }
-    const family = s.protocol;
-    let key: ApiKeyConfig | undefined;
-    if (own) key = own.key;
-    else if (credential === undefined) key = service[family];
-    else if (credential.kind === 'api_key')
-      key = { apiKey: credential.apiKey, baseUrl: credential.baseUrl ?? service[family]?.baseUrl ?? DEFAULT_BASE_URLS[family] };
-    else throw unavailable(`a ${credential.kind} credential cannot call ${family}`);
-    if (!key)
-      throw unavailable(
-        own ? `its key variable ${own.apiKeyEnv} is not set` : `no ${family} key is configured (QUORUM_${family.toUpperCase()}_API_KEY)`,
-      );
-    return API_KEY_ADAPTERS[family](call, { key, fetchImpl });
-  };
-
-  /** Past its engine's concurrency a call waits for a slot, within its own deadline (the wait is part of the call). */
-  const withSlot = async <T>(s: EngineSpec, deadline: AbortSignal, signal: AbortSignal | undefined, run: () => Promise<T>): Promise<T> => {
-    const slot = slots.get(s.id);
-    if (!slot) return run();
-    const release = await slot.acquire(signal ? AbortSignal.any([deadline, signal]) : deadline).catch(() => {
-      throw signal?.aborted
-        ? new EngineError('aborted', `${s.id}: request cancelled by the caller`, { engineId: s.id })
-        : new EngineError('timeout', `${s.id}: no free slot before the deadline (at most ${slot.limit} calls in flight)`, {
-            engineId: s.id,
-          });
-    });
-    try {
-      return await run();
-    } finally {
-      release();
-    }
-  };
-
-  const call = async (req: EngineRequest, credential?: Credential): Promise<EngineResult> => {
-    const started = performance.now();
-    const s = spec(req.engineId);
-    if (!Number.isInteger(req.maxOutputTokens) || req.maxOutputTokens < 1) {
-      throw new EngineError('bad_request', `${s.id}: maxOutputTokens must be a positive integer`, { engineId: s.id });
-    }
-    const deadline = AbortSignal.timeout(req.timeoutMs ?? timeoutMs);
-    const adapterCall: AdapterCall = {
-      spec: s,
-      messages: req.messages,
-      // The provider would refuse more than its limit; asking for the limit is the closest honest request.
-      maxOutputTokens: Math.min(req.maxOutputTokens, s.maxOutputTokens),
-      temperature: req.temperature,
-      reply: s.structuredOutput ? req.reply : undefined,
-      deadline,
-      signal: req.signal,
-    };
-    try {
-      const out = await withSlot(s, deadline, req.signal, () => dispatch(s, req, adapterCall, credential));
-      if (out.text.length === 0 && out.finish === 'stop') {
-        throw new EngineError('malformed', `${s.id}: provider answered with no text`, { engineId: s.id });
-      }
-      const result: EngineResult = {
-        ...out,
-        latencyMs: Math.round(performance.now() - started),
-        costMicros: engineCostMicros(out.tokensIn, out.tokensOut, s),
-        source: s.protocol === 'sim' ? 'service' : (credential?.source ?? 'service'),
-        engineId: s.id,
-        // Billed as served; a server that ignores the limit is reported, never silently believed.
-        overLimit: out.tokensOut > adapterCall.maxOutputTokens,
+/** The adapter call for engine `s` on `credential` (none: the service's own keys), or why it cannot be made. */
+async function dispatch(
+  setup: EngineSetup,
+  s: EngineSpec,
+  req: EngineRequest,
+  call: AdapterCall,
+  credential: Credential | undefined,
+): Promise<AdapterOutput> {
+  const { simLatency, simSkill, configured, service, roles, bedrock, fetchImpl } = setup;
+  const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
+  if (s.protocol === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt, simSkill);
+  const own = configured.get(s.id);
+  // A configured engine is called at its own endpoint with its own key: no organisation's key is ever sent there.
+  if (own && credential) throw unavailable('a configured engine runs on its own key only');
+  if (s.protocol === 'bedrock') {
+    if (!service.bedrock) throw unavailable('Bedrock is not configured for this service (AWS_REGION and AWS credentials)');
+    let target: BedrockTarget;
+    if (credential?.kind === 'bedrock_role') {
+      const creds = await roles.get(credential, { engineId: s.id, deadline: call.deadline, signal: call.signal });
+      target = {
+        region: credential.region,
+        credentials: creds,
+        endpoint: service.bedrockEndpoint,
+        identity: `role:${credential.roleArn}\n${credential.externalId}`,
       };
-      if (result.overLimit)
-        log.warn('engine reply longer than its output limit', {
-          engine: s.id,
-          limit: adapterCall.maxOutputTokens,
-          tokensOut: out.tokensOut,
-        });
-      log.debug('engine call', {
-        engine: s.id,
-        finish: result.finish,
-        tokensIn: result.tokensIn,
-        tokensOut: result.tokensOut,
-        latencyMs: result.latencyMs,
-        costMicros: result.costMicros,
-        source: result.source,
-      });
-      return result;
-    } catch (err) {
-      const e =
-        err instanceof EngineError
-          ? err
-          : new EngineError('malformed', `${s.id}: unexpected failure: ${err instanceof Error ? err.message : String(err)}`, {
-              engineId: s.id,
-              secrets: secretsOf(credential),
-            });
-      log.warn('engine call failed', {
-        engine: s.id,
-        kind: e.kind,
-        retryable: e.retryable,
-        status: e.status,
-        retryAfterMs: e.retryAfterMs,
-        error: e.message,
-      });
-      throw e;
+    } else if (credential === undefined || credential.kind === 'bedrock_service') {
+      target = {
+        region: credential?.region ?? service.bedrock.region,
+        credentials: service.bedrock.credentials,
+        endpoint: own?.baseUrl ?? service.bedrockEndpoint,
+        identity: 'service',
+      };
+    } else {
+      throw unavailable('an API key cannot call Bedrock; it needs a role');
     }
-  };
+    return bedrock.call(call, target);
+  }
+  const family = s.protocol;
+  let key: ApiKeyConfig | undefined;
+  if (own) key = own.key;
+  else if (credential === undefined) key = service[family];
+  else if (credential.kind === 'api_key')
+    key = { apiKey: credential.apiKey, baseUrl: credential.baseUrl ?? service[family]?.baseUrl ?? DEFAULT_BASE_URLS[family] };
+  else throw unavailable(`a ${credential.kind} credential cannot call ${family}`);
+  if (!key)
+    throw unavailable(
+      own ? `its key variable ${own.apiKeyEnv} is not set` : `no ${family} key is configured (QUORUM_${family.toUpperCase()}_API_KEY)`,
+    );
+  return API_KEY_ADAPTERS[family](call, { key, fetchImpl });
+}
 
-  return { catalog, spec, find, isAvailable, call };
+/** Past its engine's concurrency a call waits for a slot, within its own deadline (the wait is part of the call). */
+async function withSlot<T>(
+  slots: ReadonlyMap<string, Slots>,
+  s: EngineSpec,
+  deadline: AbortSignal,
+  signal: AbortSignal | undefined,
+  run: () => Promise<T>,
+): Promise<T> {
+  const slot = slots.get(s.id);
+  if (!slot) return run();
+  const release = await slot.acquire(signal ? AbortSignal.any([deadline, signal]) : deadline).catch(() => {
+    throw signal?.aborted
+      ? new EngineError('aborted', `${s.id}: request cancelled by the caller`, { engineId: s.id })
+      : new EngineError('timeout', `${s.id}: no free slot before the deadline (at most ${slot.limit} calls in flight)`, {
+          engineId: s.id,
+        });
+  });
+  try {
+    return await run();
+  } finally {
+    release();
+  }
+}
+
+async function callEngine(setup: EngineSetup, s: EngineSpec, req: EngineRequest, credential?: Credential): Promise<EngineResult> {
+  const { timeoutMs, log } = setup;
+  const started = performance.now();
+  if (!Number.isInteger(req.maxOutputTokens) || req.maxOutputTokens < 1) {
+    throw new EngineError('bad_request', `${s.id}: maxOutputTokens must be a positive integer`, { engineId: s.id });
+  }
+  const deadline = AbortSignal.timeout(req.timeoutMs ?? timeoutMs);
+  const adapterCall: AdapterCall = {
+    spec: s,
+    messages: req.messages,
+    // The provider would refuse more than its limit; asking for the limit is the closest honest request.
+    maxOutputTokens: Math.min(req.maxOutputTokens, s.maxOutputTokens),
+    temperature: req.temperature,
+    reply: s.structuredOutput ? req.reply : undefined,
+    deadline,
+    signal: req.signal,
+  };
+  try {
+    const out = await withSlot(setup.slots, s, deadline, req.signal, () => dispatch(setup, s, req, adapterCall, credential));
+    if (out.text.length === 0 && out.finish === 'stop') {
+      throw new EngineError('malformed', `${s.id}: provider answered with no text`, { engineId: s.id });
+    }
+    const result: EngineResult = {
+      ...out,
+      latencyMs: Math.round(performance.now() - started),
+      costMicros: engineCostMicros(out.tokensIn, out.tokensOut, s),
+      source: s.protocol === 'sim' ? 'service' : (credential?.source ?? 'service'),
+      engineId: s.id,
+      // Billed as served; a server that ignores the limit is reported, never silently believed.
+      overLimit: out.tokensOut > adapterCall.maxOutputTokens,
+    };
+    if (result.overLimit)
+      log.warn('engine reply longer than its output limit', {
+        engine: s.id,
+        limit: adapterCall.maxOutputTokens,
+        tokensOut: out.tokensOut,
+      });
+    log.debug('engine call', {
+      engine: s.id,
+      finish: result.finish,
+      tokensIn: result.tokensIn,
+      tokensOut: result.tokensOut,
+      latencyMs: result.latencyMs,
+      costMicros: result.costMicros,
+      source: result.source,
+    });
+    return result;
+  } catch (err) {
+    const e =
+      err instanceof EngineError
+        ? err
+        : new EngineError('malformed', `${s.id}: unexpected failure: ${err instanceof Error ? err.message : String(err)}`, {
+            engineId: s.id,
+            secrets: secretsOf(credential),
+          });
+    log.warn('engine call failed', {
+      engine: s.id,
+      kind: e.kind,
+      retryable: e.retryable,
+      status: e.status,
+      retryAfterMs: e.retryAfterMs,
+      error: e.message,
+    });
+    throw e;
+  }
 }
 
 function secretsOf(credential: Credential | undefined): string[] {

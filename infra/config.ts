@@ -9,6 +9,8 @@ const envFlag = z
   .pipe(z.enum(['true', 'false', '1', '0']))
   .transform((v) => v === 'true' || v === '1');
 const envText = z.string().min(1).optional();
+/** An optional number, where an empty value means unset (as `VAR= cmd` leaves it) rather than 0. */
+const optionalNumber = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
 /**
  * Temporal's own client variables (its "environment configuration", as its CLI and SDKs read them), so an existing
@@ -92,6 +94,46 @@ const EnvSchema = z.object({
   QUORUM_OAUTH_ACCESS_TTL_S: z.coerce.number().int().positive().default(3600),
   /** When set, `/metrics` (API and worker) also wants `Authorization: Bearer <token>`; otherwise keep it on the scrape network. */
   QUORUM_METRICS_TOKEN: z.string().min(1).optional(),
+  /** Which log lines are written: this level and above. */
+  QUORUM_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** Local-stack state (Temporal's SQLite file, Postgres data, the dev secret key); default `.data` in the checkout. */
+  QUORUM_DATA_DIR: envText,
+  /** The fault tests' crash point: the process kills itself when it reaches the point of this name (infra/faults.ts). */
+  QUORUM_FAULT: envText,
+  /** A SearXNG instance grounding searches go to; unset: the operator-loaded documents in Postgres (full-text search). */
+  QUORUM_SEARXNG_URL: z.string().url().optional(),
+  /** Engines beside the built-in catalog (docs/engines.md); their key variables are read from the environment at start. */
+  QUORUM_ENGINES_FILE: envText,
+  /** Latency of the offline `sim` engines: `zero`, `fixed:<ms>`, `spec[:<speedup>]`. */
+  QUORUM_SIM_LATENCY: z
+    .string()
+    .regex(/^(zero|fixed:\d+(\.\d+)?|spec(:\d+(\.\d+)?)?)$/, 'must be zero, fixed:<ms> or spec[:<speedup>]')
+    .optional(),
+  /** Every `sim` engine right this often on a known-answer question (calibration); unset: the catalog's skills. */
+  QUORUM_SIM_SKILL: optionalNumber(z.coerce.number().min(0).max(1)),
+  /** Each provider call's deadline; never longer than the 180 s an engine call's activity allows a try. */
+  QUORUM_ENGINE_TIMEOUT_MS: optionalNumber(z.coerce.number().int().min(1).max(180_000)),
+  /** The engine standing in, where stand-ins are allowed, for a seat no real engine can run. */
+  QUORUM_STAND_IN: envText,
+  /** Bedrock's and STS's endpoints, for a test double or a private endpoint; unset: AWS's own. */
+  QUORUM_BEDROCK_ENDPOINT: z.string().url().optional(),
+  QUORUM_STS_ENDPOINT: z.string().url().optional(),
+  /** The price floor of authored modes until an operator sets one (Form B per-Mtok fee; Form A surcharge), in USD. */
+  QUORUM_PRICE_FLOOR_PER_MTOK_USD: optionalNumber(z.coerce.number().nonnegative()),
+  QUORUM_PRICE_FLOOR_SURCHARGE_USD: optionalNumber(z.coerce.number().nonnegative()),
+  /** Launches per organisation per rolling 24 h. */
+  QUORUM_TEST_RUNS_PER_DAY: optionalNumber(z.coerce.number().int().positive()),
+  QUORUM_CERTIFICATIONS_PER_DAY: optionalNumber(z.coerce.number().int().positive()),
+  /** How long an advisor quote can be approved. */
+  QUORUM_QUOTE_TTL_S: optionalNumber(z.coerce.number().int().positive()),
+  /** `off`: no chat history is kept, so the advisor issues no quotes. */
+  QUORUM_CHAT_HISTORY: z.enum(['on', 'off']).optional(),
+  /** Questions of one run in flight at once. */
+  QUORUM_RUN_WINDOW: optionalNumber(z.coerce.number().int().positive()),
+  /** A run's engine call still out after this long gets a duplicate request; 0: never. */
+  QUORUM_RUN_HEDGE_MS: optionalNumber(z.coerce.number().int().nonnegative()),
+  /** A run's completion callback: the wait before its first retry. */
+  QUORUM_CALLBACK_RETRY_MS: optionalNumber(z.coerce.number().int().positive()),
 
   // ---- npm start's launcher (stack/) only: read by its entry points (stack/supervisor.ts, stack/temporal-binary.ts,
   // stack/local-model.ts) and handed down (stack/tool-env.ts); the product's processes never read them.
@@ -142,4 +184,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`Invalid environment: ${problems}`);
   }
   return parsed.data;
+}
+
+/**
+ * The settings of process-wide modules that hold them from their import on (the logger's level, the local-stack
+ * directory, the fault tests' crash point), before an entry point has built its Config; each is the same schema field
+ * that loadConfig validates at start, so a bad value stops the entry point with the variable's name.
+ */
+export function processSetting<K extends 'QUORUM_LOG_LEVEL' | 'QUORUM_DATA_DIR' | 'QUORUM_FAULT'>(name: K): Config[K] | undefined {
+  const parsed = EnvSchema.shape[name].safeParse(process.env[name]);
+  return parsed.success ? (parsed.data as Config[K]) : undefined;
+}
+
+/** Every variable the schema reads, for the test that holds docs/configuration.md in step with it. */
+export const ENV_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+
+/**
+ * The environment a child process (pg_ctl, initdb) inherits, with `extra` on top: handed on whole, not read, so it
+ * stays here with the one module that touches process.env.
+ */
+export function childEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, ...extra };
 }

@@ -1,8 +1,9 @@
+import { processSetting } from './config';
 import { redact } from './redact';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
-const threshold = ORDER[(process.env.QUORUM_LOG_LEVEL as Level | undefined) ?? 'info'] ?? ORDER.info;
+const threshold = ORDER[processSetting('QUORUM_LOG_LEVEL') ?? 'info'];
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;

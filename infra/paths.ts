@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { processSetting } from './config';
 
 /**
  * True when this process runs the compiled JavaScript under `dist/` (`npm start`, the image); false when it runs
@@ -18,7 +19,7 @@ export function runtimeModule(name: string): string {
 export const runtimeExecArgv: readonly string[] = compiled ? [] : ['--import', 'tsx'];
 
 /** Local-stack state (Temporal's SQLite file, Postgres data, the running stack's address file). */
-export const dataDir: string = process.env.QUORUM_DATA_DIR ?? path.join(repoRoot, '.data');
+export const dataDir: string = processSetting('QUORUM_DATA_DIR') ?? path.join(repoRoot, '.data');
 
 /** Written by `npm start` while the stack runs, so the CLI finds the same database. */
 export const stackFile: string = path.join(dataDir, 'stack.json');

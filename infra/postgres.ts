@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { z } from 'zod';
 import { freePort } from './free-port';
+import { childEnvironment } from './config';
 
 const run = promisify(execFile);
 
@@ -50,7 +51,7 @@ export async function startEmbeddedPostgres(dir: string, opts: { port?: number }
   const bin = await binaries();
   const owner = await runAs();
   const exec = (file: string, args: string[]): Promise<{ stdout: string; stderr: string }> =>
-    run(file, args, { ...owner, env: { ...process.env, LC_ALL: 'C' }, cwd: os.tmpdir() });
+    run(file, args, { ...owner, env: childEnvironment({ LC_ALL: 'C' }), cwd: os.tmpdir() });
 
   const isRunning = (): Promise<boolean> =>
     exec(bin.pg_ctl, ['status', '-D', dir]).then(

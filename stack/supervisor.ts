@@ -219,7 +219,7 @@ function launcherTools(config: Config): ToolEnv {
  * could run the design (instead of a simulated engine). Returns the environment the worker and API need for it.
  */
 async function startLocalDemoModel(config: Config): Promise<NodeJS.ProcessEnv> {
-  if (process.env.QUORUM_ENGINES_FILE)
+  if (config.QUORUM_ENGINES_FILE)
     throw new Error(
       `QUORUM_LOCAL_MODEL=on writes its own engines file; with QUORUM_ENGINES_FILE set, declare the local model in yours instead ` +
         `(start it with \`node --import tsx stack/local-model.ts\`; the entry is in docs/engines.md) and set QUORUM_STAND_IN=${LOCAL_ENGINE_ID}`,

@@ -59,7 +59,8 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
   const workers = await createWorkers({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
-    deps: { db, engines: createEngines({ logger: log }), log },
+    // An entry point's own half: the environment read here, at start, and handed down (loadConfig validated it).
+    deps: { db, engines: createEngines({ env: process.env, logger: log }), log, env: process.env },
     bundlePath,
     maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
     maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,

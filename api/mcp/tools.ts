@@ -295,9 +295,9 @@ const certifyMode = tool({
 });
 
 function authoring(ctx: ToolContext): { deps: AuthoringDeps; author: Author } {
-  const { db, form, engines } = ctx.deps;
+  const { db, form, engines, env } = ctx.deps;
   return {
-    deps: { db, form, engines, env: process.env },
+    deps: { db, form, engines, env },
     author: { via: 'key', orgId: ctx.auth.orgId, keyMode: ctx.auth.mode, allowedModes: ctx.auth.allowedModes },
   };
 }

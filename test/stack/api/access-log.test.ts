@@ -16,6 +16,7 @@ describe('API access log', () => {
       log: createLogger('api', (l) => lines.push(l)),
       form: 'B',
       client: env.client,
+      env: process.env,
     });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));

@@ -407,11 +407,11 @@ describe('modes that organisations build', function () {
 });
 
 function authoringDeps(): AuthoringDeps {
-  return { db: stack().db, form: 'B', engines: createEngines(), env: process.env };
+  return { db: stack().db, form: 'B', engines: createEngines({ env: process.env }), env: process.env };
 }
 
 function validationContext() {
-  const engines = createEngines();
+  const engines = createEngines({ env: process.env });
   return {
     form: 'B' as const,
     find: (id: string) => engines.find(id),

@@ -14,7 +14,7 @@ import { stack } from '../../harness/stack';
 /** `proposeMode` against the real stack: a proposal passes the save rules, saves and releases; its refusals carry the spec's codes. */
 
 function deps(form: Form, db: Db = stack().db): AuthoringDeps {
-  return { db, form, engines: createEngines(), env: process.env };
+  return { db, form, engines: createEngines({ env: process.env }), env: process.env };
 }
 
 /** No service keys and no stand-ins: only the families the organisation connected its own keys for can run. */

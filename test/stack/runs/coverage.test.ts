@@ -168,7 +168,12 @@ describe('runs: a certification whose questions mostly failed has no verdict', f
         latencyMs: 10,
       });
     // The run's own end step, on the real database.
-    const activities = createBenchmarkActivities({ db, engines: createEngines({ env: {} }), log: createLogger('test', () => undefined) });
+    const activities = createBenchmarkActivities({
+      db,
+      engines: createEngines({ env: {} }),
+      log: createLogger('test', () => undefined),
+      env: process.env,
+    });
     const summary = await activities.finishRun({ runId, kind: 'certification', state: 'completed' });
     assert.equal(summary?.verdict, null, 'an interval of [1, 1] on two questions is no verdict');
     assert.deepEqual([summary?.coverage?.judged, summary?.coverage?.total, summary?.coverage?.met], [2, 150, false]);
