@@ -179,7 +179,20 @@ const ENV_READERS = ['api/main.ts', 'worker/main.ts', 'worker/run.ts', 'cli/main
 /** `npm start`'s launcher's entry points (stack/): each reads its configuration once and hands it down. */
 const LAUNCHER_ENV_READERS = ['stack/supervisor.ts', 'stack/temporal-binary.ts', 'stack/local-model.ts'];
 /** Product code: tests, benches and migrations aside. */
-const PRODUCT_FOLDERS = ['activities', 'api', 'cli', 'db', 'domain', 'engines', 'infra', 'operations', 'stack', 'starters', 'worker', 'workflows'];
+const PRODUCT_FOLDERS = [
+  'activities',
+  'api',
+  'cli',
+  'db',
+  'domain',
+  'engines',
+  'infra',
+  'operations',
+  'stack',
+  'starters',
+  'worker',
+  'workflows',
+];
 const noEnvRead = [
   'error',
   {
