@@ -16,7 +16,7 @@ import {
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
 import type { AuthContext } from '../../../db/repositories/api-keys';
 import type { Membership } from '../../../db/repositories/people';
-import { latestCertifications, type ModeCertification } from '../../../db/repositories/runs';
+import type { ModeCertification } from '../../../db/repositories/runs';
 import { QuorumError } from '../../../domain/errors';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { microsToUsd } from '../../../domain/money';
@@ -25,6 +25,7 @@ import type { RunKind } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from '../../../operations/run-launch';
 import { FORM_B_DIFFICULTIES, parseTestRunRequest } from '../../../operations/requests/runs';
+import { certificationsOf } from '../../../operations/run-list';
 import { consoleAuth, consoleAuthoring, type Authoring } from '../console-auth';
 import type { ConsoleDeps } from '../deps';
 import { formOf, text } from '../forms';
@@ -144,8 +145,8 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
   router.get('/modes', async (ctx) => {
     const { org } = requireOrg(ctx);
     const modes = await listOrganisationModes(authoring(org).deps, org.orgId);
-    const certified = await latestCertifications(
-      deps.db,
+    const certified = await certificationsOf(
+      deps,
       modes.filter((m) => m.state === 'released').map((m) => ({ modeId: m.mode_id, version: m.version })),
     );
     page(
