@@ -1,16 +1,20 @@
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
+import type { AuthContext } from '../db/repositories/api-keys';
 import {
   createOrganisation,
   insertOwnedOrganisation,
+  organisationStatus,
   setOrganisationStatus,
   type CreatedOrganisation,
   type NewOrganisation,
 } from '../db/repositories/organisations';
+import { SCOPES } from '../domain/api-keys';
 import type { OrganisationStatus } from '../domain/billing';
+import { QuorumError } from '../domain/errors';
 import type { Logger } from '../infra/log';
 import { startTrialTimer } from '../starters/trial-credit';
-import type { Principal } from './principal';
+import { memberOrg, type Principal } from './principal';
 
 /** What creating an organisation needs: the database, Temporal for its trial timer (when reachable), a log. */
 export interface OrganisationDeps {
@@ -71,4 +75,29 @@ export async function setStatus(
   status: OrganisationStatus,
 ): Promise<void> {
   await setOrganisationStatus(deps.db, orgId, status);
+}
+
+/**
+ * How a person in the console reaches the same operations a key does. The console has a person, not a key, so this
+ * builds the key-shaped `AuthContext` the operations take, as a member of the organisation acts:
+ * - mode `live`: a person's launches are real and billed (a test key's simulated runs are the API's, not the console's);
+ * - every scope and no allowed-modes limit: a member may build and run all of the organisation's modes (DESIGN §14);
+ * - no per-key limits: the organisation's own limits (daily launches, balance) still hold in the operations;
+ * - `keyId` `console:<personId>`: `runs.api_key_id` (like `requests` and `quotes`) is plain text with no foreign
+ *   key, so a run launched here records who launched it, and never reads as one of the organisation's keys;
+ * - `isOwner` from the person's role, as the owner's key.
+ * A suspended organisation is refused as its keys are (`org_suspended`).
+ */
+export async function memberAuth(deps: Pick<OrganisationDeps, 'db'>, principal: Principal & { via: 'person' }): Promise<AuthContext> {
+  const orgId = memberOrg(principal);
+  if ((await organisationStatus(deps.db, orgId)) !== 'active') throw new QuorumError('org_suspended', 'The organisation is suspended.');
+  return {
+    keyId: `console:${principal.person.id}`,
+    orgId,
+    mode: 'live',
+    scopes: [...SCOPES],
+    allowedModes: null,
+    limits: { requestsPerMinute: null, concurrency: null, maxInputTokens: null, maxCostMicros: null },
+    isOwner: principal.role === 'owner',
+  };
 }

@@ -1,6 +1,7 @@
 import {
   answeredCounts,
   findRun,
+  getRun,
   latestCertifications,
   listRuns,
   type ModeCertification,
@@ -9,8 +10,9 @@ import {
 } from '../db/repositories/runs';
 import type { Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
-import { BATCH_STATES, type BatchState, type RunKind, type RunState } from '../domain/runs';
+import { BATCH_STATES, type BatchState, type RunKind, type RunProgress, type RunState } from '../domain/runs';
 import { isStorableText } from '../domain/storable-text';
+import { runProgress } from '../starters/runs';
 import { requireScope } from './checks';
 import { orgActedOn, type Principal } from './principal';
 import { invalidParam, pageLimit, singleParam, type PageSize } from './query-params';
@@ -135,4 +137,18 @@ export async function certificationsOf(
   versions: readonly { modeId: string; version: number }[],
 ): Promise<Map<string, ModeCertification>> {
   return latestCertifications(deps.db, versions);
+}
+
+/** Any organisation's run, for the operator (`batch_not_found` when none has this id). */
+export async function anyRun(
+  deps: Pick<RunReadDeps, 'db'>,
+  _principal: Principal & { via: 'operator' },
+  runId: string,
+): Promise<RunRecord> {
+  return getRun(deps.db, runId);
+}
+
+/** A run's progress per bucket, from its workflow while it runs and from the database once it has ended. */
+export async function progressOf(deps: Pick<RunReadDeps, 'db' | 'client'>, run: RunRecord): Promise<RunProgress> {
+  return runProgress(deps.client, deps.db, run);
 }
