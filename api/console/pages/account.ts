@@ -16,7 +16,7 @@ import { nameProblems } from '../../../domain/people';
 import { createOwnOrganisation } from '../../../operations/organisations';
 import type { ConsoleDeps } from '../deps';
 import { usd, when } from '../format';
-import { formOf, text } from '../forms';
+import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { ConsoleRefusal, personOf, refusingPlainly, requireOrg, requireUser } from '../session';
@@ -169,7 +169,7 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
 
   router.post('/organisations', async (ctx) => {
     const user = requireUser(ctx);
-    const { name } = formOf(ctx, { name: text(200) });
+    const { name } = fieldsOf(ctx, { name: text(200) });
     const problems = nameProblems(name);
     if (problems.length > 0) throw new ConsoleRefusal(400, `Organisation name: ${problems.join(' ')}`);
     const org = await createOwnOrganisation(deps, personOf(user), name);
@@ -180,7 +180,7 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
   router.post('/top-up', async (ctx) => {
     const { user } = requireOrg(ctx);
     if (!deps.selfTopUp) throw new ConsoleRefusal(403, 'In production an operator adds balance once payment is received.');
-    const { amount_usd } = formOf(ctx, { amount_usd: text(20) });
+    const { amount_usd } = fieldsOf(ctx, { amount_usd: text(20) });
     const amount = Number(amount_usd);
     if (!Number.isInteger(amount) || amount < 1 || amount > 1_000)
       throw new ConsoleRefusal(400, 'Add a whole number of dollars from 1 to 1000.');
@@ -274,7 +274,7 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
 
   router.post('/keys', async (ctx) => {
     const { user } = requireOrg(ctx);
-    const form = formOf(ctx, { mode: text(10) });
+    const form = fieldsOf(ctx, { mode: text(10) });
     const raw = (ctx.request.body as { scopes?: unknown }).scopes;
     const scopes = (Array.isArray(raw) ? raw : [raw]).filter((s): s is Scope => typeof s === 'string' && isScope(s));
     if (form.mode !== 'live' && form.mode !== 'test') throw new ConsoleRefusal(400, 'Choose live or test.');
@@ -371,7 +371,7 @@ console.log(reply.choices[0].message.content);</pre>
 
   router.post('/team/invite', async (ctx) => {
     const { user } = requireOrg(ctx);
-    const token = await refusingPlainly(invite(deps, personOf(user), formOf(ctx, { email: text(400) }).email));
+    const token = await refusingPlainly(invite(deps, personOf(user), fieldsOf(ctx, { email: text(400) }).email));
     ctx.set('Cache-Control', 'no-store');
     await teamPage(ctx, `${baseUrlOf(ctx)}${inviteUrl(token)}`);
   });
@@ -437,7 +437,7 @@ console.log(reply.choices[0].message.content);</pre>
 
   router.post('/provider-keys', async (ctx) => {
     const { user } = requireOrg(ctx);
-    const form = formOf(ctx, { family: text(20), api_key: text(1_000) });
+    const form = fieldsOf(ctx, { family: text(20), api_key: text(1_000) });
     await refusingPlainly(
       setOwnProviderKey(deps, personOf(user), { family: form.family, apiKey: form.api_key }).catch(
         refusedValues('That does not look like a provider API key.'),
@@ -448,7 +448,7 @@ console.log(reply.choices[0].message.content);</pre>
 
   router.post('/provider-keys/bedrock', async (ctx) => {
     const { user } = requireOrg(ctx);
-    const form = formOf(ctx, { role_arn: text(300), external_id: text(300) });
+    const form = fieldsOf(ctx, { role_arn: text(300), external_id: text(300) });
     await refusingPlainly(
       setOwnBedrockRole(deps, personOf(user), { roleArn: form.role_arn, externalId: form.external_id }).catch(
         refusedValues('That role ARN or external id is not valid.'),

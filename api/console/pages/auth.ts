@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { nameProblems, normaliseEmail, passwordProblems, PASSWORD_LIMITS } from '../../../domain/people';
 import { invitationOf, joinByInvitation, signIn, signUp } from '../../../operations/people';
 import { chooseOrganisation, closeEverySession, openSession } from '../../../operations/sessions';
-import { formOf, text } from '../forms';
+import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import {
@@ -136,7 +136,7 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
     ),
   );
   router.post('/sign-up', async (ctx) => {
-    const form = formOf(ctx, {
+    const form = fieldsOf(ctx, {
       name: text(200),
       email: text(400),
       password: text(PASSWORD_LIMITS.max * 4),
@@ -172,7 +172,7 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
 
   router.get('/sign-in', (ctx) => signInPage(ctx, { next: typeof ctx.query.next === 'string' ? ctx.query.next : undefined }));
   router.post('/sign-in', async (ctx) => {
-    const form = formOf(ctx, { email: text(400), password: text(PASSWORD_LIMITS.max * 4), next: text(2_000) });
+    const form = fieldsOf(ctx, { email: text(400), password: text(PASSWORD_LIMITS.max * 4), next: text(2_000) });
     const email = normaliseEmail(form.email) ?? form.email.trim().toLowerCase().slice(0, 320);
     const outcome = await signIn(deps, { email, password: form.password, ip: ctx.ip });
     if (outcome.outcome === 'throttled') {
@@ -206,7 +206,7 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
 
   router.post('/org', async (ctx) => {
     const user = requireUser(ctx);
-    const { org_id } = formOf(ctx, { org_id: text(100) });
+    const { org_id } = fieldsOf(ctx, { org_id: text(100) });
     await refusingPlainly(chooseOrganisation(deps, personOf(user), user.session, org_id));
     ctx.redirect('/console/overview');
   });
@@ -235,7 +235,7 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
   });
   router.post('/invite', async (ctx) => {
     const user = requireUser(ctx);
-    const { token } = formOf(ctx, { token: text(200) });
+    const { token } = fieldsOf(ctx, { token: text(200) });
     await refusingPlainly(joinByInvitation(deps, personOf(user), user.session, token));
     ctx.redirect('/console/overview');
   });

@@ -6,7 +6,7 @@ import { ownPlan } from '../../../operations/plans';
 import { microsToDecimal } from '../../../domain/money';
 import { accountIdOf, OAUTH_SCOPES } from '../../../domain/plans';
 import type { ConsoleDeps } from '../deps';
-import { formOf } from '../forms';
+import { fieldsOf } from '../fields';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { ConsoleRefusal, personOf, requireUser } from '../session';
@@ -121,7 +121,7 @@ export function authorizePages(router: Router, deps: ConsoleDeps): void {
     const user = requireUser(ctx);
     const details = await interaction(deps, ctx);
     const provider = await deps.oauth.provider();
-    const form = formOf(ctx, { decision: z.enum(['allow', 'deny']), org_id: z.string().max(100).default('') });
+    const form = fieldsOf(ctx, { decision: z.enum(['allow', 'deny']), org_id: z.string().max(100).default('') });
     let result;
     if (form.decision === 'deny') {
       result = { error: 'access_denied', error_description: 'The person declined to allow this app.' };

@@ -248,7 +248,7 @@ describe('lint: layers are enforced', function () {
         'api/mcp/good.ts',
         "import { authorize } from '../http/access';\nimport type { JsonObject } from '../forms/json';\nimport { estimate } from '../../operations/estimate';\nexport const x = [authorize, estimate];\nexport type Y = JsonObject;\n",
       );
-      await accepted('api/console/pages/good.ts', "import { formOf } from '../forms';\nexport const x = formOf;\n");
+      await accepted('api/console/pages/good.ts', "import { fieldsOf } from '../fields';\nexport const x = fieldsOf;\n");
     });
   });
 
