@@ -80,6 +80,15 @@ function signingSecretSection(ctx: Context, state: SigningSecretState | null, ow
 }
 
 export function accountPages(router: Router, deps: ConsoleDeps): void {
+  overviewRoutes(router, deps);
+  keyRoutes(router, deps);
+  webhookSecretRoutes(router, deps);
+  teamRoutes(router, deps);
+  providerKeyRoutes(router, deps);
+}
+
+/** The overview (balance, ledger, billing plan), creating an organisation, and a development top-up. */
+function overviewRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/overview', async (ctx) => {
     const user = requireUser(ctx);
     if (!user.org)
@@ -187,7 +196,10 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
     await addBalance(deps, personOf(user), { amountMicros: usdToMicros(amount), note: 'development top-up in the console' });
     ctx.redirect('/console/overview');
   });
+}
 
+/** API keys (issued shown once, revoked) and the webhook signing secret. */
+function keyRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/keys', async (ctx) => {
     const { user, org } = requireOrg(ctx);
     const [keys, secret] = await Promise.all([keysOf(deps, personOf(user)), signingSecretOf(deps, personOf(user))]);
@@ -255,23 +267,6 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
     );
   });
 
-  router.post('/webhook-secret', async (ctx) => {
-    const { user } = requireOrg(ctx);
-    const secret = await refusingPlainly(rotateSecret(deps, personOf(user)));
-    // Shown once, as a new API key is: this response is the only place it is readable; it is not cached.
-    ctx.set('Cache-Control', 'no-store');
-    page(
-      ctx,
-      'Your new webhook signing secret',
-      html`<p class="flash" role="status">
-          Copy it now: it is shown once. Callbacks from now on are signed with it; the old secret no longer verifies.
-        </p>
-        <p class="secret" id="new-webhook-secret">${secret}</p>
-        ${copyButton('new-webhook-secret')}
-        <p><a href="/console/keys">Back to keys</a></p>`,
-    );
-  });
-
   router.post('/keys', async (ctx) => {
     const { user } = requireOrg(ctx);
     const form = fieldsOf(ctx, { mode: text(10) });
@@ -314,6 +309,30 @@ console.log(reply.choices[0].message.content);</pre>
   });
 
   /** The team page; right after an invitation, with its link (shown in that response only, never passed in a URL). */
+}
+
+/** Rotating the webhook signing secret (its state shows on the keys page). */
+function webhookSecretRoutes(router: Router, deps: ConsoleDeps): void {
+  router.post('/webhook-secret', async (ctx) => {
+    const { user } = requireOrg(ctx);
+    const secret = await refusingPlainly(rotateSecret(deps, personOf(user)));
+    // Shown once, as a new API key is: this response is the only place it is readable; it is not cached.
+    ctx.set('Cache-Control', 'no-store');
+    page(
+      ctx,
+      'Your new webhook signing secret',
+      html`<p class="flash" role="status">
+          Copy it now: it is shown once. Callbacks from now on are signed with it; the old secret no longer verifies.
+        </p>
+        <p class="secret" id="new-webhook-secret">${secret}</p>
+        ${copyButton('new-webhook-secret')}
+        <p><a href="/console/keys">Back to keys</a></p>`,
+    );
+  });
+}
+
+/** The team: members and invitations by link. */
+function teamRoutes(router: Router, deps: ConsoleDeps): void {
   async function teamPage(ctx: Context, link?: string): Promise<void> {
     const { user, org } = requireOrg(ctx);
     const { members, pending: invitations } = await teamOf(deps, personOf(user));
@@ -375,7 +394,10 @@ console.log(reply.choices[0].message.content);</pre>
     ctx.set('Cache-Control', 'no-store');
     await teamPage(ctx, `${baseUrlOf(ctx)}${inviteUrl(token)}`);
   });
+}
 
+/** The organisation's own provider keys, set by its owner only. */
+function providerKeyRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/provider-keys', async (ctx) => {
     const { user, org } = requireOrg(ctx);
     const configured = await ownProviderKeysOf(deps, personOf(user));
