@@ -147,6 +147,17 @@ const operationsImports = {
 
 /** The edges of api/: each parses, calls an operation and serialises; none imports another. */
 const EDGES = ['v1', 'mcp', 'console', 'oauth'];
+/**
+ * An edge reaches the database through operations/ (DESIGN §3): it imports db/ as types only. api/oauth/ and
+ * api/http/ still call repositories (the authorization server's store, the key gate) and are not held to it yet.
+ */
+const DB_THROUGH_OPERATIONS = ['v1', 'mcp', 'console'];
+const dbValueImport = {
+  regex: intoFolders(['db']),
+  allowTypeImports: true,
+  message:
+    'An edge (api/*, cli/) reaches the database through operations/: it imports db/ as types only. Call the operation (or add one in operations/, named by its subject) that does the work.',
+};
 /** A relative import into one of api/'s `edges` from inside api/, at any depth: `../mcp/tools`, `../../oauth/server`. */
 const intoEdges = (edges) => `^(\\.\\./)+(api/)?(${edges.join('|')})(/|$)`;
 const edgeImports = (edge) => ({
@@ -159,6 +170,7 @@ const edgeImports = (edge) => ({
           ', ',
         )}). Move what both need to api/http/ (plumbing), api/forms/ (serialisers) or operations/; pass a capability in through the edge's deps.`,
     },
+    ...(DB_THROUGH_OPERATIONS.includes(edge) ? [dbValueImport] : []),
   ],
 });
 const sharedApiImports = {
@@ -258,6 +270,11 @@ export default tseslint.config(
   {
     files: ['api/http/**', 'api/forms/**'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', sharedApiImports] },
+  },
+  {
+    // The CLI and the API's own entry files (main.ts, app.ts) open and call operations, as the edges do.
+    files: ['cli/**', 'api/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [dbValueImport] }] },
   },
   {
     // Type-only imports count too: a circle of types still ties the modules into one unit to read and change.

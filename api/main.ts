@@ -1,10 +1,10 @@
 import { Client, Connection, type ConnectionLike } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Server } from 'node:http';
-import { createDb, REQUEST_PATH_DB_TIMEOUTS } from '../db/knex';
 import { loadConfig } from '../infra/config';
 import { onStopRequest } from '../infra/entry-point';
 import { createLogger } from '../infra/log';
+import { openDatabase } from '../operations/open';
 import { temporalConnectOptions } from '../infra/temporal-connection';
 import { eagerStart } from '../starters/eager-start';
 import { installWorkerRuntime, runWorker, type RunningWorker } from '../worker/run';
@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   // Tokens name their issuer and audience from it: guessed from a request's Host header, a forged one could change them.
   if (config.QUORUM_ENV === 'production' && !config.QUORUM_PUBLIC_URL)
     throw new Error('QUORUM_PUBLIC_URL is required when QUORUM_ENV=production (e.g. https://api.example.com)');
-  const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX, REQUEST_PATH_DB_TIMEOUTS);
+  const { db, close: closeDb } = await openDatabase(config.DATABASE_URL, { poolMax: config.QUORUM_DB_POOL_MAX, use: 'request_path' });
   const connectOptions = temporalConnectOptions(config);
   // QUORUM_ROLE=all: the worker polls on the API's own connection, so the client's starts can be eager (see eagerStart).
   let temporal: ConnectionLike;
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
       if (cut > 0) log.warn('requests cut off at the shutdown deadline; their deliberations continue', { cut });
       worker?.shutdown();
       await worker?.stopped;
-      await Promise.all([temporal.close(), db.destroy()]);
+      await Promise.all([temporal.close(), closeDb()]);
       log.info('api stopped');
       process.exit(0);
     });

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { getBilling, setBilling, type BillingChange } from '../db/repositories/billing';
-import { getBalance } from '../db/repositories/ledger';
+import type { BillingChange, OrganisationBilling } from '../db/repositories/billing';
+import type { Balance } from '../db/repositories/ledger';
 import { BILLING } from '../domain/billing';
 import { microsToUsd } from '../domain/money';
-import type { DbOrTrx } from '../db/repositories/shared';
-import { command, dollars, required, usdOrZero, type Command, type CommandOutput } from './command';
+import { billingOf, changeBilling } from '../operations/billing';
+import { command, dollars, OPERATOR, required, usdOrZero, type Command, type CommandOutput } from './command';
 
 /**
  * Organisation billing states (DESIGN §14), set by operators: billing set up or not (`no_billing_configured`), an
@@ -13,9 +13,7 @@ import { command, dollars, required, usdOrZero, type Command, type CommandOutput
 
 const usdOrNull = (micros: bigint | null): number | null => (micros === null ? null : microsToUsd(micros));
 
-async function orgBilling(db: DbOrTrx, orgId: string): Promise<CommandOutput> {
-  const b = await getBilling(db, orgId);
-  const balance = await getBalance(db, orgId);
+function billingOutput({ billing: b, balance }: { billing: OrganisationBilling; balance: Balance }): CommandOutput {
   const activation =
     b.activationAllowanceMicros === null
       ? 'no activation allowance'
@@ -60,8 +58,7 @@ const billingCommand = (spec: {
     usage: `--org ORG_ID ${spec.usage}`,
     options: { org: { type: 'string' }, ...spec.options },
     async run({ org, change }, { resources }) {
-      await setBilling(resources.db, org, change);
-      return orgBilling(resources.db, org);
+      return billingOutput(await changeBilling(resources, OPERATOR, org, change));
     },
   });
 
@@ -78,7 +75,7 @@ const orgShow = command({
   usage: '--org ORG_ID',
   options: { org: { type: 'string' } },
   input: z.object({ org: required }),
-  run: ({ org }, { resources }) => orgBilling(resources.db, org),
+  run: async ({ org }, { resources }) => billingOutput(await billingOf(resources, OPERATOR, org)),
 });
 
 const orgBillingState = billingCommand({

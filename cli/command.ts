@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { microsToDecimal, usdToMicros } from '../domain/money';
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
+import type { Principal } from '../operations/principal';
 import type { CliResources } from './connect';
 
 /** The typed command registry every `quorum` command is declared with: options parsed and validated before anything connects. */
@@ -18,6 +19,9 @@ export class UsageError extends Error {
     super(message);
   }
 }
+
+/** Every command acts as the operator, who may act on any organisation. */
+export const OPERATOR: Principal & { via: 'operator' } = { via: 'operator' };
 
 export interface CommandContext {
   resources: CliResources;

@@ -1,14 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { createApiKey, revokeApiKey } from '../db/repositories/api-keys';
-import { addDocument } from '../db/repositories/documents';
-import { getBalance, listLedger, topUp } from '../db/repositories/ledger';
-import { createOrganisation, setOrganisationStatus } from '../db/repositories/organisations';
-import { KEY_FAMILIES, setBedrockRole, setProviderKey } from '../db/repositories/provider-credentials';
 import { SCOPES } from '../domain/api-keys';
 import { microsToUsd } from '../domain/money';
-import { startTrialTimer } from '../starters/trial-credit';
+import { issueKey, revokeKey } from '../operations/api-keys';
+import { addGroundingDocument } from '../operations/documents';
+import { addBalance, balanceOf } from '../operations/ledger';
+import { onboardOrganisation, setStatus } from '../operations/organisations';
+import { KEY_FAMILIES, setOwnBedrockRole, setOwnProviderKey } from '../operations/provider-keys';
 import { auditCommands } from './audit-commands';
 import { billingCommands } from './billing-commands';
 import { modeCommands } from './mode-commands';
@@ -17,7 +16,7 @@ import { oauthCommands } from './oauth-commands';
 import { runCommands } from './run-commands';
 
 export { UsageError, type Command } from './command';
-import { command, dollars, list, required, usd, UsageError, type Command } from './command';
+import { command, dollars, list, OPERATOR, required, usd, UsageError, type Command } from './command';
 
 const orgCreate = command({
   name: 'org create',
@@ -25,22 +24,8 @@ const orgCreate = command({
   options: { name: { type: 'string' }, credit: { type: 'string' } },
   input: z.object({ name: required, credit: usd.optional() }),
   async run({ name, credit }, { resources, log }) {
-    const org = await createOrganisation(resources.db, { name, creditMicros: credit });
-    // The key is shown only now, so a failure to reach Temporal must not hide it: the timer is deferred instead.
     const client = await resources.temporal();
-    const started =
-      client !== undefined &&
-      (await startTrialTimer(resources.db, client, { orgId: org.orgId, trialStartedAt: org.trialStartedAt.toISOString() }).then(
-        () => true,
-        (err: unknown) => {
-          log.warn('could not start the trial timer', { orgId: org.orgId, err });
-          return false;
-        },
-      ));
-    if (!started)
-      log.warn('trial timer deferred: Temporal is not reachable; ensureTrialTimers starts it when the stack next starts', {
-        orgId: org.orgId,
-      });
+    const org = await onboardOrganisation({ db: resources.db, client, log }, OPERATOR, { name, creditMicros: credit });
     return {
       json: { org_id: org.orgId, api_key: org.apiKey, balance_usd: microsToUsd(org.balanceMicros) },
       text: `Created organisation ${org.orgId} (${name}), balance ${dollars(org.balanceMicros)} including the trial credit.\nOwner key (shown once, store it now): ${org.apiKey}`,
@@ -56,7 +41,7 @@ const orgStatus = (action: 'suspend' | 'resume'): Command =>
     input: z.object({ org: required }),
     async run({ org }, { resources }) {
       const status = action === 'suspend' ? 'suspended' : 'active';
-      await setOrganisationStatus(resources.db, org, status);
+      await setStatus(resources, OPERATOR, org, status);
       return { json: { org_id: org, status }, text: `Organisation ${org} is ${status}.` };
     },
   });
@@ -72,7 +57,12 @@ const keyCreate = command({
     modes: list(z.string().min(1, 'must not contain an empty mode')).optional(),
   }),
   async run({ org, test, scopes, modes }, { resources }) {
-    const { keyId, apiKey } = await createApiKey(resources.db, { orgId: org, mode: test ? 'test' : 'live', scopes, allowedModes: modes });
+    const { keyId, apiKey } = await issueKey(resources, OPERATOR, {
+      orgId: org,
+      keyKind: test ? 'test' : 'live',
+      scopes,
+      allowedModes: modes,
+    });
     return {
       json: { key_id: keyId, api_key: apiKey },
       text: `Created key ${keyId} for ${org}.\nKey (shown once, store it now): ${apiKey}`,
@@ -86,7 +76,7 @@ const keyRevoke = command({
   options: { key: { type: 'string' } },
   input: z.object({ key: required }),
   async run({ key }, { resources }) {
-    await revokeApiKey(resources.db, key);
+    await revokeKey(resources, OPERATOR, key);
     return { json: { key_id: key, revoked: true }, text: `Key ${key} is revoked.` };
   },
 });
@@ -97,7 +87,7 @@ const balanceAdd = command({
   options: { org: { type: 'string' }, usd: { type: 'string' } },
   input: z.object({ org: required, usd }),
   async run({ org, usd: amount }, { resources }) {
-    const balance = await topUp(resources.db, { orgId: org, amountMicros: amount, note: 'operator top-up' });
+    const balance = await addBalance(resources, OPERATOR, { orgId: org, amountMicros: amount, note: 'operator top-up' });
     return {
       json: { org_id: org, balance_usd: microsToUsd(balance.balanceMicros) },
       text: `Added ${dollars(amount)} to ${org}; balance ${dollars(balance.balanceMicros)}.`,
@@ -111,8 +101,7 @@ const balanceShow = command({
   options: { org: { type: 'string' }, limit: { type: 'string' } },
   input: z.object({ org: required, limit: z.coerce.number().int().min(1).max(1000).default(20) }),
   async run({ org, limit }, { resources }) {
-    const balance = await getBalance(resources.db, org);
-    const entries = await listLedger(resources.db, org, limit);
+    const { balance, entries } = await balanceOf(resources, OPERATOR, { orgId: org, limit });
     const lines = entries.map((e) =>
       [
         e.createdAt.toISOString(),
@@ -176,7 +165,7 @@ const byokSet = command({
   ),
   async run(input, { resources }) {
     if (input.family === 'bedrock') {
-      await setBedrockRole(resources.db, { orgId: input.org, roleArn: input['role-arn'], externalId: input['external-id'] });
+      await setOwnBedrockRole(resources, OPERATOR, { orgId: input.org, roleArn: input['role-arn'], externalId: input['external-id'] });
       return {
         json: { org_id: input.org, family: 'bedrock', role_arn: input['role-arn'] },
         text: `Bedrock role ${input['role-arn']} set for ${input.org}.`,
@@ -188,7 +177,7 @@ const byokSet = command({
     } catch (err) {
       throw new UsageError(`--key-file cannot be read: ${(err as Error).message}`);
     }
-    await setProviderKey(resources.db, { orgId: input.org, family: input.family, apiKey });
+    await setOwnProviderKey(resources, OPERATOR, { orgId: input.org, family: input.family, apiKey });
     // The key itself is never echoed.
     return {
       json: { org_id: input.org, family: input.family, configured: true },
@@ -208,7 +197,7 @@ const docsAdd = command({
     for (const file of files) {
       const body = await fs.promises.readFile(file, 'utf8');
       const title = path.basename(file);
-      added.push({ id: await addDocument(resources.db, { title, body }), title });
+      added.push({ id: await addGroundingDocument(resources, OPERATOR, { title, body }), title });
     }
     return {
       json: { added: added.length, documents: added },

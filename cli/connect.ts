@@ -1,10 +1,10 @@
 import { Client, Connection } from '@temporalio/client';
 import path from 'node:path';
-import { createDb, type Db } from '../db/knex';
-import { prepareDatabase } from '../db/prepare';
+import type { Db } from '../db/knex';
 import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
 import { dataDir } from '../infra/paths';
+import { openDatabase } from '../operations/open';
 import { startEmbeddedPostgres } from '../infra/postgres';
 import { temporalConnectOptions } from '../infra/temporal-connection';
 import { readStackFile } from '../infra/stack-file';
@@ -31,9 +31,8 @@ export async function openResources(config: Config, log: Logger): Promise<CliRes
     databaseUrl = pg.url;
     migrate = true;
   }
-  const db = createDb(databaseUrl, 4);
-  cleanups.unshift(() => db.destroy());
-  if (migrate) await prepareDatabase(db);
+  const { db, close } = await openDatabase(databaseUrl, { poolMax: 4, use: 'command', prepare: migrate });
+  cleanups.unshift(close);
 
   // TEMPORAL_ADDRESS names a cluster with its TLS and API key; a running `npm start`'s local server needs neither.
   const target = config.TEMPORAL_ADDRESS

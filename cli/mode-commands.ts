@@ -5,15 +5,15 @@ import {
   inviteOrganisation,
   listMode,
   listOrganisationModes,
+  operatorOf,
   releaseMode,
   reviewListing,
   saveMode,
+  setPriceFloor,
   type Author,
   type AuthoringDeps,
   type ModeView,
 } from '../operations/authoring/modes';
-import { readAuthoredMode, writePriceFloor } from '../db/repositories/mode-authoring';
-import { QuorumError } from '../domain/errors';
 import { modeTemplate } from '../domain/mode-spec';
 import type { Refusal } from '../domain/mode-validation-codes';
 import { createEngines } from '../engines';
@@ -58,9 +58,7 @@ function authorOf(input: { org?: string; system?: boolean }): Author {
 
 /** An operator acting on an existing mode acts as its organisation. */
 async function ownerOf(ctx: CommandContext, modeId: string): Promise<Author> {
-  const mode = await readAuthoredMode(ctx.resources.db, modeId);
-  if (!mode) throw new QuorumError('mode_not_found', `No mode ${modeId}.`);
-  return { via: 'operator', orgId: mode.orgId };
+  return operatorOf(ctx.resources, modeId);
 }
 
 function shown(v: ModeView, verb: string): CommandOutput {
@@ -199,7 +197,7 @@ const priceFloor = command({
   input: z.object({ 'per-mtok': usdAmount, surcharge: usdAmount }),
   async run(input, ctx) {
     const floor = { perMtokUsd: input['per-mtok'], surchargeUsd: input.surcharge };
-    await writePriceFloor(ctx.resources.db, floor);
+    await setPriceFloor(ctx.resources, { via: 'operator', orgId: null }, floor);
     return {
       json: { per_mtok_usd: floor.perMtokUsd, surcharge_usd: floor.surchargeUsd },
       text: `Price floor: $${floor.perMtokUsd} per 1M tokens (Form B), $${floor.surchargeUsd} per call (Form A).`,

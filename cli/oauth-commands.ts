@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { purgeExpiredOAuthRecords, rotateOAuthKeys } from '../db/repositories/oauth-store';
-import { secretBox } from '../infra/secret-box';
-import { command, type Command } from './command';
+import { purgeExpiredGrants, rotateAuthorizationKeys } from '../operations/oauth-grants';
+import { command, OPERATOR, type Command } from './command';
 
 /**
  * The connected apps' authorization server (DESIGN §15): its keys are generated at first start and sealed with the
@@ -14,7 +13,7 @@ const rotateKeys = command({
   options: {},
   input: z.strictObject({}),
   async run(_input, { resources }) {
-    const ids = await rotateOAuthKeys(resources.db, secretBox());
+    const ids = await rotateAuthorizationKeys(resources, OPERATOR);
     return {
       json: { signing_key: ids.signing, cookie_key: ids.cookie },
       text: `New signing key ${ids.signing} and cookie key ${ids.cookie}; APIs use them from their next start, and the previous two of each still verify.`,
@@ -28,7 +27,7 @@ const purgeExpired = command({
   options: {},
   input: z.strictObject({}),
   async run(_input, { resources }) {
-    const removed = await purgeExpiredOAuthRecords(resources.db);
+    const removed = await purgeExpiredGrants(resources, OPERATOR);
     return { json: { removed }, text: `Removed ${removed} expired OAuth record(s).` };
   },
 });

@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { findPersonByEmail, type Person } from '../db/repositories/people';
-import { assignPlan, listPlans, planUsage, type PlanUsage } from '../db/repositories/plans';
-import type { DbOrTrx } from '../db/repositories/shared';
+import type { Person } from '../db/repositories/people';
+import type { PlanUsage } from '../db/repositories/plans';
 import { microsToUsd } from '../domain/money';
 import type { Plan } from '../domain/plans';
-import { QuorumError } from '../domain/errors';
-import { command, dollars, required, type Command, type CommandOutput } from './command';
+import { listBillingPlans, planUsageOf, putOnPlan } from '../operations/plans';
+import { command, dollars, OPERATOR, required, type Command, type CommandOutput } from './command';
 
 /**
  * Plans of people signed in through connected apps (DESIGN §15): list them, put a person on one, and show a person's
@@ -47,12 +46,6 @@ function usageOutput(person: Person, u: PlanUsage): CommandOutput {
   };
 }
 
-async function personByEmail(db: DbOrTrx, email: string): Promise<Person> {
-  const person = await findPersonByEmail(db, email);
-  if (!person) throw new QuorumError('not_found', `no person with the email ${email}`);
-  return { id: person.id, email: person.email, name: person.name };
-}
-
 /** Positional arguments arrive as `files` (the registry's one list of positionals). */
 const positionals = <T extends [z.ZodType, ...z.ZodType[]]>(...items: T) =>
   z.object({ files: z.tuple(items, { error: `give exactly ${items.length} argument(s)` }) });
@@ -63,7 +56,7 @@ const planList = command({
   options: {},
   input: z.object({}),
   async run(_input, { resources }) {
-    const plans = await listPlans(resources.db);
+    const plans = await listBillingPlans(resources, OPERATOR);
     return { json: { plans: plans.map(planJson) }, text: plans.map(planLine).join('\n') };
   },
 });
@@ -75,9 +68,8 @@ const planAssign = command({
   positionals: true,
   input: positionals(required, required),
   async run({ files: [email, planId] }, { resources }) {
-    const person = await personByEmail(resources.db, email);
-    await assignPlan(resources.db, { personId: person.id, planId });
-    return usageOutput(person, await planUsage(resources.db, person.id));
+    const { person, usage } = await putOnPlan(resources, OPERATOR, { email, planId });
+    return usageOutput(person, usage);
   },
 });
 
@@ -88,8 +80,8 @@ const planShow = command({
   positionals: true,
   input: positionals(required),
   async run({ files: [email] }, { resources }) {
-    const person = await personByEmail(resources.db, email);
-    return usageOutput(person, await planUsage(resources.db, person.id));
+    const { person, usage } = await planUsageOf(resources, OPERATOR, email);
+    return usageOutput(person, usage);
   },
 });
 

@@ -1,18 +1,17 @@
 import { SingleBar, MultiBar, Presets } from 'cli-progress';
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { getRun, saveQuestionSet, type RunRecord } from '../db/repositories/runs';
+import type { RunRecord } from '../db/repositories/runs';
 import { microsToDecimal } from '../domain/money';
 import { parseQuestionSet } from '../domain/questions/import';
 import { BUCKETS } from '../domain/questions/types';
 import { ENDED_STATES, runTiming, SIMULATED_RUN_NOTE, type RunProgress } from '../domain/runs';
-import { runProgress } from '../starters/runs';
 import { cancelOrgRun } from '../operations/run-cancel';
-import { EVERY_RUN_SCOPE, listOrgRuns, RUN_PAGE } from '../operations/run-list';
+import { importQuestionSet } from '../operations/question-sets';
+import { anyRun, EVERY_RUN_SCOPE, listOrgRuns, progressOf, RUN_PAGE } from '../operations/run-list';
 import type { RunReadDeps } from '../operations/run-poll';
-import { command, dollars, required, UsageError, type Command, type CommandContext } from './command';
+import { command, dollars, OPERATOR, required, UsageError, type Command, type CommandContext } from './command';
 
 /** Operators' view of runs (spec 02): watch one with a progress bar, list an organisation's, cancel one; import question sets. */
 
@@ -20,7 +19,7 @@ const batchId = z.object({ files: z.array(z.string()).length(1, 'name one BATCH_
 
 async function runOf(ctx: CommandContext, id: string): Promise<RunRecord> {
   if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError(`${id} is not a batch id (a uuid)`);
-  return getRun(ctx.resources.db, id);
+  return anyRun(ctx.resources, OPERATOR, id);
 }
 
 /** A test key's run answered on `sim` engines: said wherever the run is shown (DESIGN §10). */
@@ -74,14 +73,14 @@ const runWatch = command({
     );
     let progress: RunProgress;
     for (;;) {
-      progress = await runProgress(client, db, run);
+      progress = await progressOf({ db, client }, run);
       const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
       const { elapsedMs, leftMs } = runTiming({ progress, finishedAt: run.finishedAt, estimatedMinutes: run.estimatedMinutes }, Date.now());
       total.update(done, { extra: `${progress.state} · elapsed ${seconds(elapsedMs)} · left ~${seconds(leftMs)}` });
       for (const [b, bar] of perBucket) bar.update(progress.done[b]);
       if (ENDED_STATES.includes(run.state)) break;
       await new Promise((resolve) => setTimeout(resolve, every * 1000));
-      run = await getRun(db, run.id);
+      run = await anyRun({ db }, OPERATOR, run.id);
     }
     bars.stop();
     return {
@@ -186,10 +185,11 @@ const questionsImport = command({
       throw new Error(
         `${files[0]}: nothing imported; ${parsed.errors.length} bad line(s):\n${parsed.errors.map((e) => `  line ${e.line}: ${e.reason}`).join('\n')}`,
       );
-    const id = `qs_${randomBytes(9)
-      .toString('base64url')
-      .replace(/[^A-Za-z0-9]/g, 'x')}`;
-    await saveQuestionSet(resources.db, { id, orgId: org, name: name ?? path.basename(files[0]), questions: parsed.questions });
+    const id = await importQuestionSet(resources, OPERATOR, {
+      orgId: org,
+      name: name ?? path.basename(files[0]),
+      questions: parsed.questions,
+    });
     const counts = Object.fromEntries(BUCKETS.map((b) => [b, parsed.questions.filter((q) => q.bucket === b).length]));
     return {
       json: { question_set: id, org_id: org, questions: parsed.questions.length, per_bucket: counts },

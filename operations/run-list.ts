@@ -1,9 +1,20 @@
-import { findRun, listRuns, type RunFilter } from '../db/repositories/runs';
+import {
+  answeredCounts,
+  findRun,
+  getRun,
+  latestCertifications,
+  listRuns,
+  type ModeCertification,
+  type RunFilter,
+  type RunRecord,
+} from '../db/repositories/runs';
 import type { Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
-import { BATCH_STATES, type BatchState, type RunKind, type RunState } from '../domain/runs';
+import { BATCH_STATES, type BatchState, type RunKind, type RunProgress, type RunState } from '../domain/runs';
 import { isStorableText } from '../domain/storable-text';
+import { runProgress } from '../starters/runs';
 import { requireScope } from './checks';
+import { orgActedOn, type Principal } from './principal';
 import { invalidParam, pageLimit, singleParam, type PageSize } from './query-params';
 import { viewOf, type RunReadDeps, type RunView } from './run-poll';
 
@@ -99,4 +110,45 @@ export async function listOrgRuns(deps: RunReadDeps, reader: RunReader, query: R
     views: await Promise.all(page.map((run) => viewOf(deps, reader.orgId, run))),
     hasMore: rows.length > query.limit,
   };
+}
+
+/** The organisation's latest runs with how many questions each has answered, as the console's list shows them. */
+export async function recentRuns(
+  deps: Pick<RunReadDeps, 'db'>,
+  principal: Principal,
+  limit: number,
+): Promise<{ runs: RunRecord[]; answered: Map<string, number> }> {
+  const runs = await listRuns(deps.db, orgActedOn(principal), limit);
+  const answered = await answeredCounts(
+    deps.db,
+    runs.map((r) => r.id),
+  );
+  return { runs, answered };
+}
+
+/** One run of the organisation; undefined for another organisation's, exactly like an id that never existed. */
+export async function runOf(deps: Pick<RunReadDeps, 'db'>, principal: Principal, runId: string): Promise<RunRecord | undefined> {
+  return findRun(deps.db, orgActedOn(principal), runId);
+}
+
+/** The latest certification of each released mode version. */
+export async function certificationsOf(
+  deps: Pick<RunReadDeps, 'db'>,
+  versions: readonly { modeId: string; version: number }[],
+): Promise<Map<string, ModeCertification>> {
+  return latestCertifications(deps.db, versions);
+}
+
+/** Any organisation's run, for the operator (`batch_not_found` when none has this id). */
+export async function anyRun(
+  deps: Pick<RunReadDeps, 'db'>,
+  _principal: Principal & { via: 'operator' },
+  runId: string,
+): Promise<RunRecord> {
+  return getRun(deps.db, runId);
+}
+
+/** A run's progress per bucket, from its workflow while it runs and from the database once it has ended. */
+export async function progressOf(deps: Pick<RunReadDeps, 'db' | 'client'>, run: RunRecord): Promise<RunProgress> {
+  return runProgress(deps.client, deps.db, run);
 }

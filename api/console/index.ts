@@ -101,7 +101,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   });
   router.use(consoleErrors(deps));
   router.use(bodyParser({ enableTypes: ['form', 'json'], formLimit: '300kb', jsonLimit: '300kb' }));
-  router.use(consoleSession(deps.db, { secureCookies: deps.secureCookies }));
+  router.use(consoleSession(deps, { secureCookies: deps.secureCookies }));
   authPages(router, deps);
   authorizePages(router, deps);
   connectedAppPages(router, deps);

@@ -1,8 +1,10 @@
 import { baseUrlOf } from '../http/context';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import { deleteSession, membershipsOf, readSession, type Membership, type Session } from '../../db/repositories/people';
-import type { Db } from '../../db/knex';
+import type { Membership, Session } from '../../db/repositories/people';
+import { QuorumError } from '../../domain/errors';
+import type { Principal } from '../../operations/principal';
+import { closeSession, sessionOf, type SessionDeps } from '../../operations/sessions';
 
 /**
  * Who is signed in to the console, and the CSRF check every state-changing request passes (DESIGN §14). The session
@@ -37,6 +39,19 @@ export class ConsoleRefusal extends Error {
   }
 }
 
+/**
+ * Runs an operation whose refusals are the console's own (membership, ownership, an invitation's link): shown as the
+ * console words them, without the API error code the console adds to an API operation's refusal.
+ */
+export async function refusingPlainly<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err instanceof QuorumError) throw new ConsoleRefusal(err.spec.status, err.message);
+    throw err;
+  }
+}
+
 /** A request refused before its session was read (a bearer key) renders as a visitor's, with no form token. */
 export function consoleState(ctx: Context): ConsoleState {
   return (ctx.state.console as ConsoleState | undefined) ?? { csrf: '' };
@@ -54,19 +69,19 @@ function sameToken(a: string | undefined, b: string): boolean {
 }
 
 /** Loads the session; refuses bearer keys; checks the CSRF token and Origin of every request that changes something. */
-export function consoleSession(db: Db, opts: { secureCookies: boolean }) {
+export function consoleSession(deps: SessionDeps, opts: { secureCookies: boolean }) {
   return async (ctx: Context, next: Next): Promise<void> => {
     // The console takes a signed-in session only: a bearer key here is a misdirected API call (DESIGN §14).
     if (ctx.get('authorization'))
       throw new ConsoleRefusal(401, 'The console takes a signed-in session, not an API key. Call the API at /v1 with your key.');
     const token = ctx.cookies.get(SESSION_COOKIE);
-    const session = token ? await readSession(db, token) : undefined;
-    if (token && !session) ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(opts.secureCookies));
-    let user: ConsoleUser | undefined;
-    if (session) {
-      const memberships = await membershipsOf(db, session.person.id);
-      user = { session, memberships, org: memberships.find((m) => m.orgId === session.orgId) ?? memberships[0] };
-    }
+    const found = token ? await sessionOf(deps, token) : undefined;
+    if (token && !found) ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(opts.secureCookies));
+    const session = found?.session;
+    const user: ConsoleUser | undefined = found && {
+      ...found,
+      org: found.memberships.find((m) => m.orgId === found.session.orgId) ?? found.memberships[0],
+    };
     let csrf = session?.csrfToken;
     if (!csrf) {
       csrf = ctx.cookies.get(ANON_CSRF_COOKIE) ?? randomBytes(24).toString('base64url');
@@ -118,11 +133,16 @@ export function requireOrg(ctx: Context): { user: ConsoleUser; org: Membership }
   return { user, org: user.org };
 }
 
+/** The signed-in person as the principal of the operations they call, in the organisation their session chose. */
+export function personOf(user: ConsoleUser): Principal & { via: 'person' } {
+  return { via: 'person', person: user.session.person, orgId: user.org?.orgId ?? null, role: user.org?.role ?? null };
+}
+
 /** Thrown after a redirect is set, to stop the handler; the console's error handler lets it pass. */
 export class RedirectDone extends Error {}
 
-export async function endSession(db: Db, ctx: Context, secure: boolean): Promise<void> {
+export async function endSession(deps: SessionDeps, ctx: Context, secure: boolean): Promise<void> {
   const user = consoleState(ctx).user;
-  if (user) await deleteSession(db, user.session.tokenHash);
+  if (user) await closeSession(deps, user.session.tokenHash);
   ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(secure));
 }

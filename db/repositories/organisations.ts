@@ -43,6 +43,15 @@ export async function insertOrganisation(
   });
 }
 
+/** An organisation (as `insertOrganisation`) with `personId` as its owner, in one transaction (the caller's when `db` is one). */
+export async function insertOwnedOrganisation(db: DbOrTrx, personId: string, name: string): Promise<NewOrganisation> {
+  return db.transaction(async (trx) => {
+    const org = await insertOrganisation(trx, { name });
+    await trx('memberships').insert({ person_id: personId, org_id: org.orgId, role: 'owner' });
+    return org;
+  });
+}
+
 /** Operator onboarding (spec 01 item 12) in one transaction: the organisation and its owner's key, shown once. */
 export async function createOrganisation(
   db: DbOrTrx,

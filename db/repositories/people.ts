@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { randomBase62 } from '../../domain/api-keys';
 import { INVITATION_DAYS, SESSION_LIMITS, SIGN_IN_LIMITS } from '../../domain/people';
-import { insertOrganisation } from './organisations';
+import { insertOwnedOrganisation } from './organisations';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -44,8 +44,7 @@ export async function createPerson(
       const person: Person = { id: `psn_${randomBase62(20)}`, email: input.email, name: input.name };
       await trx('people').insert({ ...person, password_hash: input.passwordHash });
       if (input.orgName === undefined) return { person };
-      const org = await insertOrganisation(trx, { name: input.orgName });
-      await trx('memberships').insert({ person_id: person.id, org_id: org.orgId, role: 'owner' });
+      const org = await insertOwnedOrganisation(trx, person.id, input.orgName);
       return { person, org: { orgId: org.orgId, trialStartedAt: org.trialStartedAt } };
     });
   } catch (err) {

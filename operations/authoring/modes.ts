@@ -24,6 +24,7 @@ import {
   tickerPrefix,
   tickersUnder,
   writeListing,
+  writePriceFloor,
   type AuthoredMode,
 } from '../../db/repositories/mode-authoring';
 import { organisationExists } from '../../db/repositories/organisations';
@@ -421,4 +422,20 @@ export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tie
         answers: seatChain(ctx, { designed: e.id, seatTier: e.tier, index: 0 })[0]?.engineId ?? null,
       };
     });
+}
+
+/** An operator acting on an existing mode acts as its organisation (a platform mode's is null). */
+export async function operatorOf(deps: Pick<AuthoringDeps, 'db'>, modeId: string): Promise<Author & { via: 'operator' }> {
+  const mode = await readAuthoredMode(deps.db, modeId);
+  if (!mode) throw new QuorumError('mode_not_found', `No mode ${modeId}.`);
+  return { via: 'operator', orgId: mode.orgId };
+}
+
+/** The operator sets the price floor: the cheapest the price slider goes. */
+export async function setPriceFloor(
+  deps: Pick<AuthoringDeps, 'db'>,
+  _author: Author & { via: 'operator' },
+  floor: PriceFloor,
+): Promise<void> {
+  await writePriceFloor(deps.db, floor);
 }

@@ -1,24 +1,25 @@
 import { baseUrlOf } from '../../http/context';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { createApiKey, listApiKeys, revokeApiKey } from '../../../db/repositories/api-keys';
-import { getBalance, listLedger, topUp } from '../../../db/repositories/ledger';
-import { createInvitation, membersOf, pendingInvitations, setSessionOrg } from '../../../db/repositories/people';
-import { planUsage, type PlanUsage } from '../../../db/repositories/plans';
-import { KEY_FAMILIES, ownProviderFamilies, setBedrockRole, setProviderKey } from '../../../db/repositories/provider-credentials';
-import { insertOrganisation } from '../../../db/repositories/organisations';
-import { rotateSigningSecret, signingSecretState, type SigningSecretState } from '../../../db/repositories/webhook-secrets';
+import type { PlanUsage } from '../../../db/repositories/plans';
+import type { SigningSecretState } from '../../../db/repositories/webhook-secrets';
+import { issueKey, keysOf, revokeKey } from '../../../operations/api-keys';
+import { accountOverview, addBalance } from '../../../operations/ledger';
+import { invite, teamOf } from '../../../operations/people';
+import { KEY_FAMILIES, ownProviderKeysOf, setOwnBedrockRole, setOwnProviderKey } from '../../../operations/provider-keys';
+import { chooseOrganisation } from '../../../operations/sessions';
+import { rotateSecret, signingSecretOf } from '../../../operations/webhook-secrets';
 import { SCOPES, isScope, type Scope } from '../../../domain/api-keys';
 import { QuorumError } from '../../../domain/errors';
 import { usdToMicros } from '../../../domain/money';
-import { nameProblems, normaliseEmail } from '../../../domain/people';
-import { startTrialTimer } from '../../../starters/trial-credit';
+import { nameProblems } from '../../../domain/people';
+import { createOwnOrganisation } from '../../../operations/organisations';
 import type { ConsoleDeps } from '../deps';
 import { usd, when } from '../format';
-import { formOf, text } from '../forms';
+import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
-import { ConsoleRefusal, requireOrg, requireUser } from '../session';
+import { ConsoleRefusal, personOf, refusingPlainly, requireOrg, requireUser } from '../session';
 import { inviteUrl } from './auth';
 
 /** The organisation's account: overview (balance, ledger), API keys (shown once), team and invitations, own provider keys. */
@@ -79,6 +80,15 @@ function signingSecretSection(ctx: Context, state: SigningSecretState | null, ow
 }
 
 export function accountPages(router: Router, deps: ConsoleDeps): void {
+  overviewRoutes(router, deps);
+  keyRoutes(router, deps);
+  webhookSecretRoutes(router, deps);
+  teamRoutes(router, deps);
+  providerKeyRoutes(router, deps);
+}
+
+/** The overview (balance, ledger, billing plan), creating an organisation, and a development top-up. */
+function overviewRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/overview', async (ctx) => {
     const user = requireUser(ctx);
     if (!user.org)
@@ -91,11 +101,7 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
             ><button>Create organisation</button>
           </form>`,
       );
-    const [balance, ledger, usage] = await Promise.all([
-      getBalance(deps.db, user.org.orgId),
-      listLedger(deps.db, user.org.orgId, 50),
-      planUsage(deps.db, user.session.person.id),
-    ]);
+    const { balance, entries: ledger, usage } = await accountOverview(deps, personOf(user));
     page(
       ctx,
       user.org.orgName,
@@ -172,35 +178,31 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
 
   router.post('/organisations', async (ctx) => {
     const user = requireUser(ctx);
-    const { name } = formOf(ctx, { name: text(200) });
+    const { name } = fieldsOf(ctx, { name: text(200) });
     const problems = nameProblems(name);
     if (problems.length > 0) throw new ConsoleRefusal(400, `Organisation name: ${problems.join(' ')}`);
-    const org = await deps.db.transaction(async (trx) => {
-      const created = await insertOrganisation(trx, { name });
-      await trx('memberships').insert({ person_id: user.session.person.id, org_id: created.orgId, role: 'owner' });
-      return created;
-    });
-    await startTrialTimer(deps.db, deps.client, { orgId: org.orgId, trialStartedAt: org.trialStartedAt.toISOString() }).catch(
-      (err: unknown) => deps.log.warn('trial timer deferred', { orgId: org.orgId, err }),
-    );
-    await setSessionOrg(deps.db, user.session.tokenHash, org.orgId);
+    const org = await createOwnOrganisation(deps, personOf(user), name);
+    await chooseOrganisation(deps, { ...personOf(user), orgId: org.orgId, role: 'owner' }, user.session, org.orgId);
     ctx.redirect('/console/keys?welcome=1');
   });
 
   router.post('/top-up', async (ctx) => {
-    const { org } = requireOrg(ctx);
+    const { user } = requireOrg(ctx);
     if (!deps.selfTopUp) throw new ConsoleRefusal(403, 'In production an operator adds balance once payment is received.');
-    const { amount_usd } = formOf(ctx, { amount_usd: text(20) });
+    const { amount_usd } = fieldsOf(ctx, { amount_usd: text(20) });
     const amount = Number(amount_usd);
     if (!Number.isInteger(amount) || amount < 1 || amount > 1_000)
       throw new ConsoleRefusal(400, 'Add a whole number of dollars from 1 to 1000.');
-    await topUp(deps.db, { orgId: org.orgId, amountMicros: usdToMicros(amount), note: 'development top-up in the console' });
+    await addBalance(deps, personOf(user), { amountMicros: usdToMicros(amount), note: 'development top-up in the console' });
     ctx.redirect('/console/overview');
   });
+}
 
+/** API keys (issued shown once, revoked) and the webhook signing secret. */
+function keyRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/keys', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    const [keys, secret] = await Promise.all([listApiKeys(deps.db, org.orgId), signingSecretState(deps.db, org.orgId)]);
+    const { user, org } = requireOrg(ctx);
+    const [keys, secret] = await Promise.all([keysOf(deps, personOf(user)), signingSecretOf(deps, personOf(user))]);
     page(
       ctx,
       'API keys',
@@ -265,32 +267,14 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
     );
   });
 
-  router.post('/webhook-secret', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the organisation owner rotates the webhook signing secret.');
-    const secret = await rotateSigningSecret(deps.db, org.orgId);
-    // Shown once, as a new API key is: this response is the only place it is readable; it is not cached.
-    ctx.set('Cache-Control', 'no-store');
-    page(
-      ctx,
-      'Your new webhook signing secret',
-      html`<p class="flash" role="status">
-          Copy it now: it is shown once. Callbacks from now on are signed with it; the old secret no longer verifies.
-        </p>
-        <p class="secret" id="new-webhook-secret">${secret}</p>
-        ${copyButton('new-webhook-secret')}
-        <p><a href="/console/keys">Back to keys</a></p>`,
-    );
-  });
-
   router.post('/keys', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    const form = formOf(ctx, { mode: text(10) });
+    const { user } = requireOrg(ctx);
+    const form = fieldsOf(ctx, { mode: text(10) });
     const raw = (ctx.request.body as { scopes?: unknown }).scopes;
     const scopes = (Array.isArray(raw) ? raw : [raw]).filter((s): s is Scope => typeof s === 'string' && isScope(s));
     if (form.mode !== 'live' && form.mode !== 'test') throw new ConsoleRefusal(400, 'Choose live or test.');
     if (scopes.length === 0) throw new ConsoleRefusal(400, 'Choose at least one scope.');
-    const { apiKey } = await createApiKey(deps.db, { orgId: org.orgId, mode: form.mode, scopes });
+    const { apiKey } = await issueKey(deps, personOf(user), { keyKind: form.mode, scopes });
     const base = `${baseUrlOf(ctx)}/v1`;
     // Shown once: this response is the only place the key exists in the clear; it is not cached.
     ctx.set('Cache-Control', 'no-store');
@@ -319,17 +303,39 @@ console.log(reply.choices[0].message.content);</pre>
   });
 
   router.post('/keys/:id/revoke', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    const own = (await listApiKeys(deps.db, org.orgId)).some((k) => k.id === ctx.params.id);
-    if (!own) throw new ConsoleRefusal(404, 'No such key in this organisation.');
-    await revokeApiKey(deps.db, ctx.params.id);
+    const { user } = requireOrg(ctx);
+    await refusingPlainly(revokeKey(deps, personOf(user), ctx.params.id));
     ctx.redirect('/console/keys');
   });
 
   /** The team page; right after an invitation, with its link (shown in that response only, never passed in a URL). */
+}
+
+/** Rotating the webhook signing secret (its state shows on the keys page). */
+function webhookSecretRoutes(router: Router, deps: ConsoleDeps): void {
+  router.post('/webhook-secret', async (ctx) => {
+    const { user } = requireOrg(ctx);
+    const secret = await refusingPlainly(rotateSecret(deps, personOf(user)));
+    // Shown once, as a new API key is: this response is the only place it is readable; it is not cached.
+    ctx.set('Cache-Control', 'no-store');
+    page(
+      ctx,
+      'Your new webhook signing secret',
+      html`<p class="flash" role="status">
+          Copy it now: it is shown once. Callbacks from now on are signed with it; the old secret no longer verifies.
+        </p>
+        <p class="secret" id="new-webhook-secret">${secret}</p>
+        ${copyButton('new-webhook-secret')}
+        <p><a href="/console/keys">Back to keys</a></p>`,
+    );
+  });
+}
+
+/** The team: members and invitations by link. */
+function teamRoutes(router: Router, deps: ConsoleDeps): void {
   async function teamPage(ctx: Context, link?: string): Promise<void> {
     const { user, org } = requireOrg(ctx);
-    const [members, invitations] = await Promise.all([membersOf(deps.db, org.orgId), pendingInvitations(deps.db, org.orgId)]);
+    const { members, pending: invitations } = await teamOf(deps, personOf(user));
     page(
       ctx,
       'Team',
@@ -383,18 +389,18 @@ console.log(reply.choices[0].message.content);</pre>
   router.get('/team', (ctx) => teamPage(ctx));
 
   router.post('/team/invite', async (ctx) => {
-    const { user, org } = requireOrg(ctx);
-    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the owner invites people.');
-    const email = normaliseEmail(formOf(ctx, { email: text(400) }).email);
-    if (!email) throw new ConsoleRefusal(400, 'Enter an email address like name@example.com.');
-    const token = await createInvitation(deps.db, { orgId: org.orgId, email, invitedBy: user.session.person.id });
+    const { user } = requireOrg(ctx);
+    const token = await refusingPlainly(invite(deps, personOf(user), fieldsOf(ctx, { email: text(400) }).email));
     ctx.set('Cache-Control', 'no-store');
     await teamPage(ctx, `${baseUrlOf(ctx)}${inviteUrl(token)}`);
   });
+}
 
+/** The organisation's own provider keys, set by its owner only. */
+function providerKeyRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/provider-keys', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    const configured = await ownProviderFamilies(deps.db, org.orgId);
+    const { user, org } = requireOrg(ctx);
+    const configured = await ownProviderKeysOf(deps, personOf(user));
     const families = [...KEY_FAMILIES, 'bedrock'];
     page(
       ctx,
@@ -446,25 +452,30 @@ console.log(reply.choices[0].message.content);</pre>
     );
   });
 
+  // The owner's refusal and an unknown family read as before; any other refusal of the values is worded for the page.
+  const refusedValues = (message: string) => (err: unknown) => {
+    throw err instanceof QuorumError && err.code !== 'forbidden' && err.param !== 'family' ? new ConsoleRefusal(400, message) : err;
+  };
+
   router.post('/provider-keys', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the organisation owner configures provider keys.');
-    const form = formOf(ctx, { family: text(20), api_key: text(1_000) });
-    const family = KEY_FAMILIES.find((f) => f === form.family);
-    if (!family) throw new ConsoleRefusal(400, 'Choose openai, anthropic or google.');
-    await setProviderKey(deps.db, { orgId: org.orgId, family, apiKey: form.api_key }).catch((err: unknown) => {
-      throw err instanceof QuorumError ? new ConsoleRefusal(400, 'That does not look like a provider API key.') : err;
-    });
+    const { user } = requireOrg(ctx);
+    const form = fieldsOf(ctx, { family: text(20), api_key: text(1_000) });
+    await refusingPlainly(
+      setOwnProviderKey(deps, personOf(user), { family: form.family, apiKey: form.api_key }).catch(
+        refusedValues('That does not look like a provider API key.'),
+      ),
+    );
     ctx.redirect('/console/provider-keys');
   });
 
   router.post('/provider-keys/bedrock', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    if (org.role !== 'owner') throw new ConsoleRefusal(403, 'Only the organisation owner configures provider keys.');
-    const form = formOf(ctx, { role_arn: text(300), external_id: text(300) });
-    await setBedrockRole(deps.db, { orgId: org.orgId, roleArn: form.role_arn, externalId: form.external_id }).catch((err: unknown) => {
-      throw err instanceof QuorumError ? new ConsoleRefusal(400, 'That role ARN or external id is not valid.') : err;
-    });
+    const { user } = requireOrg(ctx);
+    const form = fieldsOf(ctx, { role_arn: text(300), external_id: text(300) });
+    await refusingPlainly(
+      setOwnBedrockRole(deps, personOf(user), { roleArn: form.role_arn, externalId: form.external_id }).catch(
+        refusedValues('That role ARN or external id is not valid.'),
+      ),
+    );
     ctx.redirect('/console/provider-keys');
   });
 }

@@ -1,23 +1,23 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import {
-  acceptInvitation,
-  createPerson,
-  createSession,
-  deleteSessionsOf,
-  findInvitation,
-  findPersonByEmail,
-  recordSignIn,
-  setSessionOrg,
-  signInAllowed,
-} from '../../../db/repositories/people';
 import { nameProblems, normaliseEmail, passwordProblems, PASSWORD_LIMITS } from '../../../domain/people';
-import { startTrialTimer } from '../../../starters/trial-credit';
-import { formOf, text } from '../forms';
+import { invitationOf, joinByInvitation, signIn, signUp } from '../../../operations/people';
+import { chooseOrganisation, closeEverySession, openSession } from '../../../operations/sessions';
+import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
-import { DECOY_HASH, hashPassword, passwordMatches } from '../passwords';
-import { ConsoleRefusal, consoleNext, consoleState, cookieOptions, endSession, requireUser, SESSION_COOKIE, withNext } from '../session';
+import {
+  ConsoleRefusal,
+  consoleNext,
+  consoleState,
+  cookieOptions,
+  endSession,
+  personOf,
+  refusingPlainly,
+  requireUser,
+  SESSION_COOKIE,
+  withNext,
+} from '../session';
 import type { ConsoleDeps } from '../deps';
 
 /** Sign-up, sign-in (rate limited, rotating the session), sign-out (here or everywhere), invitations, switching organisation. */
@@ -117,8 +117,8 @@ function signInPage(ctx: Context, values: { email?: string; next?: string }, err
 
 /** A new session for the person, replacing any the browser had (session fixation). */
 async function startSession(deps: ConsoleDeps, ctx: Context, personId: string, orgId: string | null): Promise<void> {
-  await endSession(deps.db, ctx, deps.secureCookies);
-  const { token } = await createSession(deps.db, personId, orgId);
+  await endSession(deps, ctx, deps.secureCookies);
+  const { token } = await openSession(deps, personId, orgId);
   ctx.cookies.set(SESSION_COOKIE, token, cookieOptions(deps.secureCookies));
 }
 
@@ -136,7 +136,7 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
     ),
   );
   router.post('/sign-up', async (ctx) => {
-    const form = formOf(ctx, {
+    const form = fieldsOf(ctx, {
       name: text(200),
       email: text(400),
       password: text(PASSWORD_LIMITS.max * 4),
@@ -155,22 +155,16 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
       ctx.status = 400;
       return signUpPage(ctx, form, problems, 'Some fields need attention.');
     }
-    const created = await createPerson(deps.db, {
+    const created = await signUp(deps, {
       email,
       name: form.name.trim(),
-      passwordHash: await hashPassword(form.password),
+      password: form.password,
       orgName: form.invite ? undefined : form.org.trim(),
     });
     if (!created) {
       ctx.status = 409;
       return signUpPage(ctx, form, { email: ['An account with this address exists: sign in instead.'] }, 'Some fields need attention.');
     }
-    if (created.org)
-      // The worker's ensureTrialTimers starts it later if Temporal cannot be reached now.
-      await startTrialTimer(deps.db, deps.client, {
-        orgId: created.org.orgId,
-        trialStartedAt: created.org.trialStartedAt.toISOString(),
-      }).catch((err: unknown) => deps.log.warn('trial timer deferred', { orgId: created.org?.orgId, err }));
     await startSession(deps, ctx, created.person.id, created.org?.orgId ?? null);
     // An invitation is accepted first; a sign-up begun elsewhere (an app's authorization request) goes back there.
     ctx.redirect(form.invite ? inviteUrl(form.invite) : (consoleNext(form.next) ?? '/console/keys?welcome=1'));
@@ -178,52 +172,48 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
 
   router.get('/sign-in', (ctx) => signInPage(ctx, { next: typeof ctx.query.next === 'string' ? ctx.query.next : undefined }));
   router.post('/sign-in', async (ctx) => {
-    const form = formOf(ctx, { email: text(400), password: text(PASSWORD_LIMITS.max * 4), next: text(2_000) });
+    const form = fieldsOf(ctx, { email: text(400), password: text(PASSWORD_LIMITS.max * 4), next: text(2_000) });
     const email = normaliseEmail(form.email) ?? form.email.trim().toLowerCase().slice(0, 320);
-    const gate = await signInAllowed(deps.db, email, ctx.ip);
-    if (!gate.allowed) {
+    const outcome = await signIn(deps, { email, password: form.password, ip: ctx.ip });
+    if (outcome.outcome === 'throttled') {
       ctx.status = 429;
-      ctx.set('Retry-After', String(gate.retryAfterSeconds));
-      const minutes = Math.ceil(gate.retryAfterSeconds / 60);
+      ctx.set('Retry-After', String(outcome.retryAfterSeconds));
+      const minutes = Math.ceil(outcome.retryAfterSeconds / 60);
       return signInPage(
         ctx,
         { email, next: form.next },
         `Too many failed sign-ins for this address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
       );
     }
-    const person = await findPersonByEmail(deps.db, email);
-    const ok = await passwordMatches(person?.passwordHash ?? (await DECOY_HASH), form.password);
-    await recordSignIn(deps.db, email, ctx.ip, ok && person !== undefined);
-    if (!ok || !person) {
+    if (outcome.outcome === 'refused') {
       ctx.status = 401;
       return signInPage(ctx, { email, next: form.next }, 'That email and password do not match an account.');
     }
-    await startSession(deps, ctx, person.id, null);
+    await startSession(deps, ctx, outcome.person.id, null);
     ctx.redirect(consoleNext(form.next) ?? '/console/overview');
   });
 
   router.post('/sign-out', async (ctx) => {
-    await endSession(deps.db, ctx, deps.secureCookies);
+    await endSession(deps, ctx, deps.secureCookies);
     ctx.redirect('/console/sign-in');
   });
   router.post('/sign-out-everywhere', async (ctx) => {
     const user = requireUser(ctx);
-    await deleteSessionsOf(deps.db, user.session.person.id);
+    await closeEverySession(deps, personOf(user));
     ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(deps.secureCookies));
     ctx.redirect('/console/sign-in');
   });
 
   router.post('/org', async (ctx) => {
     const user = requireUser(ctx);
-    const { org_id } = formOf(ctx, { org_id: text(100) });
-    if (!user.memberships.some((m) => m.orgId === org_id)) throw new ConsoleRefusal(403, 'You are not a member of that organisation.');
-    await setSessionOrg(deps.db, user.session.tokenHash, org_id);
+    const { org_id } = fieldsOf(ctx, { org_id: text(100) });
+    await refusingPlainly(chooseOrganisation(deps, personOf(user), user.session, org_id));
     ctx.redirect('/console/overview');
   });
 
   router.get('/invite', async (ctx) => {
     const token = typeof ctx.query.token === 'string' ? ctx.query.token : '';
-    const invitation = token ? await findInvitation(deps.db, token) : undefined;
+    const invitation = await invitationOf(deps, token);
     const user = consoleState(ctx).user;
     if (!invitation || invitation.acceptedAt || invitation.expiresAt < new Date())
       throw new ConsoleRefusal(404, 'This invitation is not valid: it was used, it expired, or the link is incomplete.');
@@ -245,11 +235,8 @@ export function authPages(router: Router, deps: ConsoleDeps): void {
   });
   router.post('/invite', async (ctx) => {
     const user = requireUser(ctx);
-    const { token } = formOf(ctx, { token: text(200) });
-    const orgId = await acceptInvitation(deps.db, token, user.session.person);
-    if (!orgId)
-      throw new ConsoleRefusal(404, 'This invitation is not valid for your account: it was used, expired, or is for another address.');
-    await setSessionOrg(deps.db, user.session.tokenHash, orgId);
+    const { token } = fieldsOf(ctx, { token: text(200) });
+    await refusingPlainly(joinByInvitation(deps, personOf(user), user.session, token));
     ctx.redirect('/console/overview');
   });
 }

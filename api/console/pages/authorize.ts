@@ -2,14 +2,14 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { errors as oidcErrors } from 'oidc-provider';
 import { z } from 'zod';
-import { planOf } from '../../../db/repositories/plans';
+import { ownPlan } from '../../../operations/plans';
 import { microsToDecimal } from '../../../domain/money';
 import { accountIdOf, OAUTH_SCOPES } from '../../../domain/plans';
 import type { ConsoleDeps } from '../deps';
-import { formOf } from '../forms';
+import { fieldsOf } from '../fields';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
-import { ConsoleRefusal, requireUser } from '../session';
+import { ConsoleRefusal, personOf, requireUser } from '../session';
 
 /**
  * Sign-in and consent for connected apps (DESIGN §15): the authorization server sends the person here, the console's
@@ -76,7 +76,7 @@ export function authorizePages(router: Router, deps: ConsoleDeps): void {
     const client = await provider.Client.find(String(details.params.client_id));
     const appName = client?.clientName ?? String(details.params.client_id);
     const scopes = [...new Set(Object.values(requested(deps, details)).flat())];
-    const plan = await planOf(deps.db, user.session.person.id);
+    const plan = await ownPlan(deps, personOf(user));
     const body =
       user.memberships.length === 0
         ? html`<p>
@@ -121,7 +121,7 @@ export function authorizePages(router: Router, deps: ConsoleDeps): void {
     const user = requireUser(ctx);
     const details = await interaction(deps, ctx);
     const provider = await deps.oauth.provider();
-    const form = formOf(ctx, { decision: z.enum(['allow', 'deny']), org_id: z.string().max(100).default('') });
+    const form = fieldsOf(ctx, { decision: z.enum(['allow', 'deny']), org_id: z.string().max(100).default('') });
     let result;
     if (form.decision === 'deny') {
       result = { error: 'access_denied', error_description: 'The person declined to allow this app.' };

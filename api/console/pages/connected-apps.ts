@@ -1,10 +1,10 @@
 import type Router from '@koa/router';
-import { connectedAppsOf, revokeConnectedApp } from '../../../db/repositories/oauth-store';
+import { connectedApps, revokeApp } from '../../../operations/oauth-grants';
 import type { ConsoleDeps } from '../deps';
 import { when } from '../format';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
-import { ConsoleRefusal, requireUser } from '../session';
+import { personOf, refusingPlainly, requireUser } from '../session';
 
 /**
  * The apps a person allowed to act for them (DESIGN §15), one row per grant: which organisation, what it may do, and
@@ -13,7 +13,7 @@ import { ConsoleRefusal, requireUser } from '../session';
 export function connectedAppPages(router: Router, deps: ConsoleDeps): void {
   router.get('/apps', async (ctx) => {
     const user = requireUser(ctx);
-    const apps = await connectedAppsOf(deps.db, user.session.person.id);
+    const apps = await connectedApps(deps, personOf(user));
     const orgName = (orgId: string): string => user.memberships.find((m) => m.orgId === orgId)?.orgName ?? orgId;
     const body =
       apps.length === 0
@@ -54,8 +54,7 @@ export function connectedAppPages(router: Router, deps: ConsoleDeps): void {
 
   router.post('/apps/:grantId/revoke', async (ctx) => {
     const user = requireUser(ctx);
-    if (!(await revokeConnectedApp(deps.db, user.session.person.id, ctx.params.grantId)))
-      throw new ConsoleRefusal(404, 'No such app acts for you; it may already be revoked.');
+    await refusingPlainly(revokeApp(deps, personOf(user), ctx.params.grantId));
     ctx.status = 303;
     ctx.redirect('/console/apps?revoked=1');
   });

@@ -15,7 +15,7 @@ import {
   type Section,
   type Shown,
   type Spec,
-} from '../mode-form';
+} from '../mode-fields';
 
 /**
  * The mode editor's markup (fields named by spec path, see mode-form.ts). Stable hooks for tests and the browser:

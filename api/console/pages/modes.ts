@@ -16,7 +16,7 @@ import {
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
 import type { AuthContext } from '../../../db/repositories/api-keys';
 import type { Membership } from '../../../db/repositories/people';
-import { latestCertifications, type ModeCertification } from '../../../db/repositories/runs';
+import type { ModeCertification } from '../../../db/repositories/runs';
 import { QuorumError } from '../../../domain/errors';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { microsToUsd } from '../../../domain/money';
@@ -25,12 +25,13 @@ import type { RunKind } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from '../../../operations/run-launch';
 import { FORM_B_DIFFICULTIES, parseTestRunRequest } from '../../../operations/requests/runs';
+import { certificationsOf } from '../../../operations/run-list';
 import { consoleAuth, consoleAuthoring, type Authoring } from '../console-auth';
 import type { ConsoleDeps } from '../deps';
-import { formOf, text } from '../forms';
+import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
-import { editorSections, isShown, postedValue, specFromForm, type Shown, type Spec } from '../mode-form';
+import { editorSections, isShown, postedValue, specFromFields, type Shown, type Spec } from '../mode-fields';
 import { ConsoleRefusal, requireOrg } from '../session';
 import { editorForm, fieldId, MODE_EDITOR_JS, refusalSlot, slotId, validationFragment, type EditorState } from './mode-editor';
 
@@ -124,7 +125,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
   }
 
   /** Every refusal of a posted editor's spec, checked as a save would check it (nothing written). */
-  async function refusalsFor(org: Membership, form: ReturnType<typeof specFromForm>, modeId: string | undefined): Promise<Shown[]> {
+  async function refusalsFor(org: Membership, form: ReturnType<typeof specFromFields>, modeId: string | undefined): Promise<Shown[]> {
     const a = authoring(org);
     const checked = await checkModeSpec(a.deps, a.author, { spec: form.spec, modeId });
     return [...(form.refusal ? [form.refusal] : []), ...checked.refusals];
@@ -144,8 +145,8 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
   router.get('/modes', async (ctx) => {
     const { org } = requireOrg(ctx);
     const modes = await listOrganisationModes(authoring(org).deps, org.orgId);
-    const certified = await latestCertifications(
-      deps.db,
+    const certified = await certificationsOf(
+      deps,
       modes.filter((m) => m.state === 'released').map((m) => ({ modeId: m.mode_id, version: m.version })),
     );
     page(
@@ -241,7 +242,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
 
   router.post('/modes/propose', async (ctx) => {
     const { org } = requireOrg(ctx);
-    const form = formOf(ctx, { description: text(2_000), budget_usd: text(20) });
+    const form = fieldsOf(ctx, { description: text(2_000), budget_usd: text(20) });
     const a = authoring(org);
     try {
       const proposal = await proposeMode(a.deps, a.author, {
@@ -262,7 +263,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
     const modeId = typeof body.mode_id === 'string' && body.mode_id !== '' ? body.mode_id : undefined;
     let state: Pick<EditorState, 'refusals' | 'error'>;
     try {
-      state = { refusals: await refusalsFor(org, specFromForm(sections, body), modeId) };
+      state = { refusals: await refusalsFor(org, specFromFields(sections, body), modeId) };
     } catch (err) {
       // Answered in the summary, which live validation swaps (the error page would replace it).
       if (!(err instanceof QuorumError)) throw err;
@@ -279,7 +280,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
   async function saveFromForm(ctx: Context, org: Membership, modeId: string | undefined): Promise<void> {
     const body = ctx.request.body as Spec;
     const release = body.action === 'release';
-    const form = specFromForm(sections, body);
+    const form = specFromFields(sections, body);
     const { spec, refusal } = form;
     const a = authoring(org);
     const refused = (status: number, editor: Partial<EditorState>): Promise<void> => {
@@ -550,7 +551,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
   router.post(
     '/modes/:id/invite',
     modeAction('invited', (ctx, a) => {
-      const { org_id } = formOf(ctx, { org_id: text(100) });
+      const { org_id } = fieldsOf(ctx, { org_id: text(100) });
       if (org_id.trim() === '') throw new ConsoleRefusal(400, 'Enter the id of the organisation to invite.');
       return inviteOrganisation(a.deps, a.author, ctx.params.id, org_id.trim());
     }),
@@ -616,7 +617,7 @@ export function modePages(router: Router, deps: ConsoleDeps): void {
   router.post(
     '/modes/:id/runs/launch',
     runAction(async (ctx, { auth, kind, m, body }) => {
-      const { seed, max_price_micros, idempotency_key } = formOf(ctx, {
+      const { seed, max_price_micros, idempotency_key } = fieldsOf(ctx, {
         seed: text(12),
         max_price_micros: text(16),
         idempotency_key: text(64),

@@ -1,16 +1,15 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { listReceipts, type ReceiptLine } from '../../../db/repositories/receipts';
-import { getReceipt } from '../../../db/repositories/requests';
+import type { ReceiptLine } from '../../../db/repositories/receipts';
+import { receiptOf, receiptsOf } from '../../../operations/receipts';
 import type { Form } from '../../../domain/form';
 import type { Outcome, StaffCall } from '../../../domain/outcome';
-import { isStorableText } from '../../../domain/storable-text';
 import { barChart } from '../chart';
 import type { ConsoleDeps } from '../deps';
 import { count, duration, usd, when } from '../format';
 import { html, type Html } from '../../http/html';
 import { page } from '../layout';
-import { ConsoleRefusal, requireOrg } from '../session';
+import { ConsoleRefusal, personOf, requireOrg } from '../session';
 
 /** Receipts of the organisation's calls (DESIGN §14): a list a page at a time, and each call's seats, verdict and money. */
 
@@ -246,10 +245,10 @@ function receiptDetail(form: Form, o: Outcome): Html {
 
 export function receiptPages(router: Router, deps: ConsoleDeps): void {
   router.get('/receipts', async (ctx) => {
-    const { org } = requireOrg(ctx);
+    const { user } = requireOrg(ctx);
     const n = pageNumber(ctx);
     // One more than a page says whether an older page exists.
-    const lines = await listReceipts(deps.db, { orgId: org.orgId, limit: PAGE_SIZE + 1, offset: (n - 1) * PAGE_SIZE });
+    const lines = await receiptsOf(deps, personOf(user), { limit: PAGE_SIZE + 1, offset: (n - 1) * PAGE_SIZE });
     const shown = lines.slice(0, PAGE_SIZE);
     page(
       ctx,
@@ -269,10 +268,10 @@ export function receiptPages(router: Router, deps: ConsoleDeps): void {
   });
 
   router.get('/receipts/:requestId', async (ctx) => {
-    const { org } = requireOrg(ctx);
+    const { user } = requireOrg(ctx);
     const { requestId } = ctx.params;
     // Another organisation's call is not found, exactly like an id that never existed.
-    const found = isStorableText(requestId) ? await getReceipt(deps.db, org.orgId, requestId) : undefined;
+    const found = await receiptOf(deps, personOf(user), requestId);
     if (!found) throw new ConsoleRefusal(404, 'No such call in this organisation.');
     if (!found.available)
       return page(

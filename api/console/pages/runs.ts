@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { answeredCounts, findRun, listRuns, type RunRecord } from '../../../db/repositories/runs';
+import type { RunRecord } from '../../../db/repositories/runs';
 import { BUCKET_NAMES, type Form } from '../../../domain/form';
 import { BUCKETS, type Bucket } from '../../../domain/questions/types';
 import type { ResultGroup, RunSummary } from '../../../domain/run-summary';
@@ -8,13 +8,13 @@ import { ENDED_STATES, runTiming, SIMULATED_RUN_NOTE, totalQuestions, type RunPr
 import { VERDICT_LADDER, type CertificationVerdict } from '../../../domain/statistics';
 import { runProgress } from '../../../starters/runs';
 import { cancelOrgRun } from '../../../operations/run-cancel';
-import { EVERY_RUN_SCOPE } from '../../../operations/run-list';
+import { EVERY_RUN_SCOPE, recentRuns, runOf } from '../../../operations/run-list';
 import { intervalChart, type IntervalRow } from '../chart';
 import type { ConsoleDeps } from '../deps';
 import { count, duration, percent, rate, usd, when } from '../format';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
-import { ConsoleRefusal, requireOrg } from '../session';
+import { ConsoleRefusal, personOf, requireOrg } from '../session';
 
 /**
  * Test and certification runs (DESIGN §10, §14): the organisation's list, and each run's live progress, polled by
@@ -39,9 +39,9 @@ const VERDICT_NAMES: Readonly<Record<CertificationVerdict, string>> = {
 const bucketsOf = (run: RunRecord): Bucket[] => BUCKETS.filter((b) => run.spec.counts[b] > 0);
 
 async function ownRun(ctx: Context, deps: ConsoleDeps): Promise<RunRecord> {
-  const { org } = requireOrg(ctx);
+  const { user } = requireOrg(ctx);
   // Another organisation's run is not found, exactly like an id that never existed.
-  const run = await findRun(deps.db, org.orgId, String(ctx.params.id));
+  const run = await runOf(deps, personOf(user), String(ctx.params.id));
   if (!run) throw new ConsoleRefusal(404, 'No such run in this organisation.');
   return run;
 }
@@ -247,12 +247,8 @@ function runLive(ctx: Context, form: Form, run: RunRecord, progress: RunProgress
 
 export function runPages(router: Router, deps: ConsoleDeps): void {
   router.get('/runs', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    const runs = await listRuns(deps.db, org.orgId, LIST_SIZE);
-    const answered = await answeredCounts(
-      deps.db,
-      runs.map((r) => r.id),
-    );
+    const { user } = requireOrg(ctx);
+    const { runs, answered } = await recentRuns(deps, personOf(user), LIST_SIZE);
     page(
       ctx,
       'Runs',

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
-import { hashPassword } from '../../../api/console/passwords';
+import { hashPassword } from '../../../operations/passwords';
 import { createPerson } from '../../../db/repositories/people';
 import type { Api } from '../api/helpers';
 import { newPage, screenshot } from '../../harness/browser';

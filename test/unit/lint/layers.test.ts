@@ -194,11 +194,32 @@ describe('lint: layers are enforced', function () {
       );
     });
 
-    it('the edges themselves may import anything below them', async () => {
+    it('the edges themselves may import anything below them, db/ as types only', async () => {
       await accepted(
         'cli/good.ts',
-        "import { createApp } from '../api/app';\nimport { createDb } from '../db/knex';\nexport const x = [createApp, createDb];\n",
+        "import { createApp } from '../api/app';\nimport type { Db } from '../db/knex';\nimport { openDatabase } from '../operations/open';\nexport const x = [createApp, openDatabase];\nexport type Y = Db;\n",
       );
+      await accepted(
+        'api/console/pages/good.ts',
+        "import type { RunRecord } from '../../../db/repositories/runs';\nexport type Y = RunRecord;\n",
+      );
+    });
+
+    it('the console, the CLI and the API entry files refuse a value import of db/: they go through operations/', async () => {
+      const why = /reaches the database through operations\//;
+      await refused(
+        'api/console/pages/bad.ts',
+        "import { findRun } from '../../../db/repositories/runs';\nexport const x = findRun;\n",
+        why,
+      );
+      await refused(
+        'api/console/bad.ts',
+        "import { type Membership, membershipsOf } from '../../db/repositories/people';\nexport const x = membershipsOf;\nexport type Y = Membership;\n",
+        why,
+      );
+      await refused('cli/bad.ts', "import { createDb } from '../db/knex';\nexport const x = createDb;\n", why);
+      await refused('api/main.ts', "import { createDb } from '../db/knex';\nexport const x = createDb;\n", why);
+      await refused('api/v1/bad.ts', "import { getReceipt } from '../../db/repositories/requests';\nexport const x = getReceipt;\n", why);
     });
   });
 
@@ -282,7 +303,7 @@ describe('lint: layers are enforced', function () {
         'api/mcp/good.ts',
         "import { authorize } from '../http/access';\nimport type { JsonObject } from '../forms/json';\nimport { estimate } from '../../operations/estimate';\nexport const x = [authorize, estimate];\nexport type Y = JsonObject;\n",
       );
-      await accepted('api/console/pages/good.ts', "import { formOf } from '../forms';\nexport const x = formOf;\n");
+      await accepted('api/console/pages/good.ts', "import { fieldsOf } from '../fields';\nexport const x = fieldsOf;\n");
     });
   });
 

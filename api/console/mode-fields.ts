@@ -319,7 +319,7 @@ export function postedValue(body: Spec, name: string): string | undefined {
  * The spec a posted form stands for (see the file comment). An empty JSON leaves the fields to say it all; a JSON
  * that is not a spec object gives `refusal` (nothing may be saved) and the page's spec stands in for it.
  */
-export function specFromForm(sections: readonly Section[], body: Spec): { spec: Spec; refusal?: Shown } {
+export function specFromFields(sections: readonly Section[], body: Spec): { spec: Spec; refusal?: Shown } {
   const base = parsedSpec(body[BASE_FIELD]) ?? {};
   const json = parsedSpec(body[JSON_FIELD]);
   const spec = structuredClone(json ?? base);

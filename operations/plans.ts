@@ -1,0 +1,48 @@
+import type { Knex } from 'knex';
+import { findPersonByEmail, type Person } from '../db/repositories/people';
+import { assignPlan, listPlans, planOf, planUsage, type PlanUsage } from '../db/repositories/plans';
+import { QuorumError } from '../domain/errors';
+import type { Plan } from '../domain/plans';
+import type { Principal } from './principal';
+
+/** Billing plans of people signed in through connected apps (DESIGN §15): listed and assigned by the operator. */
+
+export interface PlanDeps {
+  db: Knex;
+}
+
+export async function listBillingPlans(deps: PlanDeps, _principal: Principal & { via: 'operator' }): Promise<Plan[]> {
+  return listPlans(deps.db);
+}
+
+async function personByEmail(deps: PlanDeps, email: string): Promise<Person> {
+  const person = await findPersonByEmail(deps.db, email);
+  if (!person) throw new QuorumError('not_found', `no person with the email ${email}`);
+  return { id: person.id, email: person.email, name: person.name };
+}
+
+/** The person's billing plan and this month's use of it. */
+export async function planUsageOf(
+  deps: PlanDeps,
+  _principal: Principal & { via: 'operator' },
+  email: string,
+): Promise<{ person: Person; usage: PlanUsage }> {
+  const person = await personByEmail(deps, email);
+  return { person, usage: await planUsage(deps.db, person.id) };
+}
+
+/** Puts the person on a billing plan; their plan and this month's use. */
+export async function putOnPlan(
+  deps: PlanDeps,
+  _principal: Principal & { via: 'operator' },
+  input: { email: string; planId: string },
+): Promise<{ person: Person; usage: PlanUsage }> {
+  const person = await personByEmail(deps, input.email);
+  await assignPlan(deps.db, { personId: person.id, planId: input.planId });
+  return { person, usage: await planUsage(deps.db, person.id) };
+}
+
+/** The billing plan of a signed-in person (the consent page shows what an app's calls will use). */
+export async function ownPlan(deps: PlanDeps, principal: Principal & { via: 'person' }): Promise<Plan> {
+  return planOf(deps.db, principal.person.id);
+}
