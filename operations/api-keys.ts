@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { createApiKey, listApiKeys, revokeApiKey, type KeyListing } from '../db/repositories/api-keys';
-import type { KeyMode, Scope } from '../domain/api-keys';
+import type { KeyKind, Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import { orgActedOn, type Principal } from './principal';
 
@@ -19,7 +19,7 @@ export async function keysOf(deps: ApiKeyDeps, principal: Principal, orgId?: str
 export async function issueKey(
   deps: ApiKeyDeps,
   principal: Principal,
-  input: { orgId?: string; keyKind: KeyMode; scopes?: readonly Scope[]; allowedModes?: readonly string[] | null },
+  input: { orgId?: string; keyKind: KeyKind; scopes?: readonly Scope[]; allowedModes?: readonly string[] | null },
 ): Promise<{ keyId: string; apiKey: string }> {
   return createApiKey(deps.db, {
     orgId: orgActedOn(principal, input.orgId),
