@@ -5,7 +5,7 @@ import { QuorumError } from '../domain/errors';
 import type { RunAdmission } from '../domain/run-admission';
 import type { ResolvedMode, Tier } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
-import { lineUpRun, type TierLineup } from '../domain/run-plan';
+import { lineUpRun, type TierLineup } from '../domain/run-lineup';
 import { endStateOf, summarizeRun, type RunSummary } from '../domain/run-summary';
 import { dealTiers, ENDED_STATES, type BucketCounts, type QuestionResult, type RunKind, type RunSpec } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
@@ -23,7 +23,7 @@ import {
   questionsForRun,
   recordQuestionResult,
 } from '../db/repositories/runs';
-import { runPlanningContext } from '../engines/run-planning';
+import { runSeatingContext } from '../engines/seating-context';
 import type { ActivityDeps } from './deps';
 import { createEngineCall } from './engine-call';
 
@@ -107,7 +107,7 @@ export function createBenchmarkActivities(deps: ActivityDeps) {
         return { ended: true, remaining: [], tiers: [], done: await doneCounts(db, ref.runId), startedAt: null };
       const simOnly = ref.keyMode === 'test';
       const own = simOnly ? new Set<string>() : await ownProviderFamilies(db, ref.orgId);
-      const lineup = lineUpRun(ref.mode.config, ref.spec, runPlanningContext(engines, own, simOnly));
+      const lineup = lineUpRun(ref.mode.config, ref.spec, runSeatingContext(engines, own, simOnly));
       if (!lineup.ok)
         throw ApplicationFailure.nonRetryable(`engines the run needs cannot run: ${lineup.missing.join('; ')}`, PROVIDER_UNAVAILABLE);
       const startedAt = await markRunState(db, ref.runId, 'running');

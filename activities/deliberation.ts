@@ -8,7 +8,7 @@ import { judgmentSchema } from '../domain/reply-schemas';
 import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
 import type { Settlement } from '../domain/outcome';
-import { seatingFor, type Seating } from '../domain/seat-plan';
+import { seatingFor, type Seating } from '../domain/seat-assignment';
 import * as ledger from '../db/repositories/ledger';
 import { holdPlanCharge } from '../db/repositories/plans';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
@@ -16,7 +16,7 @@ import { settleOutcome } from '../db/repositories/receipts';
 import { abandonRequest } from '../db/repositories/requests';
 import { unknownOrgAsNotFound } from '../db/repositories/shared';
 import { classifyPrompt } from '../engines/classify';
-import { callPlanningContext } from '../engines/run-planning';
+import { callSeatingContext } from '../engines/seating-context';
 import type { ActivityDeps } from './deps';
 import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
@@ -105,7 +105,7 @@ export function createDeliberationActivities(deps: ActivityDeps) {
         if (err instanceof QuorumError) return { refused: holdRefusal(err.code), message: err.message };
         throw err;
       }
-      return seatingFor(mode.config, input.tier, input.lane, callPlanningContext(engines, { ownFamilies, simOnly }, env));
+      return seatingFor(mode.config, input.tier, input.lane, callSeatingContext(engines, { ownFamilies, simOnly }, env));
     },
 
     /**

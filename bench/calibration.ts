@@ -9,13 +9,13 @@ import { simDemoModes, type ModeConfig, type ModeRecord } from '../domain/modes'
 import { seededRandom } from '../domain/prng';
 import { generateQuestions } from '../domain/questions/generate';
 import { verdictScore } from '../domain/run-judging';
-import { lineUpRun } from '../domain/run-plan';
+import { lineUpRun } from '../domain/run-lineup';
 import type { RunSummary } from '../domain/run-summary';
 import { certificationSpec, totalQuestions, type QuestionResult, type RunSpec } from '../domain/runs';
 import { clusteredWinRate, verdictFor, wilsonInterval, type ClusteredScore, type Interval } from '../domain/statistics';
 import { workflowIds } from '../domain/workflow-ids';
 import { createEngines, type Engines } from '../engines';
-import { runPlanningContext } from '../engines/run-planning';
+import { runSeatingContext } from '../engines/seating-context';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { DEFAULT_HEDGE_AFTER_MS } from '../operations/run-settings';
@@ -289,7 +289,7 @@ async function main(): Promise<void> {
 
   try {
     const org = await createOrganisation(db, { name: 'Calibration', creditMicros: 1_000_000_000n });
-    const { keyId } = await createApiKey(db, { orgId: org.orgId, mode: 'test', scopes: ['certify'], isOwner: false });
+    const { keyId } = await createApiKey(db, { orgId: org.orgId, keyKind: 'test', scopes: ['certify'], isOwner: false });
     await upsertMode(db, {
       id: MODE_ID,
       ticker: 'CAL:EVEN',
@@ -301,7 +301,7 @@ async function main(): Promise<void> {
       config: evenPanelConfig(),
     });
     const mode = (await findMode(db, { orgId: org.orgId, form: 'A', model: MODE_ID })) as ModeRecord;
-    const lineup = lineUpRun(mode.config, runSpec(0), runPlanningContext(engines, new Set(), true));
+    const lineup = lineUpRun(mode.config, runSpec(0), runSeatingContext(engines, new Set(), true));
     if (!lineup.ok) throw new Error(`the calibration mode cannot run: ${lineup.missing.join('; ')}`);
     const tier = lineup.tiers[0];
     assertEvenByConstruction(mode.config, tier.baseline.engineId);
@@ -332,7 +332,7 @@ async function main(): Promise<void> {
         workflowId,
         idempotencyKey: key,
         fingerprint: key,
-        keyMode: 'test',
+        keyKind: 'test',
         apiKeyId: keyId,
         modeId: mode.id,
         modeVersion: mode.version,

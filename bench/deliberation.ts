@@ -49,7 +49,7 @@ async function call(ctx: Ctx, mode: ModeRecord, content: string, lane: 'panel' |
     {
       orgId: ctx.orgId,
       apiKeyId: ctx.keyId,
-      keyMode: 'live',
+      keyKind: 'live',
       idempotencyKey: randomUUID(),
       fingerprint: canonicalHash(messages),
       form: 'B',

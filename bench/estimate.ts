@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const url = `${api.url}/v1/estimate`;
   const org = await createOrganisation(db, { name: 'Estimate bench' });
   // A key whose per-minute limit does not stop a benchmark.
-  const { apiKey } = await createApiKey(db, { orgId: org.orgId, mode: 'live', limits: { requestsPerMinute: 1_000_000 } });
+  const { apiKey } = await createApiKey(db, { orgId: org.orgId, keyKind: 'live', limits: { requestsPerMinute: 1_000_000 } });
   // The same panel with a classifier model named: its estimate asks that model first (a zero-latency sim engine
   // here), so the figure is our own overhead around a classifier call.
   const classified = await upsertMode(db, {

@@ -426,7 +426,7 @@ async function measure(
   // Limits that no bench phase reaches: the figure is the stack's, not the per-key admission's.
   const { apiKey } = await createApiKey(db, {
     orgId: org.orgId,
-    mode: 'live',
+    keyKind: 'live',
     limits: { requestsPerMinute: 10_000_000, concurrency: 100_000 },
   });
   const mode = await upsertMode(db, {

@@ -95,7 +95,7 @@ async function main(): Promise<void> {
   await new Promise((r) => server.once('listening', r));
 
   const org = await createOrganisation(stack().db, { name: 'Trace', creditMicros: 10n ** 12n });
-  const { apiKey } = await createApiKey(stack().db, { orgId: org.orgId, mode: 'live' });
+  const { apiKey } = await createApiKey(stack().db, { orgId: org.orgId, keyKind: 'live' });
   const call = async (lane: Lane, key: string): Promise<void> => {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',

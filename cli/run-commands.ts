@@ -23,7 +23,7 @@ async function runOf(ctx: CommandContext, id: string): Promise<RunRecord> {
 }
 
 /** A test key's run answered on `sim` engines: said wherever the run is shown (DESIGN §10). */
-const simulated = (run: RunRecord): boolean => run.keyMode === 'test';
+const simulated = (run: RunRecord): boolean => run.keyKind === 'test';
 
 function verdictLine(run: RunRecord): string {
   const note = simulated(run) ? `\n${SIMULATED_RUN_NOTE}` : '';

@@ -4,7 +4,7 @@ import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros, type Ceiling
 import { TIERS, type ModeConfig, type Tier } from './modes';
 import type { CallSource } from './outcome';
 import { engineCostMicros, type TokenPrices } from './pricing';
-import { designedSeats, laneFor } from './seat-plan';
+import { designedSeats, laneFor } from './seat-assignment';
 
 /**
  * The free quote behind `/v1/estimate` (and the per-tier rates of `/v1/models`): pure arithmetic over the

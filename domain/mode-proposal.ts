@@ -16,7 +16,7 @@ import type { Refusal } from './mode-validation-codes';
 import { microsToDecimal, microsToUsd } from './money';
 import { DEPTHS, SYSTEM_MODES, TIER_RANK, TIERS, type Depth, type ModeConfig, type Tier } from './modes';
 import { engineCostMicros, type TokenPrices } from './pricing';
-import { isSimEngine } from './seat-plan';
+import { isSimEngine } from './seat-assignment';
 
 /**
  * `advisor_propose_mode`'s designer: a whole mode spec from a description, a budget and the engine list, with no model

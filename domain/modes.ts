@@ -83,7 +83,7 @@ export function modeConfigHash(config: ModeConfig): string {
 
 /**
  * The panels the system modes are designed for. Each seat names a real engine; when its family has no key
- * configured here, the seat sits on the same tier's `sim` engine instead (see activities/seat-plan), so every
+ * configured here, the seat sits on the same tier's `sim` engine instead (see domain/seat-assignment), so every
  * system mode works offline while `/v1/models` still discloses the families it is designed for.
  */
 const PANELS = {

@@ -1,6 +1,6 @@
 import { QuorumError } from './errors';
 import { TIER_RANK, type ModeConfig, type Tier } from './modes';
-import { laneFor, seatedTier } from './seat-plan';
+import { laneFor, seatedTier } from './seat-assignment';
 import type { Plan } from './plans';
 
 /**

@@ -1,7 +1,7 @@
 import type { Lane } from './classifier';
 import { tiersOf, type ModeConfig, type Tier } from './modes';
 import type { SeatRole } from './outcome';
-import { isSimEngine, laneFor, seatingFor, type PlanningContext, type StaffAssignment } from './seat-plan';
+import { isSimEngine, laneFor, seatingFor, type SeatingContext, type StaffAssignment } from './seat-assignment';
 
 /**
  * Who would answer a mode's calls now, read off the call's own seating (`seatingFor`): the engine a seat, judge or
@@ -36,7 +36,7 @@ function seated(step: Pick<StaffAssignment, 'designed' | 'chain'>): Seated {
  * an express-only mode) on the express lane, the others as a panel. A panel tier of an `express: auto` mode may also
  * take the express lane on an easy prompt; that call seats the experience row, listed under `experience`.
  */
-export function seatingNow(config: ModeConfig, ctx: PlanningContext): TierSeating[] {
+export function seatingNow(config: ModeConfig, ctx: SeatingContext): TierSeating[] {
   return tiersOf(config).flatMap((tier): TierSeating[] => {
     const lane = laneFor(config, tier, { lane: 'panel' });
     // An express-only mode seats the experience row at every tier: listed once.

@@ -23,7 +23,7 @@ export async function issueKey(
 ): Promise<{ keyId: string; apiKey: string }> {
   return createApiKey(deps.db, {
     orgId: orgActedOn(principal, input.orgId),
-    mode: input.keyKind,
+    keyKind: input.keyKind,
     scopes: input.scopes,
     allowedModes: input.allowedModes,
   });

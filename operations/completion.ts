@@ -87,7 +87,7 @@ export async function createCompletion(
       {
         orgId: auth.orgId,
         apiKeyId: auth.keyId,
-        keyMode: auth.mode,
+        keyKind: auth.keyKind,
         idempotencyKey,
         fingerprint: canonicalHash({ model: body.model, messages: body.messages, tier, max_cost_micros: requested ?? null }),
         form,

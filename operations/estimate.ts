@@ -76,7 +76,7 @@ export function planHoldMicros(
  * (activities' `prepare`): none for a test key (simulated engines) or a connected app (the service's keys).
  */
 export async function ownKeyFamilies(db: Db, auth: AuthContext): Promise<ReadonlySet<string>> {
-  return auth.mode === 'test' || auth.app ? new Set() : ownProviderFamilies(db, auth.orgId);
+  return auth.keyKind === 'test' || auth.app ? new Set() : ownProviderFamilies(db, auth.orgId);
 }
 
 /** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
@@ -100,7 +100,7 @@ export function callQuoteInput(
     classification,
     promptTokens,
     rate: rates[tier],
-    // A seat runs on an own key when the organisation has one for its engine's family (domain/seat-plan.ts).
+    // A seat runs on an own key when the organisation has one for its engine's family (domain/seat-assignment.ts).
     onOwnKey: (engineId) => ownFamilies.has(deps.engines.find(engineId)?.family ?? ''),
     keyCeilingMicros: keyCeilingMicros(auth),
     requestedCeilingMicros: undefined,

@@ -4,7 +4,7 @@ import { latestCertifications, type ModeCertification } from '../db/repositories
 import { keyAllowsMode } from '../domain/api-keys';
 import type { ModeConfig, ModeRecord } from '../domain/modes';
 import { seatingNow, simulatedFor, type TierSeating } from '../domain/seating';
-import { callPlanningContext } from '../engines/run-planning';
+import { callSeatingContext } from '../engines/seating-context';
 import type { TierRates } from '../domain/estimate';
 import type { OperationDeps } from './deps';
 import { planPermitsMode } from '../domain/plan-rules';
@@ -40,7 +40,7 @@ function familiesNow(config: ModeConfig, seating: readonly TierSeating[], deps: 
 /**
  * The modes the organisation is entitled to, narrowed to those this key may call (a connected app: those the
  * person's plan permits, with no per-call ceiling); each with who would answer this caller's call now, planned by the
- * call's own seat planning (`callPlanningContext`, `seatingFor`): a designed engine with no key here shows the real
+ * call's own seat planning (`callSeatingContext`, `seatingFor`): a designed engine with no key here shows the real
  * backup that would answer for it, a `sim` engine only where one would, so a listing never passes off simulated
  * answers as a real model's nor hides the real model that answers.
  */
@@ -52,8 +52,8 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
       (keyAllowsMode(auth.allowedModes, m.id) || keyAllowsMode(auth.allowedModes, m.ticker)) &&
       (!auth.app || planPermitsMode(auth.app.plan, m)),
   );
-  const simOnly = auth.mode === 'test';
-  const ctx = callPlanningContext(deps.engines, { ownFamilies, simOnly }, deps.env);
+  const simOnly = auth.keyKind === 'test';
+  const ctx = callSeatingContext(deps.engines, { ownFamilies, simOnly }, deps.env);
   // One query for every listed mode.
   const certifications = await latestCertifications(
     db,

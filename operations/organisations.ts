@@ -94,7 +94,7 @@ export async function memberAuth(deps: Pick<OrganisationDeps, 'db'>, principal: 
   return {
     keyId: `console:${principal.person.id}`,
     orgId,
-    mode: 'live',
+    keyKind: 'live',
     scopes: [...SCOPES],
     allowedModes: null,
     limits: { requestsPerMinute: null, concurrency: null, maxInputTokens: null, maxCostMicros: null },

@@ -35,7 +35,7 @@ export type QuoteRefusal = 'invalid_spec' | 'mode_not_owned' | 'chat_history_req
 const STALE_APPROVAL_MS = 60_000;
 
 export function payerOf(auth: AuthContext): QuotePayer {
-  return auth.mode === 'test' ? 'none' : 'organisation';
+  return auth.keyKind === 'test' ? 'none' : 'organisation';
 }
 
 /** The launch request a quoted run makes. */

@@ -39,7 +39,7 @@ import { deliberationAnswered, deliberationFailed, deliberationStarted } from '.
 export interface RunDeliberationInput {
   orgId: string;
   apiKeyId: string;
-  keyMode: 'live' | 'test';
+  keyKind: 'live' | 'test';
   /** The `Idempotency-Key` header, or `derivedIdempotencyKey(...)` when none was sent. */
   idempotencyKey: string;
   /** sha256 of the canonical body: Form A answers 422 when a succeeded key comes back with another body. */
@@ -149,7 +149,7 @@ async function inProgress(deps: RunDeliberationDeps, input: RunDeliberationInput
   const [running, progress, observed] = await Promise.all([
     findRequestByKey(deps.db, input.orgId, input.idempotencyKey),
     progressOf(deps.client, workflowId),
-    observedStageTimes(deps.db, { modeId: input.mode.id, tier: input.tier, keyMode: input.keyMode }),
+    observedStageTimes(deps.db, { modeId: input.mode.id, tier: input.tier, keyKind: input.keyKind }),
   ]);
   return new QuorumError('request_in_progress', 'A call with this Idempotency-Key is still running; retry after it ends.', {
     retryAfter: inProgressRetryAfter(progress, stageTimes(observed)),
@@ -207,7 +207,7 @@ async function judgeKey(
   // runs (the balance, or a billing state of the organisation; on a plan, its allowance), so a refused call leaves
   // no request row and starts no workflow. A test key bills nothing, so no billing state refuses it.
   const stillRunning = existing?.state === 'running' && abandonedRunningId === undefined;
-  if (input.keyMode === 'live' && !stillRunning) {
+  if (input.keyKind === 'live' && !stillRunning) {
     if (input.payer) await assertPlanAllows(db, input.payer.personId, BigInt(input.payer.holdMicros));
     else assertBillableRow(first.balance, input.orgId, first.orgHold ?? 0n);
   }
@@ -242,7 +242,7 @@ export async function runDeliberation(
   // One round trip claims a new key (the workflow id is the lock): the key's row, the balance a live call the
   // organisation pays must cover (402 before anything runs) and the claim, in one statement; a call on a plan has its
   // allowance judged first, so it claims after. Anything else (the key known, a refusal) is judged as before.
-  const orgHold = input.keyMode === 'live' && !input.payer ? BigInt(input.ceilingMicros ?? 0) : undefined;
+  const orgHold = input.keyKind === 'live' && !input.payer ? BigInt(input.ceilingMicros ?? 0) : undefined;
   const admission: ClaimAdmission =
     orgHold !== undefined ? { kind: 'balance', holdMicros: orgHold } : input.payer ? { kind: 'never' } : { kind: 'always' };
   const first = await claimOrFind(db, claim, admission);
@@ -258,7 +258,7 @@ export async function runDeliberation(
       {
         requestId,
         orgId: input.orgId,
-        keyMode: input.keyMode,
+        keyMode: input.keyKind,
         form: input.form,
         mode: {
           id: input.mode.id,

@@ -22,7 +22,7 @@ import type { Form } from '../domain/form';
 import { quote } from '../domain/estimate';
 import type { ModeRecord } from '../domain/modes';
 import type { Question } from '../domain/questions/types';
-import { lineUpRun } from '../domain/run-plan';
+import { lineUpRun } from '../domain/run-lineup';
 import {
   BUCKET_DEPTH,
   CERTIFICATION,
@@ -41,7 +41,7 @@ import { workflowIds } from '../domain/workflow-ids';
 import { assertPublicCallbackHost, CallbackAddressRefused } from '../infra/callback-address';
 import { faultPoint } from '../infra/faults';
 import { awaitAdmission, startRun } from '../starters/runs';
-import { runPlanningContext } from '../engines/run-planning';
+import { runSeatingContext } from '../engines/seating-context';
 import type { RunRequest } from './requests/runs';
 import type { OperationDeps } from './deps';
 import { callQuoteInput, catalogPrices, ownKeyFamilies, ratesOf } from './estimate';
@@ -186,9 +186,9 @@ async function testRunPrice(
 }
 
 async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: ModeRecord, spec: RunSpec): Promise<void> {
-  const simOnly = auth.mode === 'test';
+  const simOnly = auth.keyKind === 'test';
   const own = simOnly ? new Set<string>() : await ownProviderFamilies(deps.db, auth.orgId);
-  const lineup = lineUpRun(mode.config, spec, runPlanningContext(deps.engines, own, simOnly));
+  const lineup = lineUpRun(mode.config, spec, runSeatingContext(deps.engines, own, simOnly));
   if (!lineup.ok)
     throw refusal(
       deps.form,
@@ -310,7 +310,7 @@ async function priceLaunch(
   const questions = await runQuestions(deps, auth, spec);
   const price = kind === 'certification' ? CERTIFICATION.priceMicros : await testRunPrice(deps, auth, mode, spec, questions);
   // A test key's run is simulated and bills nothing, as its completions do.
-  const billed = auth.mode === 'test' ? 0 : price;
+  const billed = auth.keyKind === 'test' ? 0 : price;
   if (opts.maxPriceMicros !== undefined && !request.dryRun && billed > opts.maxPriceMicros)
     throw new QuorumError('requoted', 'The run now costs more than the approved price; nothing was launched or charged.', {
       detail: { price_micros: billed },
@@ -358,7 +358,7 @@ async function startLaunchWorkflow(
     workflowId,
     idempotencyKey: key,
     fingerprint: priced.fingerprint,
-    keyMode: auth.mode,
+    keyKind: auth.keyKind,
     apiKeyId: auth.keyId,
     modeId: mode.id,
     modeVersion: mode.version,
@@ -377,7 +377,7 @@ async function startLaunchWorkflow(
         runId,
         orgId: auth.orgId,
         kind,
-        keyMode: auth.mode,
+        keyMode: auth.keyKind,
         mode,
         spec,
         form,

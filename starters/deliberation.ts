@@ -1,6 +1,6 @@
 // starters/: the client side of each workflow (start, signal, query), for the API, the CLI and the worker.
 import type { Client, WorkflowHandleWithStartDetails } from '@temporalio/client';
-import { laneFor } from '../domain/seat-plan';
+import { laneFor } from '../domain/seat-assignment';
 import { workflowIds } from '../domain/workflow-ids';
 import type { deliberationWorkflow, DeliberationInput } from '../workflows/deliberation';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';

@@ -21,7 +21,7 @@ import type { Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
 import { unavailableMessage } from '../domain/caller-errors';
 import { assembleOutcome } from '../domain/outcome-assembly';
-import { laneFor, type Seating } from '../domain/seat-plan';
+import { laneFor, type Seating } from '../domain/seat-assignment';
 import { failureReason } from './engine-chain';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
 import { runPanel, type PanelStep } from './panel';

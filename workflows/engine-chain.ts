@@ -1,13 +1,13 @@
 import { ActivityFailure, isCancellation } from '@temporalio/workflow';
 import { withoutAddresses } from '../domain/caller-errors';
-import type { PlannedEngine } from '../domain/seat-plan';
+import type { SeatedEngine } from '../domain/seat-assignment';
 
 /** What an engine of a chain gave: an answer the step can use, or why not (the engine ran but its reply is unusable). */
 export type EngineReply<T> = { answer: T } | { unusable: string };
 
 export interface ChainOptions {
   /** Asked before each engine; false ends the chain there (the step would pass the cost ceiling). */
-  affords?: (engine: PlannedEngine) => boolean;
+  affords?: (engine: SeatedEngine) => boolean;
   /** Told of each engine that did not answer: `engineId: why`, or the unusable reply's reason. */
   failed: (reason: string) => void;
 }
@@ -24,8 +24,8 @@ export function failureReason(err: unknown): string {
  * cancellation passes through. Undefined when no engine answered.
  */
 export async function firstAnswering<T>(
-  chain: readonly PlannedEngine[],
-  call: (engine: PlannedEngine) => Promise<EngineReply<T>>,
+  chain: readonly SeatedEngine[],
+  call: (engine: SeatedEngine) => Promise<EngineReply<T>>,
   options: ChainOptions,
 ): Promise<T | undefined> {
   for (const engine of chain) {

@@ -7,7 +7,7 @@ import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode } from '../domain/modes';
 import type { PanelResult } from '../domain/outcome';
 import { checkAnswer } from '../domain/questions/check';
-import type { TierLineup } from '../domain/run-plan';
+import type { TierLineup } from '../domain/run-lineup';
 import { answerLabels, presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
 import { runVerdictSchema } from '../domain/reply-schemas';
 import { BUCKET_DEPTH, type JudgmentRecord, type QuestionResult } from '../domain/runs';

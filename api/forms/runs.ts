@@ -175,7 +175,7 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         mode_key: mode ? names.modeKey(mode) : run.modeId,
         mode_version: run.modeVersion,
         // A test key's run answers on `sim` engines: labelled, and never evidence (DESIGN §10).
-        simulated: run.keyMode === 'test',
+        simulated: run.keyKind === 'test',
         judging: {
           protocol: run.spec.protocol,
           judges: run.spec.judges,
@@ -218,7 +218,7 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         recusals: s ? s.recusals.map((r) => ({ slot: r.slot, engine: r.engineId, replaced_by: r.replacedBy, questions: r.questions })) : [],
         unread_verdicts: s?.unreadVerdicts ?? 0,
         warnings: [
-          ...(run.keyMode === 'test' ? [SIMULATED_RUN_NOTE] : []),
+          ...(run.keyKind === 'test' ? [SIMULATED_RUN_NOTE] : []),
           ...coverageWarnings(run.kind, s),
           ...(s?.positionConsistency.flagged
             ? [

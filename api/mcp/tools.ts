@@ -298,7 +298,7 @@ function authoring(ctx: ToolContext): { deps: AuthoringDeps; author: Author } {
   const { db, form, engines, env } = ctx.deps;
   return {
     deps: { db, form, engines, env },
-    author: { via: 'key', orgId: ctx.auth.orgId, keyMode: ctx.auth.mode, allowedModes: ctx.auth.allowedModes },
+    author: { via: 'key', orgId: ctx.auth.orgId, keyKind: ctx.auth.keyKind, allowedModes: ctx.auth.allowedModes },
   };
 }
 

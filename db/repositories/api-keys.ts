@@ -16,7 +16,7 @@ export interface AuthContext {
   keyId: string;
   orgId: string;
   /** A test key bills nothing and runs every seat on `sim` engines (DESIGN §8). */
-  mode: KeyKind;
+  keyKind: KeyKind;
   scopes: Scope[];
   /** null = every mode the organisation is entitled to. */
   allowedModes: string[] | null;
@@ -29,7 +29,7 @@ export interface AuthContext {
 
 export interface CreateApiKeyInput {
   orgId: string;
-  mode: KeyKind;
+  keyKind: KeyKind;
   scopes?: readonly Scope[];
   allowedModes?: readonly string[] | null;
   limits?: Partial<KeyLimits>;
@@ -60,7 +60,7 @@ export async function createApiKey(db: DbOrTrx, input: CreateApiKeyInput): Promi
   if (!parsed.success)
     throw new QuorumError('invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   const { scopes, allowedModes, limits } = parsed.data;
-  const apiKey = generateApiKey(input.mode);
+  const apiKey = generateApiKey(input.keyKind);
   const keyId = `key_${randomBase62(20)}`;
   await unknownOrgAsNotFound(input.orgId, () =>
     db('api_keys').insert({
@@ -69,7 +69,7 @@ export async function createApiKey(db: DbOrTrx, input: CreateApiKeyInput): Promi
       key_hash: hashApiKey(apiKey),
       prefix: apiKey.slice(0, apiKey.lastIndexOf('_') + 1),
       last4: apiKey.slice(-4),
-      mode: input.mode,
+      mode: input.keyKind,
       scopes: [...new Set(scopes)],
       allowed_modes: allowedModes,
       is_owner: input.isOwner ?? false,
@@ -127,7 +127,7 @@ export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthCon
   return {
     keyId: row.id,
     orgId: row.org_id,
-    mode: row.mode,
+    keyKind: row.mode,
     scopes: row.scopes,
     allowedModes: row.allowed_modes,
     limits: {
@@ -150,7 +150,7 @@ export async function revokeApiKey(db: DbOrTrx, keyId: string): Promise<void> {
 
 export interface KeyListing {
   id: string;
-  mode: KeyKind;
+  keyKind: KeyKind;
   /** What the key looks like without its secret: `qrm_live_…abcd`. */
   display: string;
   scopes: Scope[];
@@ -174,7 +174,7 @@ export async function listApiKeys(db: DbOrTrx, orgId: string): Promise<KeyListin
   }[];
   return rows.map((r) => ({
     id: r.id,
-    mode: r.mode,
+    keyKind: r.mode,
     display: `${r.prefix}…${r.last4}`,
     scopes: r.scopes,
     createdAt: r.created_at,

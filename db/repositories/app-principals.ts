@@ -36,7 +36,7 @@ export async function authenticateApp(db: DbOrTrx, grant: AppGrant): Promise<Aut
   return {
     keyId: `app:${grant.grantId}`,
     orgId: grant.orgId,
-    mode: 'live',
+    keyKind: 'live',
     scopes: grant.scopes,
     allowedModes: null,
     limits: { requestsPerMinute: null, concurrency: null, maxInputTokens: null, maxCostMicros: null },

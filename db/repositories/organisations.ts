@@ -59,7 +59,7 @@ export async function createOrganisation(
 ): Promise<CreatedOrganisation> {
   return db.transaction(async (trx) => {
     const org = await insertOrganisation(trx, input);
-    const { keyId, apiKey } = await createApiKey(trx, { orgId: org.orgId, mode: 'live', scopes: SCOPES, isOwner: true });
+    const { keyId, apiKey } = await createApiKey(trx, { orgId: org.orgId, keyKind: 'live', scopes: SCOPES, isOwner: true });
     return { ...org, apiKey, keyId };
   });
 }

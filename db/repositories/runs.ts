@@ -31,7 +31,7 @@ export interface RunRecord {
   workflowId: string;
   idempotencyKey: string;
   fingerprint: string;
-  keyMode: 'live' | 'test';
+  keyKind: 'live' | 'test';
   modeId: string;
   modeVersion: number;
   model: string;
@@ -84,7 +84,7 @@ function toRecord(r: RunRow): RunRecord {
     workflowId: r.workflow_id,
     idempotencyKey: r.idempotency_key,
     fingerprint: r.fingerprint,
-    keyMode: r.key_mode,
+    keyKind: r.key_mode,
     modeId: r.mode_id,
     modeVersion: r.mode_version,
     model: r.model,
@@ -179,7 +179,7 @@ export async function launchRun(db: Knex, run: NewRun, dailyLimit: number): Prom
         workflow_id: run.workflowId,
         idempotency_key: run.idempotencyKey,
         fingerprint: run.fingerprint,
-        key_mode: run.keyMode,
+        key_mode: run.keyKind,
         api_key_id: run.apiKeyId,
         mode_id: run.modeId,
         mode_version: run.modeVersion,

@@ -15,7 +15,7 @@ const RECENT_CALLS = 20;
  */
 export async function observedStageTimes(
   db: DbOrTrx,
-  input: { modeId: string; tier: Tier; keyMode: 'live' | 'test' },
+  input: { modeId: string; tier: Tier; keyKind: 'live' | 'test' },
 ): Promise<ObservedStageTimes> {
   const result = await db.raw(
     `with recent as (
@@ -23,7 +23,7 @@ export async function observedStageTimes(
          from receipts x
          join requests r on r.id = x.request_id
          left join api_keys k on k.id = r.api_key_id
-        where x.mode_id = :modeId and x.tier = :tier and coalesce(k.mode, 'live') = :keyMode
+        where x.mode_id = :modeId and x.tier = :tier and coalesce(k.mode, 'live') = :keyKind
         order by x.completed_at desc
         limit :limit),
      passes as (

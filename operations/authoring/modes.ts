@@ -6,7 +6,7 @@ import type { Form } from '../../domain/form';
 import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../../domain/mode-spec';
 import type { Refusal } from '../../domain/mode-validation-codes';
 import { TIER_RANK, TIERS, tiersOf, type Tier } from '../../domain/modes';
-import { seatChain } from '../../domain/seat-plan';
+import { seatChain } from '../../domain/seat-assignment';
 import {
   assignedTickerPrefix,
   certifiedVersion,
@@ -30,7 +30,7 @@ import {
 import { organisationExists } from '../../db/repositories/organisations';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
 import type { Engines } from '../../engines';
-import { callPlanningContext, simStandInsAllowed } from '../../engines/run-planning';
+import { callSeatingContext, simStandInsAllowed } from '../../engines/seating-context';
 
 /**
  * The mode builder's one core (spec 02 `list_engines`, `validate_mode`, `save_mode`, `list_mode`; the operator CLI;
@@ -48,7 +48,7 @@ export interface AuthoringDeps {
 
 /** Who authors: a bearer key, a person in the builder, or an operator (who alone may author platform modes: `orgId` null). */
 export type Author =
-  | { via: 'key'; orgId: string; keyMode: KeyKind; allowedModes: readonly string[] | null }
+  | { via: 'key'; orgId: string; keyKind: KeyKind; allowedModes: readonly string[] | null }
   | { via: 'console'; orgId: string | null }
   | { via: 'operator'; orgId: string | null };
 
@@ -96,7 +96,7 @@ function view(deps: AuthoringDeps, m: AuthoredMode): ModeView {
 /** A test key never changes modes; a key limited to named modes creates none and changes only those. */
 function mayAuthor(author: Author, mode?: AuthoredMode): void {
   if (author.via !== 'key') return;
-  if (author.keyMode === 'test') throw new QuorumError('test_key_not_allowed', 'A test key cannot change modes; use a live key.');
+  if (author.keyKind === 'test') throw new QuorumError('test_key_not_allowed', 'A test key cannot change modes; use a live key.');
   if (author.allowedModes === null) return;
   if (!mode) throw new QuorumError('mode_not_allowed', 'This key is limited to named modes, so it cannot create one.');
   if (!author.allowedModes.includes(mode.id) && !author.allowedModes.includes(mode.ticker))
@@ -400,7 +400,7 @@ export type EngineListing = {
 export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tier = 'pro'): Promise<EngineListing[]> {
   const own = author.orgId ? await ownProviderFamilies(deps.db, author.orgId) : new Set<string>();
   const standIns = simStandInsAllowed(deps.env);
-  const ctx = callPlanningContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.env);
+  const ctx = callSeatingContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.env);
   return deps.engines.catalog
     .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[tier])
     .sort((a, b) => TIERS.indexOf(a.tier) - TIERS.indexOf(b.tier) || a.id.localeCompare(b.id))

@@ -246,7 +246,7 @@ function keyRoutes(router: Router, deps: ConsoleDeps): void {
               (k) =>
                 html`<tr>
                   <td><code>${k.display}</code></td>
-                  <td>${k.mode}</td>
+                  <td>${k.keyKind}</td>
                   <td>${k.scopes.join(', ')}</td>
                   <td>${when(k.createdAt)}</td>
                   <td>${k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'active'}</td>

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { EngineListing } from '../../../operations/authoring/modes';
 import { TIER_RANK, TIERS } from '../../../domain/modes';
-import { isSimEngine } from '../../../domain/seat-plan';
+import { isSimEngine } from '../../../domain/seat-assignment';
 import { html, type Html } from '../../http/html';
 import { csrfField } from '../layout';
 import {

@@ -28,7 +28,7 @@ const runHref = (id: string): string => `/console/runs/${id}`;
 const kindName = (run: RunRecord): string => (run.kind === 'test' ? 'Test run' : 'Certification');
 /** A test key's run answered on `sim` engines: said wherever the run is shown (DESIGN §10). */
 const simulatedTag = (run: RunRecord): Html | string =>
-  run.keyMode === 'test' ? html` <span class="muted simulated" data-simulated="true" title="${SIMULATED_RUN_NOTE}">simulated</span>` : '';
+  run.keyKind === 'test' ? html` <span class="muted simulated" data-simulated="true" title="${SIMULATED_RUN_NOTE}">simulated</span>` : '';
 const VERDICT_NAMES: Readonly<Record<CertificationVerdict, string>> = {
   certified: 'certified',
   provisional: 'provisional',
@@ -265,10 +265,10 @@ export function runPages(router: Router, deps: ConsoleDeps): void {
     const progress = await runProgress(deps.client, deps.db, run);
     page(
       ctx,
-      run.keyMode === 'test' ? `Simulated ${kindName(run).toLowerCase()} of ${run.model}` : `${kindName(run)} of ${run.model}`,
+      run.keyKind === 'test' ? `Simulated ${kindName(run).toLowerCase()} of ${run.model}` : `${kindName(run)} of ${run.model}`,
       html`${ctx.query.cancelling ? html`<p class="flash" role="status">Stopping the run; questions in flight are cancelled.</p>` : ''}
         ${ctx.query.cancelled && run.state === 'cancelled' ? html`<p class="flash" id="run-cancelled" role="status">Run cancelled: the questions in flight were abandoned and the unanswered ones credited back.</p>` : ''}
-        ${run.keyMode === 'test' ? html`<p class="flash" id="run-simulated" role="note">${SIMULATED_RUN_NOTE}</p>` : ''}
+        ${run.keyKind === 'test' ? html`<p class="flash" id="run-simulated" role="note">${SIMULATED_RUN_NOTE}</p>` : ''}
         <dl class="facts">
           <dt>Run</dt>
           <dd><code>${run.id}</code></dd>
@@ -287,7 +287,7 @@ export function runPages(router: Router, deps: ConsoleDeps): void {
             ${count(run.spec.repeats, 'repeat')}${run.spec.punchUp ? ', punching up a tier' : ''}
           </dd>
           <dt>Key</dt>
-          <dd>${run.keyMode === 'test' ? 'test (simulated: sim engines, not billed, never evidence)' : 'live'}</dd>
+          <dd>${run.keyKind === 'test' ? 'test (simulated: sim engines, not billed, never evidence)' : 'live'}</dd>
         </dl>
         ${runLive(ctx, deps.form, run, progress)}`,
     );

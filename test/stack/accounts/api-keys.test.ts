@@ -44,14 +44,14 @@ describe('accounts: API keys', () => {
   it('a revoked or expired key gets revoked_api_key', async () => {
     const { db } = stack();
     const { orgId } = await createOrganisation(db, { name: 'Revoke Co' });
-    const revoked = await createApiKey(db, { orgId, mode: 'live' });
+    const revoked = await createApiKey(db, { orgId, keyKind: 'live' });
     await authenticate(db, revoked.apiKey);
     await revokeApiKey(db, revoked.keyId);
     await revokeApiKey(db, revoked.keyId);
     await assert.rejects(authenticate(db, revoked.apiKey), isCode('revoked_api_key'));
-    const expired = await createApiKey(db, { orgId, mode: 'live', expiresAt: new Date(Date.now() - 1000) });
+    const expired = await createApiKey(db, { orgId, keyKind: 'live', expiresAt: new Date(Date.now() - 1000) });
     await assert.rejects(authenticate(db, expired.apiKey), isCode('revoked_api_key'));
-    const future = await createApiKey(db, { orgId, mode: 'live', expiresAt: new Date(Date.now() + 60_000) });
+    const future = await createApiKey(db, { orgId, keyKind: 'live', expiresAt: new Date(Date.now() + 60_000) });
     assert.equal((await authenticate(db, future.apiKey)).orgId, orgId);
     await assert.rejects(revokeApiKey(db, 'key_missing'), isCode('not_found'));
   });
@@ -71,14 +71,14 @@ describe('accounts: API keys', () => {
     const { orgId } = await createOrganisation(db, { name: 'Modes Co' });
     const limited = await createApiKey(db, {
       orgId,
-      mode: 'test',
+      keyKind: 'test',
       scopes: ['completions', 'estimate'],
       allowedModes: ['quorum-fast', 'quorum-deep'],
       limits: { requestsPerMinute: 600, concurrency: 20, maxInputTokens: 32_000, maxCostMicros: 10_000_000n },
     });
     assert.match(limited.apiKey, /^qrm_test_/);
     const ctx = await authenticate(db, limited.apiKey);
-    assert.equal(ctx.mode, 'test');
+    assert.equal(ctx.keyKind, 'test');
     assert.equal(ctx.isOwner, false);
     assert.deepEqual(ctx.scopes, ['completions', 'estimate']);
     assert.deepEqual(ctx.allowedModes, ['quorum-fast', 'quorum-deep']);
@@ -91,9 +91,9 @@ describe('accounts: API keys', () => {
   it('refuses unknown scopes, empty mode lists, bad limits and unknown organisations', async () => {
     const { db } = stack();
     const { orgId } = await createOrganisation(db, { name: 'Invalid Co' });
-    await assert.rejects(createApiKey(db, { orgId, mode: 'live', scopes: ['admin' as never] }), isCode('invalid_request'));
-    await assert.rejects(createApiKey(db, { orgId, mode: 'live', allowedModes: [] }), isCode('invalid_request'));
-    await assert.rejects(createApiKey(db, { orgId, mode: 'live', limits: { concurrency: 0 } }), isCode('invalid_request'));
-    await assert.rejects(createApiKey(db, { orgId: 'org_missing', mode: 'live' }), isCode('not_found'));
+    await assert.rejects(createApiKey(db, { orgId, keyKind: 'live', scopes: ['admin' as never] }), isCode('invalid_request'));
+    await assert.rejects(createApiKey(db, { orgId, keyKind: 'live', allowedModes: [] }), isCode('invalid_request'));
+    await assert.rejects(createApiKey(db, { orgId, keyKind: 'live', limits: { concurrency: 0 } }), isCode('invalid_request'));
+    await assert.rejects(createApiKey(db, { orgId: 'org_missing', keyKind: 'live' }), isCode('not_found'));
   });
 });

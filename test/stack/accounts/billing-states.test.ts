@@ -48,7 +48,7 @@ describe('accounts: organisation billing states (402), set by the operator CLI',
   async function billedOrg(creditUsd = 20): Promise<TestOrg & { live: string; test: string }> {
     const org = await newOrg(creditUsd);
     const live = await newKey(org.orgId, { limits: { maxCostMicros: CEILING, requestsPerMinute: 1_000 } });
-    return { ...org, live, test: await newKey(org.orgId, { mode: 'test' }) };
+    return { ...org, live, test: await newKey(org.orgId, { keyKind: 'test' }) };
   }
 
   /** A completion of a prompt never asked before (a derived key would replay a repeat). */

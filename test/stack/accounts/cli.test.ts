@@ -56,7 +56,10 @@ describe('accounts: the quorum operator CLI', () => {
     const key = await json(['key', 'create', '--org', orgId, '--test', '--scopes', 'completions,estimate', '--modes', 'quorum-fast']);
     assert.deepEqual(Object.keys(key).sort(), ['api_key', 'key_id']);
     const ctx = await authenticate(db, String(key.api_key));
-    assert.deepEqual([ctx.mode, ctx.scopes, ctx.allowedModes, ctx.isOwner], ['test', ['completions', 'estimate'], ['quorum-fast'], false]);
+    assert.deepEqual(
+      [ctx.keyKind, ctx.scopes, ctx.allowedModes, ctx.isOwner],
+      ['test', ['completions', 'estimate'], ['quorum-fast'], false],
+    );
     assert.deepEqual(await json(['key', 'revoke', '--key', String(key.key_id)]), { key_id: key.key_id, revoked: true });
     await assert.rejects(authenticate(db, String(key.api_key)), (e: unknown) => e instanceof QuorumError && e.code === 'revoked_api_key');
 

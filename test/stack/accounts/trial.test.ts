@@ -214,7 +214,7 @@ describe('accounts: trial credit', () => {
           workflowId: `trial-test-run-${id}`,
           idempotencyKey: id,
           fingerprint: id,
-          keyMode: 'live',
+          keyKind: 'live',
           apiKeyId: org.keyId,
           modeId: 'quorum-panel',
           modeVersion: 1,

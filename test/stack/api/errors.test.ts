@@ -90,7 +90,7 @@ for (const form of FORMS) {
     });
 
     it('revoked_api_key', async () => {
-      const { keyId, apiKey } = await createApiKey(stack().db, { orgId: org.orgId, mode: 'live' });
+      const { keyId, apiKey } = await createApiKey(stack().db, { orgId: org.orgId, keyKind: 'live' });
       await revokeApiKey(stack().db, keyId);
       expectError(
         await call(api, 'POST', '/v1/chat/completions', { key: apiKey, body: valid() }),

@@ -6,6 +6,7 @@ import { listen } from '../../../api/listen';
 import type { RunSettings } from '../../../operations/run-settings';
 import type { Db } from '../../../db/knex';
 import type { Form } from '../../../domain/form';
+import type { KeyKind } from '../../../domain/api-keys';
 import { createApiKey, type CreateApiKeyInput } from '../../../db/repositories/api-keys';
 import { getBalance, listLedger } from '../../../db/repositories/ledger';
 import { createOrganisation } from '../../../db/repositories/organisations';
@@ -79,9 +80,9 @@ export async function newOrg(creditUsd = 20): Promise<TestOrg> {
 
 export async function newKey(
   orgId: string,
-  opts: Omit<CreateApiKeyInput, 'orgId' | 'mode'> & { mode?: 'live' | 'test' } = {},
+  opts: Omit<CreateApiKeyInput, 'orgId' | 'keyKind'> & { keyKind?: KeyKind } = {},
 ): Promise<string> {
-  return (await createApiKey(stack().db, { orgId, mode: opts.mode ?? 'live', ...opts })).apiKey;
+  return (await createApiKey(stack().db, { orgId, ...opts, keyKind: opts.keyKind ?? 'live' })).apiKey;
 }
 
 export interface Reply {

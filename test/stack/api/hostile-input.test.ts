@@ -38,7 +38,7 @@ for (const form of FORMS) {
     });
 
     it("accepts OpenAI clients' text parts and developer role, and null stream and tier; refuses another part by its type", async () => {
-      const testKey = await newKey(org.orgId, { mode: 'test', limits: HIGH });
+      const testKey = await newKey(org.orgId, { keyKind: 'test', limits: HIGH });
       const messages = [
         { role: 'developer', content: 'Be brief.' },
         {
@@ -83,7 +83,7 @@ for (const form of FORMS) {
     });
 
     it('a receipt id with a trailing space does not resolve to the id without it', async () => {
-      const testKey = await newKey(org.orgId, { mode: 'test', limits: HIGH });
+      const testKey = await newKey(org.orgId, { keyKind: 'test', limits: HIGH });
       const done = await call(api, 'POST', '/v1/chat/completions', {
         key: testKey,
         body: { model: EXPRESS[form], messages: USER('Name a colour.') },
@@ -151,7 +151,7 @@ for (const form of FORMS) {
     });
 
     it('the derived idempotency key includes the tier and the overrides: the same messages at another tier run again', async () => {
-      const testKey = await newKey(org.orgId, { mode: 'test', limits: HIGH });
+      const testKey = await newKey(org.orgId, { keyKind: 'test', limits: HIGH });
       const body = { model: PANEL[form], messages: USER('Explain, step by step, why ice floats on water.') };
       const first = await call(api, 'POST', '/v1/chat/completions', { key: testKey, body });
       const again = await call(api, 'POST', '/v1/chat/completions', { key: testKey, body });
@@ -185,7 +185,7 @@ for (const form of FORMS) {
 
     if (form === 'A') {
       it('svc.max_cost_usd is not a Form A field: ignored, never a ceiling', async () => {
-        const testKey = await newKey(org.orgId, { mode: 'test', limits: HIGH });
+        const testKey = await newKey(org.orgId, { keyKind: 'test', limits: HIGH });
         const body = { model: PANEL.A, messages: USER('Explain, step by step, why ice floats on water.'), svc: { max_cost_usd: 1e-9 } };
         const reply = await call(api, 'POST', '/v1/chat/completions', { key: testKey, body });
         assert.equal(reply.status, 200, JSON.stringify(reply.body));

@@ -53,7 +53,7 @@ describe('observed rates: only live, billed API-key calls move a mode published 
       config: { ...design, fees: { ...design.fees, perMtokInputUsd: 3 } },
     });
     liveKey = await newKey(org.orgId, { limits: { requestsPerMinute: 10_000, concurrency: 20 } });
-    testKey = await newKey(org.orgId, { mode: 'test', limits: { requestsPerMinute: 10_000, concurrency: 20 } });
+    testKey = await newKey(org.orgId, { keyKind: 'test', limits: { requestsPerMinute: 10_000, concurrency: 20 } });
     await saveQuestionSet(stack().db, {
       id: setId,
       orgId: org.orgId,

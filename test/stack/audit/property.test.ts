@@ -106,7 +106,7 @@ describe('property: random sequences of calls, replays, races, crashes, top-ups,
     const key = async (mode: 'live' | 'test', limits?: { maxCostMicros: bigint }): Promise<Key> => {
       const k = await createApiKey(stack().db, {
         orgId: org.orgId,
-        mode,
+        keyKind: mode,
         limits: { requestsPerMinute: 100_000, concurrency: 50, ...limits },
       });
       return { id: k.keyId, secret: k.apiKey };

@@ -119,7 +119,8 @@ describe('the production topology under faults (npm run start:cluster)', functio
       }),
     );
     // The demo organisation's own key, without the default requests a minute and calls in flight the load would pass.
-    key = (await createApiKey(db, { orgId: DEMO_ORG_ID, mode: 'live', limits: { requestsPerMinute: 100_000, concurrency: 100 } })).apiKey;
+    key = (await createApiKey(db, { orgId: DEMO_ORG_ID, keyKind: 'live', limits: { requestsPerMinute: 100_000, concurrency: 100 } }))
+      .apiKey;
   });
   after(async () => {
     if (formA && formA.child.exitCode === null) {

@@ -116,7 +116,7 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
   const input: RunDeliberationInput = {
     orgId: c.org.orgId,
     apiKeyId: c.org.keyId,
-    keyMode: c.keyMode ?? 'live',
+    keyKind: c.keyMode ?? 'live',
     idempotencyKey: c.idempotencyKey,
     fingerprint: canonicalHash({ model: c.mode.id, messages }),
     form,

@@ -37,7 +37,7 @@ describe('deliberation in production: no sim stand-ins for real engines', functi
 
   it('a test key still runs on sim engines: it is billed nothing either way', async () => {
     const org = await newOrg(20);
-    const test = await newKey(org.orgId, { mode: 'test' });
+    const test = await newKey(org.orgId, { keyKind: 'test' });
     const r = await call(api, 'POST', '/v1/chat/completions', {
       key: test,
       body: { model: PANEL.B, messages: USER('Why is the sky blue?') },

@@ -180,7 +180,7 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
     assert.deepEqual(fresh.run, cheap.run);
 
     // A test key's quote bills nobody; a live key approving it would bill the organisation.
-    const testKey = await newKey(org.orgId, { mode: 'test' });
+    const testKey = await newKey(org.orgId, { keyKind: 'test' });
     const testClient = await connect(api, testKey);
     const free = (await ask(testClient, { model: strong })).quote as QuoteJson;
     await testClient.close();
@@ -314,7 +314,7 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
         workflowId: workflowIds.quote(quote.quote_id, 0),
         idempotencyKey: `quote-${quote.quote_id}-0`,
         fingerprint: launchFingerprint('test', request),
-        keyMode: 'live',
+        keyKind: 'live',
         apiKeyId: org.keyId,
         modeId: strongId,
         modeVersion: 1,

@@ -88,7 +88,7 @@ describe('mcp: the server at /mcp, with the official SDK client', function () {
 
   it('run_test and certify_mode return the batch id and status address at once; a test key bills nothing', async () => {
     const modes = await demoModes(org.orgId);
-    const test = await newKey(org.orgId, { mode: 'test' });
+    const test = await newKey(org.orgId, { keyKind: 'test' });
     const before = await moneySnapshot(org.orgId);
     for (const form of FORMS) {
       const client = await connect(apis[form], test);

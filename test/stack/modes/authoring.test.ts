@@ -239,7 +239,7 @@ describe('modes that organisations build', function () {
           await c.close();
         }
       };
-      refusedWith(await asKey(await newKey(org.orgId, { mode: 'test' }), { spec: spec('TEST') }), 'test_key_not_allowed', 403);
+      refusedWith(await asKey(await newKey(org.orgId, { keyKind: 'test' }), { spec: spec('TEST') }), 'test_key_not_allowed', 403);
       const limited = await newKey(org.orgId, { allowedModes: [String(mine.mode_id)] });
       refusedWith(await asKey(limited, { spec: spec('LIMT') }), 'mode_not_allowed', 403);
       const ok = await asKey(limited, { spec: spec('WHOA', { name: mine.name }), mode_id: mine.mode_id });
@@ -347,7 +347,7 @@ describe('modes that organisations build', function () {
     let author: Author;
     before(async () => {
       org = await newOrg();
-      author = { via: 'key', orgId: org.orgId, keyMode: 'live', allowedModes: null };
+      author = { via: 'key', orgId: org.orgId, keyKind: 'live', allowedModes: null };
     });
 
     it('two releases of one draft at once: one new version, the other answered draft_changed or no_draft', async () => {

@@ -29,7 +29,7 @@ async function orgWithKeys(families: readonly KeyFamily[]): Promise<Author> {
   return liveKey(org.orgId);
 }
 
-const liveKey = (orgId: string): Author => ({ via: 'key', orgId, keyMode: 'live', allowedModes: null });
+const liveKey = (orgId: string): Author => ({ via: 'key', orgId, keyKind: 'live', allowedModes: null });
 
 const refusedWith =
   (code: string, status: number) =>
@@ -149,7 +149,7 @@ describe('advisor_propose_mode (authoring)', function () {
     const org = await newOrg();
     const p = await proposeMode(
       deps('B'),
-      { via: 'key', orgId: org.orgId, keyMode: 'test', allowedModes: null },
+      { via: 'key', orgId: org.orgId, keyKind: 'test', allowedModes: null },
       { description: 'Quick answers' },
     );
     assert.equal(p.proposal.rounds, 1);

@@ -61,7 +61,7 @@ describe('plans: the rules a plan sets on a connected app (tier_not_permitted, p
     it('a member gets a live, key-shaped context on the free plan by default; a former member is invalid_oauth_token; a suspended organisation org_suspended', async () => {
       const { org, person, auth } = await appCaller();
       assert.equal(auth.keyId.startsWith('app:grant_'), true);
-      assert.deepEqual([auth.orgId, auth.mode, auth.allowedModes, auth.isOwner], [org.orgId, 'live', null, false]);
+      assert.deepEqual([auth.orgId, auth.keyKind, auth.allowedModes, auth.isOwner], [org.orgId, 'live', null, false]);
       assert.equal(auth.app?.personId, person.id);
       assert.deepEqual(auth.app?.plan, await planOf(stack().db, person.id));
       assert.deepEqual([auth.app?.plan.id, auth.app?.plan.tiers, auth.app?.plan.maxInFlight], ['free', ['experience'], 1]);

@@ -109,7 +109,7 @@ describe('runs: signed completion callbacks (issue 28 item 6)', function () {
     const visitor = new Visitor(b);
     await visitor.signUp({ email: `h-${randomUUID().slice(0, 8)}@example.com`, password: PASSWORD, org });
     const row = (await stack().db('organisations').where({ name: org }).first('id')) as { id: string };
-    return { visitor, orgId: row.id, key: await newKey(row.id, { mode: 'test' }), modes: await demoModes(row.id) };
+    return { visitor, orgId: row.id, key: await newKey(row.id, { keyKind: 'test' }), modes: await demoModes(row.id) };
   }
 
   /** Rotates in the console; returns the secret the page shows. */

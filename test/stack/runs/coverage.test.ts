@@ -128,7 +128,7 @@ describe('runs: a certification whose questions mostly failed has no verdict', f
         workflowId: `cert/${org.orgId}/${runId}`,
         idempotencyKey: runId,
         fingerprint: 'coverage-test',
-        keyMode: 'live',
+        keyKind: 'live',
         apiKeyId: org.keyId,
         modeId: modes.strong.A,
         modeVersion: mode.current_version,

@@ -168,7 +168,7 @@ describe('runs: request rules and error codes', function () {
     await refuses('B', { model: mode.ticker, questions: { easy: 1 } }, 409, 'provider_unavailable');
     await refuses('A', { model: mode.id, buckets: { light: 1 } }, 400, 'launch_refused');
     // A test key runs the same mode on sim engines, and bills nothing.
-    const test = await newKey(org.orgId, { mode: 'test' });
+    const test = await newKey(org.orgId, { keyKind: 'test' });
     const before = await moneySnapshot(org.orgId);
     const r = await call(apis.B, 'POST', '/v1/tests', { key: test, body: { model: mode.ticker, questions: { easy: 1 } } });
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -258,7 +258,7 @@ describe('runs: request rules and error codes', function () {
           punchUp: false,
           questionSetId: null,
         }),
-        keyMode: 'live',
+        keyKind: 'live',
         apiKeyId: org.keyId,
         modeId: modes.weak.A,
         modeVersion: mode.current_version,
@@ -293,7 +293,7 @@ describe('runs: request rules and error codes', function () {
     try {
       const o = await newOrg(10);
       const own = await demoModes(o.orgId);
-      const test = await newKey(o.orgId, { mode: 'test' });
+      const test = await newKey(o.orgId, { keyKind: 'test' });
       const first = await call(limited, 'POST', '/v1/tests', { key: test, body: { model: own.weak.B, questions: { easy: 1 } } });
       assert.equal(first.status, 200, JSON.stringify(first.body));
       // The same request again is the same run (its derived key), not a second launch.

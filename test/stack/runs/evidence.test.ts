@@ -67,7 +67,7 @@ describe('runs: simulated runs are never evidence', function () {
     const org = await newOrg(100);
     const modes = await demoModes(org.orgId);
     const control = await demoModes(org.orgId);
-    const testKey = await newKey(org.orgId, { mode: 'test' });
+    const testKey = await newKey(org.orgId, { keyKind: 'test' });
     // The same demo mode, twice: one run on a test key, one live (the control, on a mode of its own).
     const [simulatedRun, liveRun] = await Promise.all([
       ranToEnd(org, testKey, modes.strong.B),
@@ -144,7 +144,7 @@ describe('runs: simulated runs are never evidence', function () {
     const org: TestOrg = { orgId, ownerKey: await newKey(orgId), keyId: '' };
     const modes = await demoModes(orgId);
     const [simulatedRun, liveRun] = await Promise.all([
-      ranToEnd(org, await newKey(orgId, { mode: 'test' }), modes.strong.B),
+      ranToEnd(org, await newKey(orgId, { keyKind: 'test' }), modes.strong.B),
       ranToEnd(org, org.ownerKey, modes.weak.B),
     ]);
 

@@ -112,7 +112,7 @@ describe('runs: paired re-runs (svc.same_questions_as)', function () {
   });
 
   it('MCP run_test takes svc.same_questions_as in both Forms (official MCP SDK client): the same questions, the same codes', async () => {
-    const test = await newKey(org.orgId, { mode: 'test' });
+    const test = await newKey(org.orgId, { keyKind: 'test' });
     for (const form of FORMS) {
       const client = await connect(apis[form], test);
       // Advertised, so an agent knows it can ask for a paired re-run.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { SYSTEM_MODES, type ModeConfig } from '../../../domain/modes';
-import { seatingFor, type PlanningContext } from '../../../domain/seat-plan';
+import { seatingFor, type SeatingContext } from '../../../domain/seat-assignment';
 import { seatingNow, simulatedFor } from '../../../domain/seating';
 import { findEngine } from '../../../engines/catalog';
 
@@ -9,7 +9,7 @@ const config = (id: string): ModeConfig => {
   if (!found) throw new Error(id);
   return found.config;
 };
-const context = (over: Partial<PlanningContext> = {}): PlanningContext => ({
+const context = (over: Partial<SeatingContext> = {}): SeatingContext => ({
   find: findEngine,
   serviceCanRun: (id) => id.startsWith('sim/'),
   ownFamilies: new Set(),

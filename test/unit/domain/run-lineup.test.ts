@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { SYSTEM_MODES, simDemoModes } from '../../../domain/modes';
-import { lineUpRun, type RunShape } from '../../../domain/run-plan';
+import { lineUpRun, type RunShape } from '../../../domain/run-lineup';
 import { endStateOf, runEvidence, summarizeRun } from '../../../domain/run-summary';
 import { JUDGE_SLOTS } from '../../../domain/run-judging';
 import type { QuestionResult } from '../../../domain/runs';
 import { createEngines } from '../../../engines';
-import { runPlanningContext } from '../../../engines/run-planning';
+import { runSeatingContext } from '../../../engines/seating-context';
 
 const engines = createEngines({ env: {} });
 const [strong, weak] = simDemoModes({ idPrefix: 'x', company: 'X' });
@@ -17,8 +17,8 @@ const shape = (over: Partial<RunShape> = {}): RunShape => ({
   protocol: 'pairwise',
   ...over,
 });
-const live = runPlanningContext(engines, new Set(), false);
-const test = runPlanningContext(engines, new Set(), true);
+const live = runSeatingContext(engines, new Set(), false);
+const test = runSeatingContext(engines, new Set(), true);
 
 describe('domain: who answers and who judges a run', () => {
   it('the baseline is the strongest seat engine; a judge of its maker recuses itself for a reserve', () => {

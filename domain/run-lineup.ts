@@ -1,6 +1,6 @@
 import { TIER_RANK, type ModeConfig, type Tier } from './modes';
 import { assignJudges, type JudgeAssignment, type JudgeSlot, type JudgingProtocol } from './run-judging';
-import { isSimEngine, seatingFor, type CatalogEngine, type Seating, type PlannedEngine, type PlanningContext } from './seat-plan';
+import { isSimEngine, seatingFor, type CatalogEngine, type Seating, type SeatedEngine, type SeatingContext } from './seat-assignment';
 
 /**
  * Who answers and who judges in a run, per tier (DESIGN §10): the mode's panel, the baseline (its strongest seat
@@ -13,7 +13,7 @@ export interface RunCatalogEngine extends CatalogEngine {
   tier: Tier;
 }
 
-export interface RunPlanningContext extends PlanningContext {
+export interface RunSeatingContext extends SeatingContext {
   find(engineId: string): RunCatalogEngine | undefined;
   catalog: readonly RunCatalogEngine[];
 }
@@ -22,7 +22,7 @@ export interface TierLineup {
   tier: Tier;
   /** The panel's seating. Named `plan` in the question workflows' recorded input, so it keeps that name. */
   plan: Seating;
-  baseline: PlannedEngine;
+  baseline: SeatedEngine;
   judges: JudgeAssignment[];
 }
 
@@ -48,7 +48,7 @@ export function recusalMaker(e: Pick<RunCatalogEngine, 'id' | 'family' | 'maker'
 }
 
 /** The baseline answers as a seat would: on the organisation's own provider account when it has one for the family. */
-function plannedOf(e: RunCatalogEngine, ctx: RunPlanningContext): PlannedEngine {
+function plannedOf(e: RunCatalogEngine, ctx: RunSeatingContext): SeatedEngine {
   const ownKey = !ctx.simOnly && ctx.ownFamilies.has(e.family);
   return { engineId: e.id, inputUsdPerMtok: e.inputUsdPerMtok, outputUsdPerMtok: e.outputUsdPerMtok, ownKey };
 }
@@ -65,7 +65,7 @@ function baselineFor(
   tier: Tier,
   seating: Seating,
   punchUp: boolean,
-  ctx: RunPlanningContext,
+  ctx: RunSeatingContext,
 ): RunCatalogEngine | undefined {
   const known = (ids: readonly string[]): RunCatalogEngine[] => ids.flatMap((id) => ctx.find(id) ?? []);
   if (!punchUp || NEXT_TIER[tier] === tier) return known(seating.seats.flatMap((s) => s.chain[0]?.engineId ?? [])).sort(byStrength)[0];
@@ -77,12 +77,12 @@ function baselineFor(
 }
 
 /** A test key's run is all `sim`; a live run uses only real engines the service's keys can run. */
-function runsHere(e: RunCatalogEngine, ctx: RunPlanningContext): boolean {
+function runsHere(e: RunCatalogEngine, ctx: RunSeatingContext): boolean {
   return ctx.simOnly ? isSimEngine(e.id) : !isSimEngine(e.id) && ctx.serviceCanRun(e.id);
 }
 
 /** One judge candidate per maker, strongest first, on the service's keys. */
-function judgePool(ctx: RunPlanningContext): RunCatalogEngine[] {
+function judgePool(ctx: RunSeatingContext): RunCatalogEngine[] {
   const seen = new Set<string>();
   return ctx.catalog
     .filter((e) => runsHere(e, ctx))
@@ -101,7 +101,7 @@ function designedOnSim(config: ModeConfig, tiers: readonly Tier[]): boolean {
   return [...seats, config.staff.judge.engine, config.staff.synthesis.engine].every(isSimEngine);
 }
 
-export function lineUpRun(config: ModeConfig, shape: RunShape, runCtx: RunPlanningContext): RunLineup {
+export function lineUpRun(config: ModeConfig, shape: RunShape, runCtx: RunSeatingContext): RunLineup {
   const ctx = designedOnSim(config, shape.tiers) ? { ...runCtx, simOnly: true } : runCtx;
   const missing: string[] = [];
   const pool = judgePool(ctx);

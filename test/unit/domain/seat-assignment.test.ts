@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { SYSTEM_MODES, type ModeConfig } from '../../../domain/modes';
-import { designedSeats, laneFor, seatingFor, type PlanningContext } from '../../../domain/seat-plan';
+import { designedSeats, laneFor, seatingFor, type SeatingContext } from '../../../domain/seat-assignment';
 import { findEngine } from '../../../engines/catalog';
 
 const panel = SYSTEM_MODES.find((m) => m.id === 'quorum-panel')?.config as ModeConfig;
 const withExpress = (express: ModeConfig['express']): ModeConfig => ({ ...panel, express });
-const context = (over: Partial<PlanningContext> = {}): PlanningContext => ({
+const context = (over: Partial<SeatingContext> = {}): SeatingContext => ({
   find: findEngine,
   // No provider keys configured: only the simulated engines run.
   serviceCanRun: (id) => id.startsWith('sim/'),

@@ -1,5 +1,5 @@
-import type { RunPlanningContext } from '../domain/run-plan';
-import type { PlanningContext } from '../domain/seat-plan';
+import type { RunSeatingContext } from '../domain/run-lineup';
+import type { SeatingContext } from '../domain/seat-assignment';
 import type { Engines } from './index';
 
 /**
@@ -7,11 +7,11 @@ import type { Engines } from './index';
  * (none for a test key or a plan), whether a `sim` engine may stand in here. The call's plan and every listing of who
  * would answer (`/v1/models`, `list_modes`) are built on this one context, so they cannot disagree.
  */
-export function callPlanningContext(
+export function callSeatingContext(
   engines: Pick<Engines, 'find' | 'isAvailable'>,
   call: { ownFamilies: ReadonlySet<string>; simOnly: boolean },
   env: NodeJS.ProcessEnv,
-): PlanningContext {
+): SeatingContext {
   return {
     find: (id) => engines.find(id),
     serviceCanRun: (id) => engines.isAvailable(id),
@@ -23,7 +23,7 @@ export function callPlanningContext(
 }
 
 /** What a run plans with: the catalog, what the service's keys can run, and the organisation's own provider families. */
-export function runPlanningContext(engines: Engines, ownFamilies: ReadonlySet<string>, simOnly: boolean): RunPlanningContext {
+export function runSeatingContext(engines: Engines, ownFamilies: ReadonlySet<string>, simOnly: boolean): RunSeatingContext {
   return {
     find: (id) => engines.find(id),
     catalog: engines.catalog,

@@ -9,7 +9,7 @@ import type { SeatRole } from './outcome';
  */
 
 /** An engine as the workflow needs it: its id and prices (workflows do not import the catalog). */
-export interface PlannedEngine {
+export interface SeatedEngine {
   engineId: string;
   inputUsdPerMtok: number;
   outputUsdPerMtok: number;
@@ -22,12 +22,12 @@ export interface SeatAssignment {
   /** What the mode meant to seat here. */
   designed: string;
   /** The designed engine if it can run, then its backups; the seat takes the first that answers. */
-  chain: PlannedEngine[];
+  chain: SeatedEngine[];
 }
 
 export interface StaffAssignment {
   designed: string;
-  chain: PlannedEngine[];
+  chain: SeatedEngine[];
 }
 
 export interface Seating {
@@ -47,7 +47,7 @@ export interface CatalogEngine {
   outputUsdPerMtok: number;
 }
 
-export interface PlanningContext {
+export interface SeatingContext {
   find(engineId: string): CatalogEngine | undefined;
   /** The service's own keys can run it (a `sim` engine always can). */
   serviceCanRun(engineId: string): boolean;
@@ -104,7 +104,7 @@ export function isSimEngine(engineId: string): boolean {
   return engineId.startsWith('sim/');
 }
 
-function planned(spec: CatalogEngine, ownKey: boolean): PlannedEngine {
+function planned(spec: CatalogEngine, ownKey: boolean): SeatedEngine {
   return { engineId: spec.id, inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok, ownKey };
 }
 
@@ -114,13 +114,13 @@ function planned(spec: CatalogEngine, ownKey: boolean): PlannedEngine {
  * stand in, labelled `sim/` everywhere.
  */
 function chainOf(
-  ctx: PlanningContext,
+  ctx: SeatingContext,
   designed: string,
   ownFamilies: ReadonlySet<string>,
   simStandIn: string,
   notes: string[],
-): PlannedEngine[] {
-  const chain: PlannedEngine[] = [];
+): SeatedEngine[] {
+  const chain: SeatedEngine[] = [];
   const seen = new Set<string>();
   let id: string | undefined = designed;
   while (id && !seen.has(id) && seen.size < CHAIN_LENGTH) {
@@ -144,12 +144,7 @@ function chainOf(
 }
 
 /** A backup the mode names goes right after the designed engine, ahead of the catalog's own backups, when it can run. */
-function withNamedBackup(
-  ctx: PlanningContext,
-  chain: PlannedEngine[],
-  backup: string | null | undefined,
-  ownFamilies: ReadonlySet<string>,
-) {
+function withNamedBackup(ctx: SeatingContext, chain: SeatedEngine[], backup: string | null | undefined, ownFamilies: ReadonlySet<string>) {
   const extra = backup ? ctx.find(backup) : undefined;
   if (!extra || chain.some((c) => c.engineId === extra.id)) return chain;
   const own = ownFamilies.has(extra.family);
@@ -159,7 +154,7 @@ function withNamedBackup(
 
 /** Judge and synthesis run on the service's keys only. */
 function staffAssignment(
-  ctx: PlanningContext,
+  ctx: SeatingContext,
   staff: { engine: string; backup?: string },
   simStandIn: string,
   notes: string[],
@@ -180,10 +175,10 @@ function staffAssignment(
  * for who answers a seat, used by every call's plan and by `list_engines`' `answers`.
  */
 export function seatChain(
-  ctx: PlanningContext,
+  ctx: SeatingContext,
   seat: { designed: string; backup?: string | null; seatTier: Tier; index: number },
   notes: string[] = [],
-): PlannedEngine[] {
+): SeatedEngine[] {
   const { designed } = seat;
   const simStandIn = `sim/${SIM_NAMES[seat.index % SIM_NAMES.length]}-${seat.seatTier}`;
   return ctx.simOnly
@@ -191,7 +186,7 @@ export function seatChain(
     : withNamedBackup(ctx, chainOf(ctx, designed, ctx.ownFamilies, simStandIn, notes), seat.backup, ctx.ownFamilies);
 }
 
-export function seatingFor(config: ModeConfig, tier: Tier, lane: Lane, ctx: PlanningContext): Seating {
+export function seatingFor(config: ModeConfig, tier: Tier, lane: Lane, ctx: SeatingContext): Seating {
   const notes: string[] = [];
   const seatTier: Tier = lane === 'express' ? 'experience' : tier;
   const row = designedRow(config, tier, lane);
