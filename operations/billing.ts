@@ -1,17 +1,13 @@
-import type { Knex } from 'knex';
 import { getBilling, setBilling, type BillingChange, type OrganisationBilling } from '../db/repositories/billing';
 import { getBalance, type Balance } from '../db/repositories/ledger';
 import type { Principal } from './principal';
+import type { StoreDeps } from './deps';
 
 /** Organisation billing states (DESIGN §14), set by operators only. */
 
-export interface BillingDeps {
-  db: Knex;
-}
-
 /** The organisation's billing settings and its balance. */
 export async function billingOf(
-  deps: BillingDeps,
+  deps: StoreDeps,
   _principal: Principal & { via: 'operator' },
   orgId: string,
 ): Promise<{ billing: OrganisationBilling; balance: Balance }> {
@@ -21,7 +17,7 @@ export async function billingOf(
 
 /** Changes one billing setting; the settings it leaves. */
 export async function changeBilling(
-  deps: BillingDeps,
+  deps: StoreDeps,
   principal: Principal & { via: 'operator' },
   orgId: string,
   change: BillingChange,

@@ -17,3 +17,6 @@ export interface OperationDeps {
   engines: Engines;
   log: Logger;
 }
+
+/** What an operation that only reads and writes Postgres needs (the console's and the CLI's account pages and commands). */
+export type StoreDeps = Pick<OperationDeps, 'db'>;

@@ -1,17 +1,13 @@
-import type { Knex } from 'knex';
 import { getBalance, listLedger, topUp, type Balance, type LedgerEntry } from '../db/repositories/ledger';
 import { planUsage, type PlanUsage } from '../db/repositories/plans';
 import { orgActedOn, type Principal } from './principal';
+import type { StoreDeps } from './deps';
 
 /** The organisation's balance and ledger (DESIGN §7), and top-ups. */
 
-export interface LedgerDeps {
-  db: Knex;
-}
-
 /** The balance (reserved and available) and the latest `limit` ledger entries. */
 export async function balanceOf(
-  deps: LedgerDeps,
+  deps: StoreDeps,
   principal: Principal,
   input: { orgId?: string; limit: number },
 ): Promise<{ balance: Balance; entries: LedgerEntry[] }> {
@@ -22,7 +18,7 @@ export async function balanceOf(
 
 /** A signed-in person's account overview: the organisation's balance and ledger, and their own billing plan's usage. */
 export async function accountOverview(
-  deps: LedgerDeps,
+  deps: StoreDeps,
   principal: Principal & { via: 'person' },
 ): Promise<{ balance: Balance; entries: LedgerEntry[]; usage: PlanUsage }> {
   const [{ balance, entries }, usage] = await Promise.all([
@@ -37,7 +33,7 @@ export async function accountOverview(
  * only when self top-up is on). The new balance.
  */
 export async function addBalance(
-  deps: LedgerDeps,
+  deps: StoreDeps,
   principal: Principal,
   input: { orgId?: string; amountMicros: bigint; note: string },
 ): Promise<Balance> {

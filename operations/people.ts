@@ -18,7 +18,7 @@ import { normaliseEmail } from '../domain/people';
 import { startTrial, type OrganisationDeps } from './organisations';
 import { DECOY_HASH, hashPassword, passwordMatches } from './passwords';
 import { memberOrg, requireOwner, type Principal } from './principal';
-import type { SessionDeps } from './sessions';
+import type { StoreDeps } from './deps';
 
 /** People (DESIGN §14): sign-up, sign-in, the organisation's members and invitations by link. */
 
@@ -44,7 +44,7 @@ export type SignIn =
   { outcome: 'signed_in'; person: Person } | { outcome: 'throttled'; retryAfterSeconds: number } | { outcome: 'refused' };
 
 /** Checks a sign-in, rate limited per address and per IP; a missing address costs the time a wrong password does. */
-export async function signIn(deps: SessionDeps, input: { email: string; password: string; ip: string }): Promise<SignIn> {
+export async function signIn(deps: StoreDeps, input: { email: string; password: string; ip: string }): Promise<SignIn> {
   const gate = await signInAllowed(deps.db, input.email, input.ip);
   if (!gate.allowed) return { outcome: 'throttled', retryAfterSeconds: gate.retryAfterSeconds };
   const person = await findPersonByEmail(deps.db, input.email);
@@ -55,13 +55,13 @@ export async function signIn(deps: SessionDeps, input: { email: string; password
 }
 
 /** The invitation behind a link's token, whatever its state (the page says why one cannot be used). */
-export async function invitationOf(deps: SessionDeps, token: string): Promise<Invitation | undefined> {
+export async function invitationOf(deps: StoreDeps, token: string): Promise<Invitation | undefined> {
   return token ? findInvitation(deps.db, token) : undefined;
 }
 
 /** The signed-in person joins the invitation's organisation, which their session then acts in. */
 export async function joinByInvitation(
-  deps: SessionDeps,
+  deps: StoreDeps,
   principal: Principal & { via: 'person' },
   session: { tokenHash: string },
   token: string,
@@ -74,7 +74,7 @@ export async function joinByInvitation(
 }
 
 /** The owner invites someone by email; the token goes in the link shown once to the inviter. */
-export async function invite(deps: SessionDeps, principal: Principal & { via: 'person' }, rawEmail: string): Promise<string> {
+export async function invite(deps: StoreDeps, principal: Principal & { via: 'person' }, rawEmail: string): Promise<string> {
   requireOwner(principal, 'Only the owner invites people.');
   const email = normaliseEmail(rawEmail);
   if (!email) throw new QuorumError('invalid_request', 'Enter an email address like name@example.com.', { param: 'email' });
@@ -83,7 +83,7 @@ export async function invite(deps: SessionDeps, principal: Principal & { via: 'p
 
 /** The organisation's members and its invitations not yet accepted. */
 export async function teamOf(
-  deps: SessionDeps,
+  deps: StoreDeps,
   principal: Principal & { via: 'person' },
 ): Promise<{ members: (Person & { role: Role })[]; pending: { email: string; expiresAt: Date }[] }> {
   const orgId = memberOrg(principal);

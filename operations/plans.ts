@@ -1,21 +1,17 @@
-import type { Knex } from 'knex';
 import { findPersonByEmail, type Person } from '../db/repositories/people';
 import { assignPlan, listPlans, planOf, planUsage, type PlanUsage } from '../db/repositories/plans';
 import { QuorumError } from '../domain/errors';
 import type { Plan } from '../domain/plans';
 import type { Principal } from './principal';
+import type { StoreDeps } from './deps';
 
 /** Billing plans of people signed in through connected apps (DESIGN §15): listed and assigned by the operator. */
 
-export interface PlanDeps {
-  db: Knex;
-}
-
-export async function listBillingPlans(deps: PlanDeps, _principal: Principal & { via: 'operator' }): Promise<Plan[]> {
+export async function listBillingPlans(deps: StoreDeps, _principal: Principal & { via: 'operator' }): Promise<Plan[]> {
   return listPlans(deps.db);
 }
 
-async function personByEmail(deps: PlanDeps, email: string): Promise<Person> {
+async function personByEmail(deps: StoreDeps, email: string): Promise<Person> {
   const person = await findPersonByEmail(deps.db, email);
   if (!person) throw new QuorumError('not_found', `no person with the email ${email}`);
   return { id: person.id, email: person.email, name: person.name };
@@ -23,7 +19,7 @@ async function personByEmail(deps: PlanDeps, email: string): Promise<Person> {
 
 /** The person's billing plan and this month's use of it. */
 export async function planUsageOf(
-  deps: PlanDeps,
+  deps: StoreDeps,
   _principal: Principal & { via: 'operator' },
   email: string,
 ): Promise<{ person: Person; usage: PlanUsage }> {
@@ -33,7 +29,7 @@ export async function planUsageOf(
 
 /** Puts the person on a billing plan; their plan and this month's use. */
 export async function putOnPlan(
-  deps: PlanDeps,
+  deps: StoreDeps,
   _principal: Principal & { via: 'operator' },
   input: { email: string; planId: string },
 ): Promise<{ person: Person; usage: PlanUsage }> {
@@ -43,6 +39,6 @@ export async function putOnPlan(
 }
 
 /** The billing plan of a signed-in person (the consent page shows what an app's calls will use). */
-export async function ownPlan(deps: PlanDeps, principal: Principal & { via: 'person' }): Promise<Plan> {
+export async function ownPlan(deps: StoreDeps, principal: Principal & { via: 'person' }): Promise<Plan> {
   return planOf(deps.db, principal.person.id);
 }

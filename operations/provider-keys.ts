@@ -1,26 +1,22 @@
-import type { Knex } from 'knex';
 import { KEY_FAMILIES, ownProviderFamilies, setBedrockRole, setProviderKey, type KeyFamily } from '../db/repositories/provider-credentials';
 import { QuorumError } from '../domain/errors';
 import { orgActedOn, requireOwner, type Principal } from './principal';
+import type { StoreDeps } from './deps';
 
 /** An organisation's own provider keys (DESIGN §14): stored encrypted, set by its owner or the operator only. */
 
 export { KEY_FAMILIES, type KeyFamily };
 
-export interface ProviderKeyDeps {
-  db: Knex;
-}
-
 const OWNER_ONLY = 'Only the organisation owner configures provider keys.';
 
 /** The families (openai, anthropic, google, bedrock) the organisation has its own credentials for. */
-export async function ownProviderKeysOf(deps: ProviderKeyDeps, principal: Principal, orgId?: string): Promise<Set<string>> {
+export async function ownProviderKeysOf(deps: StoreDeps, principal: Principal, orgId?: string): Promise<Set<string>> {
   return ownProviderFamilies(deps.db, orgActedOn(principal, orgId));
 }
 
 /** Stores a provider API key, encrypted; never echoed. */
 export async function setOwnProviderKey(
-  deps: ProviderKeyDeps,
+  deps: StoreDeps,
   principal: Principal,
   input: { orgId?: string; family: string; apiKey: string },
 ): Promise<void> {
@@ -32,7 +28,7 @@ export async function setOwnProviderKey(
 
 /** Sets the Bedrock role the organisation's Bedrock seats assume. */
 export async function setOwnBedrockRole(
-  deps: ProviderKeyDeps,
+  deps: StoreDeps,
   principal: Principal,
   input: { orgId?: string; roleArn: string; externalId: string },
 ): Promise<void> {

@@ -4,7 +4,8 @@ import type { Context, Next } from 'koa';
 import type { Membership, Session } from '../../db/repositories/people';
 import { QuorumError } from '../../domain/errors';
 import type { Principal } from '../../operations/principal';
-import { closeSession, sessionOf, type SessionDeps } from '../../operations/sessions';
+import type { StoreDeps } from '../../operations/deps';
+import { closeSession, sessionOf } from '../../operations/sessions';
 
 /**
  * Who is signed in to the console, and the CSRF check every state-changing request passes (DESIGN §14). The session
@@ -69,7 +70,7 @@ function sameToken(a: string | undefined, b: string): boolean {
 }
 
 /** Loads the session; refuses bearer keys; checks the CSRF token and Origin of every request that changes something. */
-export function consoleSession(deps: SessionDeps, opts: { secureCookies: boolean }) {
+export function consoleSession(deps: StoreDeps, opts: { secureCookies: boolean }) {
   return async (ctx: Context, next: Next): Promise<void> => {
     // The console takes a signed-in session only: a bearer key here is a misdirected API call (DESIGN §14).
     if (ctx.get('authorization'))
@@ -141,7 +142,7 @@ export function personOf(user: ConsoleUser): Principal & { via: 'person' } {
 /** Thrown after a redirect is set, to stop the handler; the console's error handler lets it pass. */
 export class RedirectDone extends Error {}
 
-export async function endSession(deps: SessionDeps, ctx: Context, secure: boolean): Promise<void> {
+export async function endSession(deps: StoreDeps, ctx: Context, secure: boolean): Promise<void> {
   const user = consoleState(ctx).user;
   if (user) await closeSession(deps, user.session.tokenHash);
   ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(secure));
