@@ -12,7 +12,7 @@ import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { editorSections, isShown, specFromFields, type Shown, type Spec } from '../mode-fields';
 import { requireOrg } from '../session';
-import { editorForm, validationFragment, type EditorState } from './mode-editor';
+import { editorMarkup, validationFragment, type EditorState } from './mode-editor';
 import { enginesFor, modePage, problemHtml, type Problem } from './mode-page';
 
 /**
@@ -86,7 +86,7 @@ async function newModePage(
           : ''
       }
       <h2>Write the spec</h2>
-      ${editorForm(ctx, editorSections(deps.form), engines, state, '/console/modes/new')}`,
+      ${editorMarkup(ctx, editorSections(deps.form), engines, state, '/console/modes/new')}`,
   );
 }
 

@@ -18,7 +18,7 @@ import {
 } from '../mode-fields';
 
 /**
- * The mode editor's markup (fields named by spec path, see mode-form.ts). Stable hooks for tests and the browser:
+ * The mode editor's markup (fields named by spec path, see mode-fields.ts). Stable hooks for tests and the browser:
  * the form is `#mode-form`; each field `#field-<name>` (dots as dashes) with its refusals in `#refusal-<name>`
  * (`.refusal`, each refusal's code in `<code>`), which the field names in `aria-describedby` and, while it holds
  * any, marks with `aria-invalid`; refusals that no field names are listed in `#refusal-summary`.
@@ -147,7 +147,7 @@ function sectionHtml(section: Section, spec: Spec, at: ReadonlyMap<string, Shown
 }
 
 /** The editor: saves to `action`; checks itself on every change through `/console/modes/validate`. */
-export function editorForm(
+export function editorMarkup(
   ctx: Context,
   sections: readonly Section[],
   engines: readonly EngineListing[],

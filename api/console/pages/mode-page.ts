@@ -12,7 +12,7 @@ import type { ConsoleDeps } from '../deps';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { editorSections, type Shown, type Spec } from '../mode-fields';
-import { editorForm, fieldId, refusalSlot, slotId, type EditorState } from './mode-editor';
+import { editorMarkup, fieldId, refusalSlot, slotId, type EditorState } from './mode-editor';
 
 /**
  * A mode's page, section by section: its versions, the editor, the lab version, the marketplace and the runs box
@@ -99,7 +99,7 @@ export async function modePage(
       ${
         spec === null || typeof spec !== 'object'
           ? html`<p>This mode was set up from code: it has no spec to edit here.</p>`
-          : editorForm(
+          : editorMarkup(
               ctx,
               editorSections(deps.form),
               engines,
