@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { canonicalHash } from '../domain/canonical-json';
-import { runDeliberation } from '../operations/run-deliberation';
+import { conductDeliberation } from '../operations/deliberation';
 import { callCeilingMicros } from '../domain/fees';
 import type { ModeRecord } from '../domain/modes';
 import type { Outcome } from '../domain/outcome';
@@ -44,7 +44,7 @@ const EXPRESS_PROMPT = 'what is the capital of France?';
 /** One deliberation; throws when the classifier sent it down another lane, so a figure never measures the wrong path. */
 async function call(ctx: Ctx, mode: ModeRecord, content: string, lane: 'panel' | 'express'): Promise<Outcome> {
   const messages = [{ role: 'user' as const, content }];
-  const { outcome } = await runDeliberation(
+  const { outcome } = await conductDeliberation(
     { db: stack().db, client: stack().env.client },
     {
       orgId: ctx.orgId,
@@ -191,7 +191,7 @@ async function main(): Promise<void> {
     date,
     command: 'node --import tsx bench/deliberation.ts',
     machine: machine(loadAtStart),
-    notes: 'in process: runDeliberation against the real Temporal dev server and Postgres, sim engines, workers in this process',
+    notes: 'in process: conductDeliberation against the real Temporal dev server and Postgres, sim engines, workers in this process',
     figures,
   });
 }

@@ -13,7 +13,7 @@ import type { CompletionInput } from './requests/common';
 import { checkInputTokens, resolveMode, withConcurrencySlot, withPersonSlot } from './checks';
 import type { OperationDeps } from './deps';
 import { callerCeilingMicros, callQuoteInput, catalogPrices, ownKeyFamilies, planHoldMicros, ratesOf } from './estimate';
-import { runDeliberation } from './run-deliberation';
+import { conductDeliberation } from './deliberation';
 
 /** Far above any real ceiling; keeps the conversion of an absurd `max_cost_usd` exact. */
 const MAX_REQUESTED_USD = 1_000_000;
@@ -57,7 +57,7 @@ async function refuseCeilingBelowQuote(
 
 /**
  * A chat completion, after the body was read: model and entitlement (404/403; a connected app's plan, 403
- * `tier_not_permitted`) → input tokens (413) → idempotency (409 / replay / 422, in runDeliberation) → concurrency
+ * `tier_not_permitted`) → input tokens (413) → idempotency (409 / replay / 422, in conductDeliberation) → concurrency
  * (429; a connected app's person too, `too_many_concurrent_requests`) → balance (402; a plan's allowance,
  * `plan_limit_reached`) → run.
  */
@@ -82,7 +82,7 @@ export async function createCompletion(
     holdMicros: planHoldMicros(deps, { mode, tier, messages: body.messages, promptTokens }),
   };
   const run = () =>
-    runDeliberation(
+    conductDeliberation(
       { db, client },
       {
         orgId: auth.orgId,

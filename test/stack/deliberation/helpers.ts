@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { runDeliberation, type RunDeliberationInput } from '../../../operations/run-deliberation';
+import { conductDeliberation, type DeliberationRequest } from '../../../operations/deliberation';
 import { countMessagesTokens } from '../../../domain/tokens';
 import { callCeilingMicros } from '../../../domain/fees';
 import type { ModeConfig, ModeRecord, Tier } from '../../../domain/modes';
@@ -113,7 +113,7 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
   const messages = [
     { role: 'user' as const, content: c.content ?? 'Explain why the sky is blue and compare Rayleigh with Mie scattering, step by step.' },
   ];
-  const input: RunDeliberationInput = {
+  const input: DeliberationRequest = {
     orgId: c.org.orgId,
     apiKeyId: c.org.keyId,
     keyKind: c.keyMode ?? 'live',
@@ -127,7 +127,7 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
     promptTokens: countMessagesTokens(messages),
     ceilingMicros: c.ceilingMicros ?? callCeilingMicros(form, c.mode.config, undefined, undefined),
   };
-  return runDeliberation({ db: stack().db, client: stack().env.client }, input);
+  return conductDeliberation({ db: stack().db, client: stack().env.client }, input);
 }
 
 /**
@@ -187,7 +187,7 @@ export async function assertNothingBilled(orgId: string, before: Balance, failed
 
 /** Runs the deliberation workflow directly and expects its hold to refuse it with `code`, billing nothing. */
 /**
- * A call the API admitted (its request claimed, as `runDeliberation` does) whose workflow then meets a hold that is
+ * A call the API admitted (its request claimed, as `conductDeliberation` does) whose workflow then meets a hold that is
  * refused: `call` is what differs between such tests; the rest of the workflow's input is fixed. Returns the
  * request's id.
  */

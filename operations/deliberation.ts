@@ -35,8 +35,9 @@ import { startDeliberation } from '../starters/deliberation';
 import { ENGINE_CALL } from '../workflows/engine-call-policy';
 import { deliberationProgressQuery, type DeliberationProgress } from '../workflows/messages';
 import { deliberationAnswered, deliberationFailed, deliberationStarted } from './metrics';
+import type { OperationDeps } from './deps';
 
-export interface RunDeliberationInput {
+export interface DeliberationRequest {
   orgId: string;
   apiKeyId: string;
   keyKind: 'live' | 'test';
@@ -56,12 +57,9 @@ export interface RunDeliberationInput {
   payer?: PlanPayer;
 }
 
-export interface RunDeliberationDeps {
-  db: Knex;
-  client: Client;
-}
+/** What a deliberation needs of the operations' deps: Postgres for its request row, Temporal for its workflow. */
+type DeliberationDeps = Pick<OperationDeps, 'db' | 'client'>;
 
-/** A running row whose workflow is gone (the API died between claiming the key and starting) may be taken over. */
 /** The key's workflow's status, or `NOT_FOUND` when none was ever started under it. */
 async function workflowStatus(client: Client, workflowId: string): Promise<string> {
   try {
@@ -145,7 +143,7 @@ async function progressOf(client: Client, workflowId: string): Promise<Deliberat
  * of what the call has left (its stage and the mode's typical stage times, domain/retry-after.ts), so a client that
  * honours it retries once the answer is stored and gets the replay (issue 28 item 7).
  */
-async function inProgress(deps: RunDeliberationDeps, input: RunDeliberationInput, workflowId: string): Promise<QuorumError> {
+async function inProgress(deps: DeliberationDeps, input: DeliberationRequest, workflowId: string): Promise<QuorumError> {
   const [running, progress, observed] = await Promise.all([
     findRequestByKey(deps.db, input.orgId, input.idempotencyKey),
     progressOf(deps.client, workflowId),
@@ -163,8 +161,8 @@ async function inProgress(deps: RunDeliberationDeps, input: RunDeliberationInput
  * run (a failed, capped or abandoned run taken over). Returns the answer to give, or undefined once claimed.
  */
 async function judgeKey(
-  deps: RunDeliberationDeps,
-  input: RunDeliberationInput,
+  deps: DeliberationDeps,
+  input: DeliberationRequest,
   claim: ClaimRow,
   first: { request: RequestRow | undefined; balance: BillableRow | undefined; orgHold: bigint | undefined },
 ): Promise<{ outcome: Outcome; replayed: boolean } | undefined> {
@@ -221,9 +219,9 @@ async function judgeKey(
  * failed, or capped on Form B → a new run under the same workflow id. The caller's disconnect does not cancel
  * the workflow: it finishes, settles once, and a retry with the same key replays it.
  */
-export async function runDeliberation(
-  deps: RunDeliberationDeps,
-  input: RunDeliberationInput,
+export async function conductDeliberation(
+  deps: DeliberationDeps,
+  input: DeliberationRequest,
 ): Promise<{ outcome: Outcome; replayed: boolean }> {
   const startedMs = performance.now();
   const { db, client } = deps;
