@@ -212,10 +212,10 @@ function keyRoutes(router: Router, deps: ConsoleDeps): void {
           <fieldset>
             <legend>Kind</legend>
             <label
-              ><span><input type="radio" name="mode" value="live" checked /> Live: real engines, billed</span></label
+              ><span><input type="radio" name="kind" value="live" checked /> Live: real engines, billed</span></label
             >
             <label
-              ><span><input type="radio" name="mode" value="test" /> Test: simulated engines, never billed</span></label
+              ><span><input type="radio" name="kind" value="test" /> Test: simulated engines, never billed</span></label
             >
           </fieldset>
           <fieldset>
@@ -269,12 +269,12 @@ function keyRoutes(router: Router, deps: ConsoleDeps): void {
 
   router.post('/keys', async (ctx) => {
     const { user } = requireOrg(ctx);
-    const form = fieldsOf(ctx, { mode: text(10) });
+    const fields = fieldsOf(ctx, { kind: text(10) });
     const raw = (ctx.request.body as { scopes?: unknown }).scopes;
     const scopes = (Array.isArray(raw) ? raw : [raw]).filter((s): s is Scope => typeof s === 'string' && isScope(s));
-    if (form.mode !== 'live' && form.mode !== 'test') throw new ConsoleRefusal(400, 'Choose live or test.');
+    if (fields.kind !== 'live' && fields.kind !== 'test') throw new ConsoleRefusal(400, 'Choose live or test.');
     if (scopes.length === 0) throw new ConsoleRefusal(400, 'Choose at least one scope.');
-    const { apiKey } = await issueKey(deps, personOf(user), { keyKind: form.mode, scopes });
+    const { apiKey } = await issueKey(deps, personOf(user), { keyKind: fields.kind, scopes });
     const base = `${baseUrlOf(ctx)}/v1`;
     // Shown once: this response is the only place the key exists in the clear; it is not cached.
     ctx.set('Cache-Control', 'no-store');

@@ -26,7 +26,7 @@ describe('accounts: API keys', () => {
     assert.deepEqual(ctx, {
       keyId: org.keyId,
       orgId: org.orgId,
-      mode: 'live',
+      keyKind: 'live',
       scopes: [...SCOPES],
       allowedModes: null,
       limits: { requestsPerMinute: null, concurrency: null, maxInputTokens: null, maxCostMicros: null },

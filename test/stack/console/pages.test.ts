@@ -84,7 +84,7 @@ describe('console: receipts and run pages', function () {
     await owner.visitor.get('/console/overview');
     assert.equal((await owner.visitor.post('/console/top-up', { amount_usd: '20' })).status, 302);
     await owner.visitor.get('/console/keys');
-    const created = await owner.visitor.post('/console/keys', { mode: 'live', scopes: [...SCOPES] });
+    const created = await owner.visitor.post('/console/keys', { kind: 'live', scopes: [...SCOPES] });
     key = /qrm_live_[0-9A-Za-z]{32}/.exec(created.body)?.[0] ?? '';
     assert.ok(key, created.body.slice(0, 2000));
   });

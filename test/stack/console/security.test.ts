@@ -49,18 +49,18 @@ describe('console: sessions, CSRF and the edges kept apart', function () {
     const v = new Visitor(api);
     await v.signUp({ email: email(), password: PASSWORD });
     const keysBefore = await stack().db('api_keys').count<{ n: string }[]>('* as n');
-    const forged = await v.post('/console/keys', { mode: 'live', scopes: 'completions' }, { csrf: false });
+    const forged = await v.post('/console/keys', { kind: 'live', scopes: 'completions' }, { csrf: false });
     assert.equal(forged.status, 403);
     assert.match(forged.body, /did not come from the console/);
     await v.get('/console/keys');
     const otherSite = await v.post(
       '/console/keys',
-      { mode: 'live', scopes: 'completions' },
+      { kind: 'live', scopes: 'completions' },
       { headers: { origin: 'https://evil.example' } },
     );
     assert.equal(otherSite.status, 403);
     assert.deepEqual(await stack().db('api_keys').count<{ n: string }[]>('* as n'), keysBefore);
-    const ok = await v.post('/console/keys', { mode: 'test', scopes: ['completions', 'models'] });
+    const ok = await v.post('/console/keys', { kind: 'test', scopes: ['completions', 'models'] });
     assert.equal(ok.status, 200);
     assert.match(ok.body, /qrm_test_[0-9A-Za-z]{32}/);
   });
@@ -69,7 +69,7 @@ describe('console: sessions, CSRF and the edges kept apart', function () {
     const v = new Visitor(api);
     await v.signUp({ email: email(), password: PASSWORD });
     await v.get('/console/keys');
-    const created = await v.post('/console/keys', { mode: 'live', scopes: ['models'] });
+    const created = await v.post('/console/keys', { kind: 'live', scopes: ['models'] });
     const key = /qrm_live_[0-9A-Za-z]{32}/.exec(created.body)?.[0];
     assert.ok(key);
     const cookie = `quorum_session=${v.cookie('quorum_session')}`;
