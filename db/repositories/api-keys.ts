@@ -86,6 +86,7 @@ export async function createApiKey(db: DbOrTrx, input: CreateApiKeyInput): Promi
 interface KeyRow {
   id: string;
   org_id: string;
+  /** The key's kind; the column keeps its first name, `mode` (a rename is a migration for one word). */
   mode: KeyKind;
   scopes: Scope[];
   allowed_modes: string[] | null;

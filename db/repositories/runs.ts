@@ -57,6 +57,7 @@ interface RunRow {
   workflow_id: string;
   idempotency_key: string;
   fingerprint: string;
+  /** The launching key's kind; the column keeps its first name. */
   key_mode: 'live' | 'test';
   mode_id: string;
   mode_version: number;
