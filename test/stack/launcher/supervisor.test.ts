@@ -192,10 +192,13 @@ describe('npm start: the supervisor', function () {
       await assert.rejects(answer, 'the call in flight is cut off with its process');
       await until(() => /api restarted and ready/.test(s.output()), 30_000, 'the API restarted');
       assert.match(s.output(), /api exited unexpectedly \(SIGKILL\); restarting it in 0\.5 s/);
-      // The deliberation went on in Temporal: the same key answers it (a 409 while it still runs says how long to wait).
+      // The deliberation went on in Temporal: the same key answers it. While it still runs each retry is a 409 that
+      // changes nothing; its Retry-After (up to the call's whole typical length, ~30 s, when the server holds the
+      // progress query past the crash) is an upper bound, so poll at most every 2 s, for up to two minutes.
+      const deadline = Date.now() + 120_000;
       let reply = await again();
-      for (let tries = 0; reply.status === 409 && tries < 10; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, (reply.retryAfter ?? 1) * 1000));
+      while (reply.status === 409 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, Math.min(reply.retryAfter ?? 1, 2) * 1000));
         reply = await again();
       }
       assert.equal(reply.status, 200, s.output());
