@@ -190,21 +190,8 @@ const sharedApiImports = {
 const ENV_READERS = ['api/main.ts', 'worker/main.ts', 'worker/run.ts', 'cli/main.ts', 'db/migrate.ts', 'infra/config.ts'];
 /** `npm start`'s launcher's entry points (stack/): each reads its configuration once and hands it down. */
 const LAUNCHER_ENV_READERS = ['stack/supervisor.ts', 'stack/temporal-binary.ts', 'stack/local-model.ts'];
-/** Product code: tests, benches and migrations aside. */
-const PRODUCT_FOLDERS = [
-  'activities',
-  'api',
-  'cli',
-  'db',
-  'domain',
-  'engines',
-  'infra',
-  'operations',
-  'stack',
-  'starters',
-  'worker',
-  'workflows',
-];
+/** Product code: tests, benches and migrations aside (bin/ holds only the CLI's JavaScript shim). */
+const PRODUCT_FOLDERS = PROJECT_FOLDERS.filter((f) => !['bench', 'bin', 'test'].includes(f));
 const noEnvRead = [
   'error',
   {
