@@ -12,7 +12,17 @@ while [ $# -gt 0 ] && [ "$1" != '--' ]; do
   shift
 done
 [ $# -gt 0 ] && shift # the `--`
-specs=()
-for arg in "$@"; do [ -e "$arg" ] && specs+=("$arg"); done
-[ ${#specs[@]} -gt 0 ] || set -- "${folders[@]}" "$@"
-exec node_modules/.bin/mocha --recursive "$@"
+# A folder given stands for its test files: mocha alone would also load helpers and child scripts beside them.
+args=()
+specs=0
+for arg in "$@"; do
+  if [ -d "$arg" ]; then
+    args+=("${arg%/}/**/*.test.ts")
+    specs=1
+  else
+    [ -e "$arg" ] && specs=1
+    args+=("$arg")
+  fi
+done
+[ $specs -gt 0 ] || args=("${folders[@]}" "${args[@]}")
+exec node_modules/.bin/mocha --recursive "${args[@]}"
