@@ -1,3 +1,4 @@
+import type { StoreDeps } from './deps';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { AuthContext } from '../db/repositories/api-keys';
@@ -69,7 +70,7 @@ export async function onboardOrganisation(
 
 /** The operator suspends or resumes an organisation. */
 export async function setStatus(
-  deps: Pick<OrganisationDeps, 'db'>,
+  deps: StoreDeps,
   _principal: Principal & { via: 'operator' },
   orgId: string,
   status: OrganisationStatus,
@@ -88,7 +89,7 @@ export async function setStatus(
  * - `isOwner` from the person's role, as the owner's key.
  * A suspended organisation is refused as its keys are (`org_suspended`).
  */
-export async function memberAuth(deps: Pick<OrganisationDeps, 'db'>, principal: Principal & { via: 'person' }): Promise<AuthContext> {
+export async function memberAuth(deps: StoreDeps, principal: Principal & { via: 'person' }): Promise<AuthContext> {
   const orgId = memberOrg(principal);
   if ((await organisationStatus(deps.db, orgId)) !== 'active') throw new QuorumError('org_suspended', 'The organisation is suspended.');
   return {

@@ -1,3 +1,4 @@
+import type { StoreDeps } from './deps';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { findRun, type RunRecord } from '../db/repositories/runs';
 import { ENDED_STATES, type RunKind } from '../domain/runs';
@@ -50,7 +51,7 @@ export async function cancelOrgRun(
 }
 
 /** The run's row once it has ended, or as it is when `waitMs` ran out (still stopping: the poll shows the end). */
-async function untilEnded(deps: Pick<RunReadDeps, 'db'>, run: RunRecord, waitMs: number): Promise<RunRecord> {
+async function untilEnded(deps: StoreDeps, run: RunRecord, waitMs: number): Promise<RunRecord> {
   const until = Date.now() + waitMs;
   for (;;) {
     const now = (await findRun(deps.db, run.orgId, run.id)) ?? run;

@@ -1,3 +1,4 @@
+import type { StoreDeps } from './deps';
 import {
   answeredCounts,
   findRun,
@@ -114,7 +115,7 @@ export async function listOrgRuns(deps: RunReadDeps, reader: RunReader, query: R
 
 /** The organisation's latest runs with how many questions each has answered, as the console's list shows them. */
 export async function recentRuns(
-  deps: Pick<RunReadDeps, 'db'>,
+  deps: StoreDeps,
   principal: Principal,
   limit: number,
 ): Promise<{ runs: RunRecord[]; answered: Map<string, number> }> {
@@ -127,24 +128,20 @@ export async function recentRuns(
 }
 
 /** One run of the organisation; undefined for another organisation's, exactly like an id that never existed. */
-export async function runOf(deps: Pick<RunReadDeps, 'db'>, principal: Principal, runId: string): Promise<RunRecord | undefined> {
+export async function runOf(deps: StoreDeps, principal: Principal, runId: string): Promise<RunRecord | undefined> {
   return findRun(deps.db, orgActedOn(principal), runId);
 }
 
 /** The latest certification of each released mode version. */
 export async function certificationsOf(
-  deps: Pick<RunReadDeps, 'db'>,
+  deps: StoreDeps,
   versions: readonly { modeId: string; version: number }[],
 ): Promise<Map<string, ModeCertification>> {
   return latestCertifications(deps.db, versions);
 }
 
 /** Any organisation's run, for the operator (`batch_not_found` when none has this id). */
-export async function anyRun(
-  deps: Pick<RunReadDeps, 'db'>,
-  _principal: Principal & { via: 'operator' },
-  runId: string,
-): Promise<RunRecord> {
+export async function anyRun(deps: StoreDeps, _principal: Principal & { via: 'operator' }, runId: string): Promise<RunRecord> {
   return getRun(deps.db, runId);
 }
 

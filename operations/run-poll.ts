@@ -6,7 +6,7 @@ import { QuorumError } from '../domain/errors';
 import type { ModeRecord } from '../domain/modes';
 import { ENDED_STATES, type RunKind, type RunProgress } from '../domain/runs';
 import { runProgress } from '../starters/runs';
-import type { OperationDeps } from './deps';
+import type { OperationDeps, StoreDeps } from './deps';
 import { pairedView, type PairedView } from './run-paired';
 
 /** Polling a run (GET /v1/tests, GET /v1/certify): progress while it is live, its results once it has ended. */
@@ -62,6 +62,6 @@ export async function viewOf(deps: RunReadDeps, orgId: string, run: RunRecord): 
   return { run: (ended && (await findRun(deps.db, orgId, run.id))) || run, mode, progress };
 }
 
-async function findModeById(deps: Pick<OperationDeps, 'db'>, orgId: string, run: RunRecord): Promise<ModeRecord | undefined> {
+async function findModeById(deps: StoreDeps, orgId: string, run: RunRecord): Promise<ModeRecord | undefined> {
   return findMode(deps.db, { orgId, form: 'A', model: run.modeId });
 }

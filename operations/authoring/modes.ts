@@ -1,3 +1,4 @@
+import type { StoreDeps } from '../deps';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { KeyKind } from '../../domain/api-keys';
@@ -425,17 +426,13 @@ export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tie
 }
 
 /** An operator acting on an existing mode acts as its organisation (a platform mode's is null). */
-export async function operatorOf(deps: Pick<AuthoringDeps, 'db'>, modeId: string): Promise<Author & { via: 'operator' }> {
+export async function operatorOf(deps: StoreDeps, modeId: string): Promise<Author & { via: 'operator' }> {
   const mode = await readAuthoredMode(deps.db, modeId);
   if (!mode) throw new QuorumError('mode_not_found', `No mode ${modeId}.`);
   return { via: 'operator', orgId: mode.orgId };
 }
 
 /** The operator sets the price floor: the cheapest the price slider goes. */
-export async function setPriceFloor(
-  deps: Pick<AuthoringDeps, 'db'>,
-  _author: Author & { via: 'operator' },
-  floor: PriceFloor,
-): Promise<void> {
+export async function setPriceFloor(deps: StoreDeps, _author: Author & { via: 'operator' }, floor: PriceFloor): Promise<void> {
   await writePriceFloor(deps.db, floor);
 }
