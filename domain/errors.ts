@@ -84,6 +84,8 @@ export const ERROR_TABLE = {
   quota_exceeded: e(402, 'invalid_request_error'),
   no_billing_configured: e(402, 'invalid_request_error'),
   plan_limit_reached: e(402, 'invalid_request_error'),
+  // Additive (issue 38 item 11): a ceiling below the call's quote past the organisation's daily cap credit; nothing runs.
+  cap_credit_limit_reached: e(402, 'invalid_request_error'),
   // 429
   rate_limit_exceeded: e(429, 'rate_limit_error', true),
   concurrency_limit_exceeded: e(429, 'rate_limit_error', true),

@@ -197,31 +197,6 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
 }
 
 /**
- * The least a call can cost, whatever its answers: each first-round seat reading the prompt and writing nothing,
- * with the platform fee and the mode's fee on that. A ceiling below it is refused (it would buy a panel for nothing).
- */
-export function minimumCallMicros(input: QuoteInput, findPrices: (engineId: string) => TokenPrices | undefined): number | undefined {
-  const lane = laneFor(input.config, input.tier, input.classification);
-  const seats = designedSeats(input.config, input.tier, lane);
-  const calls: Call[] = [];
-  for (const engine of seats) {
-    const prices = findPrices(engine);
-    if (!prices) return undefined;
-    calls.push({ prices, tokensIn: input.promptTokens, tokensOut: 0, source: input.onOwnKey?.(engine) ? 'own_key' : 'service' });
-  }
-  const cost = costBySource(calls);
-  const tokensIn = seats.length * input.promptTokens;
-  const modeFee =
-    input.form === 'A'
-      ? modeFeeMicros('A', input.config.fees, { depth: input.classification.depth, lane, tokensIn, tokensOut: 0 })
-      : engineCostMicros(tokensIn, 0, {
-          inputUsdPerMtok: input.rate.inputMicrosPerToken,
-          outputUsdPerMtok: input.rate.outputMicrosPerToken,
-        });
-  return cost.service + sourcesFeeMicros(cost) + modeFee;
-}
-
-/**
  * The engines' cost of a call as the quote projects it at its most: every seat and staff call writing a seat's whole
  * output allowance, over every round the mode may run, on the panel unless the tier or mode is express-only. What a
  * plan holds for a call, which has no ceiling to hold (spec 01 rule 11): a bound for admitting it, not a cap; the

@@ -18,6 +18,17 @@ export function usdToMicros(value: string | number): bigint {
   return minus ? -micros : micros;
 }
 
+/**
+ * A positive USD number from a caller → micros: exact to the micro-dollar (2.01 → 2,010,000, where `2.01 * 1e6` floors
+ * to 2,009,999), and a value finer than a micro-dollar rounded down, never below one micro.
+ */
+export function usdToMicrosAtMost(value: number): bigint {
+  const text = value.toFixed(6);
+  const nearest = usdToMicros(text);
+  const micros = Number(text) > value ? nearest - 1n : nearest;
+  return micros < 1n ? 1n : micros;
+}
+
 function numberToUsdText(value: number): string {
   if (!Number.isFinite(value) || Math.abs(value) > MAX_ABS_USD) throw new RangeError(`USD amount out of range: ${value}`);
   const fixed = value.toFixed(6);

@@ -121,6 +121,8 @@ const EnvSchema = z.object({
   /** The price floor of authored modes until an operator sets one (Form B per-Mtok fee; Form A surcharge), in USD. */
   QUORUM_PRICE_FLOOR_PER_MTOK_USD: optionalNumber(z.coerce.number().nonnegative()),
   QUORUM_PRICE_FLOOR_SURCHARGE_USD: optionalNumber(z.coerce.number().nonnegative()),
+  /** The cap credit (Form B) an organisation may receive per UTC day, in USD (operations/completion.ts). */
+  QUORUM_CAP_CREDIT_DAILY_USD: optionalNumber(z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be USD with at most 6 decimals')),
   /** Launches per organisation per rolling 24 h. */
   QUORUM_TEST_RUNS_PER_DAY: optionalNumber(z.coerce.number().int().positive()),
   QUORUM_CERTIFICATIONS_PER_DAY: optionalNumber(z.coerce.number().int().positive()),

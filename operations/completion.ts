@@ -1,12 +1,12 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { findRequestByKey } from '../db/repositories/requests';
 import { canonicalHash } from '../domain/canonical-json';
-import { minimumCallMicros } from '../domain/estimate';
+import { quote } from '../domain/estimate';
 import { classifyHeuristic } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
 import type { ChatMessage } from '../domain/messages';
 import type { ModeRecord, Tier } from '../domain/modes';
-import { microsToDecimal } from '../domain/money';
+import { microsToDecimal, usdToMicrosAtMost } from '../domain/money';
 import type { Outcome } from '../domain/outcome';
 import { assertPlanPermits, type PlanPayer } from '../domain/plan-rules';
 import type { CompletionInput } from './requests/common';
@@ -14,13 +14,19 @@ import { checkInputTokens, resolveMode, withConcurrencySlot, withPersonSlot } fr
 import type { OperationDeps } from './deps';
 import { callerCeilingMicros, callQuoteInput, catalogPrices, ownKeyFamilies, planHoldMicros, ratesOf } from './estimate';
 import { conductDeliberation } from './deliberation';
+import { capCreditToday } from './ledger';
 
 /** Far above any real ceiling; keeps the conversion of an absurd `max_cost_usd` exact. */
 const MAX_REQUESTED_USD = 1_000_000;
 
-/** `svc.max_cost_usd` → micro-dollars, at least one (it only ever lowers the ceiling). */
+/** `svc.max_cost_usd` → micro-dollars, exactly, at least one (it only ever lowers the ceiling). */
 function requestedCeilingMicros(usd: number | undefined): number | undefined {
-  return usd === undefined ? undefined : Math.max(1, Math.floor(Math.min(usd, MAX_REQUESTED_USD) * 1_000_000));
+  return usd === undefined ? undefined : Number(usdToMicrosAtMost(Math.min(usd, MAX_REQUESTED_USD)));
+}
+
+/** What a completion works with: the operations' dependencies and, from an edge, the deployment's settings. */
+export interface CompletionDeps extends OperationDeps {
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -33,36 +39,45 @@ export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: Com
 }
 
 /**
- * A ceiling below the least the call can cost would let a caller run a whole panel for next to nothing (Form B runs
- * in full and credits back the excess), so `svc.max_cost_usd` must be at least that minimum.
+ * Spec 01: any positive `svc.max_cost_usd` is a ceiling, and Form B runs in full and credits back the excess. What
+ * that can cost the service is bounded per organisation and UTC day (QUORUM_CAP_CREDIT_DAILY_USD): a live call whose
+ * ceiling is below its quote is admitted while the cap credit received today plus the credit its quote projects stay
+ * within the limit, else refused before it runs (402 `cap_credit_limit_reached`), naming the least ceiling accepted.
+ * The quote is /v1/estimate's with the heuristic classifier (no model call before admission).
  */
-async function refuseCeilingBelowQuote(
-  deps: OperationDeps,
+async function checkCapCreditLimit(
+  deps: CompletionDeps,
   auth: AuthContext,
   call: { mode: ModeRecord; tier: Tier; messages: ChatMessage[]; promptTokens: number; requested: number },
 ): Promise<void> {
+  if (auth.keyKind !== 'live') return;
   const [rates, ownFamilies] = await Promise.all([ratesOf(deps.db, call.mode), ownKeyFamilies(deps.db, auth)]);
-  const minimum = minimumCallMicros(
-    callQuoteInput(deps, auth, { ...call, classification: classifyHeuristic(call.messages), rates, ownFamilies }),
+  const q = quote(
+    {
+      ...callQuoteInput(deps, auth, { ...call, classification: classifyHeuristic(call.messages), rates, ownFamilies }),
+      requestedCeilingMicros: call.requested,
+    },
     catalogPrices(deps.engines),
   );
-  if (minimum !== undefined && call.requested < minimum) {
-    throw new QuorumError(
-      'invalid_max_cost_usd',
-      `\`svc.max_cost_usd\` must be at least this call's minimum cost, ${microsToDecimal(BigInt(minimum))} USD (every seat reading the prompt); it lowers the ceiling, not the price.`,
-      { param: 'svc.max_cost_usd' },
-    );
-  }
+  if (q === undefined || call.requested >= q.grossMicros) return;
+  const { receivedMicros: received, limitMicros: limit } = await capCreditToday(deps, auth.orgId);
+  if (received + BigInt(q.capCreditMicros) <= limit) return;
+  const usd = (micros: bigint | number): string => microsToDecimal(BigInt(micros));
+  throw new QuorumError(
+    'cap_credit_limit_reached',
+    `\`svc.max_cost_usd\` ${usd(call.requested)} is below this call's quote, ${usd(q.grossMicros)} USD, and the ${usd(q.capCreditMicros)} USD it would credit back would take this organisation's cap credit today (UTC) past its daily limit of ${usd(limit)} USD (${usd(received)} USD received so far). Set \`svc.max_cost_usd\` to at least ${usd(q.grossMicros)} or leave it out; nothing was charged.`,
+    { param: 'svc.max_cost_usd' },
+  );
 }
 
 /**
  * A chat completion, after the body was read: model and entitlement (404/403; a connected app's plan, 403
  * `tier_not_permitted`) → input tokens (413) → idempotency (409 / replay / 422, in conductDeliberation) → concurrency
- * (429; a connected app's person too, `too_many_concurrent_requests`) → balance (402; a plan's allowance,
- * `plan_limit_reached`) → run.
+ * (429; a connected app's person too, `too_many_concurrent_requests`) → the day's cap credit (402
+ * `cap_credit_limit_reached`, Form B) → balance (402; a plan's allowance, `plan_limit_reached`) → run.
  */
 export async function createCompletion(
-  deps: OperationDeps,
+  deps: CompletionDeps,
   auth: AuthContext,
   input: { body: CompletionInput; idempotencyKey?: string },
 ): Promise<{ outcome: Outcome; replayed: boolean }> {
@@ -74,15 +89,23 @@ export async function createCompletion(
   const promptTokens = checkInputTokens(auth, body.messages);
   // Form A has no per-call ceiling, nor has a call on a plan: the field is ignored there, not read.
   const requested = form === 'B' && !auth.app ? requestedCeilingMicros(body.svc?.max_cost_usd) : undefined;
-  if (requested !== undefined) await refuseCeilingBelowQuote(deps, auth, { mode, tier, messages: body.messages, promptTokens, requested });
   const idempotencyKey = input.idempotencyKey ?? derivedIdempotencyKey(auth.orgId, auth.keyId, body);
   const payer: PlanPayer | undefined = auth.app && {
     kind: 'plan',
     personId: auth.app.personId,
     holdMicros: planHoldMicros(deps, { mode, tier, messages: body.messages, promptTokens }),
   };
-  const run = () =>
-    conductDeliberation(
+  // Idempotency comes before concurrency (DESIGN §8): a key that already ran or is running replays or gets 409
+  // even when every slot is taken, since it starts nothing new.
+  const known = async (): Promise<boolean> => {
+    const row = await findRequestByKey(db, auth.orgId, idempotencyKey);
+    return row?.state === 'running' || row?.state === 'succeeded';
+  };
+  const run = async (): Promise<{ outcome: Outcome; replayed: boolean }> => {
+    // Beside the balance check: a replay, or a call already running, is answered as before whatever today's credits.
+    if (requested !== undefined && !(await known()))
+      await checkCapCreditLimit(deps, auth, { mode, tier, messages: body.messages, promptTokens, requested });
+    return conductDeliberation(
       { db, client },
       {
         orgId: auth.orgId,
@@ -100,11 +123,6 @@ export async function createCompletion(
         payer,
       },
     );
-  // Idempotency comes before concurrency (DESIGN §8): a key that already ran or is running replays or gets 409
-  // even when every slot is taken, since it starts nothing new.
-  const known = async (): Promise<boolean> => {
-    const row = await findRequestByKey(db, auth.orgId, idempotencyKey);
-    return row?.state === 'running' || row?.state === 'succeeded';
   };
   return withConcurrencySlot(db, auth, () => withPersonSlot(db, auth, run, known), known);
 }

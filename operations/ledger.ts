@@ -1,4 +1,5 @@
-import { getBalance, listLedger, topUp, type Balance, type LedgerEntry } from '../db/repositories/ledger';
+import { capCreditSince, getBalance, listLedger, topUp, type Balance, type LedgerEntry } from '../db/repositories/ledger';
+import { usdToMicros } from '../domain/money';
 import { planUsage, type PlanUsage } from '../db/repositories/plans';
 import { orgActedOn, type Principal } from './principal';
 import type { StoreDeps } from './deps';
@@ -16,16 +17,40 @@ export async function balanceOf(
   return { balance, entries };
 }
 
-/** A signed-in person's account overview: the organisation's balance and ledger, and their own billing plan's usage. */
+/** The cap credit an organisation may receive per UTC day unless QUORUM_CAP_CREDIT_DAILY_USD says otherwise. */
+export const DEFAULT_CAP_CREDIT_DAILY_USD = '5';
+
+/** The deployment's daily cap-credit limit per organisation (Form B; see operations/completion.ts). */
+export function capCreditDailyLimitMicros(env: NodeJS.ProcessEnv | undefined): bigint {
+  return usdToMicros(env?.QUORUM_CAP_CREDIT_DAILY_USD || DEFAULT_CAP_CREDIT_DAILY_USD);
+}
+
+/** The cap credit the organisation has received today (since midnight UTC), and the day's limit. */
+export interface CapCreditDay {
+  receivedMicros: bigint;
+  limitMicros: bigint;
+}
+
+export async function capCreditToday(deps: StoreDeps & { env?: NodeJS.ProcessEnv }, orgId: string): Promise<CapCreditDay> {
+  const now = new Date();
+  const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  return { receivedMicros: await capCreditSince(deps.db, orgId, midnight), limitMicros: capCreditDailyLimitMicros(deps.env) };
+}
+
+/**
+ * A signed-in person's account overview: the organisation's balance and ledger, the cap credit it received today,
+ * and the person's own billing plan's usage.
+ */
 export async function accountOverview(
-  deps: StoreDeps,
+  deps: StoreDeps & { env?: NodeJS.ProcessEnv },
   principal: Principal & { via: 'person' },
-): Promise<{ balance: Balance; entries: LedgerEntry[]; usage: PlanUsage }> {
-  const [{ balance, entries }, usage] = await Promise.all([
+): Promise<{ balance: Balance; entries: LedgerEntry[]; capCredit: CapCreditDay; usage: PlanUsage }> {
+  const [{ balance, entries }, capCredit, usage] = await Promise.all([
     balanceOf(deps, principal, { limit: 50 }),
+    capCreditToday(deps, orgActedOn(principal)),
     planUsage(deps.db, principal.person.id),
   ]);
-  return { balance, entries, usage };
+  return { balance, entries, capCredit, usage };
 }
 
 /**

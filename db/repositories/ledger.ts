@@ -470,6 +470,16 @@ export async function listLedger(db: DbOrTrx, orgId: string, limit = 20): Promis
   }));
 }
 
+/** The cap credit (Form B's excess over a call's ceiling, credited back) the organisation received since `since`. */
+export async function capCreditSince(db: DbOrTrx, orgId: string, since: Date): Promise<bigint> {
+  const row = (await db('ledger_entries')
+    .where({ org_id: orgId, kind: 'cap_credit' })
+    .andWhere('created_at', '>=', since)
+    .sum({ total: 'amount_micros' })
+    .first()) as { total: string | null } | undefined;
+  return BigInt(row?.total ?? 0);
+}
+
 export interface LedgerKindTotal {
   kind: LedgerKind;
   entries: number;

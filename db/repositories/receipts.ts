@@ -206,6 +206,8 @@ export interface ReceiptLine {
   /** Seat passes and staff calls that ran on a backup engine. */
   fallbacks: number;
   billedMicros: number;
+  /** Form B: what was credited back over the call's ceiling (0 under it, and always on Form A). */
+  capCreditMicros: number;
   latencyMs: number;
 }
 
@@ -227,6 +229,7 @@ export async function listReceipts(db: DbOrTrx, input: { orgId: string; limit: n
       'tier',
       'status',
       'billed_micros',
+      'cap_credit_micros',
       'latency_ms',
       db.raw("outcome->>'ticker' as ticker"),
       db.raw("(outcome->>'seats')::int as seats"),
@@ -243,6 +246,7 @@ export async function listReceipts(db: DbOrTrx, input: { orgId: string; limit: n
     tier: Tier;
     status: ReceiptStatus;
     billed_micros: bigint | string;
+    cap_credit_micros: bigint | string;
     latency_ms: number;
     ticker: string;
     seats: number;
@@ -261,6 +265,7 @@ export async function listReceipts(db: DbOrTrx, input: { orgId: string; limit: n
     seatsAnswered: r.seats_answered,
     fallbacks: r.fallbacks,
     billedMicros: Number(r.billed_micros),
+    capCreditMicros: Number(r.cap_credit_micros),
     latencyMs: r.latency_ms,
   }));
 }

@@ -101,7 +101,7 @@ function overviewRoutes(router: Router, deps: ConsoleDeps): void {
             ><button>Create organisation</button>
           </form>`,
       );
-    const { balance, entries: ledger, usage } = await accountOverview(deps, personOf(user));
+    const { balance, entries: ledger, capCredit, usage } = await accountOverview(deps, personOf(user));
     page(
       ctx,
       user.org.orgName,
@@ -117,6 +117,11 @@ function overviewRoutes(router: Router, deps: ConsoleDeps): void {
           <div class="card">
             <div class="muted">Available</div>
             <div class="big">${usd(balance.availableMicros)}</div>
+          </div>
+          <div class="card">
+            <div class="muted">Cap credit received today (UTC)</div>
+            <div class="big" id="cap-credit-today">${usd(capCredit.receivedMicros)}</div>
+            <div class="muted">of ${usd(capCredit.limitMicros)} a day</div>
           </div>
           <div class="card">
             <div class="muted">Your role</div>

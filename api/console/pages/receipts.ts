@@ -43,6 +43,7 @@ function receiptsTable(form: Form, lines: readonly ReceiptLine[]): Html {
         <th scope="col" class="num">Seats answered</th>
         <th scope="col" class="num">Fallbacks</th>
         <th scope="col" class="num">Billed</th>
+        ${form === 'B' ? html`<th scope="col" class="num">Cap credit</th>` : ''}
         <th scope="col" class="num">Latency</th>
       </tr>
     </thead>
@@ -58,6 +59,7 @@ function receiptsTable(form: Form, lines: readonly ReceiptLine[]): Html {
             <td class="num">${r.seatsAnswered} of ${r.seats}</td>
             <td class="num">${r.fallbacks}</td>
             <td class="num">${usd(r.billedMicros)}</td>
+            ${form === 'B' ? html`<td class="num">${r.capCreditMicros === 0 ? usd(0) : `−${usd(r.capCreditMicros)}`}</td>` : ''}
             <td class="num">${duration(r.latencyMs)}</td>
           </tr>`,
       )}

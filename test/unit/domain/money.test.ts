@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import assert from 'node:assert/strict';
-import { microsToDecimal, microsToUsd, usdToMicros } from '../../../domain/money';
+import { microsToDecimal, microsToUsd, usdToMicros, usdToMicrosAtMost } from '../../../domain/money';
 
 describe('accounts: money in micro-dollars', () => {
   it('parses USD text exactly', () => {
@@ -30,5 +30,20 @@ describe('accounts: money in micro-dollars', () => {
   it('sums of many small amounts do not drift', () => {
     const total = Array.from({ length: 1000 }, () => usdToMicros('0.1')).reduce((a, b) => a + b, 0n);
     assert.equal(microsToDecimal(total), '100.00');
+  });
+
+  it("a caller's positive USD number: exact to the micro-dollar, finer values rounded down, never below one micro", () => {
+    // Issue 38 item 11: Math.floor(2.01 * 1e6) is 2,009,999.
+    assert.equal(Math.floor(2.01 * 1e6), 2_009_999);
+    assert.equal(usdToMicrosAtMost(2.01), 2_010_000n);
+    assert.equal(usdToMicrosAtMost(1.001), 1_001_000n);
+    assert.equal(usdToMicrosAtMost(0.0000015), 1n);
+    assert.equal(usdToMicrosAtMost(0.0000029), 2n);
+    assert.equal(usdToMicrosAtMost(1e-9), 1n);
+    fc.assert(
+      fc.property(fc.bigInt({ min: 1n, max: 10n ** 12n }), (m) => {
+        assert.equal(usdToMicrosAtMost(microsToUsd(m)), m);
+      }),
+    );
   });
 });
