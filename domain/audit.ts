@@ -27,6 +27,8 @@ export const INVARIANTS = {
     'Every `certified` verdict has the coverage a verdict needs (answered questions overall and per bucket, issue 26 item 8).',
   listed_version_uncertified:
     'A listed mode certified by a live run at an earlier version is certified by a live run at its listed version too (published_version_uncertified); simulated (test key) runs certify nothing.',
+  trial_deduction_mismatch:
+    'An expired trial whose calls and runs in flight at the expiry have all settled deducted exactly its unused credit (spec 01 item 11, docs/money.md): the trial credit less the net spend from it (charges less cap credits and refunds since the trial began, up to the expiry, and those of the holds and runs open at the expiry), never below zero.',
   plan_usage_mismatch:
     "A plan's usage equals its receipts: each settled row of plan_usage charged exactly its receipt's billed amount, and each plan call's receipt has its settled row.",
 } as const;

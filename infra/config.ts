@@ -123,6 +123,8 @@ const EnvSchema = z.object({
   QUORUM_PRICE_FLOOR_SURCHARGE_USD: optionalNumber(z.coerce.number().nonnegative()),
   /** The cap credit (Form B) an organisation may receive per UTC day, in USD (operations/completion.ts). */
   QUORUM_CAP_CREDIT_DAILY_USD: optionalNumber(z.string().regex(/^\d+(\.\d{1,6})?$/, 'must be USD with at most 6 decimals')),
+  /** How often each worker releases holds whose workflow closed without releasing them, and how old they must be (worker/hold-sweep.ts). */
+  QUORUM_HOLD_SWEEP_S: optionalNumber(z.coerce.number().int().positive()),
   /** Launches per organisation per rolling 24 h. */
   QUORUM_TEST_RUNS_PER_DAY: optionalNumber(z.coerce.number().int().positive()),
   QUORUM_CERTIFICATIONS_PER_DAY: optionalNumber(z.coerce.number().int().positive()),

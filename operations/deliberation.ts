@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
 import { randomBytes } from 'node:crypto';
@@ -31,7 +31,7 @@ import type { BillableRow } from '../db/repositories/ledger';
 import { inProgressRetryAfter, stageTimes } from '../domain/retry-after';
 import { workflowIds } from '../domain/workflow-ids';
 import { observedStageTimes } from '../db/repositories/stage-times';
-import { startDeliberation } from '../starters/deliberation';
+import { startDeliberation, workflowStatus } from '../starters/deliberation';
 import { ENGINE_CALL } from '../workflows/engine-call-policy';
 import { deliberationProgressQuery, type DeliberationProgress } from '../workflows/messages';
 import { deliberationAnswered, deliberationFailed, deliberationStarted } from './metrics';
@@ -59,16 +59,6 @@ export interface DeliberationRequest {
 
 /** What a deliberation needs of the operations' deps: Postgres for its request row, Temporal for its workflow. */
 type DeliberationDeps = Pick<OperationDeps, 'db' | 'client'>;
-
-/** The key's workflow's status, or `NOT_FOUND` when none was ever started under it. */
-async function workflowStatus(client: Client, workflowId: string): Promise<string> {
-  try {
-    return (await client.workflow.getHandle(workflowId).describe()).status.name;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return 'NOT_FOUND';
-    throw err;
-  }
-}
 
 /**
  * A claim whose workflow has not appeared this long after it was written never will: its start failed or its API

@@ -1,5 +1,5 @@
 // starters/: the client side of each workflow (start, signal, query), for the API, the CLI and the worker.
-import type { Client, WorkflowHandleWithStartDetails } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowHandleWithStartDetails } from '@temporalio/client';
 import { laneFor } from '../domain/seat-assignment';
 import { workflowIds } from '../domain/workflow-ids';
 import type { deliberationWorkflow, DeliberationInput } from '../workflows/deliberation';
@@ -43,4 +43,14 @@ export function startDeliberation(
       memo: { requestId: input.requestId, model: opts.model, tier: input.tier },
     }),
   );
+}
+
+/** The key's workflow's status, or `NOT_FOUND` when none was ever started under it (or retention removed it). */
+export async function workflowStatus(client: Client, workflowId: string): Promise<string> {
+  try {
+    return (await client.workflow.getHandle(workflowId).describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'NOT_FOUND';
+    throw err;
+  }
 }

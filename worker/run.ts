@@ -9,6 +9,7 @@ import type { Config } from '../infra/config';
 import { freePort } from '../infra/free-port';
 import type { Logger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
+import { DEFAULT_HOLD_SWEEP_S, startHoldSweep } from './hold-sweep';
 import { ensureTrialTimers } from '../starters/trial-credit';
 import { bundleInChild } from './bundle';
 import { serveWorkerMetrics } from './metrics';
@@ -70,8 +71,10 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
   if (!config.QUORUM_WORKFLOW_BUNDLE) fs.rmSync(path.dirname(bundlePath), { recursive: true, force: true });
 
   // Organisations created while Temporal was unreachable get their trial timer now.
-  const started = await ensureTrialTimers(db, new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }));
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const started = await ensureTrialTimers(db, client);
   if (started > 0) log.info('trial timers started', { count: started });
+  const sweep = startHoldSweep({ db, client, log }, (config.QUORUM_HOLD_SWEEP_S ?? DEFAULT_HOLD_SWEEP_S) * 1000);
 
   const metricsPort = config.QUORUM_WORKER_METRICS_PORT;
   if (metricsPort && corePort) {
@@ -101,6 +104,6 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
       stopRequested = true;
       for (const w of workers) w.shutdown();
     },
-    stopped: running.finally(() => db.destroy()),
+    stopped: running.finally(() => sweep.stop()).finally(() => db.destroy()),
   };
 }

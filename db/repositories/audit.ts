@@ -241,6 +241,35 @@ const CHECKS: readonly Check[] = [
       having bool_or(c.mode_version < m.listing_version) and not bool_or(c.mode_version = m.listing_version)`,
   },
   {
+    // Settled: no commitment open (balances.trial_due_micros is null again). A hold or run open at the expiry is one
+    // whose reservation or run row is older than it; its later charge, cap credit or refund counts as the trial's.
+    invariant: 'trial_deduction_mismatch',
+    sql: `
+      with t as (
+        select o.id as org_id, o.trial_credit_micros as credit, o.trial_started_at as started, o.trial_expired_at as expired
+          from organisations o join balances b on b.org_id = o.id
+         where $scope(o.id) and o.trial_expired_at is not null and b.trial_due_micros is null
+      ),
+      spent as (
+        select t.org_id, -sum(e.amount_micros) as spent
+          from t join ledger_entries e on e.org_id = t.org_id
+         where e.kind in ('charge','test_run_charge','cap_credit','run_refund') and e.created_at >= t.started
+           and (e.created_at <= t.expired
+                or exists (select 1 from reservations r where r.org_id = e.org_id and r.request_id = e.request_id and r.created_at <= t.expired)
+                or exists (select 1 from runs u where u.org_id = e.org_id and u.id::text = e.request_id and u.created_at <= t.expired))
+         group by t.org_id
+      ),
+      deducted as (
+        select e.org_id, -sum(e.amount_micros) as deducted from t join ledger_entries e on e.org_id = t.org_id
+         where e.kind = 'trial_expiry' group by e.org_id
+      )
+      select t.org_id,
+             format('a trial of %s µ$ with %s µ$ spent from it leaves %s µ$ unused, but %s µ$ was deducted',
+                    t.credit, coalesce(s.spent, 0), greatest(t.credit - coalesce(s.spent, 0), 0), coalesce(d.deducted, 0)) as detail
+        from t left join spent s on s.org_id = t.org_id left join deducted d on d.org_id = t.org_id
+       where coalesce(d.deducted, 0) <> greatest(t.credit - coalesce(s.spent, 0), 0)`,
+  },
+  {
     invariant: 'plan_usage_mismatch',
     sql: `
       select u.org_id, u.request_id, u.person_id,

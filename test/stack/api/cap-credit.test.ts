@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { stack } from '../../harness/stack';
-import { startProductWorkers } from '../deliberation/helpers';
+import { customMode, startProductWorkers } from '../deliberation/helpers';
 import { Visitor } from '../console/helpers';
 import { call, moneySnapshot, newKey, PANEL, startApi, USER, type Api } from './helpers';
 
@@ -62,10 +62,13 @@ describe('Form B ceilings below the quote: cap credit, limited per day', functio
     await visitor.signUp({ email: `cc-${randomUUID().slice(0, 8)}@example.com`, password: PASSWORD, org });
     const { id: orgId } = (await db('organisations').where({ name: org }).first('id')) as { id: string };
     const key = await newKey(orgId, { limits: { requestsPerMinute: 1_000 } });
+    // The demo panel, but always two rounds and a synthesis, so what a call costs does not hang on the sim engines'
+    // agreeing in round 1 (a converged call costs about a sixth of its estimate, a full one about half).
+    const mode = await customMode(orgId, 'quorum-panel', { critique: 'always', express: 'never', skipSynthesisWhenConverged: false });
     const ask = (): { role: 'user'; content: string }[] =>
       USER(`Compare Rayleigh and Mie scattering step by step, with their trade-offs. ${randomUUID()}`);
     const estimateOf = async (messages: { role: 'user'; content: string }[]): Promise<number> => {
-      const reply = await call(probe, 'POST', '/v1/estimate', { key, body: { model: PANEL.B, messages } });
+      const reply = await call(probe, 'POST', '/v1/estimate', { key, body: { model: mode.ticker, messages } });
       assert.equal(reply.status, 200, JSON.stringify(reply.body));
       return micros((reply.body.estimate as { gross_usd: number }).gross_usd);
     };
@@ -78,7 +81,7 @@ describe('Form B ceilings below the quote: cap credit, limited per day', functio
     const api = await apiWith({ QUORUM_CAP_CREDIT_DAILY_USD: usdText(limit) });
     const answered = await call(api, 'POST', '/v1/chat/completions', {
       key,
-      body: { model: PANEL.B, messages: first, svc: { max_cost_usd: Number(usdText(quarter1)) } },
+      body: { model: mode.ticker, messages: first, svc: { max_cost_usd: Number(usdText(quarter1)) } },
     });
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
     const svc = answered.body.svc as Record<string, unknown>;
@@ -96,7 +99,7 @@ describe('Form B ceilings below the quote: cap credit, limited per day', functio
     const before = await moneySnapshot(orgId);
     const refused = await call(api, 'POST', '/v1/chat/completions', {
       key,
-      body: { model: PANEL.B, messages: second, svc: { max_cost_usd: Number(usdText(quarter2)) } },
+      body: { model: mode.ticker, messages: second, svc: { max_cost_usd: Number(usdText(quarter2)) } },
     });
     assert.deepEqual(
       [refused.status, refused.body.error?.code, refused.body.error?.param],
@@ -110,7 +113,7 @@ describe('Form B ceilings below the quote: cap credit, limited per day', functio
     // A ceiling at the quote is accepted past the limit: it expects no credit.
     const atQuote = await call(api, 'POST', '/v1/chat/completions', {
       key,
-      body: { model: PANEL.B, messages: second, svc: { max_cost_usd: least } },
+      body: { model: mode.ticker, messages: second, svc: { max_cost_usd: least } },
     });
     assert.equal(atQuote.status, 200, JSON.stringify(atQuote.body));
 

@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import { postEntries, release, reserve, reserveIn, settleIn } from '../../../db/repositories/ledger';
 import { violationLine, type Invariant, type Violation } from '../../../domain/audit';
 import { audit } from '../../../operations/audit';
+import { expireTrialCredit } from '../../../db/repositories/trial-credit';
 import { quorumCli } from '../../harness/cli';
 import { stack } from '../../harness/stack';
 import { customMode, deliberate, newOrg, startProductWorkers, systemMode } from '../deliberation/helpers';
@@ -145,6 +146,26 @@ describe('audit: each invariant names the state that breaks it', function () {
       workflow_id: `dlb/${org.orgId}/${requestId}`,
     });
     assert.match(orphan.find((v) => v.invariant === 'hold_outlives_request')?.detail ?? '', /workflow is missing/);
+  });
+
+  it('trial_deduction_mismatch: a trial expiry that deducted a micro-dollar more than the unused credit', async () => {
+    // Spec 01 item 11: $5 of trial less this organisation's one call, spent from it first.
+    const unused = 5_000_000 - call.billedMicros;
+    const expire = (trx: Knex.Transaction): Promise<unknown> => expireTrialCredit(trx, org.orgId);
+    const expired = await violationsAfter(expire);
+    assert.deepEqual(expired.map(violationLine), [], 'the real expiry deducts exactly the unused credit');
+    const found = await assertNames(
+      async (trx) => {
+        await expire(trx);
+        await postEntries(trx, org.orgId, [{ kind: 'trial_expiry', amountMicros: -1n, note: 'audit test' }]);
+      },
+      'trial_deduction_mismatch',
+      { org_id: org.orgId },
+    );
+    assert.match(
+      found.find((v) => v.invariant === 'trial_deduction_mismatch')?.detail ?? '',
+      new RegExp(`leaves ${unused} µ\\$ unused, but ${unused + 1} µ\\$ was deducted`),
+    );
   });
 
   it('receipt_components: a receipt whose parts do not sum to what it billed', async () => {
@@ -344,7 +365,7 @@ describe('audit: each invariant names the state that breaks it', function () {
     assert.match(unreachable.stdout, /Temporal not reachable: workflows NOT checked/);
     const databaseOnly = await quorumCli(['audit', '--org', org.orgId, '--database-only'], dataDir);
     assert.equal(databaseOnly.code, 0, databaseOnly.stdout + databaseOnly.stderr);
-    assert.match(databaseOnly.stdout, /^No violations: 12 invariants hold over organisations .* \(database only\)\.$/m);
+    assert.match(databaseOnly.stdout, /^No violations: 13 invariants hold over organisations .* \(database only\)\.$/m);
   });
 
   it('the organisation audits clean again: every corruption was rolled back', async () => {
