@@ -7,7 +7,7 @@ import { parseJudgment } from '../domain/judge-reply';
 import { judgmentSchema } from '../domain/reply-schemas';
 import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
-import type { Settlement } from '../domain/outcome';
+import type { ClassifierCall, Settlement } from '../domain/outcome';
 import { seatingFor, type Seating } from '../domain/seat-assignment';
 import * as ledger from '../db/repositories/ledger';
 import { holdPlanCharge } from '../db/repositories/plans';
@@ -22,6 +22,9 @@ import { createEngineCall, type EngineCallInput, type EngineCallResult } from '.
 import { searchGrounding, type GroundingResult } from './grounding';
 
 export type { EngineCallInput, EngineCallResult };
+
+/** The classify step's result: the classification, and the classifier model's call when one answered. */
+export type ClassifyResult = Classification & { classifierCall?: ClassifierCall };
 
 export interface JudgeCallInput extends EngineCallInput {
   /** The anonymous labels the judge was shown; a verdict naming others is not usable. */
@@ -110,10 +113,12 @@ export function createDeliberationActivities(deps: ActivityDeps) {
 
     /**
      * Difficulty, depth, lane and the rest. With a classifier engine configured (and reachable) it asks that small
-     * model and falls back to the heuristic on any failure; `classifiedBy` says which ran.
+     * model and falls back to the heuristic on any failure; `classifiedBy` says which ran. The model's call, when it
+     * answered, rides beside the classification (`classifierCall`: recorded results of earlier workers have none).
      */
-    async classify(input: { messages: ChatMessage[]; engineId?: string }): Promise<Classification> {
-      return classifyPrompt(engines, deps.log, input.messages, input.engineId);
+    async classify(input: { messages: ChatMessage[]; engineId?: string }): Promise<ClassifyResult> {
+      const { classification, call } = await classifyPrompt(engines, deps.log, input.messages, input.engineId);
+      return call ? { ...classification, classifierCall: call } : classification;
     },
 
     async ground(input: { query: string }): Promise<GroundingResult> {

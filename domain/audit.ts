@@ -14,7 +14,7 @@ export const INVARIANTS = {
   receipt_components:
     "A receipt's parts sum to what it billed (spec 01 replay rule 5): billed = engines + platform fee + mode fee − cap credit, the cap credit only on a call capped at its ceiling (Form B); or, capped in Form A, billed = the ceiling, below the parts' sum. A plan's call has no platform fee; the stored outcome names the same amounts.",
   receipt_seats_unaccounted:
-    "A receipt's seat rows are within its call (issue 27 item 7): their tokens sum to at most the call's prompt and completion tokens, and on a billed call the service-key rows' real cost to at most its engines part; exactly so when no staff engine ran (no judge or synthesis on the receipt), for every attempt a seat was billed for is on its row.",
+    "A receipt's seat rows and its classifier call are within its call (issue 27 item 7, issue 38): their tokens sum to at most the call's prompt and completion tokens, and on a billed call the service-key rows' and the classifier's real cost to at most its engines part; exactly so when no judge or synthesis ran, for every attempt a seat was billed for is on its row.",
   charge_without_basis:
     'No charge without a receipt, a run or a refund: every call charge and cap credit has its receipt, every run charge and refund its run, and every entry that moves money for a request names it.',
   charge_differs_from_bill:

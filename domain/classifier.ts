@@ -152,6 +152,9 @@ function classify(messages: readonly ChatMessage[], model?: ModelJudgment): Clas
   };
 }
 
+/** The classifier is asked for a short JSON verdict: at most this much output. */
+export const CLASSIFIER_MAX_OUTPUT_TOKENS = 200;
+
 const ModelReply = z.object({
   // Clamped, not refused: see domain/reply-schemas.ts.
   difficulty: z.number().transform((n) => Math.min(1, Math.max(0, n))),

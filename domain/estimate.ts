@@ -1,4 +1,4 @@
-import type { Classification, Lane } from './classifier';
+import { CLASSIFIER_MAX_OUTPUT_TOKENS, type Classification, type Lane } from './classifier';
 import type { Form } from './form';
 import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros, type Ceiling } from './fees';
 import { TIERS, type ModeConfig, type Tier } from './modes';
@@ -71,6 +71,11 @@ export interface QuoteInput {
    * charge 0.5% of it). Absent: every call on the service's keys. Staff calls always are.
    */
   onOwnKey?: (engineId: string) => boolean;
+  /**
+   * What the mode's classifier model reads of this prompt, when the call will ask one (a live call whose mode names
+   * one): its call is priced as any engine call. Undefined: no classifier call (the heuristic, or a run's question).
+   */
+  classifierPromptTokens?: number;
   keyCeilingMicros: number | undefined;
   requestedCeilingMicros: number | undefined;
   /** A connected app's call on a plan: real engine cost only, no fees and no ceiling (spec 01 rule 11). */
@@ -99,7 +104,7 @@ interface Call {
 }
 
 /** What the projected calls depend on. */
-type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey'>;
+type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey' | 'classifierPromptTokens'>;
 
 /** How a deliberation is projected: as expected (the quote), or at its most (a plan's hold). */
 interface Projection {
@@ -127,6 +132,14 @@ function expectedCalls(
   const seen = (n: number): number => input.promptTokens + n * out;
   const seatSource = (engine: string): CallSource => (input.onOwnKey?.(engine) ? 'own_key' : 'service');
   const plan: { engine: string; tokensIn: number; tokensOut: number; source: CallSource }[] = [];
+  const classifier = input.config.staff.classifier;
+  if (classifier && input.classifierPromptTokens !== undefined)
+    plan.push({
+      engine: classifier.engine,
+      tokensIn: input.classifierPromptTokens,
+      tokensOut: Math.round(CLASSIFIER_MAX_OUTPUT_TOKENS * projection.outputShare),
+      source: 'service',
+    });
   for (let round = 1; round <= rounds; round++) {
     // From the second round each seat also reads the others' answers.
     for (const engine of seats)

@@ -3,7 +3,7 @@ import type { CostMeter } from './cost-meter';
 import { bill, type Ceiling } from './fees';
 import type { Form } from './form';
 import type { ResolvedMode, Tier } from './modes';
-import type { ContestedPassage, Outcome, PanelResult, SeatRecord, SeatRole, Substitution, Unavailable } from './outcome';
+import type { ClassifierCall, ContestedPassage, Outcome, PanelResult, SeatRecord, SeatRole, Substitution, Unavailable } from './outcome';
 
 /**
  * The outcome of a deliberation, assembled from what the panel did and what the meter counted: the one domain
@@ -27,6 +27,8 @@ export interface AssemblyInput {
    */
   onPlan?: boolean;
   panel: PanelResult;
+  /** The classifier model's call, when one answered (the meter has counted it). */
+  classifierCall?: ClassifierCall;
   meter: CostMeter;
   createdAt: string;
   startedMs: number;
@@ -117,7 +119,7 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     substitutions: substitutions(panel.seats, panel.notes),
     seatsUnavailable: unavailableSeats(panel.seats),
     staffUnavailable: panel.staffUnavailable,
-    staff: panel.staff,
+    staff: a.classifierCall ? { ...panel.staff, classifier: a.classifierCall } : panel.staff,
     seatPasses: passes,
     usage: { promptTokens: meter.tokensIn, completionTokens: meter.tokensOut, reasoningTokens: meter.reasoningTokens },
     money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },

@@ -46,6 +46,19 @@ export interface StaffCall {
   originalModel: string | null;
 }
 
+/**
+ * The classifier model's call (spec 01: request-level counters include the classifier's tokens): in the call's usage
+ * and billed like any engine call, on the service's keys, whether or not its reply could be read.
+ */
+export interface ClassifierCall {
+  modelUsed: string;
+  tokensIn: number;
+  tokensOut: number;
+  reasoningTokens: number | null;
+  realCostMicros: number;
+  latencyMs: number;
+}
+
 export interface Unavailable {
   role: string;
   reason: string;
@@ -113,7 +126,13 @@ export interface Outcome {
   substitutions: Substitution[];
   seatsUnavailable: Unavailable[];
   staffUnavailable: Unavailable[];
-  staff: { judge: StaffCall | null; synthesis: StaffCall | null; grounding: { fired: boolean; modelUsed: string | null } };
+  staff: {
+    judge: StaffCall | null;
+    synthesis: StaffCall | null;
+    grounding: { fired: boolean; modelUsed: string | null };
+    /** Absent when the heuristic classified alone (and on outcomes recorded before issue 38 billed the classifier). */
+    classifier?: ClassifierCall;
+  };
   seatPasses: SeatPass[];
   usage: { promptTokens: number; completionTokens: number; reasoningTokens: number | null };
   money: Money;

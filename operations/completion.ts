@@ -12,7 +12,15 @@ import { assertPlanPermits, type PlanPayer } from '../domain/plan-rules';
 import type { CompletionInput } from './requests/common';
 import { checkInputTokens, resolveMode, withConcurrencySlot, withPersonSlot } from './checks';
 import type { OperationDeps } from './deps';
-import { callerCeilingMicros, callQuoteInput, catalogPrices, ownKeyFamilies, planHoldMicros, ratesOf } from './estimate';
+import {
+  callerCeilingMicros,
+  callQuoteInput,
+  catalogPrices,
+  classifierPromptTokens,
+  ownKeyFamilies,
+  planHoldMicros,
+  ratesOf,
+} from './estimate';
 import { conductDeliberation } from './deliberation';
 import { capCreditToday } from './ledger';
 
@@ -54,7 +62,13 @@ async function checkCapCreditLimit(
   const [rates, ownFamilies] = await Promise.all([ratesOf(deps.db, call.mode), ownKeyFamilies(deps.db, auth)]);
   const q = quote(
     {
-      ...callQuoteInput(deps, auth, { ...call, classification: classifyHeuristic(call.messages), rates, ownFamilies }),
+      ...callQuoteInput(deps, auth, {
+        ...call,
+        classification: classifyHeuristic(call.messages),
+        rates,
+        ownFamilies,
+        classifierPromptTokens: classifierPromptTokens(call.mode, call.messages),
+      }),
       requestedCeilingMicros: call.requested,
     },
     catalogPrices(deps.engines),

@@ -12,6 +12,8 @@ import { quote, tierRates, worstCaseGatewayMicros, type Quote, type QuoteInput, 
 import { callCeilingMicros, type Ceiling } from '../domain/fees';
 import type { ChatMessage } from '../domain/messages';
 import { classifyHeuristic } from '../domain/classifier';
+import { classifierPrompt } from '../domain/prompts';
+import { countMessagesTokens } from '../domain/tokens';
 import { assertPlanPermits } from '../domain/plan-rules';
 import { TIERS, type ModeRecord, type Tier } from '../domain/modes';
 import type { TokenPrices } from '../domain/pricing';
@@ -44,6 +46,14 @@ export function catalogPrices(engines: QuoteDeps['engines']): (engineId: string)
   };
 }
 
+/**
+ * What the mode's classifier model reads of these messages; undefined when the mode names none (the heuristic costs
+ * nothing). A deliberation's classify step asks it, so a call's quote prices its call (issue 38).
+ */
+export function classifierPromptTokens(mode: ModeRecord, messages: readonly ChatMessage[]): number | undefined {
+  return mode.config.staff.classifier ? countMessagesTokens(classifierPrompt(messages)) : undefined;
+}
+
 /** The mode's fee rate per tier, from its recorded calls (one query per tier, in parallel). */
 export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
   const stats = await Promise.all(TIERS.map((tier) => recordedCallStats(db, mode.id, tier)));
@@ -67,7 +77,13 @@ export function planHoldMicros(
   call: { mode: ModeRecord; tier: Tier; messages: readonly ChatMessage[]; promptTokens: number },
 ): number {
   const { mode, tier, promptTokens } = call;
-  const shape = { config: mode.config, tier, classification: classifyHeuristic(call.messages), promptTokens };
+  const shape = {
+    config: mode.config,
+    tier,
+    classification: classifyHeuristic(call.messages),
+    promptTokens,
+    classifierPromptTokens: classifierPromptTokens(mode, call.messages),
+  };
   return worstCaseGatewayMicros(shape, catalogPrices(deps.engines)) ?? callCeilingMicros(deps.form, mode.config, undefined, undefined);
 }
 
@@ -90,6 +106,8 @@ export function callQuoteInput(
     promptTokens: number;
     rates: TierRates;
     ownFamilies: ReadonlySet<string>;
+    /** A completion's or an estimate's: the classifier model's call is priced (`classifierPromptTokens`). */
+    classifierPromptTokens?: number;
   },
 ): QuoteInput {
   const { mode, tier, classification, promptTokens, rates, ownFamilies } = call;
@@ -102,6 +120,7 @@ export function callQuoteInput(
     rate: rates[tier],
     // A seat runs on an own key when the organisation has one for its engine's family (domain/seat-assignment.ts).
     onOwnKey: (engineId) => ownFamilies.has(deps.engines.find(engineId)?.family ?? ''),
+    classifierPromptTokens: call.classifierPromptTokens,
     keyCeilingMicros: keyCeilingMicros(auth),
     requestedCeilingMicros: undefined,
     realCostOnly: auth.app !== undefined,
@@ -154,14 +173,27 @@ export async function estimate(
   ownRead.catch(() => undefined);
   return withConcurrencySlot(db, auth, async () => {
     const classifyStart = performance.now();
-    const classified = await classifyPrompt(deps.engines, deps.log, body.messages, mode.config.staff.classifier?.engine);
+    const { classification: classified } = await classifyPrompt(
+      deps.engines,
+      deps.log,
+      body.messages,
+      mode.config.staff.classifier?.engine,
+    );
     const classify = Math.round(performance.now() - classifyStart);
     const [rates, runs, ownFamilies] = await Promise.all([ratesRead, evidenceRead, ownRead, recordEstimate(db, auth.orgId, requestId)]);
     // DESIGN §10: once the mode has finished runs, they decide whether a panel helps on questions like this one.
     const fromRuns = runs && runEvidence(runs.summary, classified.depth, runs.runId);
     const classification = fromRuns ? { ...classified, deliberationValue: fromRuns } : classified;
     const q = quote(
-      callQuoteInput(deps, auth, { mode, tier, classification, promptTokens, rates, ownFamilies }),
+      callQuoteInput(deps, auth, {
+        mode,
+        tier,
+        classification,
+        promptTokens,
+        rates,
+        ownFamilies,
+        classifierPromptTokens: classifierPromptTokens(mode, body.messages),
+      }),
       catalogPrices(deps.engines),
     );
     const total = Math.round(performance.now() - input.startedAt);

@@ -8,7 +8,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { DeliberationActivities, PrepareRefusal } from '../activities/deliberation';
+import type { ClassifyResult, DeliberationActivities, PrepareRefusal } from '../activities/deliberation';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
@@ -17,7 +17,7 @@ import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode, Tier } from '../domain/modes';
-import type { Outcome, Settlement } from '../domain/outcome';
+import type { ClassifierCall, Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
 import { unavailableMessage } from '../domain/caller-errors';
 import { assembleOutcome } from '../domain/outcome-assembly';
@@ -111,11 +111,15 @@ function abandoning({ orgId, requestId }: DeliberationInput): Abandoning {
   return { abandon, orAbandon };
 }
 
-/** DESIGN §5 step 1: the classification handed in, else the mode's small model (the heuristic on its failure); the lane. */
-async function classifyCall(input: DeliberationInput): Promise<{ classification: Classification; lane: Lane }> {
+/**
+ * DESIGN §5 step 1: the classification handed in, else the mode's small model (the heuristic on its failure); the lane;
+ * and the model's call, when one answered, to count and bill.
+ */
+async function classifyCall(input: DeliberationInput): Promise<{ classification: Classification; lane: Lane; call?: ClassifierCall }> {
   const { mode, tier } = input;
-  const classification =
+  const classified: ClassifyResult =
     input.classification ?? (await classify({ messages: input.messages, engineId: mode.config.staff.classifier?.engine }));
+  const { classifierCall: call, ...classification } = classified;
   const lane = laneFor(mode.config, tier, classification);
   // Handed in, the classification named the lane at start already: one search attribute update fewer per call.
   if (!input.classification) {
@@ -124,7 +128,7 @@ async function classifyCall(input: DeliberationInput): Promise<{ classification:
       { key: QuorumStatus, value: 'running' },
     ]);
   }
-  return { classification, lane };
+  return { classification, lane, call };
 }
 
 /**
@@ -194,11 +198,22 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   const step = trackProgress();
   const ending = abandoning(input);
 
-  const { classification, lane } = await classifyCall(input);
+  const { classification, lane, call } = await classifyCall(input);
   const seating = await holdAndSeat(input, lane, ending);
   step({ stage: 'seats', round: 1, seats: seating.seats.length, seatsAnswered: 0 });
 
   const meter = costMeterFor(input, classification, lane);
+  // Issue 38: the classifier model's tokens are the call's too (spec 01), billed on the service's keys. A result
+  // recorded before carries no call; the marker keeps such a deliberation replaying as it ran.
+  const classifierCall = call && patched('classifier-call-billed') ? call : undefined;
+  if (classifierCall)
+    meter.charge({
+      costMicros: classifierCall.realCostMicros,
+      source: 'service',
+      tokensIn: classifierCall.tokensIn,
+      tokensOut: classifierCall.tokensOut,
+      reasoningTokens: classifierCall.reasoningTokens,
+    });
   const judgeSeed = Math.floor(Math.random() * 2 ** 31);
   const panel = await runPanel({
     orgId,
@@ -231,6 +246,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     ceilingMicros: input.ceilingMicros,
     onPlan: payer !== undefined,
     panel,
+    classifierCall,
     meter,
     createdAt: input.createdAt,
     startedMs,

@@ -158,6 +158,16 @@ export function receiptShape(
       judge: staffCall(o.staff.judge),
       synthesis: staffCall(o.staff.synthesis),
       grounding: { fired: o.staff.grounding.fired, model_used: o.staff.grounding.fired ? o.staff.grounding.modelUsed : null },
+      // Additive (issue 38): the classifier model's call, in the call's tokens and bill; null when the heuristic classified.
+      classifier: o.staff.classifier
+        ? {
+            model_used: o.staff.classifier.modelUsed,
+            latency_ms: o.staff.classifier.latencyMs,
+            tokens_in: o.staff.classifier.tokensIn,
+            tokens_out: o.staff.classifier.tokensOut,
+            real_cost_usd: usd(o.staff.classifier.realCostMicros),
+          }
+        : null,
     },
     ...opts.extra,
     latency_ms: o.latencyMs,

@@ -119,14 +119,18 @@ const CHECKS: readonly Check[] = [
           from receipt_seats group by request_id
       )
       select x.org_id, x.request_id,
-             format('seat rows %s tokens in, %s out, %s µ$ on the service''s keys; the call %s in, %s out, engines %s µ$ (%s)',
+             format('seat rows and classifier %s tokens in, %s out, %s µ$ on the service''s keys; the call %s in, %s out, engines %s µ$ (%s)',
                     s.tokens_in, s.tokens_out, s.service_cost, x.prompt_tokens, x.completion_tokens, x.gateway_micros,
-                    case when s.staff then 'with staff engines, which take the rest'
-                         else 'no staff engine ran, so the rows are all of it' end) as detail
+                    case when s.staff then 'with a judge or synthesis, which take the rest'
+                         else 'no judge or synthesis ran, so the rows and the classifier are all of it' end) as detail
         from receipts x
         left join rows r on r.request_id = x.request_id
-        cross join lateral (select coalesce(r.tokens_in, 0) as tokens_in, coalesce(r.tokens_out, 0) as tokens_out,
-                                   coalesce(r.service_cost, 0) as service_cost,
+        -- The classifier model's call (issue 38) is on the receipt beside the rows, on the service's keys.
+        cross join lateral (select coalesce((x.outcome#>>'{staff,classifier,tokensIn}')::bigint, 0) as tokens_in,
+                                   coalesce((x.outcome#>>'{staff,classifier,tokensOut}')::bigint, 0) as tokens_out,
+                                   coalesce((x.outcome#>>'{staff,classifier,realCostMicros}')::bigint, 0) as cost) k
+        cross join lateral (select coalesce(r.tokens_in, 0) + k.tokens_in as tokens_in, coalesce(r.tokens_out, 0) + k.tokens_out as tokens_out,
+                                   coalesce(r.service_cost, 0) + k.cost as service_cost,
                                    coalesce(x.outcome#>'{staff,judge}', 'null'::jsonb) <> 'null'::jsonb
                                    or coalesce(x.outcome#>'{staff,synthesis}', 'null'::jsonb) <> 'null'::jsonb as staff) s
        where $scope(x.org_id)

@@ -67,6 +67,9 @@ function usageOf(req: RecordedRequest): { prompt: number; completion: number; fi
  * Seats say which model they are and which round; the judge prefers the large model in round 1 and the small one in
  * round 2, so the small model's seat wins with its round-2 answer after scoring lowest in round 1.
  */
+/** What the classifier model says of every prompt: a hard reasoning question, no search. */
+const CLASSIFIER_VERDICT = JSON.stringify({ difficulty: 0.8, task_type: 'reasoning', hallucination_risk: 'low', needs_search: false });
+
 /** Marks a call whose cut seat's retry is refused for good (400): the cut answer was billed all the same. */
 const RETRY_REFUSED = '[[retry-refused]]';
 
@@ -85,7 +88,7 @@ function script(req: RecordedRequest): Reply {
     const verdict = { scores, best, why: 'Complete.', divergence: 0.6, converged: false };
     return openAiReply({ text: JSON.stringify(verdict), promptTokens: prompt, completionTokens: completion });
   }
-  if (kind === 'classifier') return openAiReply({ text: '{}', promptTokens: prompt, completionTokens: completion });
+  if (kind === 'classifier') return openAiReply({ text: CLASSIFIER_VERDICT, promptTokens: prompt, completionTokens: completion });
   if (kind === 'synthesis') return openAiReply({ text: 'Synthesis of the panel.', promptTokens: prompt, completionTokens: completion });
   const size = model(req) === 'gpt-4.1' ? 'large' : 'small';
   const round = req.bodyText.includes(CRITIQUE) ? 'Revised' : 'First';
@@ -109,6 +112,8 @@ interface Receipt {
   completion_tokens: number;
   charges: { gateway_usd: number; platform_fee_usd: number; mode_fee_usd: number };
   seats: SeatRow[];
+  staff: { classifier: { model_used: string; tokens_in: number; tokens_out: number; real_cost_usd: number } | null };
+  difficulty_score: number;
 }
 
 const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
@@ -141,11 +146,20 @@ describe('receipts that add up: the one best row, and every billed attempt on it
   }
 
   /** One Form B call of a panel of gpt-4.1 and gpt-4.1-mini through the API: its receipt, and what the provider served. */
-  async function panelCall(rounds: number, content: string, history: string): Promise<{ receipt: Receipt; billable: Served[] }> {
+  async function panelCall(
+    rounds: number,
+    content: string,
+    history: string,
+    classifier?: string,
+  ): Promise<{ receipt: Receipt; billable: Served[] }> {
     const org = await newOrg(10);
     const mode = await customMode(org.orgId, 'quorum-panel', {
       tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
-      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
+      staff: {
+        judge: { engine: 'openai/gpt-4.1' },
+        synthesis: { engine: 'openai/gpt-4.1' },
+        ...(classifier ? { classifier: { engine: classifier } } : {}),
+      },
       rounds,
       critique: 'always',
       express: 'never',
@@ -173,12 +187,13 @@ describe('receipts that add up: the one best row, and every billed attempt on it
         ? { kind: kindOf(req), prompt: 0, completion: 0, finish, cost: 0 }
         : { kind: kindOf(req), prompt, completion, finish, cost: prompt * price.input + completion * price.output };
     });
-    return { receipt: (got.body as unknown as { receipt: Receipt }).receipt, billable: served.filter((s) => s.kind !== 'classifier') };
+    // Every engine call the provider served is the call's, the classifier's included (issue 38).
+    return { receipt: (got.body as unknown as { receipt: Receipt }).receipt, billable: served };
   }
 
   /**
-   * Seat rows plus the staff's calls are the call's usage; the bill is the served tokens at the published prices:
-   * engines at cost, the 5% platform fee on them, the mode's fee.
+   * Seat rows plus the staff's calls (judge, synthesis, classifier) are the call's usage; the bill is the served tokens
+   * at the published prices: engines at cost, the 5% platform fee on them, the mode's fee.
    */
   function assertAddsUp(receipt: Receipt, billable: readonly Served[]): void {
     const staff = billable.filter((s) => s.kind !== 'seat');
@@ -227,6 +242,30 @@ describe('receipts that add up: the one best row, and every billed attempt on it
       seat1.map((s) => [s.model_used, s.tokens_in, s.tokens_out]),
       [['openai/gpt-4.1', 100, 16]],
       'one row, on its own engine, with the cut attempt it was billed for',
+    );
+    assertAddsUp(receipt, billable);
+  });
+
+  it("a mode with a classifier model: its call is in the receipt, the usage and the bill like any engine call's", async () => {
+    const { receipt, billable } = await panelCall(
+      1,
+      'Why is the sky blue? Explain step by step.',
+      'receipts-classifier',
+      'openai/gpt-4.1-mini',
+    );
+    assert.deepEqual(
+      billable.map((s) => s.kind).sort(),
+      ['classifier', 'judge', 'seat', 'seat', 'seat', 'synthesis'],
+      'the classifier, two seats (one retried once), a judge, a synthesis',
+    );
+    // The model's verdict was read: the receipt's difficulty is the classifier's.
+    assert.equal(receipt.difficulty_score, 0.8);
+    // Its record on the receipt is what the provider served: 50 in, 10 out at gpt-4.1-mini's $0.4 / $1.6 per Mtok.
+    const record = receipt.staff.classifier;
+    assert.ok(record, 'the receipt names the classifier call');
+    assert.deepEqual(
+      [record.model_used, record.tokens_in, record.tokens_out, micros(record.real_cost_usd)],
+      ['openai/gpt-4.1-mini', 50, 10, 50 * 0.4 + 10 * 1.6],
     );
     assertAddsUp(receipt, billable);
   });
