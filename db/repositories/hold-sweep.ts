@@ -19,15 +19,13 @@ export interface StaleHold {
 }
 
 export async function staleHolds(db: DbOrTrx, olderThanMs: number, limit = 500): Promise<StaleHold[]> {
+  // From the holds (few, and indexed while held: migration 022) to their requests by primary key.
   const { rows } = await db.raw<{ rows: { org_id: string; request_id: string; workflow_id: string; superseded: boolean }[] }>(
     `select q.org_id, q.id as request_id, q.workflow_id, q.superseded_at is not null as superseded
-       from requests q
-      where q.state = 'running'
-        and exists (select 1 from reservations r where r.org_id = q.org_id and r.request_id = q.id and r.state = 'held'
-                       and r.created_at < now() - make_interval(secs => :age)
-                    union all
-                    select 1 from plan_usage u where u.request_id = q.id and u.state = 'held'
-                       and u.created_at < now() - make_interval(secs => :age))
+       from (select request_id from reservations where state = 'held' and created_at < now() - make_interval(secs => :age)
+             union
+             select request_id from plan_usage where state = 'held' and created_at < now() - make_interval(secs => :age)) h
+       join requests q on q.id = h.request_id and q.state = 'running'
       order by q.created_at
       limit :limit`,
     { age: olderThanMs / 1000, limit },
