@@ -67,8 +67,14 @@ function usageOf(req: RecordedRequest): { prompt: number; completion: number; fi
  * Seats say which model they are and which round; the judge prefers the large model in round 1 and the small one in
  * round 2, so the small model's seat wins with its round-2 answer after scoring lowest in round 1.
  */
-/** What the classifier model says of every prompt: a hard reasoning question, no search. */
-const CLASSIFIER_VERDICT = JSON.stringify({ difficulty: 0.8, task_type: 'reasoning', hallucination_risk: 'low', needs_search: false });
+/** Marks a prompt the classifier model calls easy (the express lane, where the mode allows it). */
+const EASY = '[[easy]]';
+
+/** What the classifier model says: a hard reasoning question, or an easy one when marked; no search either way. */
+function classifierVerdict(req: RecordedRequest): string {
+  const difficulty = req.bodyText.includes(EASY) ? 0.1 : 0.8;
+  return JSON.stringify({ difficulty, task_type: 'reasoning', hallucination_risk: 'low', needs_search: false });
+}
 
 /** Marks a call whose cut seat's retry is refused for good (400): the cut answer was billed all the same. */
 const RETRY_REFUSED = '[[retry-refused]]';
@@ -88,7 +94,7 @@ function script(req: RecordedRequest): Reply {
     const verdict = { scores, best, why: 'Complete.', divergence: 0.6, converged: false };
     return openAiReply({ text: JSON.stringify(verdict), promptTokens: prompt, completionTokens: completion });
   }
-  if (kind === 'classifier') return openAiReply({ text: CLASSIFIER_VERDICT, promptTokens: prompt, completionTokens: completion });
+  if (kind === 'classifier') return openAiReply({ text: classifierVerdict(req), promptTokens: prompt, completionTokens: completion });
   if (kind === 'synthesis') return openAiReply({ text: 'Synthesis of the panel.', promptTokens: prompt, completionTokens: completion });
   const size = model(req) === 'gpt-4.1' ? 'large' : 'small';
   const round = req.bodyText.includes(CRITIQUE) ? 'Revised' : 'First';
@@ -151,6 +157,7 @@ describe('receipts that add up: the one best row, and every billed attempt on it
     content: string,
     history: string,
     classifier?: string,
+    express: 'never' | 'auto' = 'never',
   ): Promise<{ receipt: Receipt; billable: Served[] }> {
     const org = await newOrg(10);
     const mode = await customMode(org.orgId, 'quorum-panel', {
@@ -162,7 +169,7 @@ describe('receipts that add up: the one best row, and every billed attempt on it
       },
       rounds,
       critique: 'always',
-      express: 'never',
+      express,
       skipSynthesisWhenConverged: false,
       seatMaxOutputTokens: SEAT_MAX,
     });
@@ -267,6 +274,24 @@ describe('receipts that add up: the one best row, and every billed attempt on it
       [record.model_used, record.tokens_in, record.tokens_out, micros(record.real_cost_usd)],
       ['openai/gpt-4.1-mini', 50, 10, 50 * 0.4 + 10 * 1.6],
     );
+    assertAddsUp(receipt, billable);
+  });
+
+  it('the express lane with a classifier model: one seat and the classifier make the usage and the bill', async () => {
+    const { receipt, billable } = await panelCall(
+      1,
+      `Name the sky's colour. ${EASY}`,
+      'receipts-classifier-express',
+      'openai/gpt-4.1-mini',
+      'auto',
+    );
+    assert.equal(receipt.difficulty_score, 0.1);
+    assert.deepEqual(
+      billable.map((s) => s.kind).sort(),
+      ['classifier', 'seat'],
+      'the classifier, then one seat alone; no judge, no synthesis',
+    );
+    assert.deepEqual([receipt.staff.classifier?.tokens_in, receipt.staff.classifier?.tokens_out], [50, 10]);
     assertAddsUp(receipt, billable);
   });
 });
