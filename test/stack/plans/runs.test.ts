@@ -13,11 +13,11 @@ import { countMessagesTokens } from '../../../domain/tokens';
 import { CATALOG } from '../../../engines/catalog';
 import { stack } from '../../harness/stack';
 import { uniqueTicker } from '../../harness/unique';
-import { call, moneySnapshot, newKey, startApi, type Api, type Reply } from '../api/helpers';
+import { call, moneySnapshot, newKey, newOrg, startApi, type Api, type Reply } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { connect, json, refusal } from '../mcp/helpers';
 import { connectFromNothing, DesktopApp, newPerson, RedirectReceiver, signIn } from '../oauth/helpers';
-import { untilEnded } from '../runs/helpers';
+import { demoModes, untilEnded } from '../runs/helpers';
 import { testPlan } from './helpers';
 
 /**
@@ -79,6 +79,8 @@ describe('runs billed to a plan: a connected app’s test runs pay real cost on 
   let planRunId: string;
   /** A mode with no runs yet, so the advisor recommends one (and quotes it). */
   let fresh: ModeRecord;
+  /** A mode another organisation owns and lists in the marketplace. */
+  let strangersMode: string;
   let token: string;
   let orgKey: string;
   const setId = `qs_${randomUUID().slice(0, 8)}`;
@@ -121,6 +123,7 @@ describe('runs billed to a plan: a connected app’s test runs pay real cost on 
     fresh = await upsertMode(stack().db, { ...mode, id: `plan-${randomUUID().slice(0, 8)}`, ticker: uniqueTicker('PLAD') });
     await saveQuestionSet(stack().db, { id: setId, orgId: person.orgId, name: 'thirty', questions: QUESTIONS });
     orgKey = await newKey(person.orgId);
+    strangersMode = (await demoModes((await newOrg(1)).orgId)).strong.B;
     redirectUrl = await receiver.start();
     const app = new DesktopApp(redirectUrl, 'Lab notebook');
     await signIn(api, app, receiver, person.email, 'v1');
@@ -211,9 +214,11 @@ describe('runs billed to a plan: a connected app’s test runs pay real cost on 
   });
 
   it('launches only on a mode the organisation owns (403 mode_not_owned) and of the plan’s tiers (403 tier_not_permitted)', async () => {
-    // The platform's panel is another organisation's mode: callable, but not this organisation's to run.
-    const platform = await tests({ model: 'QRM:PANL', dry_run: true, svc: undefined });
-    assert.deepEqual([platform.status, platform.body.error?.code], [403, 'mode_not_owned']);
+    // Another organisation's listed mode, and the platform's panel: callable, but not this organisation's to run.
+    for (const model of [strangersMode, 'QRM:PANL']) {
+      const refused = await tests({ model, dry_run: true, svc: undefined });
+      assert.deepEqual([refused.status, refused.body.error?.code], [403, 'mode_not_owned'], model);
+    }
     // The plan includes the experience tier only: a plus-tier test run and a certification (plus) are above it.
     const plus = await tests({ tiers: ['plus'], dry_run: true });
     assert.deepEqual([plus.status, plus.body.error?.code], [403, 'tier_not_permitted']);
@@ -256,7 +261,7 @@ describe('runs billed to a plan: a connected app’s test runs pay real cost on 
       const byApp = refusal(await app.callTool({ name: 'approve_quote', arguments: { quote_id: onOrg.quote_id } }));
       assert.deepEqual([byApp.code, byApp.status], ['payer_mismatch', 403]);
 
-      assert.equal((await ask(app, 'QRM:PANL')).quote_unavailable, 'mode_not_owned');
+      assert.equal((await ask(app, strangersMode)).quote_unavailable, 'mode_not_owned');
     } finally {
       await app.close();
       await keyClient.close();
