@@ -249,7 +249,7 @@ describe('runs billed to a plan: a connected app’s test runs pay real cost on 
         return json(result);
       };
       const advice = await ask(app, fresh.ticker);
-      const onPlan = advice.quote as { quote_id: string; payer: string } | undefined;
+      const onPlan = advice.quote as { quote_id: string; payer: string; price_usd: number } | undefined;
       assert.ok(onPlan, `the app got a quote: ${JSON.stringify(advice)}`);
       assert.equal(onPlan.payer, 'plan');
       const byKey = refusal(await keyClient.callTool({ name: 'approve_quote', arguments: { quote_id: onPlan.quote_id } }));
@@ -262,6 +262,21 @@ describe('runs billed to a plan: a connected app’s test runs pay real cost on 
       assert.deepEqual([byApp.code, byApp.status], ['payer_mismatch', 403]);
 
       assert.equal((await ask(app, strangersMode)).quote_unavailable, 'mode_not_owned');
+
+      // Approved where it was quoted, the run is billed to the plan at the quoted price, the balance untouched.
+      const balance = await moneySnapshot(person.orgId);
+      const approved = await app.callTool({ name: 'approve_quote', arguments: { quote_id: onPlan.quote_id } });
+      assert.notEqual(approved.isError, true, JSON.stringify(approved));
+      const run = json(approved) as { batch_id: string; billed_usd: number };
+      const row = (await stack().db('runs').where({ id: run.batch_id }).first('plan_person_id', 'billed_micros')) as {
+        plan_person_id: string;
+        billed_micros: bigint;
+      };
+      assert.deepEqual([row.plan_person_id, Number(row.billed_micros)], [person.personId, micros(onPlan.price_usd)]);
+      assert.equal(micros(run.billed_usd), micros(onPlan.price_usd));
+      assert.equal(await moneySnapshot(person.orgId), balance);
+      const stopped = await call(api, 'POST', `/v1/tests/${run.batch_id}/cancel`, { key: token });
+      assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     } finally {
       await app.close();
       await keyClient.close();
