@@ -78,14 +78,18 @@ export function createBenchmarkActivities(deps: ActivityDeps) {
   return {
     /**
      * The run's row and its up-front charge in one transaction (db launchRun), or nothing: a refusal (the balance, a
-     * billing state, the day's launches) is an answer, not a failure. Retried, it finds its own row and admits again.
+     * billing state, a plan's allowance, the day's launches) is an answer, not a failure. Retried, it finds its own row
+     * and admits again.
      */
     async admitRun(launch: RunLaunch): Promise<RunAdmission> {
       let launched;
       try {
         launched = await launchRun(db, launch.run, launch.dailyLimit);
       } catch (err) {
-        if (err instanceof QuorumError && (err.code === 'insufficient_balance' || isBillingRefusal(err.code)))
+        if (
+          err instanceof QuorumError &&
+          (err.code === 'insufficient_balance' || err.code === 'plan_limit_reached' || isBillingRefusal(err.code))
+        )
           return { refused: err.code, message: err.message };
         throw err;
       }
@@ -106,7 +110,8 @@ export function createBenchmarkActivities(deps: ActivityDeps) {
       if (ENDED_STATES.includes(run.state))
         return { ended: true, remaining: [], tiers: [], done: await doneCounts(db, ref.runId), startedAt: null };
       const simOnly = ref.keyMode === 'test';
-      const own = simOnly ? new Set<string>() : await ownProviderFamilies(db, ref.orgId);
+      // A plan's run seats the service's keys (its plan pays the service), never the organisation's own account.
+      const own = simOnly || run.planPersonId !== null ? new Set<string>() : await ownProviderFamilies(db, ref.orgId);
       const lineup = lineUpRun(ref.mode.config, ref.spec, runSeatingContext(engines, own, simOnly));
       if (!lineup.ok)
         throw ApplicationFailure.nonRetryable(`engines the run needs cannot run: ${lineup.missing.join('; ')}`, PROVIDER_UNAVAILABLE);

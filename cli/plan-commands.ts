@@ -38,10 +38,12 @@ function usageOutput(person: Person, u: PlanUsage): CommandOutput {
       held_usd: microsToUsd(u.heldMicros),
       remaining_usd: microsToUsd(u.remainingMicros),
       calls: u.calls,
+      runs: u.runs,
+      runs_charged_usd: microsToUsd(u.runsMicros),
     },
     text: [
       `${person.email} (${person.id}) is on ${planLine(u.plan)}`,
-      `  ${u.period.slice(0, 7)} (UTC): ${dollars(u.chargedMicros)} charged over ${u.calls} call(s), ${dollars(u.heldMicros)} held by calls in flight, ${dollars(u.remainingMicros)} left`,
+      `  ${u.period.slice(0, 7)} (UTC): ${dollars(u.chargedMicros)} charged over ${u.calls} call(s) and ${u.runs} run(s) (${dollars(u.runsMicros)}), ${dollars(u.heldMicros)} held by calls in flight, ${dollars(u.remainingMicros)} left`,
     ].join('\n'),
   };
 }

@@ -1,8 +1,11 @@
 import type { Scope } from './api-keys';
 import type { Tier } from './modes';
 
-/** What a connected app may ask for: deliberating and what goes with it. Runs and authoring stay with API keys. */
-export const OAUTH_SCOPES = ['completions', 'estimate', 'models', 'receipts'] as const satisfies readonly Scope[];
+/**
+ * What a connected app may ask for: deliberating and what goes with it, and runs billed to the person's plan (issue
+ * 38 item 12). Authoring stays with API keys. A grant keeps the scopes it was given; a new sign-in may ask for these.
+ */
+export const OAUTH_SCOPES = ['completions', 'estimate', 'models', 'receipts', 'tests', 'certify'] as const satisfies readonly Scope[];
 
 /**
  * Plans for people signed in through connected apps (spec 01 item 7, DESIGN §15): which tiers and modes they may

@@ -34,8 +34,17 @@ export type QuoteRefusal = 'invalid_spec' | 'mode_not_owned' | 'chat_history_req
 /** An approval left unfinished this long (its process died mid-launch) is taken over by the next one. */
 const STALE_APPROVAL_MS = 60_000;
 
-export function payerOf(auth: AuthContext): QuotePayer {
-  return auth.keyKind === 'test' ? 'none' : 'organisation';
+/** Who pays a run this caller launches: a connected app's person's plan, nobody on a test key, else the organisation. */
+export function payerOf(auth: AuthContext): { payer: QuotePayer; payerPersonId: string | null } {
+  if (auth.app) return { payer: 'plan', payerPersonId: auth.app.personId };
+  return { payer: auth.keyKind === 'test' ? 'none' : 'organisation', payerPersonId: null };
+}
+
+/** Whom a quote bills, in the words of a refused approval. */
+function payerWords(quote: QuoteRecord): string {
+  if (quote.payer === 'none') return 'nobody (a test key’s simulated run)';
+  if (quote.payer === 'plan') return 'the plan of the person who asked for it, through a connected app';
+  return 'the organisation, through an API key';
 }
 
 /** The launch request a quoted run makes. */
@@ -102,7 +111,7 @@ export async function issueQuote(
     const quote = await insertQuote(deps.db, {
       orgId: auth.orgId,
       apiKeyId: auth.keyId,
-      payer: payerOf(auth),
+      ...payerOf(auth),
       modeId: priced.mode.id,
       model: input.model,
       kind,
@@ -132,7 +141,7 @@ export async function approveQuote(deps: RunDeps, auth: AuthContext, quoteId: st
     });
   if (deps.runs.chatHistory === false)
     throw new QuorumError('chat_history_required', 'Advisor quotes need chat history, which is off; use run_test or certify_mode.');
-  const claim = await claimApproval(deps.db, { id: quoteId, orgId: auth.orgId, payer: payerOf(auth), staleAfterMs: STALE_APPROVAL_MS });
+  const claim = await claimApproval(deps.db, { id: quoteId, orgId: auth.orgId, ...payerOf(auth), staleAfterMs: STALE_APPROVAL_MS });
   switch (claim.kind) {
     case 'not_found':
       throw new QuorumError('quote_not_found', `No quote ${quoteId} under this organisation.`, { param: 'quote_id' });
@@ -143,11 +152,9 @@ export async function approveQuote(deps: RunDeps, auth: AuthContext, quoteId: st
     case 'in_flight':
       throw usedError(claim.quote, 'This quote is being approved right now; its run is in `svc.batch_id`.');
     case 'payer_mismatch':
-      throw new QuorumError(
-        'payer_mismatch',
-        `This quote bills ${claim.quote.payer === 'none' ? 'nobody (a test key’s simulated run)' : `the ${claim.quote.payer}`}; approve it with a key of the same kind.`,
-        { param: 'quote_id' },
-      );
+      throw new QuorumError('payer_mismatch', `This quote bills ${payerWords(claim.quote)}; approve it where it was quoted.`, {
+        param: 'quote_id',
+      });
     case 'claimed':
       return launchClaimed(deps, auth, claim.quote);
   }

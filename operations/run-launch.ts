@@ -2,7 +2,6 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import { randomUUID } from 'node:crypto';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { findMode, isListed } from '../db/repositories/modes';
-import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import {
   failLaunch,
   findRun,
@@ -45,6 +44,7 @@ import { runSeatingContext } from '../engines/seating-context';
 import type { RunRequest } from './requests/runs';
 import type { OperationDeps } from './deps';
 import { callQuoteInput, catalogPrices, ownKeyFamilies, ratesOf } from './estimate';
+import { assertPlanAffordsRun, assertPlanPermitsRun, planCertificationMicros, planPayerOf } from './plan-runs';
 
 import { DEFAULT_CALLBACK_RETRY_MS, LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
 
@@ -186,9 +186,9 @@ async function testRunPrice(
 }
 
 async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: ModeRecord, spec: RunSpec): Promise<void> {
-  const simOnly = auth.keyKind === 'test';
-  const own = simOnly ? new Set<string>() : await ownProviderFamilies(deps.db, auth.orgId);
-  const lineup = lineUpRun(mode.config, spec, runSeatingContext(deps.engines, own, simOnly));
+  // A connected app's run seats the service's keys, as its calls do: never the organisation's own provider account.
+  const own = await ownKeyFamilies(deps.db, auth);
+  const lineup = lineUpRun(mode.config, spec, runSeatingContext(deps.engines, own, auth.keyKind === 'test'));
   if (!lineup.ok)
     throw refusal(
       deps.form,
@@ -307,8 +307,14 @@ async function priceLaunch(
     kind === 'certification'
       ? certificationSpec(seed)
       : { ...testRunSpec(request, seed), ...(paired && { ...paired, sameQuestionsAs: request.sameQuestionsAs }) };
+  assertPlanPermitsRun(auth, mode, request.model, spec);
   const questions = await runQuestions(deps, auth, spec);
-  const price = kind === 'certification' ? CERTIFICATION.priceMicros : await testRunPrice(deps, auth, mode, spec, questions);
+  const price =
+    kind === 'test'
+      ? await testRunPrice(deps, auth, mode, spec, questions)
+      : auth.app
+        ? planCertificationMicros(await testRunPrice(deps, auth, mode, spec, questions))
+        : CERTIFICATION.priceMicros;
   // A test key's run is simulated and bills nothing, as its completions do.
   const billed = auth.keyKind === 'test' ? 0 : price;
   if (opts.maxPriceMicros !== undefined && !request.dryRun && billed > opts.maxPriceMicros)
@@ -367,6 +373,7 @@ async function startLaunchWorkflow(
     totalQuestions: view.totalQuestions,
     billedMicros: priced.billed,
     estimatedMinutes: view.estimatedMinutes,
+    ...planPayerOf(auth),
   };
   const dailyLimit = kind === 'test' ? deps.runs.testsPerDay : deps.runs.certificationsPerDay;
   try {
@@ -424,6 +431,8 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
   });
   const existing = await findRunByKey(db, auth.orgId, kind, key);
   if (existing) return replay(existing);
+  // After the replay: a run already launched is never refused for the allowance it took.
+  await assertPlanAffordsRun(db, auth, priced.billed);
 
   const runId = opts.runId ?? randomUUID();
   const workflowId =
@@ -452,6 +461,7 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
 function launchRefusal(form: Form, code: ErrorCode, message: string): QuorumError {
   if (code === 'test_launch_limit_exceeded' || code === 'certify_launch_limit_exceeded')
     return new QuorumError(code, message, { retryAfter: LAUNCH_RETRY_AFTER_S });
+  if (code === 'plan_limit_reached') return new QuorumError(code, message);
   return refusal(form, asInsufficientBalance(new QuorumError(code, message)));
 }
 

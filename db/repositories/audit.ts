@@ -178,8 +178,13 @@ const CHECKS: readonly Check[] = [
   {
     invariant: 'charge_differs_from_bill',
     sql: `
-      select r.org_id, r.id::text as run_id, r.workflow_id, format('run billed %s µ$ and refunded %s µ$; the ledger charged %s µ$ and refunded %s µ$',
-                                          r.billed_micros, r.refunded_micros, coalesce(l.charged, 0), coalesce(l.refunded, 0)) as detail
+      select r.org_id, r.id::text as run_id, r.workflow_id,
+             case when r.plan_person_id is not null
+                  then format('a plan''s run billed %s µ$ and refunded %s µ$; the ledger charged the balance %s µ$ and refunded %s µ$',
+                              r.billed_micros, r.refunded_micros, coalesce(l.charged, 0), coalesce(l.refunded, 0))
+                  else format('run billed %s µ$ and refunded %s µ$; the ledger charged %s µ$ and refunded %s µ$',
+                              r.billed_micros, r.refunded_micros, coalesce(l.charged, 0), coalesce(l.refunded, 0))
+             end as detail
         from runs r
         left join (select org_id, request_id,
                           -sum(amount_micros) filter (where kind = 'test_run_charge') as charged,
@@ -187,7 +192,10 @@ const CHECKS: readonly Check[] = [
                      from ledger_entries where kind in ('test_run_charge','run_refund') and request_id is not null
                     group by org_id, request_id) l on l.request_id = r.id::text and l.org_id = r.org_id
        where $scope(r.org_id)
-         and (coalesce(l.charged, 0) <> r.billed_micros or coalesce(l.refunded, 0) <> r.refunded_micros or r.refunded_micros > r.billed_micros)`,
+         and (r.refunded_micros > r.billed_micros
+              -- A plan's run is charged to the plan (plan_month_used reads the row), never to the balance.
+              or case when r.plan_person_id is not null then l.request_id is not null
+                      else coalesce(l.charged, 0) <> r.billed_micros or coalesce(l.refunded, 0) <> r.refunded_micros end)`,
   },
   {
     invariant: 'key_billed_twice',

@@ -76,7 +76,7 @@ export interface PlanUsage {
   plan: Plan;
   /** The month (UTC), `YYYY-MM-01`. */
   period: string;
-  /** Real engine cost charged to the plan this month. */
+  /** Real engine cost charged to the plan this month: calls settled, and runs at what they kept (billed − refunded). */
   chargedMicros: bigint;
   /** Held by calls in flight. */
   heldMicros: bigint;
@@ -84,12 +84,15 @@ export interface PlanUsage {
   remainingMicros: bigint;
   /** Calls charged this month. */
   calls: number;
+  /** Runs (tests, certifications) charged this month, and what they kept of their charge. */
+  runs: number;
+  runsMicros: bigint;
 }
 
 /** The person's plan and this month's use of it, summed from the plan's ledger. */
 export async function planUsage(db: DbOrTrx, personId: string, now: Date = new Date()): Promise<PlanUsage> {
   const period = planPeriod(now);
-  const [plan, sums] = await Promise.all([
+  const [plan, sums, runs] = await Promise.all([
     planOf(db, personId),
     db('plan_usage')
       .where({ person_id: personId, period })
@@ -98,9 +101,25 @@ export async function planUsage(db: DbOrTrx, personId: string, now: Date = new D
         db.raw("coalesce(sum(held_micros) filter (where state = 'held'), 0)::bigint as held"),
         db.raw("count(*) filter (where state = 'settled')::int as calls"),
       ) as Promise<{ charged: bigint; held: bigint; calls: number }>,
+    db('runs')
+      .where({ plan_person_id: personId, plan_period: period })
+      .first(db.raw('coalesce(sum(billed_micros - refunded_micros), 0)::bigint as kept'), db.raw('count(*)::int as runs')) as Promise<{
+      kept: bigint;
+      runs: number;
+    }>,
   ]);
-  const left = BigInt(plan.monthlyAllowanceMicros) - sums.charged - sums.held;
-  return { plan, period, chargedMicros: sums.charged, heldMicros: sums.held, remainingMicros: left > 0n ? left : 0n, calls: sums.calls };
+  const charged = sums.charged + runs.kept;
+  const left = BigInt(plan.monthlyAllowanceMicros) - charged - sums.held;
+  return {
+    plan,
+    period,
+    chargedMicros: charged,
+    heldMicros: sums.held,
+    remainingMicros: left > 0n ? left : 0n,
+    calls: sums.calls,
+    runs: runs.runs,
+    runsMicros: runs.kept,
+  };
 }
 
 function planLimitReached(plan: Pick<Plan, 'name' | 'monthlyAllowanceMicros'>): QuorumError {
@@ -117,6 +136,24 @@ function planLimitReached(plan: Pick<Plan, 'name' | 'monthlyAllowanceMicros'>): 
 export async function assertPlanAllows(db: DbOrTrx, personId: string, amountMicros: bigint): Promise<void> {
   const usage = await planUsage(db, personId);
   if (usage.remainingMicros < amountMicros || usage.remainingMicros === 0n) throw planLimitReached(usage.plan);
+}
+
+/**
+ * Charges a run of `amountMicros` to the person's plan this month (issue 38 item 12), or throws `plan_limit_reached`
+ * when it would pass the allowance. Called in the transaction that writes the run, it takes the lock
+ * `hold_plan_charge` takes, so runs and calls of one person never pass the allowance together; `plan_month_used`
+ * counts the run from its row. Returns the plan and month the run is charged to.
+ */
+export async function holdPlanRun(trx: DbOrTrx, personId: string, amountMicros: bigint): Promise<{ planId: string; period: string }> {
+  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`plan:${personId}`]);
+  const { rows } = await trx.raw<{ rows: { period: string; used: bigint }[] }>(
+    `select to_char(m.period, 'YYYY-MM-DD') as period, plan_month_used(?, m.period) as used
+       from (select date_trunc('month', now() at time zone 'UTC')::date as period) m`,
+    [personId],
+  );
+  const plan = await planOf(trx, personId);
+  if (rows[0].used + amountMicros > BigInt(plan.monthlyAllowanceMicros)) throw planLimitReached(plan);
+  return { planId: plan.id, period: rows[0].period };
 }
 
 /**

@@ -28,6 +28,8 @@ export interface QuoteRecord {
   id: string;
   orgId: string;
   payer: QuotePayer;
+  /** A plan-billed quote: the person whose plan it bills; else null. */
+  payerPersonId: string | null;
   modeId: string;
   model: string;
   kind: RunKind;
@@ -45,6 +47,7 @@ interface QuoteRow {
   id: string;
   org_id: string;
   payer: QuotePayer;
+  payer_person_id: string | null;
   mode_id: string;
   model: string;
   kind: RunKind;
@@ -63,6 +66,7 @@ const toRecord = (r: QuoteRow): QuoteRecord => ({
   id: r.id,
   orgId: r.org_id,
   payer: r.payer,
+  payerPersonId: r.payer_person_id,
   modeId: r.mode_id,
   model: r.model,
   kind: r.kind,
@@ -76,7 +80,10 @@ const toRecord = (r: QuoteRow): QuoteRecord => ({
   expiresAt: r.expires_at,
 });
 
-export type NewQuote = Pick<QuoteRecord, 'orgId' | 'payer' | 'modeId' | 'model' | 'kind' | 'request' | 'seed' | 'priceMicros'> & {
+export type NewQuote = Pick<
+  QuoteRecord,
+  'orgId' | 'payer' | 'payerPersonId' | 'modeId' | 'model' | 'kind' | 'request' | 'seed' | 'priceMicros'
+> & {
   apiKeyId: string | null;
   ttlSeconds: number;
 };
@@ -88,6 +95,7 @@ export async function insertQuote(db: DbOrTrx, q: NewQuote): Promise<QuoteRecord
       org_id: q.orgId,
       api_key_id: q.apiKeyId,
       payer: q.payer,
+      payer_person_id: q.payerPersonId,
       mode_id: q.modeId,
       model: q.model,
       kind: q.kind,
@@ -117,7 +125,7 @@ export type Claim =
  */
 export async function claimApproval(
   db: Knex,
-  input: { id: string; orgId: string; payer: QuotePayer; staleAfterMs: number },
+  input: { id: string; orgId: string; payer: QuotePayer; payerPersonId: string | null; staleAfterMs: number },
 ): Promise<Claim> {
   let read = false;
   try {
@@ -134,7 +142,8 @@ export async function claimApproval(
         await trx('advisor_quotes').where({ id: row.id }).update({ state: 'expired' });
         return { kind: 'expired' as const, quote: { ...quote, state: 'expired' as const } };
       }
-      if (row.payer !== input.payer) return { kind: 'payer_mismatch' as const, quote };
+      // A plan-billed quote is approved on the plan it bills: by the same person, through a connected app.
+      if (row.payer !== input.payer || row.payer_person_id !== input.payerPersonId) return { kind: 'payer_mismatch' as const, quote };
       if (row.state === 'approved' && row.approved_at && now.getTime() - row.approved_at.getTime() < input.staleAfterMs)
         return { kind: 'in_flight' as const, quote };
       const runId = row.state === 'approved' && row.run_id ? row.run_id : randomUUID();

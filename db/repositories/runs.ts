@@ -16,6 +16,7 @@ import {
   type RunState,
 } from '../../domain/runs';
 import { postAdmitted, postEntries } from './ledger';
+import { holdPlanRun } from './plans';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -39,6 +40,8 @@ export interface RunRecord {
   totalQuestions: number;
   billedMicros: number;
   refundedMicros: number;
+  /** A connected app's run: the person whose plan it is billed to (never the organisation's balance); else null. */
+  planPersonId: string | null;
   estimatedMinutes: number;
   state: RunState;
   errorCode: string | null;
@@ -66,6 +69,7 @@ interface RunRow {
   total_questions: number;
   billed_micros: bigint;
   refunded_micros: bigint;
+  plan_person_id: string | null;
   estimated_minutes: number;
   state: RunState;
   error_code: string | null;
@@ -93,6 +97,7 @@ function toRecord(r: RunRow): RunRecord {
     totalQuestions: r.total_questions,
     billedMicros: Number(r.billed_micros),
     refundedMicros: Number(r.refunded_micros),
+    planPersonId: r.plan_person_id,
     estimatedMinutes: r.estimated_minutes,
     state: r.state,
     errorCode: r.error_code,
@@ -155,8 +160,21 @@ export async function listRuns(db: DbOrTrx, orgId: string, limit = 20, filter: R
 
 export type NewRun = Omit<
   RunRecord,
-  'refundedMicros' | 'state' | 'errorCode' | 'errorMessage' | 'summary' | 'createdAt' | 'startedAt' | 'updatedAt' | 'finishedAt'
-> & { apiKeyId: string };
+  | 'refundedMicros'
+  | 'planPersonId'
+  | 'state'
+  | 'errorCode'
+  | 'errorMessage'
+  | 'summary'
+  | 'createdAt'
+  | 'startedAt'
+  | 'updatedAt'
+  | 'finishedAt'
+> & {
+  apiKeyId: string;
+  /** A connected app's launch: the person whose plan pays (absent in launches recorded before plans paid for runs). */
+  planPersonId?: string;
+};
 
 export type LaunchResult = { created: true; run: RunRecord } | { created: false; run: RunRecord } | { limited: true };
 
@@ -164,7 +182,8 @@ export type LaunchResult = { created: true; run: RunRecord } | { created: false;
  * Writes the run and its up-front charge in one transaction, or nothing: a key already used returns that run (the
  * caller compares bodies); a day's launches at `dailyLimit` are refused; a refused charge throws its reason (a
  * billing state's code, else `insufficient_balance`). Launches of one kind by one organisation take turns, so the
- * daily count holds under races.
+ * daily count holds under races. A connected app's run is charged to the person's plan instead (402
+ * `plan_limit_reached` past its allowance), under the lock the plan's holds take.
  */
 export async function launchRun(db: Knex, run: NewRun, dailyLimit: number): Promise<LaunchResult> {
   return db.transaction(async (trx) => {
@@ -172,6 +191,7 @@ export async function launchRun(db: Knex, run: NewRun, dailyLimit: number): Prom
     const existing = await findRunByKey(trx, run.orgId, run.kind, run.idempotencyKey);
     if (existing) return { created: false as const, run: existing };
     if ((await launchesToday(trx, run.orgId, run.kind)) >= dailyLimit) return { limited: true as const };
+    const plan = run.planPersonId === undefined ? undefined : await holdPlanRun(trx, run.planPersonId, BigInt(run.billedMicros));
     const [row] = (await trx('runs')
       .insert({
         id: run.id,
@@ -188,11 +208,12 @@ export async function launchRun(db: Knex, run: NewRun, dailyLimit: number): Prom
         spec: JSON.stringify(run.spec),
         total_questions: run.totalQuestions,
         billed_micros: String(run.billedMicros),
+        ...(plan && { plan_person_id: run.planPersonId, plan_id: plan.planId, plan_period: plan.period }),
         estimated_minutes: run.estimatedMinutes,
         state: 'launching',
       })
       .returning('*')) as RunRow[];
-    if (run.billedMicros > 0) {
+    if (run.billedMicros > 0 && !plan) {
       const amountMicros = BigInt(run.billedMicros);
       await postAdmitted(
         trx,
@@ -253,7 +274,8 @@ export async function endRun(
     if (ENDED_STATES.includes(row.state)) return toRecord(row);
     // Whatever the end, questions that were paid for and never answered (judged) are credited back.
     const refund = unspentMicros(Number(row.billed_micros), row.total_questions, end.answered);
-    if (refund > 0) {
+    // A plan's run gives its allowance back by its `refunded_micros` (plan_month_used), the balance was never charged.
+    if (refund > 0 && row.plan_person_id === null) {
       const credited = await postEntries(trx, row.org_id, [
         { kind: 'run_refund', amountMicros: BigInt(refund), requestId: id, note: `${end.state} run: unanswered questions` },
       ]);
@@ -287,7 +309,7 @@ export async function failLaunch(
     const row = (await trx('runs').where({ id, state: 'launching' }).forUpdate().first()) as RunRow | undefined;
     if (!row) return;
     const billed = BigInt(row.billed_micros);
-    if (billed > 0n) {
+    if (billed > 0n && row.plan_person_id === null) {
       const credited = await postEntries(trx, row.org_id, [
         { kind: 'run_refund', amountMicros: billed, requestId: id, note: 'launch did not start' },
       ]);

@@ -41,7 +41,7 @@ function planSection(u: PlanUsage): Html {
     <p>
       Connected apps you sign in to act for you on the <strong id="plan-name">${u.plan.name}</strong> plan: tiers
       ${u.plan.tiers.join(', ')}; ${modes}; ${u.plan.maxInFlight} deliberation(s) at a time. They pay the engines' real cost from its
-      monthly allowance, not from the organisation's balance.
+      monthly allowance, not from the organisation's balance: calls, and test runs and certifications of the organisation's modes.
     </p>
     <div class="progress-row" id="plan-usage" data-used="${used.toString()}" data-allowance="${allowance.toString()}">
       <span class="progress-label">${u.period.slice(0, 7)}</span>
@@ -51,8 +51,8 @@ function planSection(u: PlanUsage): Html {
         aria-label="${usd(used)} of ${usd(allowance)} used"
       ></progress>
       <span
-        >${usd(u.chargedMicros)} charged over ${u.calls} call(s), ${usd(u.heldMicros)} held, ${usd(u.remainingMicros)} left of
-        ${usd(allowance)}</span
+        >${usd(u.chargedMicros)} charged over ${u.calls} call(s) and ${u.runs} run(s) (${usd(u.runsMicros)}), ${usd(u.heldMicros)} held,
+        ${usd(u.remainingMicros)} left of ${usd(allowance)}</span
       >
     </div>`;
 }

@@ -22,6 +22,8 @@ const SCOPE_WORDS: Readonly<Record<(typeof OAUTH_SCOPES)[number], string>> = {
   estimate: 'Estimate what a question would cost (free)',
   models: 'See the modes your plan allows',
   receipts: 'Read the receipts of your calls',
+  tests: 'Launch test runs of your organisation’s modes, billed to your plan at real engine cost, 25% off per question',
+  certify: 'Certify your organisation’s modes, billed to your plan at real engine cost (never more than $50)',
 };
 
 type Details = Awaited<ReturnType<Awaited<ReturnType<ConsoleDeps['oauth']['provider']>>['interactionDetails']>>;

@@ -53,7 +53,7 @@ describe('connected apps: the authorization server and the access gate', functio
       assert.deepEqual(await res.json(), {
         resource: `${api.url}/${edge}`,
         authorization_servers: [`${api.url}/oauth`],
-        scopes_supported: ['completions', 'estimate', 'models', 'receipts'],
+        scopes_supported: ['completions', 'estimate', 'models', 'receipts', 'tests', 'certify'],
         bearer_methods_supported: ['header'],
         resource_name: edge === 'mcp' ? 'Quorum MCP server' : 'Quorum API',
         resource_documentation: `${api.url}/openapi.json`,
@@ -202,7 +202,7 @@ describe('connected apps: the authorization server and the access gate', functio
 
     await page.goto(`${api.url}/console/apps`);
     const row = page.getByRole('row', { name: /Notebook Helper/ });
-    assert.match((await row.textContent()) ?? '', /\/v1: completions, estimate, models, receipts/);
+    assert.match((await row.textContent()) ?? '', /\/v1: completions, estimate, models, receipts, tests, certify/);
     await screenshot(page, 'oauth/connected-apps');
     await page.getByRole('button', { name: 'Revoke Notebook Helper' }).click();
     await page.waitForURL(/\/console\/apps\?revoked=1$/);

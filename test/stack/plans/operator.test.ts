@@ -71,7 +71,10 @@ describe('plans: operators assign them with the CLI; the console shows a person 
       [person.id, 0.25, 0.1, 99.65, 1, `${new Date().toISOString().slice(0, 7)}-01`],
     );
     const text = await quorumCli(['plan', 'show', person.email], dataDir);
-    assert.match(text.stdout, /on pro \(Pro\).*\$0\.25 charged over 1 call\(s\), \$0\.10 held by calls in flight, \$99\.65 left/s);
+    assert.match(
+      text.stdout,
+      /on pro \(Pro\).*\$0\.25 charged over 1 call\(s\) and 0 run\(s\) \(\$0\.00\), \$0\.10 held by calls in flight, \$99\.65 left/s,
+    );
 
     const unknownPerson = await quorumCli(['plan', 'show', 'nobody@example.test'], dataDir);
     assert.deepEqual([unknownPerson.code, /not_found/.test(unknownPerson.stderr)], [1, true]);
@@ -113,7 +116,10 @@ describe('plans: operators assign them with the CLI; the console shows a person 
       assert.match(page.body, /id="plan-name">Plus</);
       assert.match(page.body, /data-used="2000000" data-allowance="20000000"/);
       assert.match(page.body, /<progress\s+max="20000000"\s+value="2000000"/);
-      assert.match(page.body, /\$1\.5000 charged over 1 call\(s\), \$0\.5000 held, \$18\.0000 left of\s+\$20\.0000/);
+      assert.match(
+        page.body,
+        /\$1\.5000 charged over 1 call\(s\) and 0 run\(s\) \(\$0\.00\), \$0\.5000 held,\s+\$18\.0000 left of\s+\$20\.0000/,
+      );
       await releaseInFlight();
     });
   });
