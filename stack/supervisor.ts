@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { ensureBenchmarkSets } from './benchmark-sets';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -215,6 +216,20 @@ function launcherTools(config: Config): ToolEnv {
 }
 
 /**
+ * The real benchmark sets for runs (stack/benchmark-sets.ts), installed once per user; a stack that cannot install
+ * them (no registry) still starts, its runs on the generated questions, and says so.
+ */
+function benchmarkSetsEnv(config: Config): NodeJS.ProcessEnv {
+  if (config.QUORUM_BENCHMARK_SETS_DIR !== undefined) return {};
+  try {
+    return { QUORUM_BENCHMARK_SETS_DIR: ensureBenchmarkSets(toolEnv(config, process.env), say) };
+  } catch (err) {
+    say(`real benchmark sets not installed (${(err as Error).message.split('\n')[0]}): runs draw generated questions only`);
+    return {};
+  }
+}
+
+/**
  * QUORUM_LOCAL_MODEL=on: the real local model, its engines file, and the setting that seats it where no provider key
  * could run the design (instead of a simulated engine). Returns the environment the worker and API need for it.
  */
@@ -367,6 +382,7 @@ async function main(): Promise<void> {
     ...(temporal ? withoutTemporalClientSettings(process.env) : process.env),
     ...joinClusterEnv({ databaseUrl, temporalAddress, namespace: config.TEMPORAL_NAMESPACE }),
     ...(config.QUORUM_LOCAL_MODEL === 'on' ? await startLocalDemoModel(config) : {}),
+    ...benchmarkSetsEnv(config),
   };
   // One machine, one process: `npm start`'s API runs the worker too (QUORUM_ROLE=all), so its starts are eager and
   // one Node process is resident instead of two. The cluster keeps them apart, as production does.
