@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createDb } from '../db/knex';
 import { prepareDatabase } from '../db/prepare';
-import { seedDemoOrganisation } from '../db/seed';
+import { seedDemoOrganisation, seedLocalDemoMode } from '../db/seed';
 import { startTrialTimer } from '../starters/trial-credit';
 import { loadConfig, SHUTDOWN_MARGIN_MS, type Config } from '../infra/config';
 import { bundleInChild } from '../worker/bundle';
@@ -363,6 +363,7 @@ async function main(): Promise<void> {
   const { migrations } = await prepareDatabase(db);
   say(`postgres ready; ${migrations.length} migration(s) applied`);
   const demo = await seedDemoOrganisation(db);
+  if (config.QUORUM_LOCAL_MODEL === 'on') await seedLocalDemoMode(db, LOCAL_ENGINE_ID);
   if (demo.trialStartedAt) {
     // A fresh demo organisation gets its 30-day trial timer now (Temporal is up: awaited above).
     const connection = await Connection.connect(temporalTarget);
