@@ -18,6 +18,9 @@ export interface EngineCallInput {
   knownAnswer?: KnownAnswer;
   /** 1 for a hedged duplicate of a slow call (see engines/types.ts). */
   attempt?: number;
+  /** A tuned seat's sampling (domain/modes.ts SeatTuning); absent: the provider's defaults. */
+  temperature?: number;
+  seed?: number;
   /** A staff call's reply structure (see domain/reply-schemas.ts). */
   reply?: ReplySchema;
   /** Labels for the worker's metrics (worker/metrics.ts), no effect on the call: the call's lane and round. */
@@ -96,6 +99,8 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
           knownAnswer: input.knownAnswer,
           attempt: input.attempt,
           reply: input.reply,
+          temperature: input.temperature,
+          seed: input.seed,
         },
         credential,
       );

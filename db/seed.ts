@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { simDemoModes } from '../domain/modes';
+import { localDemoMode, simDemoModes } from '../domain/modes';
 import { usdToMicros } from '../domain/money';
 import { setListingState, upsertMode } from './repositories/modes';
 import { createOrganisation, organisationExists } from './repositories/organisations';
@@ -33,6 +33,11 @@ export async function seedDemoModes(db: Knex, orgId: string, owner = { idPrefix:
     await upsertMode(db, { ...mode, orgId, published: true });
     await setListingState(db, mode.id, 'listed');
   }
+}
+
+/** The local demo's panel on the local model `engineId` (QUORUM_LOCAL_MODEL=on), published in the demo organisation. */
+export async function seedLocalDemoMode(db: Knex, engineId: string): Promise<void> {
+  await upsertMode(db, { ...localDemoMode({ idPrefix: 'demo', company: 'DEMO' }, engineId), orgId: DEMO_ORG_ID, published: true });
 }
 
 async function createDemoOrganisation(db: DbOrTrx): Promise<SeededDemo> {

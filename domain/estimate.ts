@@ -4,7 +4,8 @@ import { bill, callCeilingMicros, modeFeeMicros, platformFeeMicros, type Ceiling
 import { TIERS, type ModeConfig, type Tier } from './modes';
 import type { CallSource } from './outcome';
 import { engineCostMicros, type TokenPrices } from './pricing';
-import { designedSeats, laneFor } from './seat-assignment';
+import { designedSeats, designedTunings, laneFor } from './seat-assignment';
+import { countTokens } from './tokens';
 
 /**
  * The free quote behind `/v1/estimate` (and the per-tier rates of `/v1/models`): pure arithmetic over the
@@ -131,6 +132,8 @@ function expectedCalls(
   const out = Math.round(input.config.seatMaxOutputTokens * projection.outputShare);
   const seen = (n: number): number => input.promptTokens + n * out;
   const seatSource = (engine: string): CallSource => (input.onOwnKey?.(engine) ? 'own_key' : 'service');
+  // A tuned seat reads its own system prompt on every pass.
+  const ownPrompt = designedTunings(input.config, input.tier, lane).map((t) => (t?.systemPrompt ? countTokens(t.systemPrompt) : 0));
   const plan: { engine: string; tokensIn: number; tokensOut: number; source: CallSource }[] = [];
   const classifier = input.config.staff.classifier;
   if (classifier && input.classifierPromptTokens !== undefined)
@@ -142,8 +145,8 @@ function expectedCalls(
     });
   for (let round = 1; round <= rounds; round++) {
     // From the second round each seat also reads the others' answers.
-    for (const engine of seats)
-      plan.push({ engine, tokensIn: seen(round === 1 ? 0 : seats.length - 1), tokensOut: out, source: seatSource(engine) });
+    for (const [i, engine] of seats.entries())
+      plan.push({ engine, tokensIn: seen(round === 1 ? 0 : seats.length - 1) + ownPrompt[i], tokensOut: out, source: seatSource(engine) });
     if (!express)
       plan.push({
         engine: input.config.staff.judge.engine,

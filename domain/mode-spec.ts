@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import type { Form } from './form';
 import { VALIDATION_CODES, type Refusal, type ValidationCode } from './mode-validation-codes';
-import { DEPTHS, TIER_RANK, TIERS, type ModeConfig, type Tier } from './modes';
+import { canonicalJson } from './canonical-json';
+import { DEPTHS, SEAT_SYSTEM_PROMPT_MAX, TIER_RANK, TIERS, type ModeConfig, type SeatTuning, type Tier } from './modes';
+import { isStorableText } from './storable-text';
 
 /**
  * The mode spec an author writes (JSON): what the builder, the CLI and the MCP tools save. `validateMode` checks it
@@ -18,9 +20,19 @@ export interface SpecEngine {
   id: string;
   tier: Tier;
   family: string;
+  /**
+   * The wire protocol, which says what a seat may tune (a seed only where the protocol takes one), and whether it is
+   * a reasoning model (no temperature). Absent where the caller has no catalog entry (the advisor's proposals, which
+   * tune no seat).
+   */
+  protocol?: string;
+  reasoning?: boolean;
   /** Who made the model: family diversity counts makers (a Llama on Bedrock is not Anthropic). */
   maker: string;
 }
+
+/** Protocols whose request takes a sampling seed (OpenAI's and llama.cpp's `seed`, Gemini's `generationConfig.seed`; sim's hash). */
+const SEEDED_PROTOCOLS = ['openai', 'google', 'sim'];
 
 /** The lowest fees the price slider offers; fees default to it. */
 export interface PriceFloor {
@@ -115,7 +127,8 @@ const oneOf = <T extends string>(values: readonly T[], x: unknown): x is T =>
 const BAD_TEXT = /[<>]|[^\P{Cc}\t\n\r]/u;
 const usdMicros = (usd: number): number => Math.round(usd * 1_000_000);
 
-type Seat = { kind: 'fixed'; engine: string; backup?: string; path: string } | { kind: 'auto'; backup?: unknown; path: string };
+type Seat =
+  { kind: 'fixed'; engine: string; backup?: string; tuning?: SeatTuning; path: string } | { kind: 'auto'; backup?: unknown; path: string };
 
 class Refusals {
   readonly list: Refusal[] = [];
@@ -238,14 +251,64 @@ export function suggestTicker(ticker: string, taken: (t: string) => boolean): st
   return undefined;
 }
 
+const SEAT_KEYS = ['engine', 'backup', 'temperature', 'seed', 'system_prompt'];
+
 function parseSeat(entry: unknown, path: string, r: Refusals): Seat | undefined {
   if (typeof entry === 'string') return { kind: 'fixed', engine: entry, path };
-  if (isObj(entry) && entry.auto === true) return { kind: 'auto', backup: entry.backup, path };
-  if (isObj(entry) && typeof entry.engine === 'string' && (entry.backup === undefined || typeof entry.backup === 'string')) {
-    return { kind: 'fixed', engine: entry.engine, backup: entry.backup as string | undefined, path };
+  if (isObj(entry) && entry.auto === true) {
+    const extra = Object.keys(entry).find((k) => !['auto', 'backup'].includes(k));
+    if (extra) r.add('invalid_request', `${path}.${extra}`, `An auto seat takes \`auto\` only (and no \`${extra}\`): tune a fixed seat.`);
+    return { kind: 'auto', backup: entry.backup, path };
   }
-  r.add('invalid_request', path, 'A seat is an engine id ("family/model"), `{engine, backup?}`, or `{auto: true}`.');
+  if (isObj(entry) && typeof entry.engine === 'string' && (entry.backup === undefined || typeof entry.backup === 'string')) {
+    const unknown = Object.keys(entry).find((k) => !SEAT_KEYS.includes(k));
+    if (unknown) r.add('invalid_request', `${path}.${unknown}`, `A seat takes ${SEAT_KEYS.join(', ')}; \`${unknown}\` is none of them.`);
+    const tuning = parseTuning(entry, path, r);
+    return { kind: 'fixed', engine: entry.engine, backup: entry.backup as string | undefined, ...(tuning && { tuning }), path };
+  }
+  r.add(
+    'invalid_request',
+    path,
+    'A seat is an engine id ("family/model"), `{engine, backup?, temperature?, seed?, system_prompt?}`, or `{auto: true}`.',
+  );
   return undefined;
+}
+
+/** A seat's tuning (issue 39 item 3), each field checked on its own; undefined when it sets none. */
+function parseTuning(entry: Json, path: string, r: Refusals): SeatTuning | undefined {
+  const tuning: SeatTuning = {};
+  const { temperature, seed, system_prompt: systemPrompt } = entry;
+  if (temperature !== undefined) {
+    if (typeof temperature === 'number' && temperature >= 0 && temperature <= 2) tuning.temperature = temperature;
+    else r.add('invalid_value', `${path}.temperature`, '`temperature` is a number from 0 to 2.');
+  }
+  if (seed !== undefined) {
+    if (Number.isSafeInteger(seed) && (seed as number) >= 0 && (seed as number) <= 2_147_483_647) tuning.seed = seed as number;
+    else r.add('invalid_value', `${path}.seed`, '`seed` is a whole number from 0 to 2147483647.');
+  }
+  if (systemPrompt !== undefined) {
+    if (
+      typeof systemPrompt === 'string' &&
+      systemPrompt.trim() !== '' &&
+      systemPrompt.length <= SEAT_SYSTEM_PROMPT_MAX &&
+      isStorableText(systemPrompt)
+    )
+      tuning.systemPrompt = systemPrompt;
+    else r.add('invalid_value', `${path}.system_prompt`, `\`system_prompt\` is text of 1 to ${SEAT_SYSTEM_PROMPT_MAX} characters.`);
+  }
+  return Object.keys(tuning).length > 0 ? tuning : undefined;
+}
+
+/** What an engine cannot be asked: a sampling seed where its protocol has none, a temperature a reasoning model refuses. */
+function checkTuning(seat: { tuning?: SeatTuning; path: string }, engine: SpecEngine, r: Refusals): void {
+  if (seat.tuning?.seed !== undefined && engine.protocol !== undefined && !SEEDED_PROTOCOLS.includes(engine.protocol))
+    r.add('invalid_value', `${seat.path}.seed`, `\`${engine.id}\` (${engine.protocol}) takes no sampling seed; drop \`seed\`.`);
+  if (seat.tuning?.temperature !== undefined && engine.reasoning === true)
+    r.add(
+      'invalid_value',
+      `${seat.path}.temperature`,
+      `\`${engine.id}\` is a reasoning model and takes no temperature; drop \`temperature\`.`,
+    );
 }
 
 /** An engine a seat, backup, pool or staff entry names: it exists, can run here, and is real in a platform mode. */
@@ -262,7 +325,7 @@ function checkEngine(id: string, path: string, ctx: ValidationContext, r: Refusa
 }
 
 /** Rows by tier, with auto seats already picked from the pool. */
-type Rows = Map<Tier, { seats: string[]; backups: (string | null)[] }>;
+type Rows = Map<Tier, { seats: string[]; backups: (string | null)[]; tunings?: (SeatTuning | null)[] }>;
 
 function checkSeats(spec: Json, ctx: ValidationContext, r: Refusals): Rows | undefined {
   const hasFlat = spec.seats !== undefined;
@@ -335,10 +398,14 @@ function checkSeats(spec: Json, ctx: ValidationContext, r: Refusals): Rows | und
     const seen = new Set<string>();
     const makers = new Set<string>();
     for (const seat of fixed) {
-      if (seen.has(seat.engine)) r.add('duplicate_seat_engine', seat.path, `\`${seat.engine}\` already sits in the ${tier} row.`);
-      seen.add(seat.engine);
+      // One engine may sit twice only tuned apart (issue 39 item 3): two identical seats would give one answer twice.
+      const sitting = canonicalJson({ engine: seat.engine, tuning: seat.tuning ?? null });
+      if (seen.has(sitting))
+        r.add('duplicate_seat_engine', seat.path, `\`${seat.engine}\` already sits in the ${tier} row with the same tuning.`);
+      seen.add(sitting);
       const engine = checkEngine(seat.engine, seat.path, ctx, r);
       if (engine) {
+        checkTuning(seat, engine, r);
         makers.add(engine.maker);
         if (TIER_RANK[engine.tier] > TIER_RANK[tier])
           r.add(
@@ -357,7 +424,12 @@ function checkSeats(spec: Json, ctx: ValidationContext, r: Refusals): Rows | und
     }
     if (tier !== 'experience' && fixed.length === seats.length && fixed.length > 1 && makers.size === 1)
       r.add('single_family_row', path, `Every seat of the ${tier} row is made by ${[...makers][0]}: seat at least two makers.`);
-    if (fixed.length === seats.length) rows.set(tier, { seats: fixed.map((s) => s.engine), backups: fixed.map((s) => s.backup ?? null) });
+    if (fixed.length === seats.length)
+      rows.set(tier, {
+        seats: fixed.map((s) => s.engine),
+        backups: fixed.map((s) => s.backup ?? null),
+        tunings: fixed.map((s) => s.tuning ?? null),
+      });
     else if (fixed.length === 0 && auto && tier !== 'experience') {
       const picked = auto.pick(tier, seats.length, path);
       if (picked) rows.set(tier, picked);
@@ -650,7 +722,11 @@ function compile(rows: Rows, staff: Staff, settings: Settings, ctx: ValidationCo
   const row = (t: Tier) => {
     const found = rows.get(t);
     if (!found) return undefined;
-    return found.backups.some((b) => b !== null) ? { seats: found.seats, backups: found.backups } : { seats: found.seats };
+    return {
+      seats: found.seats,
+      ...(found.backups.some((b) => b !== null) && { backups: found.backups }),
+      ...(found.tunings?.some((t) => t !== null) && { tunings: found.tunings }),
+    };
   };
   const lowest = TIERS.find((t) => rows.has(t)) as Tier;
   // Without an experience row, the express lane seats the lowest panel row's first engine.
@@ -730,7 +806,21 @@ export function modeTemplate(): Record<string, unknown> {
 }
 
 const Engine = z.string().describe('An engine id "family/model" from `list_engines`.');
-const SeatDoc = z.union([Engine, z.object({ engine: Engine, backup: Engine.optional() }), z.object({ auto: z.literal(true) })]);
+const SeatDoc = z.union([
+  Engine,
+  z.object({
+    engine: Engine,
+    backup: Engine.optional(),
+    temperature: z.number().min(0).max(2).optional().describe('Sampling temperature for this seat (not on reasoning models).'),
+    seed: z.number().int().min(0).max(2_147_483_647).optional().describe('Sampling seed (OpenAI-compatible and Gemini engines).'),
+    system_prompt: z
+      .string()
+      .max(SEAT_SYSTEM_PROMPT_MAX)
+      .optional()
+      .describe('A system prompt of this seat’s own, before the call’s messages: seats on one model can answer differently.'),
+  }),
+  z.object({ auto: z.literal(true) }),
+]);
 const StaffDoc = z.object({ tier: z.enum(TIERS), engine: Engine, backup: Engine.optional() });
 const usd = z.number().nonnegative();
 

@@ -19,8 +19,26 @@ const engineId = z.string().regex(ENGINE_ID, 'engine id is family/model');
 const micros = z.number().int().nonnegative();
 
 const StaffSeat = z.object({ engine: engineId, backup: engineId.optional() });
-/** A tier's seats; `backups[i]`, when set, is tried right after seat i's engine, before the catalog's own backup. */
-const Row = (size: z.ZodArray<typeof engineId>) => z.object({ seats: size, backups: z.array(engineId.nullable()).optional() });
+
+/** The longest system prompt a seat may carry (about 500 tokens, counted into the quote for every call). */
+export const SEAT_SYSTEM_PROMPT_MAX = 2_000;
+/**
+ * What a seat's engine is asked with beyond the prompt (issue 39 item 3): its sampling temperature and seed, and a
+ * system prompt of its own, so seats on one model (a local panel) answer differently. Absent: the provider's defaults.
+ */
+export const SeatTuningSchema = z.object({
+  temperature: z.number().min(0).max(2).optional(),
+  seed: z.number().int().min(0).max(2_147_483_647).optional(),
+  systemPrompt: z.string().min(1).max(SEAT_SYSTEM_PROMPT_MAX).optional(),
+});
+export type SeatTuning = z.infer<typeof SeatTuningSchema>;
+
+/**
+ * A tier's seats; `backups[i]`, when set, is tried right after seat i's engine, before the catalog's own backup;
+ * `tunings[i]`, when set, goes with seat i to whichever engine of its chain answers.
+ */
+const Row = (size: z.ZodArray<typeof engineId>) =>
+  z.object({ seats: size, backups: z.array(engineId.nullable()).optional(), tunings: z.array(SeatTuningSchema.nullable()).optional() });
 
 export const ModeConfigSchema = z.object({
   /** Seats per tier: one for `experience` (express), three for the panel tiers. */
@@ -219,4 +237,45 @@ export function simDemoModes(owner: { idPrefix: string; company: string }): Syst
       }),
     },
   ];
+}
+
+/**
+ * The local demo's panel (`npm start` with QUORUM_LOCAL_MODEL=on; issue 39 item 3): three seats on the one real local
+ * model, tuned apart (temperature, seed and a system prompt of each seat's own) so they give three answers rather than
+ * one answer three times; the same model judges and writes the synthesis.
+ */
+export function localDemoMode(owner: { idPrefix: string; company: string }, engineId: string): SystemModeSeed {
+  const seat = (temperature: number, seed: number, systemPrompt: string): SeatTuning => ({ temperature, seed, systemPrompt });
+  return {
+    id: `${owner.idPrefix}-local-panel`,
+    ticker: `${owner.company}:LOCL`,
+    name: 'Local Panel',
+    description:
+      'Three seats on the one local model, each with its own temperature, seed and brief; the same model judges and synthesises.',
+    useWhen: 'Trying a panel on real text, offline, on this machine.',
+    config: {
+      tiers: {
+        experience: { seats: [engineId] },
+        plus: {
+          seats: [engineId, engineId, engineId],
+          tunings: [
+            seat(0.2, 11, 'You are a careful analyst. Answer precisely and briefly.'),
+            seat(0.8, 23, 'You are a skeptic. Question the obvious reading before you answer.'),
+            seat(1.1, 37, 'You are a teacher. Explain the answer simply, with one example.'),
+          ],
+        },
+      },
+      staff: { judge: { engine: engineId }, synthesis: { engine: engineId } },
+      rounds: 1,
+      critique: 'never',
+      grounding: 'off',
+      express: 'never',
+      skipSynthesisWhenConverged: false,
+      // A small model on two cores writes about 20 tokens a second: short answers keep a panel call within a minute.
+      seatMaxOutputTokens: 128,
+      fees: { surchargeByDepthMicros: { light: 2_000, medium: 5_000, deep: 10_000 }, expressSurchargeMicros: 1_000, perMtokInputUsd: 0.5 },
+      ceilingMicros: 1_000_000,
+      providerFamilies: [engineId.split('/')[0]],
+    },
+  };
 }

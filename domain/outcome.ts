@@ -1,7 +1,7 @@
 import type { Classification, Lane } from './classifier';
 import type { Form } from './form';
 import type { Judgment } from './judge';
-import type { Tier } from './modes';
+import type { SeatTuning, Tier } from './modes';
 
 /**
  * What one deliberation produced: the single domain model both Form serialisers, the receipt and the
@@ -37,6 +37,8 @@ export interface SeatPass {
   feeMicros: number;
   content: string;
   finish: Finish;
+  /** The mode's tuning of the seat, as it was asked (absent when the mode sets none). */
+  tuning?: SeatTuning;
 }
 
 export interface StaffCall {

@@ -127,6 +127,8 @@ export interface QuestionResult {
   /** The question as asked; absent on rows written before 2026-11-25 (their reads derive it: operations/run-questions.ts). */
   question?: string;
   reference: string;
+  /** A benchmark set's question: the set and the item's id there. */
+  source?: { set: string; id: string };
   modeAnswer: string;
   baselineAnswer: string;
   baselineEngine: string;

@@ -1,5 +1,5 @@
 import type { Classification, Lane } from './classifier';
-import type { ModeConfig, Tier } from './modes';
+import type { ModeConfig, SeatTuning, Tier } from './modes';
 import type { SeatRole } from './outcome';
 
 /**
@@ -23,6 +23,8 @@ export interface SeatAssignment {
   designed: string;
   /** The designed engine if it can run, then its backups; the seat takes the first that answers. */
   chain: SeatedEngine[];
+  /** The mode's tuning of this seat: whichever engine of the chain answers is asked with it. */
+  tuning?: SeatTuning;
 }
 
 export interface StaffAssignment {
@@ -87,6 +89,12 @@ export function laneFor(config: ModeConfig, tier: Tier, classification: Pick<Cla
 /** The engines the mode designs for the call's seats: the express tier's one seat, or the tier's panel. */
 export function designedSeats(config: ModeConfig, tier: Tier, lane: Lane): string[] {
   return designedRow(config, tier, lane).seats;
+}
+
+/** The mode's tuning of each of those seats (null where it sets none). */
+export function designedTunings(config: ModeConfig, tier: Tier, lane: Lane): (SeatTuning | null)[] {
+  const row = designedRow(config, tier, lane);
+  return row.seats.map((_, i) => row.tunings?.[i] ?? null);
 }
 
 /** The tier whose row seats a call: the experience row on the express lane, else the tier's, then plus's, then experience's. */
@@ -194,6 +202,7 @@ export function seatingFor(config: ModeConfig, tier: Tier, lane: Lane, ctx: Seat
     role: ROLES[i],
     designed,
     chain: seatChain(ctx, { designed, backup: row.backups?.[i], seatTier, index: i }, notes),
+    ...(row.tunings?.[i] && { tuning: row.tunings[i] }),
   }));
   return {
     seats,

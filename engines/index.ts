@@ -250,6 +250,7 @@ async function callEngine(setup: EngineSetup, s: EngineSpec, req: EngineRequest,
     // The provider would refuse more than its limit; asking for the limit is the closest honest request.
     maxOutputTokens: Math.min(req.maxOutputTokens, s.maxOutputTokens),
     temperature: req.temperature,
+    seed: req.seed,
     reply: s.structuredOutput ? req.reply : undefined,
     deadline,
     signal: req.signal,

@@ -59,6 +59,8 @@ export interface EngineRequest {
   messages: ChatMessage[];
   maxOutputTokens: number;
   temperature?: number;
+  /** A sampling seed, where the protocol takes one (OpenAI's and llama.cpp's `seed`, Gemini's `generationConfig.seed`). */
+  seed?: number;
   /** Staff replies: the structure to ask for, where the engine supports structured output (`structuredOutput`). */
   reply?: ReplySchema;
   /** Whole-call deadline; default QUORUM_ENGINE_TIMEOUT_MS (180 s). */

@@ -100,6 +100,11 @@ const EnvSchema = z.object({
   QUORUM_DATA_DIR: envText,
   /** The fault tests' crash point: the process kills itself when it reaches the point of this name (infra/faults.ts). */
   QUORUM_FAULT: envText,
+  /**
+   * The converted real benchmark sets (stack/benchmark-sets.ts writes them; `npm start` and the tests set this): runs
+   * may name them in `svc.question_set`. Unset: only the generated families and imported sets.
+   */
+  QUORUM_BENCHMARK_SETS_DIR: envText,
   /** A SearXNG instance grounding searches go to; unset: the operator-loaded documents in Postgres (full-text search). */
   QUORUM_SEARXNG_URL: z.string().url().optional(),
   /** Engines beside the built-in catalog (docs/engines.md); their key variables are read from the environment at start. */
@@ -192,10 +197,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /**
  * The settings of process-wide modules that hold them from their import on (the logger's level, the local-stack
- * directory, the fault tests' crash point), before an entry point has built its Config; each is the same schema field
+ * directory, the fault tests' crash point, the benchmark sets' folder), before an entry point has built its Config; each is the same schema field
  * that loadConfig validates at start, so a bad value stops the entry point with the variable's name.
  */
-export function processSetting<K extends 'QUORUM_LOG_LEVEL' | 'QUORUM_DATA_DIR' | 'QUORUM_FAULT'>(name: K): Config[K] | undefined {
+export function processSetting<K extends 'QUORUM_LOG_LEVEL' | 'QUORUM_DATA_DIR' | 'QUORUM_FAULT' | 'QUORUM_BENCHMARK_SETS_DIR'>(
+  name: K,
+): Config[K] | undefined {
   const parsed = EnvSchema.shape[name].safeParse(process.env[name]);
   return parsed.success ? (parsed.data as Config[K]) : undefined;
 }

@@ -151,10 +151,11 @@ async function pairedSpec(
 async function runQuestions(deps: OperationDeps, auth: AuthContext, spec: RunSpec): Promise<Question[]> {
   const found = await questionsForRun(deps.db, auth.orgId, spec);
   if ('questions' in found) return found.questions;
-  const message =
-    found.missing === 'set'
-      ? `No question set \`${spec.questionSetId}\` in this organisation.`
-      : `Question set \`${spec.questionSetId}\` has fewer questions of some difficulty than the run asks for.`;
+  const message = {
+    set: `No question set \`${spec.questionSetId}\` in this organisation.`,
+    installed: `The benchmark sets are not installed on this deployment, so \`${spec.questionSetId}\` cannot be drawn; use the generated questions (no \`svc.question_set\`) or an imported set.`,
+    questions: `Question set \`${spec.questionSetId}\` has fewer questions of some difficulty than the run asks for.`,
+  }[found.missing];
   throw new QuorumError('invalid_request', message, { param: 'svc.question_set' });
 }
 

@@ -1,10 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
+import { ensureBenchmarkSets } from './benchmark-sets';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createDb } from '../db/knex';
 import { prepareDatabase } from '../db/prepare';
-import { seedDemoOrganisation } from '../db/seed';
+import { seedDemoOrganisation, seedLocalDemoMode } from '../db/seed';
 import { startTrialTimer } from '../starters/trial-credit';
 import { loadConfig, SHUTDOWN_MARGIN_MS, type Config } from '../infra/config';
 import { bundleInChild } from '../worker/bundle';
@@ -215,6 +216,20 @@ function launcherTools(config: Config): ToolEnv {
 }
 
 /**
+ * The real benchmark sets for runs (stack/benchmark-sets.ts), installed once per user; a stack that cannot install
+ * them (no registry) still starts, its runs on the generated questions, and says so.
+ */
+function benchmarkSetsEnv(config: Config): NodeJS.ProcessEnv {
+  if (config.QUORUM_BENCHMARK_SETS_DIR !== undefined) return {};
+  try {
+    return { QUORUM_BENCHMARK_SETS_DIR: ensureBenchmarkSets(toolEnv(config, process.env), say) };
+  } catch (err) {
+    say(`real benchmark sets not installed (${(err as Error).message.split('\n')[0]}): runs draw generated questions only`);
+    return {};
+  }
+}
+
+/**
  * QUORUM_LOCAL_MODEL=on: the real local model, its engines file, and the setting that seats it where no provider key
  * could run the design (instead of a simulated engine). Returns the environment the worker and API need for it.
  */
@@ -348,6 +363,7 @@ async function main(): Promise<void> {
   const { migrations } = await prepareDatabase(db);
   say(`postgres ready; ${migrations.length} migration(s) applied`);
   const demo = await seedDemoOrganisation(db);
+  if (config.QUORUM_LOCAL_MODEL === 'on') await seedLocalDemoMode(db, LOCAL_ENGINE_ID);
   if (demo.trialStartedAt) {
     // A fresh demo organisation gets its 30-day trial timer now (Temporal is up: awaited above).
     const connection = await Connection.connect(temporalTarget);
@@ -367,6 +383,7 @@ async function main(): Promise<void> {
     ...(temporal ? withoutTemporalClientSettings(process.env) : process.env),
     ...joinClusterEnv({ databaseUrl, temporalAddress, namespace: config.TEMPORAL_NAMESPACE }),
     ...(config.QUORUM_LOCAL_MODEL === 'on' ? await startLocalDemoModel(config) : {}),
+    ...benchmarkSetsEnv(config),
   };
   // One machine, one process: `npm start`'s API runs the worker too (QUORUM_ROLE=all), so its starts are eager and
   // one Node process is resident instead of two. The cluster keeps them apart, as production does.

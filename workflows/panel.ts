@@ -5,7 +5,7 @@ import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
 import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
 import { lastUserText, type ChatMessage } from '../domain/messages';
-import type { ModeConfig } from '../domain/modes';
+import type { ModeConfig, SeatTuning } from '../domain/modes';
 import type { PanelResult, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
@@ -109,6 +109,7 @@ function seatPass(s: SeatState, round: number, first: EngineCallResult, final: E
     feeMicros: platformFeeMicros(cost, final.source),
     content: final.text,
     finish: final.finish,
+    ...(s.assignment.tuning && { tuning: s.assignment.tuning }),
   };
 }
 
@@ -213,6 +214,22 @@ async function seatRound(panel: PanelState, round: number, seats: SeatState[], p
   return seats.filter((_, i) => answers[i] !== undefined);
 }
 
+/** A tuned seat's own system prompt comes first, in the one leading system message some chat templates allow. */
+function tunedMessages(tuning: SeatTuning | undefined, messages: ChatMessage[]): ChatMessage[] {
+  if (!tuning?.systemPrompt) return messages;
+  const [first, ...rest] = messages;
+  if (first?.role === 'system') return [{ role: 'system', content: `${tuning.systemPrompt}\n\n${first.content}` }, ...rest];
+  return [{ role: 'system', content: tuning.systemPrompt }, ...messages];
+}
+
+/** A tuned seat's sampling, only what the mode set (an untuned call's input, and its history, stay as they were). */
+function sampling(tuning: SeatTuning | undefined): { temperature?: number; seed?: number } {
+  return {
+    ...(tuning?.temperature !== undefined && { temperature: tuning.temperature }),
+    ...(tuning?.seed !== undefined && { seed: tuning.seed }),
+  };
+}
+
 /** One seat's pass: its current engine, then backups on failure; a cut-off answer is retried once with twice the room. */
 async function runSeat(
   panel: PanelState,
@@ -236,10 +253,11 @@ async function runSeat(
         orgId: input.orgId,
         engineId: engine.engineId,
         ownKey: engine.ownKey,
-        messages,
+        messages: tunedMessages(s.assignment.tuning, messages),
         knownAnswer: input.knownAnswer,
         lane: input.lane,
         round,
+        ...sampling(s.assignment.tuning),
       };
       const first = await hedged(
         (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),

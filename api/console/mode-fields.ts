@@ -123,8 +123,8 @@ function seatValue(seat: unknown): string {
 }
 
 /**
- * A row of seats: blank selects seat nobody (a row of all blanks is no row). A seat that had a backup in the JSON
- * keeps it when its engine is changed here; backups are edited in the JSON.
+ * A row of seats: blank selects seat nobody (a row of all blanks is no row). A seat that had a backup or a tuning
+ * (temperature, seed, system prompt) in the JSON keeps them when its engine is changed here; they are edited in the JSON.
  */
 function seatRow(tier: Tier): Unit {
   const path = `seats_by_tier.${tier}`;
@@ -146,7 +146,7 @@ function seatRow(tier: Tier): Unit {
         if (value === '') return [];
         if (value === AUTO) return [{ auto: true }];
         const old = before[i];
-        return [isObj(old) && old.backup !== undefined && old.auto === undefined ? { ...old, engine: value } : value];
+        return [isObj(old) && typeof old.engine === 'string' ? { ...old, engine: value } : value];
       });
       setPath(spec, path, row.length > 0 ? row : undefined);
       if (isObj(spec.seats_by_tier) && Object.keys(spec.seats_by_tier).length === 0) delete spec.seats_by_tier;

@@ -101,6 +101,8 @@ function questionRecord(names: RunNames, { result: r, question }: RunQuestionVie
     bucket: names.bucket[r.bucket],
     tier: r.tier,
     cluster: r.cluster,
+    // A benchmark set's item: its set and its id there, so a result can be traced to the published item.
+    source: r.source ?? null,
     question,
     reference_answer: r.reference,
     mode_answer: includeTranscript ? r.modeAnswer : null,

@@ -108,6 +108,10 @@ function seatRow(row: SeatPass, includeTranscript: boolean, extra: JsonObject): 
     ended_at: row.endedAt,
     latency_ms: row.latencyMs,
     content: includeTranscript ? row.content : undefined,
+    // What the mode asked this seat's engine with (its sampling and system prompt), where it set any.
+    tuning: row.tuning
+      ? { temperature: row.tuning.temperature ?? null, seed: row.tuning.seed ?? null, system_prompt: row.tuning.systemPrompt ?? null }
+      : undefined,
     ...extra,
   };
 }

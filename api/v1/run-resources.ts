@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BENCHMARK_SET_NAMES } from '../../domain/questions/benchmark-sets';
 import { JUDGE_SLOTS, JUDGING_PROTOCOLS } from '../../domain/run-judging';
 import { BATCH_STATES, RUN_KINDS, RUN_LIMITS } from '../../domain/runs';
 import { QUESTION_PAGE } from '../../operations/run-questions';
@@ -38,7 +39,12 @@ export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
     dry_run: z.boolean().optional().describe('Price and duration only; nothing starts or is charged.'),
     svc: z
       .object({
-        question_set: z.string().optional().describe('An imported question set (`quorum questions import`).'),
+        question_set: z
+          .string()
+          .optional()
+          .describe(
+            `An imported question set (\`qs_…\`, \`quorum questions import\`) or a real benchmark set where installed: ${BENCHMARK_SET_NAMES.join(', ')} (docs/runs.md).`,
+          ),
         same_questions_as: z
           .uuid()
           .optional()
@@ -104,6 +110,12 @@ export const RunQuestionSchema = z.object({
   bucket: z.string().describe('`light`, `medium`, `hard` (Form A); `easy`, `medium`, `hard` (Form B).'),
   tier: z.string(),
   cluster: z.string().describe('The template the question came from: the statistics cluster by it.'),
+  source: z
+    .object({ set: z.string(), id: z.string() })
+    .nullable()
+    .describe(
+      "A benchmark set's question: the set (`gsm8k`, `arc-easy`…) and the item's id in its published source; null for generated and imported questions.",
+    ),
   question: z.string().nullable().describe('The prompt as asked; null only for an older run whose question can no longer be derived.'),
   reference_answer: z.string(),
   mode_answer: z.string().nullable().describe('With `include_transcript=true` (stored up to 4,000 characters); else null.'),

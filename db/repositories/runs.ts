@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
+import { benchmarkPool, isBenchmarkSetName } from '../../domain/questions/benchmark-sets';
 import { generateQuestions } from '../../domain/questions/generate';
+import { benchmarkLibrary } from '../../infra/benchmark-sets';
 import type { Bucket, Question } from '../../domain/questions/types';
 import type { RunSummary } from '../../domain/run-summary';
 import type { CertificationVerdict } from '../../domain/statistics';
@@ -441,15 +443,22 @@ async function questionSetOf(db: DbOrTrx, orgId: string, id: string): Promise<Qu
 }
 
 /**
- * A run's questions, the same at launch and in its workflow: generated from its seed, or drawn (seeded) from the
- * organisation's imported set. `missing` says why there are none: no such set, or too few of some difficulty.
+ * A run's questions, the same at launch and in its workflow: generated from its seed, or drawn (seeded) from a
+ * benchmark set installed here or the organisation's imported set. `missing` says why there are none: no such set, the benchmark sets are not installed here, or too few of
+ * some difficulty.
  */
 export async function questionsForRun(
   db: DbOrTrx,
   orgId: string,
   spec: RunSpec,
-): Promise<{ questions: Question[] } | { missing: 'set' | 'questions' }> {
+): Promise<{ questions: Question[] } | { missing: 'set' | 'questions' | 'installed' }> {
   if (spec.questionSetId === null) return { questions: generateQuestions(spec.seed, spec.counts) };
+  if (isBenchmarkSetName(spec.questionSetId)) {
+    const library = benchmarkLibrary();
+    if (!library) return { missing: 'installed' };
+    const drawn = selectQuestions(benchmarkPool(library.questions, spec.questionSetId), spec.counts, spec.seed);
+    return drawn ? { questions: drawn } : { missing: 'questions' };
+  }
   const pool = await questionSetOf(db, orgId, spec.questionSetId);
   if (!pool) return { missing: 'set' };
   const picked = selectQuestions(pool, spec.counts, spec.seed);

@@ -1,5 +1,6 @@
 import { MONTHS, isValidDate, isoDate, parseIsoDate, type CivilDate } from './calendar';
 import { findNumberWords } from './number-words';
+import type { Question } from './types';
 
 /**
  * Reading a model's reply against a known answer. The answer is the text after the last `Final answer:`, else the
@@ -9,8 +10,28 @@ import { findNumberWords } from './number-words';
  *   second number (`42 or 43`) or a hedge (`not 42`) makes it wrong;
  * - a date reference (`2024-03-05`): exactly one distinct date, ISO or written (`March 5, 2024`, `5th March 2024`);
  * - any other reference: the same text, ignoring case, accents, spacing, markdown and surrounding punctuation.
+ * A benchmark question says how its answer reads (`answerKind`):
+ * - `choice`: one letter (`B`, `(B)`, `B. food`, `Option B`, `The answer is B`) or exactly one option's text; two
+ *   letters or a hedge is wrong;
+ * - `yes-no`: `yes`/`no` (or `true`/`false`) leading the answer, unhedged;
+ * - `math`: the same expression after LaTeX's spacing, sizing and wrappers are dropped, or the same number when both
+ *   are plain numbers or fractions (`\frac{1}{2}`, `1/2`, `0.5`).
  */
-export function checkAnswer(reply: string, reference: string): boolean {
+export function checkAnswer(reply: string, reference: string, asked: Pick<Question, 'answerKind' | 'choices'> = {}): boolean {
+  switch (asked.answerKind) {
+    case 'choice':
+      return chosenLetter(clean(extractFinalAnswer(reply)), asked.choices ?? []) === reference.toUpperCase();
+    case 'yes-no':
+      return yesOrNo(clean(extractFinalAnswer(reply))) === reference.toLowerCase();
+    case 'math':
+      return sameExpression(extractFinalAnswer(reply), reference);
+    default:
+      return checkShaped(reply, reference);
+  }
+}
+
+/** The generated families' rule, and a benchmark's `number` answers: by the reference's shape. */
+function checkShaped(reply: string, reference: string): boolean {
   const answer = clean(extractFinalAnswer(reply));
   const ref = clean(reference);
   const number = wholeNumber(ref);
@@ -135,4 +156,82 @@ function onlyDate(ref: string): CivilDate | undefined {
   if (dates.length !== 1) return undefined;
   const rest = ref.replace(new RegExp(`${MONTH}|\\d+${ORDINAL}|\\bof\\b|[\\s,./-]`, 'gi'), '');
   return rest === '' ? parseIsoDate(dates[0]) : undefined;
+}
+
+const LETTER_FORMS = [
+  /^\(?([A-J])\)?$/i,
+  /^\(?([A-J])[.):]\s+(.+)$/,
+  /^(?:the\s+)?(?:correct\s+|right\s+|best\s+)?(?:answer|option|choice)(?:\s+is)?\s*:?\s*\(?([A-J])\)?(?:[.):,]\s*(.*))?$/i,
+];
+
+/** The one option the answer names, as its letter; undefined for none, two, or a hedge. */
+function chosenLetter(answer: string, choices: readonly string[]): string | undefined {
+  if (hedged(answer) || /\b[A-J]\s*(?:,|and|&)\s*\(?[A-J]\b/.test(answer)) return undefined;
+  for (const form of LETTER_FORMS) {
+    const m = form.exec(answer);
+    if (!m) continue;
+    const letter = m[1].toUpperCase();
+    const text = m[2]?.trim();
+    const index = letter.charCodeAt(0) - 65;
+    // `B. food` must name B's own text, when it names one at all.
+    if (text && choices[index] !== undefined && plainText(clean(text)) !== plainText(clean(choices[index]))) return undefined;
+    return letter;
+  }
+  const named = choices.flatMap((c, i) => (plainText(clean(c)) === plainText(answer) ? [String.fromCharCode(65 + i)] : []));
+  return named.length === 1 ? named[0] : undefined;
+}
+
+function yesOrNo(answer: string): 'yes' | 'no' | undefined {
+  // `No, it does not` is a plain no; `yes or no`, `maybe` and `it depends` are no answer.
+  if (/^(yes|no)\s+or\b|\b(either|maybe|perhaps|depends|unclear)\b/i.test(answer)) return undefined;
+  const m = /^(yes|no|true|false)\b/i.exec(answer);
+  if (!m) return undefined;
+  return ['yes', 'true'].includes(m[1].toLowerCase()) ? 'yes' : 'no';
+}
+
+/** `\boxed{…}` (braces balanced) unwrapped, wherever it stands. */
+function unboxed(text: string): string {
+  const at = text.lastIndexOf('\\boxed{');
+  if (at < 0) return text;
+  let depth = 0;
+  for (let i = at + 6; i < text.length; i++) {
+    if (text[i] === '{') depth++;
+    else if (text[i] === '}' && --depth === 0) return text.slice(at + 7, i);
+  }
+  return text;
+}
+
+/** A LaTeX answer without what does not change its value: dollars, spacing, sizing, `\text{}`, degrees, a final dot. */
+function mathForm(text: string): string {
+  return unboxed(text.normalize('NFKC'))
+    .replace(/\$/g, '')
+    .replace(/\\(?:left|right|displaystyle|!|,|;|:|quad|qquad)/g, '')
+    .replace(/\\[dt]frac/g, '\\frac')
+    .replace(/\\text\{([^{}]*)\}|\\mbox\{([^{}]*)\}/g, '$1$2')
+    .replace(/\^\{?\\circ\}?|\\%|%|°/g, '')
+    .replace(/\s+/g, '')
+    .replace(/[.。]+$/, '');
+}
+
+/** A plain number or fraction as an exact rational [numerator, denominator]; undefined otherwise. */
+function rational(text: string): [bigint, bigint] | undefined {
+  const frac = /^(-)?\\frac\{?(-?\d+)\}?\{?(\d+)\}?$/.exec(text) ?? /^(-)?(-?\d+)\/(\d+)$/.exec(text);
+  if (frac) {
+    const d = BigInt(frac[3]);
+    return d === 0n ? undefined : [BigInt(frac[2]) * (frac[1] ? -1n : 1n), d];
+  }
+  const dec = /^(-)?(\d+)(?:\.(\d+))?$/.exec(text.replace(/,(?=\d{3}\b)/g, ''));
+  if (!dec) return undefined;
+  const fraction = dec[3] ?? '';
+  return [BigInt(`${dec[2]}${fraction}`) * (dec[1] ? -1n : 1n), 10n ** BigInt(fraction.length)];
+}
+
+function sameExpression(reply: string, reference: string): boolean {
+  const ref = mathForm(reference);
+  let answer = mathForm(reply);
+  // `x=5` answers `5`; a reference that is itself an equation is compared whole.
+  if (!ref.includes('=') && answer.includes('=')) answer = answer.slice(answer.lastIndexOf('=') + 1);
+  if (answer === ref) return true;
+  const [a, r] = [rational(answer), rational(ref)];
+  return a !== undefined && r !== undefined && a[0] * r[1] === r[0] * a[1];
 }

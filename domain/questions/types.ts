@@ -15,7 +15,17 @@ export interface Question {
   bucket: Bucket;
   /** The template the question came from (`family.template`): questions of one template are one statistical cluster. */
   cluster: string;
+  /** How the checker reads the reply (check.ts); absent: by the reference's shape (number, date or text). */
+  answerKind?: AnswerKind;
+  /** A multiple-choice question's options in letter order (A, B, …), as asked: the checker also accepts an option's text. */
+  choices?: string[];
+  /** A benchmark set's question: the set and the item's id there (domain/questions/benchmark-sets.ts). */
+  source?: { set: string; id: string };
 }
+
+/** `number`: GSM8K's numeric answer; `choice`: a letter; `yes-no`; `math`: a LaTeX expression, compared normalised. */
+export const ANSWER_KINDS = ['number', 'choice', 'yes-no', 'math'] as const;
+export type AnswerKind = (typeof ANSWER_KINDS)[number];
 
 /** An id becomes part of a workflow id, so it keeps to characters every id scheme accepts. */
 export const QUESTION_ID = /^[A-Za-z0-9._-]{1,64}$/;

@@ -9,6 +9,7 @@ export interface AdapterCall {
   messages: ChatMessage[];
   maxOutputTokens: number;
   temperature?: number;
+  seed?: number;
   /** Ask for a reply in this structure, the protocol's own way; absent when the engine cannot (the text is parsed). */
   reply?: ReplySchema;
   deadline: AbortSignal;

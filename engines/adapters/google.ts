@@ -39,6 +39,7 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
       generationConfig: {
         maxOutputTokens: call.maxOutputTokens,
         ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+        ...(call.seed !== undefined ? { seed: call.seed } : {}),
         ...(reply ? { responseMimeType: 'application/json', responseSchema: geminiSchema(reply.schema) } : {}),
       },
     },

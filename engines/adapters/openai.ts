@@ -60,6 +60,7 @@ export async function callOpenAi(call: AdapterCall, target: ApiKeyTarget): Promi
       messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
       ...outputLimit(call),
       ...(call.temperature !== undefined && !spec.reasoning ? { temperature: call.temperature } : {}),
+      ...(call.seed !== undefined ? { seed: call.seed } : {}),
       ...(reply
         ? {
             response_format: {

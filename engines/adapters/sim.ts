@@ -26,6 +26,8 @@ export async function callSim(
     .update(spec.id)
     .update('\0')
     .update(JSON.stringify(call.messages.map((m) => [m.role, m.content])))
+    // A seat's own seed draws another answer from the same engine, as a provider's sampling seed does.
+    .update(call.seed === undefined ? '' : `\0seed ${call.seed}`)
     .digest();
   const rand = seededRandom(seed);
   const correctDraw = rand();

@@ -1,4 +1,5 @@
 import { QuorumError, type ErrorCode } from '../../domain/errors';
+import { BENCHMARK_SET_NAMES, isBenchmarkSetName } from '../../domain/questions/benchmark-sets';
 import type { Form } from '../../domain/form';
 import type { Tier } from '../../domain/modes';
 import { BUCKETS, type Bucket } from '../../domain/questions/types';
@@ -142,8 +143,12 @@ function svcOf(body: Record<string, unknown>): Record<string, unknown> {
 function questionSet(body: Record<string, unknown>): string | null {
   const id = svcOf(body).question_set;
   if (id === undefined || id === null) return null;
-  if (typeof id !== 'string' || !/^qs_[A-Za-z0-9]{1,64}$/.test(id))
-    return fail('invalid_request', '`svc.question_set` must be a question set id (`qs_…`).', 'svc.question_set');
+  if (typeof id !== 'string' || !(/^qs_[A-Za-z0-9]{1,64}$/.test(id) || isBenchmarkSetName(id)))
+    return fail(
+      'invalid_request',
+      `\`svc.question_set\` must be an imported question set id (\`qs_…\`) or a benchmark set: ${BENCHMARK_SET_NAMES.join(', ')}.`,
+      'svc.question_set',
+    );
   return id;
 }
 

@@ -11,6 +11,7 @@ import { dynamicConfigArgs, sqlitePragmaArgs } from '../../stack/temporal-server
 import { quorumSearchAttributes } from '../../workflows/search-attributes';
 import { loadConfig } from '../../infra/config';
 import { toolEnv } from '../../stack/tool-env';
+import { ensureBenchmarkSets } from '../../stack/benchmark-sets';
 
 /**
  * One real Temporal dev server and one real Postgres for the whole mocha run, on free ports, torn down at the end,
@@ -50,7 +51,10 @@ export function stack(): TestStack {
  */
 export async function startStack(options: { dbFile?: string } = {}): Promise<TestStack> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const temporalBinary = resolveTemporalBinary(toolEnv(loadConfig(), process.env));
+  const tools = toolEnv(loadConfig(), process.env);
+  const temporalBinary = resolveTemporalBinary(tools);
+  // The real benchmark sets, as `npm start` installs them (no skip: a suite that cannot install them fails and says why).
+  process.env.QUORUM_BENCHMARK_SETS_DIR ??= ensureBenchmarkSets(tools);
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-test-'));
   // Postgres runs as the `postgres` user when we are root: it must be able to enter the folder.
   fs.chmodSync(tmp, 0o755);

@@ -269,6 +269,24 @@ describe('npm start: the supervisor', function () {
       assert.ok(r.receipt.seats.length >= 2, JSON.stringify(r));
       assert.deepEqual([...new Set(r.receipt.seats.map((x) => x.model_used))], ['local/smollm2'], 'every seat on the local model');
       assert.equal(panel.svc.best_seat_judged_by, 'llm', 'the local model judged, and its verdict was read');
+      // The local panel (issue 39 item 3): three seats on the one model, tuned apart, answer differently.
+      const local = await ask('DEMO:LOCL', 'Give one reason why the sky looks blue.');
+      const tuned = await fetch(`http://127.0.0.1:${ports.PORT}/v1/receipts/${String(local.svc.request_id)}?include_transcript=true`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      const seats = ((await tuned.json()) as { receipt: { seats: { model_used: string; content: string; tuning: unknown }[] } }).receipt
+        .seats;
+      assert.equal(seats.length, 3, JSON.stringify(seats));
+      assert.deepEqual([...new Set(seats.map((x) => x.model_used))], ['local/smollm2']);
+      assert.ok(
+        new Set(seats.map((x) => x.content.trim())).size >= 2,
+        `the seats answered alike: ${JSON.stringify(seats.map((x) => x.content))}`,
+      );
+      assert.deepEqual(
+        seats.map((x) => (x.tuning as { seed: number }).seed).sort((a, b) => a - b),
+        [11, 23, 37],
+        'each seat asked with its own settings, shown in the receipt',
+      );
       assert.equal(await ctrlC(s), 0, s.output());
       assert.equal(await healthy(modelUrl), false, 'the model server stopped with the stack');
       await assertGone(ports, localDir);
@@ -276,7 +294,7 @@ describe('npm start: the supervisor', function () {
       if (s.child.exitCode === null) await ctrlC(s);
       fs.rmSync(localDir, { recursive: true, force: true });
     }
-  });
+  }).timeout(480_000); // Three panel calls on a real model on two cores: minutes, more under load.
   // As a process manager (systemd, a container runtime, pm2) stops it: the signal to npm's own pid only, not to its
   // process group as a terminal's Ctrl-C sends it. npm passes it to its script's process, which must be the supervisor.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
