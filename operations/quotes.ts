@@ -3,10 +3,10 @@ import type { AuthContext } from '../db/repositories/api-keys';
 import {
   claimApproval,
   insertQuote,
+  payerOf,
   markLaunched,
   releaseApproval,
   type QuotedRun,
-  type QuotePayer,
   type QuoteRecord,
 } from '../db/repositories/quotes';
 import { QuorumError, type ErrorCode } from '../domain/errors';
@@ -33,10 +33,6 @@ export type QuoteRefusal = 'invalid_spec' | 'mode_not_owned' | 'chat_history_req
 
 /** An approval left unfinished this long (its process died mid-launch) is taken over by the next one. */
 const STALE_APPROVAL_MS = 60_000;
-
-export function payerOf(auth: AuthContext): QuotePayer {
-  return auth.keyKind === 'test' ? 'none' : 'organisation';
-}
 
 /** The launch request a quoted run makes. */
 export function quotedRequest(model: string, run: QuotedRun, dryRun: boolean): RunRequest {

@@ -104,13 +104,22 @@ export const RunQuestionSchema = z.object({
   bucket: z.string().describe('`light`, `medium`, `hard` (Form A); `easy`, `medium`, `hard` (Form B).'),
   tier: z.string(),
   cluster: z.string().describe('The template the question came from: the statistics cluster by it.'),
-  question: z.string().nullable().describe('The prompt as asked; null only for an older run whose question can no longer be derived.'),
-  reference_answer: z.string(),
-  mode_answer: z.string().nullable().describe('With `include_transcript=true` (stored up to 4,000 characters); else null.'),
+  sealed: z
+    .boolean()
+    .describe("The run has not ended: `question`, `reference_answer` and the answers' texts are null until it has (issue 38 item 1)."),
+  question: z
+    .string()
+    .nullable()
+    .describe('The prompt as asked; null while the run is sealed, or for an older run whose question can no longer be derived.'),
+  reference_answer: z.string().nullable().describe('Null while the run is sealed.'),
+  mode_answer: z
+    .string()
+    .nullable()
+    .describe('With `include_transcript=true` once the run has ended (stored up to 4,000 characters); else null.'),
   mode_answer_chars: z.number().int(),
   mode_correct: z.boolean().describe('The final answer matched `reference_answer` (exact-answer check when the question was recorded).'),
   baseline_engine: z.string(),
-  baseline_answer: z.string().nullable().describe('With `include_transcript=true`; else null.'),
+  baseline_answer: z.string().nullable().describe('With `include_transcript=true` once the run has ended; else null.'),
   baseline_answer_chars: z.number().int(),
   baseline_correct: z.boolean(),
   judgments: z
