@@ -27,6 +27,10 @@ export const INVARIANTS = {
     'Every `certified` verdict has the coverage a verdict needs (answered questions overall and per bucket, issue 26 item 8).',
   listed_version_uncertified:
     'A listed mode certified by a live run at an earlier version is certified by a live run at its listed version too (published_version_uncertified); simulated (test key) runs certify nothing.',
+  run_billed_off_quote:
+    'A test run billed its quoted price (issue 38 items 8 and 9): its charge is the sum of the prices of its questions kept on the run.',
+  certification_kept_without_verdict:
+    'No verdict, no charge (issue 38 item 7): an ended certification kept its charge (billed − refunded = billed) when it ended completed with a verdict, and kept nothing otherwise.',
   plan_usage_mismatch:
     "A plan's usage equals its receipts: each settled row of plan_usage charged exactly its receipt's billed amount, and each plan call's receipt has its settled row.",
 } as const;
