@@ -190,6 +190,12 @@ export const LaunchSchema = z.object({
   status_url: z.string().nullable(),
   note: z.string(),
   requires_listing: z.boolean().optional().describe('Form B: a certification dry run on an unlisted mode.'),
+  svc: z
+    .object({ quote_id: z.uuid(), quote_expires_at: z.string() })
+    .optional()
+    .describe(
+      "A test run's dry run: the quote the first launch of the same body by the same key before `quote_expires_at` honours exactly (issue 38 item 8).",
+    ),
 });
 
 export const BatchSchema = z.object({
