@@ -29,6 +29,7 @@ import {
   BUCKET_DEPTH,
   CERTIFICATION,
   certificationSpec,
+  ENDED_STATES,
   dealTiers,
   estimatedRunMinutes,
   runQuestionPriceMicros,
@@ -124,7 +125,7 @@ async function resolveOwnMode(deps: OperationDeps, auth: AuthContext, model: str
 
 /**
  * A paired re-run's questions (issue 28 item 4): those of the organisation's earlier run, fixed by its spec (counts,
- * set, seed) from its launch on, whatever its state; imported sets are never changed, so the seed draws them again.
+ * set, seed), once it has ended; imported sets are never changed, so the seed draws them again.
  */
 async function pairedSpec(
   deps: OperationDeps,
@@ -136,6 +137,15 @@ async function pairedSpec(
     throw new QuorumError(deps.form === 'B' ? 'batch_not_found' : 'not_found', `No run \`${batchId.slice(0, 64)}\` in this organisation.`, {
       param: 'svc.same_questions_as',
     });
+  // Its questions are sealed until it ends (issue 38 item 1): a paired run ended early would show them.
+  if (!ENDED_STATES.includes(earlier.state))
+    throw new QuorumError(
+      'invalid_request',
+      `Run \`${batchId}\` has not ended; pair with it once it has (its questions are sealed until then).`,
+      {
+        param: 'svc.same_questions_as',
+      },
+    );
   const { counts, questionSetId, seed } = earlier.spec;
   // A release whose generator draws another question from the same seed would pair different questions by id.
   const [drawn, asked] = await Promise.all([questionsForRun(deps.db, auth.orgId, earlier.spec), questionResults(deps.db, earlier.id)]);
@@ -453,7 +463,10 @@ async function quoteDryRun(deps: RunDeps, auth: AuthContext, priced: PricedLaunc
     });
     view.quote = { id: quote.id, expiresAt: quote.expiresAt };
   }
-  view.note = `Priced only: nothing was started or charged. The first launch of the same request with this key before ${view.quote?.expiresAt.toISOString() ?? 'the quote expires'} bills exactly this price and runs these questions; a launch after it is priced afresh.`;
+  const honoured = view.quote
+    ? ` The first launch of the same request with this key before ${view.quote.expiresAt.toISOString()} bills exactly this price and runs these questions; a launch after it is priced afresh.`
+    : '';
+  view.note = `Priced only: nothing was started or charged.${honoured}`;
   return view;
 }
 
@@ -535,7 +548,7 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
 function notYetAdmitted(runId: string): QuorumError {
   return new QuorumError(
     'service_unavailable',
-    `The run's start could not be confirmed: it may still start, as batch \`${runId}\`, and be charged once. Send the same request again (the same Idempotency-Key) to see it.`,
+    `The run's start could not be confirmed: it may still start, as batch \`${runId}\`, and be charged once. Send the same request again (with the same Idempotency-Key, if it had one) to see it.`,
     { retryAfter: 2, detail: { batch_id: runId } },
   );
 }

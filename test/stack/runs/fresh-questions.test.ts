@@ -93,6 +93,14 @@ describe('runs: fresh questions on every live launch, sealed until the run ends 
         for (const row of live.rows)
           assert.deepEqual([row.sealed, row.question, row.reference_answer, row.mode_answer], [true, null, null, null], row.id);
 
+        // Nor can a paired test run, cancelled early, show them: pairing waits for the run to end.
+        const paired = await call(api, 'POST', '/v1/tests', {
+          key: org.ownerKey,
+          body: { model: modes.strong[form], svc: { same_questions_as: ids[0] } },
+        });
+        assert.equal(paired.status, 400, JSON.stringify(paired.body));
+        assert.equal(paired.body.error?.param, 'svc.same_questions_as');
+
         // Once it has ended (here cancelled), the same rows show the questions it drew and their reference answers.
         await cancelToEnd(ids[0]);
         const ended = await questions(api, org.ownerKey, ids[0]);
