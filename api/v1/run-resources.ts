@@ -232,7 +232,11 @@ export const BatchSchema = z.object({
   elapsed_seconds: z.number().int(),
   estimated_seconds_left: z.number().int(),
   billed_usd: z.number(),
-  refunded_usd: z.number().describe('The share of the charge of questions no judge delivered a verdict on, credited back.'),
+  refunded_usd: z
+    .number()
+    .describe(
+      'Credited back at the end: all of it without a verdict (a certification) or without any judged question (a test run), else the own prices of the questions no judge delivered a verdict on.',
+    ),
   engine_cost_usd: z.number().nullable(),
   results: z
     .object({ per_bucket: z.record(z.string(), group), overall: group })
