@@ -142,7 +142,7 @@ export function createBenchmarkActivities(deps: ActivityDeps) {
 
     /**
      * The run's statistics from its question rows, written once with its end state (`incomplete` without the coverage
-     * a verdict needs, domain/run-summary.ts); the questions no judge's verdict was read on are credited back.
+     * a verdict needs, domain/run-summary.ts); what its end gives back is credited (db/repositories/runs.ts `endRun`).
      */
     async finishRun(input: {
       runId: string;
@@ -154,7 +154,7 @@ export function createBenchmarkActivities(deps: ActivityDeps) {
       const [results, run] = await Promise.all([questionResults(db, input.runId), getRun(db, input.runId)]);
       const summary = results.length > 0 ? summarizeRun(input.kind, results, run.spec.counts) : null;
       const state = endStateOf(input.kind, input.state, summary);
-      const ended = await endRun(db, input.runId, { ...input, state, summary, answered: summary?.coverage?.judged ?? 0 });
+      const ended = await endRun(db, input.runId, { ...input, state, summary });
       return ended.summary;
     },
   };

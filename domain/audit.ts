@@ -29,6 +29,10 @@ export const INVARIANTS = {
     'A listed mode certified by a live run at an earlier version is certified by a live run at its listed version too (published_version_uncertified); simulated (test key) runs certify nothing.',
   trial_deduction_mismatch:
     'An expired trial whose calls and runs in flight at the expiry have all settled deducted exactly its unused credit (spec 01 item 11, docs/money.md): the trial credit less the net spend from it (charges less cap credits and refunds since the trial began, up to the expiry, and those of the holds and runs open at the expiry), never below zero.',
+  run_billed_off_quote:
+    'A test run billed its quoted price (issue 38 items 8 and 9): its charge is the sum of the prices of its questions kept on the run.',
+  certification_kept_without_verdict:
+    'No verdict, no charge (issue 38 item 7): an ended certification kept its charge (billed − refunded = billed) when it ended completed with a verdict, and kept nothing otherwise.',
   plan_usage_mismatch:
     "A plan's usage equals its receipts: each settled row of plan_usage charged exactly its receipt's billed amount, and each plan call's receipt has its settled row.",
 } as const;

@@ -39,6 +39,11 @@ export interface RunSpec {
   seed: number;
   /** A paired re-run: the earlier run whose counts, set and seed these are; its poll reports the paired difference. */
   sameQuestionsAs?: string;
+  /**
+   * A test run's price of each question by id, as billed (issue 38 item 9): their sum is the run's charge, and a
+   * question no verdict was read on gives back its own price. Absent on runs launched before prices were kept.
+   */
+  questionPrices?: Record<string, number>;
 }
 
 /** Spec 02 "Limits". */
@@ -66,15 +71,50 @@ export function totalQuestions(counts: BucketCounts): number {
 /** A question's bucket is priced as a call of this depth (the classifier's scale). */
 export const BUCKET_DEPTH: Readonly<Record<Bucket, Depth>> = { light: 'light', medium: 'medium', hard: 'deep' };
 
-/** Spec 02 item 2: a test run bills per question at 25% off the mode's normal price (rounded down, to the caller). */
-export function runQuestionPriceMicros(quotedCallMicros: number): number {
-  return Math.floor((quotedCallMicros * 3) / 4);
+/**
+ * Spec 02 item 2: a test run bills per question at 25% off the mode's normal price (rounded down, to the caller):
+ * 25% off what the question's live call would bill, after its ceiling (issue 38 item 9), not off its gross.
+ */
+export function runQuestionPriceMicros(callBilledMicros: number): number {
+  return Math.floor((callBilledMicros * 3) / 4);
 }
 
-/** A cancelled or failed run gives back the share of its charge its unanswered questions stood for. */
-export function unspentMicros(billedMicros: number, total: number, answered: number): number {
-  if (total <= 0) return 0;
-  return Math.floor((billedMicros * Math.max(0, total - answered)) / total);
+/** A test run's charge: the sum of its questions' prices. */
+export function sumPrices(spec: Pick<RunSpec, 'questionPrices'>): number {
+  return Object.values(spec.questionPrices ?? {}).reduce((sum, price) => sum + price, 0);
+}
+
+/** A question counts as judged once at least one judge's verdict on it was read. */
+export function questionJudged(r: Pick<QuestionResult, 'judgments'>): boolean {
+  return r.judgments.some((j) => j.verdict !== null);
+}
+
+/**
+ * What an ended run gives back (issue 38 items 7 and 9): no verdict, no charge. A certification keeps its flat price
+ * only when it ended `completed` with a verdict; a test run with no judged question gives back everything; otherwise
+ * each unjudged question gives back its own price (or, on a run launched before prices were kept, its share).
+ */
+export function runRefundMicros(run: {
+  kind: RunKind;
+  state: 'completed' | 'incomplete' | 'failed' | 'cancelled';
+  hasVerdict: boolean;
+  billedMicros: number;
+  totalQuestions: number;
+  questionPrices: Readonly<Record<string, number>> | undefined;
+  judgedIds: ReadonlySet<string>;
+}): number {
+  const { billedMicros, judgedIds } = run;
+  if (run.kind === 'certification') return run.state === 'completed' && run.hasVerdict ? 0 : billedMicros;
+  if (judgedIds.size === 0) return billedMicros;
+  if (run.questionPrices === undefined) {
+    const unjudged = Math.max(0, run.totalQuestions - judgedIds.size);
+    return run.totalQuestions <= 0 ? 0 : Math.floor((billedMicros * unjudged) / run.totalQuestions);
+  }
+  const unjudged = Object.entries(run.questionPrices).filter(([id]) => !judgedIds.has(id));
+  return Math.min(
+    billedMicros,
+    unjudged.reduce((sum, [, price]) => sum + price, 0),
+  );
 }
 
 /** Questions in flight per run unless configured (QUORUM_RUN_WINDOW). */

@@ -54,9 +54,9 @@ export function classifierPromptTokens(mode: ModeRecord, messages: readonly Chat
   return mode.config.staff.classifier ? countMessagesTokens(classifierPrompt(messages)) : undefined;
 }
 
-/** The mode's fee rate per tier, from its recorded calls (one query per tier, in parallel). */
+/** The mode version's fee rate per tier, from its configuration's recorded calls (one query per tier, in parallel). */
 export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
-  const stats = await Promise.all(TIERS.map((tier) => recordedCallStats(db, mode.id, tier)));
+  const stats = await Promise.all(TIERS.map((tier) => recordedCallStats(db, mode, tier)));
   return tierRates(mode.config, { experience: stats[0], plus: stats[1], pro: stats[2] });
 }
 

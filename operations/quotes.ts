@@ -3,10 +3,10 @@ import type { AuthContext } from '../db/repositories/api-keys';
 import {
   claimApproval,
   insertQuote,
+  payerOf,
   markLaunched,
   releaseApproval,
   type QuotedRun,
-  type QuotePayer,
   type QuoteRecord,
 } from '../db/repositories/quotes';
 import { QuorumError, type ErrorCode } from '../domain/errors';
@@ -33,12 +33,6 @@ export type QuoteRefusal = 'invalid_spec' | 'mode_not_owned' | 'chat_history_req
 
 /** An approval left unfinished this long (its process died mid-launch) is taken over by the next one. */
 const STALE_APPROVAL_MS = 60_000;
-
-/** Who pays a run this caller launches: a connected app's person's plan, nobody on a test key, else the organisation. */
-export function payerOf(auth: AuthContext): { payer: QuotePayer; payerPersonId: string | null } {
-  if (auth.app) return { payer: 'plan', payerPersonId: auth.app.personId };
-  return { payer: auth.keyKind === 'test' ? 'none' : 'organisation', payerPersonId: null };
-}
 
 /** Whom a quote bills, in the words of a refused approval. */
 function payerWords(quote: QuoteRecord): string {

@@ -1,7 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { findMode, isListed } from '../db/repositories/modes';
+import { insertQuote, payerOf, returnDryRunQuote, takeDryRunQuote, type QuoteRecord } from '../db/repositories/quotes';
 import {
   failLaunch,
   findRun,
@@ -9,6 +10,7 @@ import {
   markRunQueued,
   questionResults,
   questionsForRun,
+  recentDerivedRun,
   type NewRun,
   type RunRecord,
 } from '../db/repositories/runs';
@@ -26,9 +28,11 @@ import {
   BUCKET_DEPTH,
   CERTIFICATION,
   certificationSpec,
+  ENDED_STATES,
   dealTiers,
   estimatedRunMinutes,
   runQuestionPriceMicros,
+  sumPrices,
   totalQuestions,
   type BucketCounts,
   type QuestionResult,
@@ -43,10 +47,10 @@ import { awaitAdmission, startRun } from '../starters/runs';
 import { runSeatingContext } from '../engines/seating-context';
 import type { RunRequest } from './requests/runs';
 import type { OperationDeps } from './deps';
-import { callQuoteInput, catalogPrices, ownKeyFamilies, ratesOf } from './estimate';
+import { callQuoteInput, catalogPrices, classifierPromptTokens, ownKeyFamilies, ratesOf } from './estimate';
 import { assertPlanAffordsRun, assertPlanPermitsRun, planCertificationMicros, planPayerOf } from './plan-runs';
 
-import { DEFAULT_CALLBACK_RETRY_MS, LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
+import { DEFAULT_CALLBACK_RETRY_MS, DEFAULT_QUOTE_TTL_S, LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
 
 /**
  * Launching test and certification runs (spec 02): mode (404 / 403 `mode_not_owned`) →
@@ -68,6 +72,8 @@ export interface LaunchView {
   requiresListing: boolean;
   /** The idempotency key had already launched this run: nothing new was started or charged. */
   replayed: boolean;
+  /** A test run's dry run: the quote its launch honours (the seed stays server-side: it would reveal the questions). */
+  quote: { id: string; expiresAt: Date } | null;
   note: string;
 }
 
@@ -119,7 +125,7 @@ async function resolveOwnMode(deps: OperationDeps, auth: AuthContext, model: str
 
 /**
  * A paired re-run's questions (issue 28 item 4): those of the organisation's earlier run, fixed by its spec (counts,
- * set, seed) from its launch on, whatever its state; imported sets are never changed, so the seed draws them again.
+ * set, seed), once it has ended; imported sets are never changed, so the seed draws them again.
  */
 async function pairedSpec(
   deps: OperationDeps,
@@ -131,6 +137,15 @@ async function pairedSpec(
     throw new QuorumError(deps.form === 'B' ? 'batch_not_found' : 'not_found', `No run \`${batchId.slice(0, 64)}\` in this organisation.`, {
       param: 'svc.same_questions_as',
     });
+  // Its questions are sealed until it ends (issue 38 item 1): a paired run ended early would show them.
+  if (!ENDED_STATES.includes(earlier.state))
+    throw new QuorumError(
+      'invalid_request',
+      `Run \`${batchId}\` has not ended; pair with it once it has (its questions are sealed until then).`,
+      {
+        param: 'svc.same_questions_as',
+      },
+    );
   const { counts, questionSetId, seed } = earlier.spec;
   // A release whose generator draws another question from the same seed would pair different questions by id.
   const [drawn, asked] = await Promise.all([questionsForRun(deps.db, auth.orgId, earlier.spec), questionResults(deps.db, earlier.id)]);
@@ -159,31 +174,42 @@ async function runQuestions(deps: OperationDeps, auth: AuthContext, spec: RunSpe
   throw new QuorumError('invalid_request', message, { param: 'svc.question_set' });
 }
 
-/** 25% off the mode's normal quote for each question, at its bucket's depth and its tier, from its real prompt. */
-async function testRunPrice(
+/**
+ * Each question's price: 25% off what its live call would bill (after the call's ceiling), at its bucket's depth and
+ * its tier, from its real prompt; zero on a test key, whose run bills nothing.
+ */
+async function testRunPrices(
   deps: OperationDeps,
   auth: AuthContext,
   mode: ModeRecord,
   spec: RunSpec,
   questions: Question[],
-): Promise<number> {
+): Promise<Record<string, number>> {
   const [rates, ownFamilies] = await Promise.all([ratesOf(deps.db, mode), ownKeyFamilies(deps.db, auth)]);
   const base = classifyHeuristic([{ role: 'user', content: '' }]);
-  let total = 0;
+  const prices: Record<string, number> = {};
   for (const q of dealTiers(questions, spec.tiers)) {
     const classification = { ...base, depth: BUCKET_DEPTH[q.bucket], lane: 'panel' as const };
-    const promptTokens = countMessagesTokens([{ role: 'user', content: q.question }]);
-    const priced = quote(
-      callQuoteInput(deps, auth, { mode, tier: q.tier, classification, promptTokens, rates, ownFamilies }),
-      catalogPrices(deps.engines),
-    );
+    const messages = [{ role: 'user' as const, content: q.question }];
+    const promptTokens = countMessagesTokens(messages);
+    // What the live call would bill, its classifier model's call included (issue 38 item 9).
+    const asked = {
+      mode,
+      tier: q.tier,
+      classification,
+      promptTokens,
+      rates,
+      ownFamilies,
+      classifierPromptTokens: classifierPromptTokens(mode, messages),
+    };
+    const priced = quote(callQuoteInput(deps, auth, asked), catalogPrices(deps.engines));
     if (!priced)
       throw new QuorumError('price_unavailable', `The mode has no API price for ${q.bucket} questions at the ${q.tier} tier.`, {
         param: 'model',
       });
-    total += runQuestionPriceMicros(priced.grossMicros);
+    prices[q.id] = auth.keyKind === 'test' ? 0 : runQuestionPriceMicros(priced.totalMicros);
   }
-  return total;
+  return prices;
 }
 
 async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: ModeRecord, spec: RunSpec): Promise<void> {
@@ -248,18 +274,28 @@ export function testRunSpec(request: RunRequest, seed: number): RunSpec {
  * A launch sent twice, by a client's retry, an agent after a timeout or two clicks, is one run: without a key of its
  * own (Form A has no header; Form B and MCP may omit it) its key is derived from the organisation, the API key, the
  * kind, the request (dry or not), the mode version it would run and the UTC day, as a completion's is (DESIGN §4).
- * An identical launch the next day, or after a new release, is a new run.
+ * A run launched so in the last 24 hours keeps its key across midnight (`launchKey`); after a release it is a new run.
  */
 export function derivedLaunchKey(auth: AuthContext, kind: RunKind, fingerprint: string, modeVersion: number, day: string): string {
   return `derived-${canonicalHash({ orgId: auth.orgId, apiKeyId: auth.keyId, kind, fingerprint, modeVersion, day })}`;
 }
 
 /**
- * The questions' seed: a quote's when it names one, else one fixed by the organisation, the request and the UTC day,
- * so a dry run draws the questions (and so the price) its launch the same day will run (issue 26 item 2).
+ * A fresh seed for a launch's questions (issue 38 item 1): random, so no two launches can be steered onto the same
+ * questions; a dry run's quote keeps its seed server-side for the launch that honours it (item 8).
  */
-function launchSeed(auth: AuthContext, kind: RunKind, fingerprint: string, day: string): number {
-  return Number.parseInt(canonicalHash({ orgId: auth.orgId, kind, fingerprint, day, purpose: 'questions' }).slice(0, 8), 16);
+function freshSeed(): number {
+  return randomInt(0, 2 ** 32);
+}
+
+/**
+ * The key of a launch sent without one: the derived key of the same body's run by this API key in the last 24 hours,
+ * if any, so a retry across UTC midnight is still that run (issue 38 item 11); else today's derived key.
+ */
+async function launchKey(deps: RunDeps, auth: AuthContext, kind: RunKind, priced: PricedLaunch): Promise<string> {
+  const { fingerprint, mode, day } = priced;
+  const recent = await recentDerivedRun(deps.db, { orgId: auth.orgId, apiKeyId: auth.keyId, kind, fingerprint, modeVersion: mode.version });
+  return recent?.idempotencyKey ?? derivedLaunchKey(auth, kind, fingerprint, mode.version, day);
 }
 
 /** Issue 28 item 6: in production a callback may not point inside the deployment (SSRF); each delivery checks again. */
@@ -280,7 +316,7 @@ async function assertCallbackAllowed(deps: RunDeps, url: string): Promise<void> 
 interface PricedLaunch {
   mode: ModeRecord;
   fingerprint: string;
-  /** The UTC day: with the request it fixes the questions' seed and a derived idempotency key. */
+  /** The UTC day: with the request it fixes a derived idempotency key. */
   day: string;
   spec: RunSpec;
   /** What the run charges: nothing on a test key. */
@@ -303,21 +339,19 @@ async function priceLaunch(
   const fingerprint = launchFingerprint(kind, request);
   const day = new Date().toISOString().slice(0, 10);
   const paired = request.sameQuestionsAs === undefined ? null : await pairedSpec(deps, auth, request.sameQuestionsAs);
-  const seed = paired?.seed ?? opts.seed ?? launchSeed(auth, kind, fingerprint, day);
-  const spec: RunSpec =
+  const seed = paired?.seed ?? opts.seed ?? freshSeed();
+  const drawn: RunSpec =
     kind === 'certification'
       ? certificationSpec(seed)
       : { ...testRunSpec(request, seed), ...(paired && { ...paired, sameQuestionsAs: request.sameQuestionsAs }) };
-  assertPlanPermitsRun(auth, mode, request.model, spec);
-  const questions = await runQuestions(deps, auth, spec);
-  const price =
-    kind === 'test'
-      ? await testRunPrice(deps, auth, mode, spec, questions)
-      : auth.app
-        ? planCertificationMicros(await testRunPrice(deps, auth, mode, spec, questions))
-        : CERTIFICATION.priceMicros;
+  assertPlanPermitsRun(auth, mode, request.model, drawn);
+  const questions = await runQuestions(deps, auth, drawn);
+  const questionPrices = kind === 'test' || auth.app ? await testRunPrices(deps, auth, mode, drawn, questions) : undefined;
+  const spec: RunSpec = kind === 'certification' ? drawn : { ...drawn, questionPrices };
+  // A plan pays a certification's real cost, never more than the $50 an API key pays (docs/plans.md).
+  const certificationPrice = auth.app ? planCertificationMicros(sumPrices({ questionPrices })) : CERTIFICATION.priceMicros;
   // A test key's run is simulated and bills nothing, as its completions do.
-  const billed = auth.keyKind === 'test' ? 0 : price;
+  const billed = auth.keyKind === 'test' ? 0 : kind === 'certification' ? certificationPrice : sumPrices(spec);
   if (opts.maxPriceMicros !== undefined && !request.dryRun && billed > opts.maxPriceMicros)
     throw new QuorumError('requoted', 'The run now costs more than the approved price; nothing was launched or charged.', {
       detail: { price_micros: billed },
@@ -337,6 +371,7 @@ async function priceLaunch(
     estimatedMinutes: estimatedRunMinutes(mode.config, total, deps.runs.window),
     requiresListing: !listed,
     replayed: false,
+    quote: null,
     note: '',
   };
   return { mode, fingerprint, day, spec, billed, listed, view };
@@ -400,29 +435,95 @@ async function startLaunchWorkflow(
       form === 'A' ? mode.id : mode.ticker,
     );
   } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError))
-      throw new QuorumError('service_unavailable', 'The run could not be started; nothing was charged. Retry shortly.', {
-        retryAfter: 2,
-      });
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw notYetAdmitted(runId);
   }
+}
+
+/**
+ * A test run's dry run keeps its quote (issue 38 item 8): the seed, each question's price and their sum, until the
+ * quote TTL, for the launch of the same body by the same key. The advisor's dry runs (a seed given) keep their own.
+ */
+async function quoteDryRun(deps: RunDeps, auth: AuthContext, priced: PricedLaunch, opts: LaunchOptions): Promise<LaunchView> {
+  const { view, spec, mode } = priced;
+  if (view.kind === 'certification') {
+    view.note = priced.listed
+      ? 'Priced only: nothing was started or charged. A certification is $50 flat; its launch draws fresh questions.'
+      : 'Priced only. Certification needs the mode listed in the marketplace first.';
+    return view;
+  }
+  if (opts.seed === undefined) {
+    const quote = await insertQuote(deps.db, {
+      orgId: auth.orgId,
+      apiKeyId: auth.keyId,
+      ...payerOf(auth),
+      modeId: mode.id,
+      model: view.model,
+      kind: view.kind,
+      request: {
+        counts: spec.counts,
+        judges: spec.judges,
+        repeats: spec.repeats,
+        protocol: spec.protocol,
+        tiers: spec.tiers,
+        punchUp: spec.punchUp,
+      },
+      seed: spec.seed,
+      priceMicros: priced.billed,
+      fingerprint: priced.fingerprint,
+      modeVersion: mode.version,
+      questionPrices: spec.questionPrices ?? {},
+      ttlSeconds: deps.runs.quoteTtlSeconds ?? DEFAULT_QUOTE_TTL_S,
+    });
+    view.quote = { id: quote.id, expiresAt: quote.expiresAt };
+  }
+  const honoured = view.quote
+    ? ` The first launch of the same request with this key before ${view.quote.expiresAt.toISOString()} bills exactly this price and runs these questions; a launch after it is priced afresh.`
+    : '';
+  view.note = `Priced only: nothing was started or charged.${honoured}`;
+  return view;
+}
+
+/** A test run's launch honours the newest unexpired dry-run quote of its body by this key, using it up; else its fresh price. */
+async function honourQuote(
+  deps: RunDeps,
+  auth: AuthContext,
+  priced: PricedLaunch,
+  opts: LaunchOptions,
+): Promise<{ priced: PricedLaunch; quote: QuoteRecord | null }> {
+  if (priced.view.kind !== 'test' || opts.seed !== undefined) return { priced, quote: null };
+  const quote = await takeDryRunQuote(deps.db, {
+    orgId: auth.orgId,
+    apiKeyId: auth.keyId,
+    kind: 'test',
+    fingerprint: priced.fingerprint,
+    modeVersion: priced.mode.version,
+  });
+  if (!quote?.questionPrices) return { priced, quote: null };
+  const spec: RunSpec = { ...priced.spec, seed: quote.seed, questionPrices: quote.questionPrices };
+  return { priced: { ...priced, spec, billed: quote.priceMicros, view: { ...priced.view, priceMicros: quote.priceMicros } }, quote };
+}
+
+/** What a launch says of its charge. */
+function chargeNote(kind: RunKind, billed: number, quoted: boolean): string {
+  if (billed === 0) return 'A test key runs on simulated engines and bills nothing.';
+  if (kind === 'certification') return 'Charged $50 up front; refunded in full unless the run ends with a verdict.';
+  const refunds = 'each question no verdict is read on gives back its own price, and a run without results refunds in full.';
+  return quoted
+    ? `Charged up front at the dry run's quote; ${refunds}`
+    : `Priced afresh (no unexpired dry run of this request by this key to honour); charged up front; ${refunds}`;
 }
 
 async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
   const { db, form } = deps;
-  const priced = await priceLaunch(deps, auth, kind, request, opts);
-  const { mode, fingerprint, view } = priced;
-  if (request.dryRun) {
-    view.note = priced.listed
-      ? 'Priced only: nothing was started or charged. A launch of the same request today draws these questions at this price.'
-      : 'Priced only. Certification needs the mode listed in the marketplace first.';
-    return view;
-  }
-  if (!priced.listed)
+  const fresh = await priceLaunch(deps, auth, kind, request, opts);
+  const { fingerprint, view } = fresh;
+  if (request.dryRun) return quoteDryRun(deps, auth, fresh, opts);
+  if (!fresh.listed)
     throw new QuorumError('listing_required', 'Certification needs the mode listed in the marketplace; list it, then certify.', {
       param: 'model',
     });
 
-  const key = opts.idempotencyKey ?? derivedLaunchKey(auth, kind, fingerprint, mode.version, priced.day);
+  const key = opts.idempotencyKey ?? (await launchKey(deps, auth, kind, fresh));
   const replay = async (run: RunRecord): Promise<LaunchView> => ({
     ...view,
     priceMicros: run.billedMicros,
@@ -432,9 +533,14 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
   });
   const existing = await findRunByKey(db, auth.orgId, kind, key);
   if (existing) return replay(existing);
-  // After the replay: a run already launched is never refused for the allowance it took.
-  await assertPlanAffordsRun(db, auth, priced.billed);
-
+  const { priced, quote } = await honourQuote(deps, auth, fresh, opts);
+  // After the replay: a run already launched is never refused for the allowance it took. A refusal keeps the quote.
+  try {
+    await assertPlanAffordsRun(db, auth, priced.billed);
+  } catch (err) {
+    if (quote) await returnDryRunQuote(db, quote.id);
+    throw err;
+  }
   const runId = opts.runId ?? randomUUID();
   const workflowId =
     opts.workflowId ?? (kind === 'test' ? workflowIds.testRun(auth.orgId, key) : workflowIds.certification(auth.orgId, key));
@@ -442,20 +548,28 @@ async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: 
   faultPoint('launch:after-start');
   const admission = await awaitAdmission(deps.client, workflowId);
   const admitted = await findRunByKey(db, auth.orgId, kind, key);
+  const refused = admission && 'refused' in admission ? admission : undefined;
+  // A quote whose launch started nothing (refused, or another launch of this key won) stays for the next launch.
+  if (quote && (admitted ? admitted.id !== runId : refused !== undefined)) await returnDryRunQuote(db, quote.id);
   // Another launch of this key started the workflow: its run is the answer (or 422 for another body).
   if (admitted && admitted.id !== runId) return replay(admitted);
   if (!admitted) {
-    if (admission && 'refused' in admission) throw launchRefusal(form, admission.refused, admission.message);
-    throw new QuorumError('service_unavailable', 'The run is still being admitted; send the same request again to see it.', {
-      retryAfter: 2,
-    });
+    if (refused) throw launchRefusal(form, refused.refused, refused.message);
+    throw notYetAdmitted(runId);
   }
-  view.run = admitted;
-  view.note =
-    priced.billed > 0
-      ? 'Charged up front; unanswered questions are credited back.'
-      : 'A test key runs on simulated engines and bills nothing.';
-  return view;
+  return { ...priced.view, run: admitted, note: chargeNote(kind, priced.billed, quote !== null) };
+}
+
+/**
+ * A launch whose start or admission could not be confirmed (issue 38 item 11): its workflow may yet write the run and
+ * its charge, so the answer says so and names the batch it would be; the same request again shows it, never charged twice.
+ */
+function notYetAdmitted(runId: string): QuorumError {
+  return new QuorumError(
+    'service_unavailable',
+    `The run's start could not be confirmed: it may still start, as batch \`${runId}\`, and be charged once. Send the same request again (with the same Idempotency-Key, if it had one) to see it.`,
+    { retryAfter: 2, detail: { batch_id: runId } },
+  );
 }
 
 /** A refused admission as the launch's answer: the day's limit with its Retry-After; a refused charge per Form. */

@@ -1,7 +1,7 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { questionResultsPage, questionsForRun, type RunRecord } from '../db/repositories/runs';
 import { QUESTION_ID, type Question } from '../domain/questions/types';
-import type { QuestionResult, RunKind } from '../domain/runs';
+import { ENDED_STATES, type QuestionResult, type RunKind } from '../domain/runs';
 import type { OperationDeps } from './deps';
 import { parseIncludeTranscript } from './receipt';
 import { invalidParam, pageLimit, singleParam, type PageSize } from './query-params';
@@ -10,7 +10,9 @@ import { findOwnRun } from './run-poll';
 /**
  * A run's per-question results (issue 28 item 3): `GET /v1/tests?batch_id=…&include=questions` pages them beside the
  * poll, `format=jsonl` streams them all. Everything is the question's stored row; only the question's text of a row
- * written before it was stored is derived, by the rule the run drew it with.
+ * written before it was stored is derived, by the rule the run drew it with. Until the run has ended its rows are
+ * sealed (issue 38 item 1): ids, buckets, verdicts and costs show, but no question text, reference answer or answer
+ * text, which would reveal the questions of a run still being answered.
  */
 
 /** Questions per page: a certification (150) in two pages at most, with texts still a few hundred KB. */
@@ -32,6 +34,8 @@ export type QuestionOptions = { format: 'json'; page: PageOptions | null } | { f
 export interface RunQuestionView {
   result: QuestionResult;
   question: string | null;
+  /** The run has not ended: the question, its reference answer and the answers' texts are withheld. */
+  sealed: boolean;
 }
 
 export interface QuestionPageView {
@@ -81,6 +85,7 @@ function cursor(raw: string | undefined): string | null {
 function questionTexts(deps: OperationDeps, run: RunRecord): (rows: QuestionResult[]) => Promise<RunQuestionView[]> {
   let drawn: Promise<Map<string, Question>> | undefined;
   return async (rows) => {
+    if (!ENDED_STATES.includes(run.state)) return rows.map((result) => ({ result, question: null, sealed: true }));
     if (rows.some((r) => r.question === undefined))
       drawn ??= questionsForRun(deps.db, run.orgId, run.spec).then(
         (d) => new Map('questions' in d ? d.questions.map((q) => [q.id, q]) : []),
@@ -88,7 +93,7 @@ function questionTexts(deps: OperationDeps, run: RunRecord): (rows: QuestionResu
     const byId = drawn && (await drawn);
     return rows.map((result) => {
       const q = byId?.get(result.questionId);
-      return { result, question: result.question ?? (q && q.answer === result.reference ? q.question : null) };
+      return { result, question: result.question ?? (q && q.answer === result.reference ? q.question : null), sealed: false };
     });
   };
 }

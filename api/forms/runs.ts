@@ -91,25 +91,29 @@ function paired({ against, difference: d }: PairedView): JsonObject {
 }
 
 /**
- * One question of a run as stored: its answers' texts only on request (their length always), each judge's verdict
+ * One question of a run as stored: its answers' texts only on request (their length always) and, like the question
+ * and its reference answer, only once the run has ended (`sealed` until then); each judge's verdict
  * on the mode's answer per repeat with the order it was shown the answers in, exact-answer correctness as the
  * question's checker read it when the run recorded it, what the engines cost, and the question's wall time.
  */
-function questionRecord(names: RunNames, { result: r, question }: RunQuestionView, includeTranscript: boolean): JsonObject {
+function questionRecord(names: RunNames, { result: r, question, sealed }: RunQuestionView, includeTranscript: boolean): JsonObject {
+  const texts = includeTranscript && !sealed;
   return {
     id: r.questionId,
     bucket: names.bucket[r.bucket],
     tier: r.tier,
     cluster: r.cluster,
-    // A benchmark set's item: its set and its id there, so a result can be traced to the published item.
-    source: r.source ?? null,
-    question,
-    reference_answer: r.reference,
-    mode_answer: includeTranscript ? r.modeAnswer : null,
+    sealed,
+    // A benchmark set's item: its set and its id there, so a result can be traced to the published item (sealed too:
+    // the id names the question).
+    source: sealed ? null : (r.source ?? null),
+    question: sealed ? null : question,
+    reference_answer: sealed ? null : r.reference,
+    mode_answer: texts ? r.modeAnswer : null,
     mode_answer_chars: r.modeAnswer.length,
     mode_correct: r.modeCorrect,
     baseline_engine: r.baselineEngine,
-    baseline_answer: includeTranscript ? r.baselineAnswer : null,
+    baseline_answer: texts ? r.baselineAnswer : null,
     baseline_answer_chars: r.baselineAnswer.length,
     baseline_correct: r.baselineCorrect,
     judgments: r.judgments.map((j) => ({ judge: j.slot, engine: j.engineId, repeat: j.repeat, order: j.order, verdict: j.verdict })),
@@ -152,6 +156,8 @@ export function runSerialiser(names: RunNames): RunSerialiser {
       note: v.note,
     };
     if (v.dryRun && v.requiresListing) common.requires_listing = true;
+    // The dry run's quote (issue 38 item 8): its launch honours it by body; the id and expiry say which and until when.
+    if (v.quote) common.svc = { quote_id: v.quote.id, quote_expires_at: v.quote.expiresAt.toISOString() };
     return common;
   };
   return {

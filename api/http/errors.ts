@@ -4,12 +4,15 @@ import type { Logger } from '../../infra/log';
 
 export interface ErrorBody {
   error: { message: string; type: string; code: string; param: string | null };
-  svc?: { request_id: string | null };
+  svc?: { request_id: string | null; batch_id?: string };
 }
 
 export function errorBody(err: QuorumError, requestId?: string | null): ErrorBody {
   const body: ErrorBody = { error: { message: err.message, type: err.spec.type, code: err.code, param: err.param } };
   if (requestId !== undefined) body.svc = { request_id: requestId };
+  // A launch whose start could not be confirmed names the batch it may yet be (issue 38 item 11).
+  const batchId = err.detail?.batch_id;
+  if (body.svc && typeof batchId === 'string') body.svc.batch_id = batchId;
   return body;
 }
 

@@ -248,7 +248,7 @@ const IDEMPOTENCY_KEY_ARG = z
 const runTest = tool({
   name: 'run_test',
   description:
-    'Lab test of a mode you own on freshly generated known-answer questions, judged blind by three judges against the mode’s strongest engine alone. Spends real money: 25% off the mode’s price per question, charged up front (pass `dry_run: true` first to price it for free). Returns at once with a `batch_id`; poll `status_url` (about a minute per 16 questions).',
+    'Lab test of a mode you own on freshly generated known-answer questions, judged blind by three judges against the mode’s strongest engine alone. Spends real money: per question 25% off what its call would bill, charged up front (pass `dry_run: true` first to price it for free; the launch of the same arguments honours that price). Returns at once with a `batch_id`; poll `status_url` (about a minute per 16 questions).',
   input: z.object({
     model: z.string().describe('A mode you own: id (Form A) or ticker (Form B).'),
     buckets: z.record(z.string(), z.number()).optional().describe('Form A: {light, medium, hard} question counts, 1–100 each.'),
@@ -459,7 +459,7 @@ const listRunsTool = tool({
 const cancelRunTool = tool({
   name: 'cancel_run',
   description:
-    'Stops a test run or certification of yours that is still going: the questions in flight are abandoned, the share of the charge its unjudged questions stood for is credited back, and the run ends `cancelled`; returns the run as its poll shows it (usually already cancelled, within seconds). A run that had already ended is returned unchanged, so cancelling twice is harmless. Free.',
+    'Stops a test run or certification of yours that is still going: the questions in flight are abandoned, and the run ends `cancelled` and is refunded as any end is (no verdict, no charge: a certification in full, a test run each unjudged question’s own price); returns the run as its poll shows it (usually already cancelled, within seconds). A run that had already ended is returned unchanged, so cancelling twice is harmless. Free.',
   input: z.object({ batch_id: z.string().describe('The run’s `batch_id`.') }),
   scope: null,
   kind: 'forwarded',

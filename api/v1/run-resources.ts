@@ -110,19 +110,30 @@ export const RunQuestionSchema = z.object({
   bucket: z.string().describe('`light`, `medium`, `hard` (Form A); `easy`, `medium`, `hard` (Form B).'),
   tier: z.string(),
   cluster: z.string().describe('The template the question came from: the statistics cluster by it.'),
+  sealed: z
+    .boolean()
+    .describe(
+      "The run has not ended: `source`, `question`, `reference_answer` and the answers' texts are null until it has (issue 38 item 1).",
+    ),
   source: z
     .object({ set: z.string(), id: z.string() })
     .nullable()
     .describe(
-      "A benchmark set's question: the set (`gsm8k`, `arc-easy`…) and the item's id in its published source; null for generated and imported questions.",
+      "A benchmark set's question: the set (`gsm8k`, `arc-easy`…) and the item's id in its published source; null for generated and imported questions, and while the run is sealed.",
     ),
-  question: z.string().nullable().describe('The prompt as asked; null only for an older run whose question can no longer be derived.'),
-  reference_answer: z.string(),
-  mode_answer: z.string().nullable().describe('With `include_transcript=true` (stored up to 4,000 characters); else null.'),
+  question: z
+    .string()
+    .nullable()
+    .describe('The prompt as asked; null while the run is sealed, or for an older run whose question can no longer be derived.'),
+  reference_answer: z.string().nullable().describe('Null while the run is sealed.'),
+  mode_answer: z
+    .string()
+    .nullable()
+    .describe('With `include_transcript=true` once the run has ended (stored up to 4,000 characters); else null.'),
   mode_answer_chars: z.number().int(),
   mode_correct: z.boolean().describe('The final answer matched `reference_answer` (exact-answer check when the question was recorded).'),
   baseline_engine: z.string(),
-  baseline_answer: z.string().nullable().describe('With `include_transcript=true`; else null.'),
+  baseline_answer: z.string().nullable().describe('With `include_transcript=true` once the run has ended; else null.'),
   baseline_answer_chars: z.number().int(),
   baseline_correct: z.boolean(),
   judgments: z
@@ -193,6 +204,12 @@ export const LaunchSchema = z.object({
   status_url: z.string().nullable(),
   note: z.string(),
   requires_listing: z.boolean().optional().describe('Form B: a certification dry run on an unlisted mode.'),
+  svc: z
+    .object({ quote_id: z.uuid(), quote_expires_at: z.string() })
+    .optional()
+    .describe(
+      "A test run's dry run: the quote the first launch of the same body by the same key before `quote_expires_at` honours exactly (issue 38 item 8).",
+    ),
 });
 
 export const BatchSchema = z.object({
@@ -229,7 +246,11 @@ export const BatchSchema = z.object({
   elapsed_seconds: z.number().int(),
   estimated_seconds_left: z.number().int(),
   billed_usd: z.number(),
-  refunded_usd: z.number().describe('The share of the charge of questions no judge delivered a verdict on, credited back.'),
+  refunded_usd: z
+    .number()
+    .describe(
+      'Credited back at the end: all of it without a verdict (a certification) or without any judged question (a test run), else the own prices of the questions no judge delivered a verdict on.',
+    ),
   engine_cost_usd: z.number().nullable(),
   results: z
     .object({ per_bucket: z.record(z.string(), group), overall: group })

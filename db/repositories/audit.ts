@@ -17,6 +17,9 @@ export const COVERAGE_RECORDED_SINCE = '2026-11-25T00:00:00Z';
  */
 export const SEAT_ATTEMPTS_RECORDED_SINCE = '2026-11-25T00:00:00Z';
 
+/** Since when an ended certification refunds in full without a verdict (issue 38 item 7): before, the unjudged share. */
+export const FULL_REFUND_SINCE = '2026-11-27T00:00:00Z';
+
 /** The id columns a check's rows may carry, in the order a report lists them. */
 const ID_COLUMNS = [
   'org_id',
@@ -282,6 +285,30 @@ const CHECKS: readonly Check[] = [
        where coalesce(d.deducted, 0) <> greatest(t.credit - coalesce(s.spent, 0), 0)`,
   },
   {
+    invariant: 'run_billed_off_quote',
+    sql: `
+      select r.org_id, r.id::text as run_id,
+             format('billed %s µ$, but the prices of its %s questions sum to %s µ$', r.billed_micros, p.n, p.total) as detail
+        from runs r
+        cross join lateral (select count(*) as n, coalesce(sum(e.value::bigint), 0) as total
+                              from jsonb_each_text(r.spec->'questionPrices') e) p
+       where $scope(r.org_id) and r.kind = 'test' and jsonb_typeof(r.spec->'questionPrices') = 'object'
+         and r.billed_micros <> p.total`,
+  },
+  {
+    invariant: 'certification_kept_without_verdict',
+    sql: `
+      select r.org_id, r.id::text as run_id,
+             format('%s certification %s, billed %s µ$ and refunded %s µ$', r.state,
+                    case when r.summary->>'verdict' is null then 'without a verdict' else 'with verdict ' || (r.summary->>'verdict') end,
+                    r.billed_micros, r.refunded_micros) as detail
+        from runs r
+       where $scope(r.org_id) and r.kind = 'certification' and r.state in ('completed', 'incomplete', 'failed', 'cancelled')
+         and coalesce(r.finished_at, now()) >= :fullRefundSince::timestamptz
+         and r.billed_micros - r.refunded_micros <>
+             case when r.state = 'completed' and r.summary->>'verdict' is not null then r.billed_micros else 0 end`,
+  },
+  {
     invariant: 'plan_usage_mismatch',
     sql: `
       select u.org_id, u.request_id, u.person_id,
@@ -314,6 +341,7 @@ function bindings(scope: AuditScope): Record<string, string | null> {
     orgs: scope.orgIds ? JSON.stringify(scope.orgIds) : null,
     coverageSince: COVERAGE_RECORDED_SINCE,
     seatAttemptsSince: SEAT_ATTEMPTS_RECORDED_SINCE,
+    fullRefundSince: FULL_REFUND_SINCE,
   };
 }
 

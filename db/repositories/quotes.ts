@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { AuthContext } from './api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { RunKind } from '../../domain/runs';
 import type { DbOrTrx } from './shared';
@@ -13,6 +14,12 @@ import type { DbOrTrx } from './shared';
 /** Who pays the quoted run: a live key's organisation, nobody (a test key's simulated run), or a connected app's plan. */
 export type QuotePayer = 'organisation' | 'none' | 'plan';
 export type QuoteState = 'issued' | 'approved' | 'launched' | 'expired';
+
+/** Who pays a run this caller launches: a connected app's person's plan, nobody on a test key, else the organisation. */
+export function payerOf(auth: Pick<AuthContext, 'keyKind' | 'app'>): { payer: QuotePayer; payerPersonId: string | null } {
+  if (auth.app) return { payer: 'plan', payerPersonId: auth.app.personId };
+  return { payer: auth.keyKind === 'test' ? 'none' : 'organisation', payerPersonId: null };
+}
 
 /** The run a quote prices, as a launch takes it (counts by bucket; the Form's names only at the edge). */
 export interface QuotedRun {
@@ -41,6 +48,11 @@ export interface QuoteRecord {
   runId: string | null;
   createdAt: Date;
   expiresAt: Date;
+  /** A dry run's quote (issue 38 item 8): the launch body's fingerprint and the mode version it priced; null: the advisor's. */
+  fingerprint: string | null;
+  modeVersion: number | null;
+  /** Each question's price (a test run's), which the launch keeps on the run. */
+  questionPrices: Record<string, number> | null;
 }
 
 interface QuoteRow {
@@ -60,6 +72,9 @@ interface QuoteRow {
   created_at: Date;
   expires_at: Date;
   approved_at: Date | null;
+  fingerprint: string | null;
+  mode_version: number | null;
+  question_prices: Record<string, number> | null;
 }
 
 const toRecord = (r: QuoteRow): QuoteRecord => ({
@@ -78,15 +93,19 @@ const toRecord = (r: QuoteRow): QuoteRecord => ({
   runId: r.run_id,
   createdAt: r.created_at,
   expiresAt: r.expires_at,
+  fingerprint: r.fingerprint,
+  modeVersion: r.mode_version,
+  questionPrices: r.question_prices,
 });
 
 export type NewQuote = Pick<
   QuoteRecord,
   'orgId' | 'payer' | 'payerPersonId' | 'modeId' | 'model' | 'kind' | 'request' | 'seed' | 'priceMicros'
-> & {
-  apiKeyId: string | null;
-  ttlSeconds: number;
-};
+> &
+  Partial<Pick<QuoteRecord, 'fingerprint' | 'modeVersion' | 'questionPrices'>> & {
+    apiKeyId: string | null;
+    ttlSeconds: number;
+  };
 
 export async function insertQuote(db: DbOrTrx, q: NewQuote): Promise<QuoteRecord> {
   const [row] = (await db('advisor_quotes')
@@ -102,6 +121,9 @@ export async function insertQuote(db: DbOrTrx, q: NewQuote): Promise<QuoteRecord
       request: JSON.stringify(q.request),
       seed: q.seed,
       price_micros: String(q.priceMicros),
+      fingerprint: q.fingerprint ?? null,
+      mode_version: q.modeVersion ?? null,
+      question_prices: q.questionPrices ? JSON.stringify(q.questionPrices) : null,
       expires_at: db.raw(`now() + make_interval(secs => ?)`, [q.ttlSeconds]),
     })
     .returning('*')) as QuoteRow[];
@@ -170,4 +192,33 @@ export async function releaseApproval(db: DbOrTrx, id: string, failedAttempt: bo
   await db('advisor_quotes')
     .where({ id, state: 'approved' })
     .update({ state: 'issued', run_id: null, approved_at: null, attempt: failedAttempt ? db.raw('attempt + 1') : db.raw('attempt') });
+}
+
+/**
+ * A launch takes the newest unexpired dry-run quote of its body by its key (same organisation, API key, kind,
+ * fingerprint and mode version: the key's ceiling and kind are in the price) and uses it up in one statement, so of two launches at once only one draws its questions (issue 38 item 8).
+ */
+export async function takeDryRunQuote(
+  db: DbOrTrx,
+  input: { orgId: string; apiKeyId: string; kind: RunKind; fingerprint: string; modeVersion: number },
+): Promise<QuoteRecord | undefined> {
+  const { orgId, apiKeyId, kind, fingerprint, modeVersion } = input;
+  const newest = db('advisor_quotes')
+    .where({ org_id: orgId, api_key_id: apiKeyId, kind, fingerprint, mode_version: modeVersion, state: 'issued' })
+    .where('expires_at', '>', db.fn.now())
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .forUpdate()
+    .skipLocked()
+    .select('id');
+  const [row] = (await db('advisor_quotes')
+    .whereIn('id', newest)
+    .update({ state: 'launched', launched_at: db.fn.now() })
+    .returning('*')) as QuoteRow[];
+  return row && toRecord(row);
+}
+
+/** A launch that took a dry-run quote and started nothing gives it back, so the next launch of the body honours it. */
+export async function returnDryRunQuote(db: DbOrTrx, id: string): Promise<void> {
+  await db('advisor_quotes').where({ id, state: 'launched' }).update({ state: 'issued', launched_at: null });
 }

@@ -230,20 +230,22 @@ export async function getReceipt(
 }
 
 /**
- * Recorded calls of a mode at a tier: the basis of Form B's per-Mtok quote once there are enough. Only live, billed
+ * Recorded calls of a mode's configuration at a tier: the basis of Form B's per-Mtok quote once there are enough. Only
+ * calls of this configuration (`config_hash`, which its fees are part of) count (issue 38 item 10): a release with
+ * another fee starts its own observed rate instead of blending into the last one's. Only live, billed
  * API-key calls count (spec 01 `basis: api_calls`, DESIGN §7): a test key's call bills nothing and a connected app's
  * call on a plan pays no mode fee, so counting them would pull the published rate toward zero. A call's key is its
  * request's `api_key_id`; a connected app's (`app:…`) and a console's (`console:…`) name no row of `api_keys`.
  */
 export async function recordedCallStats(
   db: DbOrTrx,
-  modeId: string,
+  mode: { id: string; configHash: string },
   tier: string,
 ): Promise<{ n: number; inputTokens: number; outputTokens: number; modeFeeMicros: number }> {
   const row = (await db('receipts as x')
     .join('requests as r', 'r.id', 'x.request_id')
     .join('api_keys as k', 'k.id', 'r.api_key_id')
-    .where({ 'x.mode_id': modeId, 'x.tier': tier, 'k.mode': 'live' })
+    .where({ 'x.mode_id': mode.id, 'x.config_hash': mode.configHash, 'x.tier': tier, 'k.mode': 'live' })
     .whereRaw("x.outcome->>'payer' is distinct from 'plan'")
     .first(
       db.raw('count(*)::int as n'),

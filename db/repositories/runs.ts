@@ -9,8 +9,9 @@ import type { CertificationVerdict } from '../../domain/statistics';
 import {
   emptyCounts,
   ENDED_STATES,
+  questionJudged,
+  runRefundMicros,
   selectQuestions,
-  unspentMicros,
   type BucketCounts,
   type QuestionResult,
   type RunKind,
@@ -129,6 +130,29 @@ export async function getRun(db: DbOrTrx, id: string): Promise<RunRecord> {
 
 export async function findRunByKey(db: DbOrTrx, orgId: string, kind: RunKind, idempotencyKey: string): Promise<RunRecord | undefined> {
   const row = (await db('runs').where({ org_id: orgId, kind, idempotency_key: idempotencyKey }).first()) as RunRow | undefined;
+  return row && toRecord(row);
+}
+
+/**
+ * The newest run in the last 24 hours launched under a derived key (no key of its own) by this API key with this body
+ * and mode version: a launch without a key is that run again, across UTC midnight too (issue 38 item 11).
+ */
+export async function recentDerivedRun(
+  db: DbOrTrx,
+  input: { orgId: string; apiKeyId: string; kind: RunKind; fingerprint: string; modeVersion: number },
+): Promise<RunRecord | undefined> {
+  const row = (await db('runs')
+    .where({
+      org_id: input.orgId,
+      api_key_id: input.apiKeyId,
+      kind: input.kind,
+      fingerprint: input.fingerprint,
+      mode_version: input.modeVersion,
+    })
+    .where('idempotency_key', 'like', 'derived-%')
+    .where('created_at', '>', db.raw("now() - interval '1 day'"))
+    .orderBy('created_at', 'desc')
+    .first()) as RunRow | undefined;
   return row && toRecord(row);
 }
 
@@ -255,8 +279,9 @@ export async function markRunState(db: DbOrTrx, id: string, state: 'running' | '
 }
 
 /**
- * Ends a run once: the summary written, and the unspent share of its charge credited back when it did not complete.
- * A second call changes nothing and returns the run as it ended.
+ * Ends a run once: the summary written, and what its end gives back credited (domain/runs.ts `runRefundMicros`: in
+ * full without a verdict or any judged question, else the unjudged questions' own prices), judged from the question
+ * rows read under the run's lock. A second call changes nothing and returns the run as it ended.
  */
 export async function endRun(
   db: Knex,
@@ -264,8 +289,6 @@ export async function endRun(
   end: {
     state: 'completed' | 'incomplete' | 'failed' | 'cancelled';
     summary: RunSummary | null;
-    /** Questions the run delivered (judged): the others' share of the charge is credited back. */
-    answered: number;
     errorCode?: string;
     errorMessage?: string;
   },
@@ -274,12 +297,21 @@ export async function endRun(
     const row = (await trx('runs').where({ id }).forUpdate().first()) as RunRow | undefined;
     if (!row) throw new QuorumError('batch_not_found', `no run ${id}`);
     if (ENDED_STATES.includes(row.state)) return toRecord(row);
-    // Whatever the end, questions that were paid for and never answered (judged) are credited back.
-    const refund = unspentMicros(Number(row.billed_micros), row.total_questions, end.answered);
+    const judgedIds = new Set((await questionResults(trx, id)).filter(questionJudged).map((r) => r.questionId));
+    const refund = runRefundMicros({
+      kind: row.kind,
+      state: end.state,
+      hasVerdict: (end.summary?.verdict ?? null) !== null,
+      billedMicros: Number(row.billed_micros),
+      totalQuestions: row.total_questions,
+      questionPrices: row.spec.questionPrices,
+      judgedIds,
+    });
     // A plan's run gives its allowance back by its `refunded_micros` (plan_month_used), the balance was never charged.
     if (refund > 0 && row.plan_person_id === null) {
+      const reason = refund === Number(row.billed_micros) ? 'no results, refunded in full' : 'unjudged questions';
       const credited = await postEntries(trx, row.org_id, [
-        { kind: 'run_refund', amountMicros: BigInt(refund), requestId: id, note: `${end.state} run: unanswered questions` },
+        { kind: 'run_refund', amountMicros: BigInt(refund), requestId: id, note: `${end.state} ${row.kind} run: ${reason}` },
       ]);
       if (!credited) throw new Error(`run ${id}: the refund could not be posted`);
     }

@@ -74,6 +74,8 @@ describe('audit: each invariant names the state that breaks it', function () {
       modeVersion?: number;
       summary?: unknown;
       workflowId?: string;
+      spec?: unknown;
+      refunded?: number;
     },
   ): Promise<string> {
     const id = randomUUID();
@@ -89,9 +91,10 @@ describe('audit: each invariant names the state that breaks it', function () {
       mode_id: run.modeId ?? 'quorum-panel',
       mode_version: run.modeVersion ?? 1,
       model: run.modeId ?? 'quorum-panel',
-      spec: JSON.stringify({}),
+      spec: JSON.stringify(run.spec ?? {}),
       total_questions: 12,
       billed_micros: String(run.billed ?? 0),
+      refunded_micros: String(run.refunded ?? 0),
       estimated_minutes: 1,
       state: run.state ?? 'completed',
       summary: run.summary === undefined ? null : JSON.stringify(run.summary),
@@ -295,6 +298,39 @@ describe('audit: each invariant names the state that breaks it', function () {
     assert.deepEqual(clean.map(violationLine), []);
   });
 
+  it('run_billed_off_quote: a test run billed other than the sum of its questions’ prices', async () => {
+    const prices = { 'light-0001-a': 750, 'hard-0001-b': 2_250 };
+    // By hand: 750 + 2,250 = 3,000 µ$ is the quote; a charge of 3,001 is not it.
+    const found = await violationsAfter(async (trx) => {
+      await insertRun(trx, { billed: 3_001, spec: { questionPrices: prices }, workflowId: 'off-quote' });
+      await insertRun(trx, { billed: 3_000, spec: { questionPrices: prices }, workflowId: 'on-quote' });
+    });
+    const named = found.filter((v) => v.invariant === 'run_billed_off_quote');
+    assert.equal(named.length, 1, found.map(violationLine).join('\n'));
+    assert.match(named[0].detail, /billed 3001 µ\$, but the prices of its 2 questions sum to 3000 µ\$/);
+  });
+
+  it('certification_kept_without_verdict: $50 kept without a verdict, or refunded with one', async () => {
+    const verdict = { verdict: 'certified', coverage: { met: true } };
+    for (const run of [
+      { state: 'incomplete', summary: { verdict: null, coverage: { met: false } }, refunded: 0 },
+      { state: 'cancelled', summary: null, refunded: 49_333_333 },
+      { state: 'completed', summary: verdict, refunded: 50_000_000 },
+    ])
+      await assertNames(
+        async (trx) => {
+          await insertRun(trx, { kind: 'certification', billed: 50_000_000, ...run });
+        },
+        'certification_kept_without_verdict',
+        { org_id: org.orgId },
+      );
+    const clean = await violationsAfter(async (trx) => {
+      await insertRun(trx, { kind: 'certification', billed: 50_000_000, summary: verdict, refunded: 0 });
+      await insertRun(trx, { kind: 'certification', billed: 50_000_000, state: 'incomplete', refunded: 50_000_000 });
+    });
+    assert.deepEqual(clean.filter((v) => v.invariant === 'certification_kept_without_verdict').map(violationLine), []);
+  });
+
   it('listed_version_uncertified: listed at version 2, certified by a live run at version 1 only', async () => {
     const mode = await customMode(org.orgId, 'quorum-panel', {});
     const certified = { verdict: 'certified', coverage: { met: true } };
@@ -365,7 +401,7 @@ describe('audit: each invariant names the state that breaks it', function () {
     assert.match(unreachable.stdout, /Temporal not reachable: workflows NOT checked/);
     const databaseOnly = await quorumCli(['audit', '--org', org.orgId, '--database-only'], dataDir);
     assert.equal(databaseOnly.code, 0, databaseOnly.stdout + databaseOnly.stderr);
-    assert.match(databaseOnly.stdout, /^No violations: 13 invariants hold over organisations .* \(database only\)\.$/m);
+    assert.match(databaseOnly.stdout, /^No violations: 15 invariants hold over organisations .* \(database only\)\.$/m);
   });
 
   it('the organisation audits clean again: every corruption was rolled back', async () => {

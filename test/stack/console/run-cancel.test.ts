@@ -6,11 +6,11 @@ import { call, newKey, startApi, type Api } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { newPage, screenshot } from '../../harness/browser';
 import { stack } from '../../harness/stack';
-import { demoModes } from '../runs/helpers';
+import { demoModes, unjudgedPrices } from '../runs/helpers';
 
 /**
  * The run page's Cancel button in a real headless Chromium (issue 28 item 2): a person stops a long run part-way,
- * and the page the form returns to shows it `cancelled` with the unjudged share of its charge credited back.
+ * and the page the form returns to shows it `cancelled` with its unjudged questions' prices credited back.
  */
 
 const PASSWORD = 'correct horse battery staple';
@@ -62,10 +62,11 @@ describe('console: cancelling a run from its page in a real browser', function (
     assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0, 'nothing left to cancel');
     await screenshot(page, 'console/run-cancelled');
 
-    // The refund the page shows is the unjudged share of the charge, computed here from the charge and the answers.
+    // The refund the page shows is the unjudged questions' own prices (issue 38 item 9), worked here from the run's rows.
     const batch = TestPollSchema.parse((await call(api, 'GET', `/v1/tests?batch_id=${id}`, { key })).body).batch;
     assert.equal(batch.state, 'cancelled');
-    const refund = (billed * BigInt(20 - batch.progress.done)) / 20n;
+    const refund = await unjudgedPrices(id);
+    assert.ok(refund < billed);
     assert.ok(batch.progress.done >= 1 && batch.progress.done < 20, `answered ${batch.progress.done}`);
     assert.equal(BigInt(Math.round(batch.refunded_usd * 1_000_000)), refund);
     const shown = ((await page.locator('#run-progress').textContent()) ?? '').replace(/\s+/g, ' ');

@@ -78,6 +78,7 @@ describe('runs: real benchmark sets (svc.question_set)', function () {
       assert.equal(records.length, 8);
       for (const q of records) {
         assert.ok(q.source, `question ${q.id} names its source`);
+        assert.ok(q.reference_answer !== null, `question ${q.id}: shown once the run has ended`);
         const item = sourceItems(q.source.set).get(q.source.id);
         assert.ok(item, `${q.source.set} item ${q.source.id} is in the wheel`);
         if (q.source.set === 'math-500') {

@@ -110,7 +110,7 @@ describe('runs: coverage, what a run was paid for and what it delivered', functi
 describe('runs: a certification whose questions mostly failed has no verdict', function () {
   this.timeout(60_000);
 
-  it('two judged questions of 150, every judge won: incomplete, no verdict, the other 148 credited back', async () => {
+  it('two judged questions of 150, every judge won: incomplete, no verdict, the $50 refunded in full', async () => {
     const { db } = stack();
     const org = await newOrg(60);
     // The run's row and its end, without its workflow: the auditor's workflow check is told.
@@ -179,12 +179,12 @@ describe('runs: a certification whose questions mostly failed has no verdict', f
     assert.deepEqual([summary?.coverage?.judged, summary?.coverage?.total, summary?.coverage?.met], [2, 150, false]);
     const row = (await db('runs').where({ id: runId }).first('state', 'refunded_micros')) as { state: string; refunded_micros: string };
     assert.equal(row.state, 'incomplete');
-    // $50 for 150 questions; 148 delivered nothing: 50,000,000 × 148 / 150 = 49,333,333.3 → 49,333,333.
-    assert.equal(BigInt(row.refunded_micros), 49_333_333n);
+    // No verdict, no charge (issue 38 item 7): the whole $50 comes back, not the 148/150 share (49,333,333 µ$).
+    assert.equal(BigInt(row.refunded_micros), 50_000_000n);
     const refunds = await db('ledger_entries').where({ org_id: org.orgId, kind: 'run_refund', request_id: runId });
     assert.deepEqual(
       refunds.map((r: { amount_micros: string }) => BigInt(r.amount_micros)),
-      [49_333_333n],
+      [50_000_000n],
     );
   });
 });

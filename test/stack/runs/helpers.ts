@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ENDED_STATES } from '../../../domain/runs';
-import { getRun } from '../../../db/repositories/runs';
+import { getRun, questionResults } from '../../../db/repositories/runs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { seedDemoModes } from '../../../db/seed';
 import type { Form } from '../../../domain/form';
@@ -108,4 +108,19 @@ export async function certifiedRow(row: {
       finished_at: v?.finishedAt ?? new Date(),
     });
   return id;
+}
+
+/**
+ * What an ended test run with judged questions gives back (issue 38 items 7 and 9), by the rule worked from its rows:
+ * the prices kept on the run of the questions no judge's verdict was read on (never recorded, or all verdicts null).
+ */
+export async function unjudgedPrices(runId: string): Promise<bigint> {
+  const { db } = stack();
+  const run = await getRun(db, runId);
+  const judged = new Set(
+    (await questionResults(db, runId)).filter((r) => r.judgments.some((j) => j.verdict !== null)).map((r) => r.questionId),
+  );
+  const prices = Object.entries(run.spec.questionPrices ?? {});
+  if (prices.length === 0) throw new Error(`run ${runId} keeps no question prices`);
+  return prices.filter(([id]) => !judged.has(id)).reduce((sum, [, price]) => sum + BigInt(price), 0n);
 }

@@ -8,7 +8,7 @@ import { call, newKey, newOrg, startApi, type Api, type Reply } from '../api/hel
 import { startProductWorkers } from '../deliberation/helpers';
 import { connect, json } from '../mcp/helpers';
 import { stack } from '../../harness/stack';
-import { demoModes, untilEnded } from './helpers';
+import { demoModes, unjudgedPrices, untilEnded } from './helpers';
 
 /**
  * Issue 28 items 1 and 2 through the real stack, in both Forms: GET /v1/runs (newest first, a cursor, each filter,
@@ -23,7 +23,6 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 type Batch = ReturnType<typeof TestPollSchema.parse>['batch'];
 
 /** The refund rule of docs/runs.md, computed here: the share of the charge of each question never judged, rounded down. */
-const unjudgedShare = (billed: bigint, total: number, judged: number): bigint => (billed * BigInt(total - judged)) / BigInt(total);
 
 async function answered(id: string): Promise<number> {
   const [{ n }] = await stack().db('run_questions').where({ run_id: id }).count<{ n: string }[]>('* as n');
@@ -92,7 +91,8 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
       assert.ok(done >= 2 && done < 120, `answered ${done}`);
       assert.equal(done, await answered(long.id), 'the batch counts the stored questions');
       assert.equal(longEnd.coverage?.judged, done, 'every answered sim question was judged');
-      const longRefund = unjudgedShare(long.billed, 120, done);
+      // Issue 38 item 9: the unjudged questions' own prices.
+      const longRefund = await unjudgedPrices(long.id);
       assert.ok(longRefund > 0n);
       assert.equal(micros(longEnd.refunded_usd), longRefund);
       assert.deepEqual(await ledgerOf(org.orgId, long.id), [
@@ -115,7 +115,8 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
       const certPoll = CertifyPollSchema.parse(certReply.body);
       assert.equal(certPoll.batch.state, 'cancelled');
       assert.equal(certPoll.certification, null, 'a cancelled certification has no verdict');
-      const certRefund = unjudgedShare(cert.billed, 150, certPoll.batch.progress.done);
+      // Issue 38 item 7: no verdict, no charge.
+      const certRefund = cert.billed;
       assert.equal(micros(certPoll.batch.refunded_usd), certRefund);
       assert.equal(cert.billed, 50_000_000n);
 
@@ -293,7 +294,7 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
     assert.ok(!stopped.isError, JSON.stringify(stopped));
     const batch = TestPollSchema.parse(json(stopped)).batch;
     assert.equal(batch.state, 'cancelled');
-    assert.equal(micros(batch.refunded_usd), unjudgedShare(long.billed, 120, batch.progress.done));
+    assert.equal(micros(batch.refunded_usd), await unjudgedPrices(long.id));
     const twice = TestPollSchema.parse(json(await client.callTool({ name: 'cancel_run', arguments: { batch_id: long.id } }))).batch;
     assert.deepEqual([twice.state, twice.refunded_usd], ['cancelled', batch.refunded_usd]);
     const endedRun = TestPollSchema.parse(json(await client.callTool({ name: 'cancel_run', arguments: { batch_id: small.id } }))).batch;

@@ -94,6 +94,7 @@ describe('runs: per-question results (include=questions, format=jsonl)', functio
         assert.equal(rec.bucket, BUCKET_NAME[form][s.bucket]);
         assert.equal(rec.cluster, s.cluster);
         assert.equal(rec.tier, s.tier);
+        assert.equal(rec.sealed, false, 'the run has ended: nothing is withheld');
         assert.equal(s.question, drawn.get(s.questionId)?.question, 'the question is stored with its result');
         assert.equal(rec.question, s.question);
         assert.equal(rec.reference_answer, drawn.get(s.questionId)?.answer);
@@ -233,7 +234,12 @@ describe('runs: per-question results (include=questions, format=jsonl)', functio
         const r = await call(slow, 'GET', `/v1/tests?batch_id=${id}&include=questions`, { key });
         const p = TestPollSchema.parse(r.body);
         seen.push({ state: p.batch.state, listed: p.questions?.data.length ?? -1 });
-        for (const rec of p.questions?.data ?? []) assert.equal(rec.judgments.length, 1);
+        for (const rec of p.questions?.data ?? []) {
+          assert.equal(rec.judgments.length, 1);
+          // Issue 38 item 1: a live run's rows are sealed; its questions and reference answers show once it has ended.
+          if (p.batch.state !== 'completed')
+            assert.deepEqual([rec.sealed, rec.question, rec.reference_answer, rec.mode_answer], [true, null, null, null]);
+        }
         if (p.batch.state === 'completed') break;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
@@ -243,7 +249,9 @@ describe('runs: per-question results (include=questions, format=jsonl)', functio
       );
       const done = TestPollSchema.parse((await untilEnded(slow, org.ownerKey, 'tests', id)).body);
       assert.equal(done.batch.state, 'completed');
-      assert.equal((await page(slow, key, `batch_id=${id}&include=questions`)).records.length, 6);
+      const ended = (await page(slow, key, `batch_id=${id}&include=questions`)).records;
+      assert.equal(ended.length, 6);
+      for (const rec of ended) assert.ok(!rec.sealed && rec.question && rec.reference_answer, 'shown once the run has ended');
     } finally {
       await slow.close();
     }

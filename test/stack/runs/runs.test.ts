@@ -7,7 +7,7 @@ import { cancelRun } from '../../../starters/runs';
 import { call, newKey, newOrg, startApi, USER, type Api } from '../api/helpers';
 import { recordHistory, startProductWorkers } from '../deliberation/helpers';
 import { stack } from '../../harness/stack';
-import { demoModes, untilEnded } from './helpers';
+import { demoModes, unjudgedPrices, untilEnded } from './helpers';
 
 async function ledgerOf(orgId: string, runId: string): Promise<{ kind: string; amount: bigint }[]> {
   return (await listLedger(stack().db, orgId, 1000))
@@ -169,7 +169,7 @@ describe('runs: test runs and certification on the real stack', function () {
     assert.ok(done.batch.recusals.length > 0);
   });
 
-  it('a cancelled run stops, and its unanswered questions are credited back once', async () => {
+  it('a cancelled run stops, and its unjudged questions’ prices are credited back once', async () => {
     const slow = await startApi('A', { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 1 } });
     try {
       const org = await newOrg(50);
@@ -192,7 +192,9 @@ describe('runs: test runs and certification on the real stack', function () {
       assert.equal(ended.batch.state, 'cancelled');
       const answered = ended.batch.progress.done;
       assert.ok(answered >= 2 && answered < 120, `answered ${answered}`);
-      const refund = (billed * BigInt(120 - answered)) / 120n;
+      // Issue 38 item 9: each unjudged question gives back its own price.
+      const refund = await unjudgedPrices(id);
+      assert.ok(refund > 0n && refund < billed);
       assert.deepEqual(await ledgerOf(org.orgId, id), [
         { kind: 'test_run_charge', amount: -billed },
         { kind: 'run_refund', amount: refund },
