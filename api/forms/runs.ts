@@ -75,18 +75,22 @@ function certification(s: RunSummary | null): JsonObject | null {
   };
 }
 
-/** `svc.paired` (issue 28 item 4): no difference or interval before two questions are judged in both runs. */
+/**
+ * `svc.paired` (issue 28 item 4): no difference before two questions are judged in both runs, and no interval where
+ * the pairs show no spread (`no_interval_reason` says which).
+ */
 function paired({ against, difference: d }: PairedView): JsonObject {
   const shown = d.clusters >= 2;
   return {
     against,
     pairs: d.pairs,
     difference: shown ? round4(d.difference) : null,
-    ci_low: shown ? round4(d.interval.low) : null,
-    ci_high: shown ? round4(d.interval.high) : null,
+    ci_low: d.interval && round4(d.interval.low),
+    ci_high: d.interval && round4(d.interval.high),
     confidence: 0.95,
-    standard_error: shown ? round4(d.standardError) : null,
+    standard_error: d.interval && round4(d.standardError),
     degrees_of_freedom: d.degreesOfFreedom,
+    no_interval_reason: d.noInterval,
   };
 }
 

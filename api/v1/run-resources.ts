@@ -278,10 +278,18 @@ export const PairedSchema = z.object({
   ci_high: z
     .number()
     .nullable()
-    .describe('95% interval, clustered by question over both runs’ judgments (G/(G−1) correction, t with G−1 degrees of freedom).'),
+    .describe(
+      '95% interval, clustered by question over both runs’ judgments (G/(G−1) correction, t with G−1 degrees of freedom); null with `no_interval_reason` when there is none.',
+    ),
   confidence: z.number(),
   standard_error: z.number().nullable(),
   degrees_of_freedom: z.number().int(),
+  no_interval_reason: z
+    .string()
+    .nullable()
+    .describe(
+      'Why there is no interval: fewer than two questions judged in both runs, or every question differed by the same amount (no spread to measure: a zero-width interval would claim the difference is known exactly).',
+    ),
 });
 export const TestPollSchema = z.object({
   ok: z.boolean(),
