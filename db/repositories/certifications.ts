@@ -57,7 +57,8 @@ export interface ModeCertification {
   modeId: string;
   runId: string;
   verdict: CertificationVerdict;
-  /** The plain 95% lower bound of the win rate; null in a summary without one. */
+  /** The plain 95% interval of the win rate and its lower bound; null in a summary without one. */
+  interval: Interval | null;
   lowerBound: number | null;
   /** The listed attempt's number, α and bound at α: the certified rung reads the bound at α. */
   attempt: number;
@@ -126,6 +127,46 @@ function listedOf(attempts: readonly CertificationAttempt[]): CertificationAttem
   return judged.filter((a) => a.verdict === 'certified').at(-1) ?? judged.at(-1);
 }
 
+/** Every attempt on these configurations, live or `viewerOrgId`'s simulated, in launch order, numbered within its kind. */
+async function attemptRows(db: DbOrTrx, configHashes: readonly string[], viewerOrgId: string): Promise<AttemptRow[]> {
+  return (await db('runs as r')
+    .join('mode_versions as v', function () {
+      this.on('v.mode_id', '=', 'r.mode_id').andOn('v.version', '=', 'r.mode_version');
+    })
+    .whereRaw(IS_ATTEMPT)
+    .whereIn('v.config_hash', configHashes)
+    .where((q) => q.where('r.key_mode', 'live').orWhere('r.org_id', viewerOrgId))
+    .orderBy([{ column: 'r.created_at' }, { column: 'r.id' }])
+    .select(
+      'r.id',
+      'r.org_id',
+      'r.mode_id',
+      'r.mode_version',
+      'r.key_mode',
+      'r.state',
+      'r.created_at',
+      'r.finished_at',
+      'r.spec',
+      'r.summary',
+      'v.config_hash',
+      // The same numbering as certificationAttemptNumber's: live attempts together, a test key's per organisation.
+      db.raw(
+        "row_number() over (partition by v.config_hash, r.key_mode, case when r.key_mode = 'test' then r.org_id end order by r.created_at, r.id) as attempt",
+      ),
+    )) as AttemptRow[];
+}
+
+/** Every attempt on the configuration of this certification run, of its kind (live, or its organisation's simulated). */
+export async function attemptsBeside(
+  db: DbOrTrx,
+  run: { modeId: string; modeVersion: number; keyKind: 'live' | 'test'; orgId: string },
+): Promise<CertificationAttempt[]> {
+  const v = (await db('mode_versions').where({ mode_id: run.modeId, version: run.modeVersion }).first('config_hash')) as
+    { config_hash: string } | undefined;
+  if (!v) return [];
+  return (await attemptRows(db, [v.config_hash], run.orgId)).filter((r) => r.key_mode === run.keyKind).map(attemptOf);
+}
+
 /**
  * For each of these mode versions, the certification a caller from `viewerOrgId` sees: over every attempt on the
  * version's configuration, live ones listed before the viewer's own simulated ones (a test key's run says nothing of
@@ -144,33 +185,11 @@ export async function listedCertifications(
       versions.map((v) => [v.modeId, v.version]),
     )
     .select('mode_id', 'config_hash')) as { mode_id: string; config_hash: string }[];
-  const rows = (await db('runs as r')
-    .join('mode_versions as v', function () {
-      this.on('v.mode_id', '=', 'r.mode_id').andOn('v.version', '=', 'r.mode_version');
-    })
-    .whereRaw(IS_ATTEMPT)
-    .whereIn(
-      'v.config_hash',
-      hashes.map((h) => h.config_hash),
-    )
-    .where((q) => q.where('r.key_mode', 'live').orWhere('r.org_id', viewerOrgId))
-    .orderBy([{ column: 'r.created_at' }, { column: 'r.id' }])
-    .select(
-      'r.id',
-      'r.org_id',
-      'r.mode_id',
-      'r.mode_version',
-      'r.key_mode',
-      'r.state',
-      'r.created_at',
-      'r.finished_at',
-      'r.spec',
-      'r.summary',
-      'v.config_hash',
-      db.raw(
-        "row_number() over (partition by v.config_hash, r.key_mode, case when r.key_mode = 'test' then r.org_id end order by r.created_at, r.id) as attempt",
-      ),
-    )) as AttemptRow[];
+  const rows = await attemptRows(
+    db,
+    hashes.map((h) => h.config_hash),
+    viewerOrgId,
+  );
   const out = new Map<string, ModeCertification>();
   for (const { mode_id: modeId, config_hash: configHash } of hashes) {
     const listed = (['live', 'test'] as const)
@@ -187,6 +206,7 @@ export async function listedCertifications(
       modeId,
       runId: chosen.runId,
       verdict: chosen.verdict as CertificationVerdict,
+      interval: chosen.interval,
       lowerBound: chosen.interval?.low ?? null,
       attempt: chosen.attempt,
       alpha: chosen.alpha,
