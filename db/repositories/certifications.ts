@@ -7,9 +7,10 @@ import type { DbOrTrx } from './shared';
 /**
  * Certification attempts on a mode configuration (issue 38 item 3) and the certification a listing shows.
  *
- * An attempt is a certification run on any mode version whose `mode_versions.config_hash` is the configuration's,
- * launched by a live key (a test key's by the same organisation: its simulated attempts are its own), in any state
- * except a launch that never started (`failed` with `launch_failed` or `reconciliation_required`: no question was
+ * An attempt is a certification run, by the same organisation (only a mode's owner certifies it) with a key of the
+ * same kind (a test key's simulated attempts are counted apart, and shown only to that organisation), on any of its
+ * mode versions whose `mode_versions.config_hash` is the configuration's (a new version or a new mode with the same
+ * configuration does not start the count again), in any state except a launch that never started (`failed` with `launch_failed` or `reconciliation_required`: no question was
  * asked, nothing was kept). Running, cancelled, failed and incomplete runs count: an owner could otherwise watch a
  * run's judged questions and cancel the ones going badly. Attempts are numbered by launch, (created_at, id), so a
  * run's number is fixed when it is launched and an earlier launch still running counts before it.
@@ -28,7 +29,7 @@ export async function certificationAttemptNumber(db: DbOrTrx, runId: string): Pr
        join mode_versions v on v.config_hash = mv.config_hash
        join runs r on r.mode_id = v.mode_id and r.mode_version = v.version
       where me.id = ? and ${IS_ATTEMPT}
-        and r.key_mode = me.key_mode and (me.key_mode = 'live' or r.org_id = me.org_id)
+        and r.key_mode = me.key_mode and r.org_id = me.org_id
         and (r.created_at, r.id) <= (me.created_at, me.id)`,
     [runId],
   )) as { rows: { count: string }[] };
@@ -127,14 +128,24 @@ function listedOf(attempts: readonly CertificationAttempt[]): CertificationAttem
   return judged.filter((a) => a.verdict === 'certified').at(-1) ?? judged.at(-1);
 }
 
-/** Every attempt on these configurations, live or `viewerOrgId`'s simulated, in launch order, numbered within its kind. */
-async function attemptRows(db: DbOrTrx, configHashes: readonly string[], viewerOrgId: string): Promise<AttemptRow[]> {
+/**
+ * Every attempt of these owners on these configurations, live, or simulated when the owner is `viewerOrgId`, in
+ * launch order, numbered within (configuration, owner, kind).
+ */
+async function attemptRows(
+  db: DbOrTrx,
+  owned: readonly { configHash: string; orgId: string }[],
+  viewerOrgId: string,
+): Promise<AttemptRow[]> {
   return (await db('runs as r')
     .join('mode_versions as v', function () {
       this.on('v.mode_id', '=', 'r.mode_id').andOn('v.version', '=', 'r.mode_version');
     })
     .whereRaw(IS_ATTEMPT)
-    .whereIn('v.config_hash', configHashes)
+    .whereIn(
+      ['v.config_hash', 'r.org_id'],
+      owned.map((o) => [o.configHash, o.orgId]),
+    )
     .where((q) => q.where('r.key_mode', 'live').orWhere('r.org_id', viewerOrgId))
     .orderBy([{ column: 'r.created_at' }, { column: 'r.id' }])
     .select(
@@ -150,9 +161,7 @@ async function attemptRows(db: DbOrTrx, configHashes: readonly string[], viewerO
       'r.summary',
       'v.config_hash',
       // The same numbering as certificationAttemptNumber's: live attempts together, a test key's per organisation.
-      db.raw(
-        "row_number() over (partition by v.config_hash, r.key_mode, case when r.key_mode = 'test' then r.org_id end order by r.created_at, r.id) as attempt",
-      ),
+      db.raw('row_number() over (partition by v.config_hash, r.org_id, r.key_mode order by r.created_at, r.id) as attempt'),
     )) as AttemptRow[];
 }
 
@@ -164,14 +173,14 @@ export async function attemptsBeside(
   const v = (await db('mode_versions').where({ mode_id: run.modeId, version: run.modeVersion }).first('config_hash')) as
     { config_hash: string } | undefined;
   if (!v) return [];
-  return (await attemptRows(db, [v.config_hash], run.orgId)).filter((r) => r.key_mode === run.keyKind).map(attemptOf);
+  const rows = await attemptRows(db, [{ configHash: v.config_hash, orgId: run.orgId }], run.orgId);
+  return rows.filter((r) => r.key_mode === run.keyKind).map(attemptOf);
 }
 
 /**
- * For each of these mode versions, the certification a caller from `viewerOrgId` sees: over every attempt on the
- * version's configuration, live ones listed before the viewer's own simulated ones (a test key's run says nothing of
- * the real panel, so it never hides a live verdict, and another organisation never sees it). Any organisation's
- * live attempt counts, as for listing (`certifiedVersion`). A mode version with none is absent.
+ * For each of these mode versions, the certification a caller from `viewerOrgId` sees: over every attempt of the mode's
+ * owner on the version's configuration, live ones listed before simulated ones (a test key's run says nothing of the
+ * real panel, so it never hides a live verdict), which only the owner is shown. A mode version with none is absent.
  */
 export async function listedCertifications(
   db: DbOrTrx,
@@ -179,22 +188,23 @@ export async function listedCertifications(
   viewerOrgId: string,
 ): Promise<Map<string, ModeCertification>> {
   if (versions.length === 0) return new Map();
-  const hashes = (await db('mode_versions')
+  const hashes = (await db('mode_versions as v')
+    .join('modes as m', 'm.id', 'v.mode_id')
     .whereIn(
-      ['mode_id', 'version'],
+      ['v.mode_id', 'v.version'],
       versions.map((v) => [v.modeId, v.version]),
     )
-    .select('mode_id', 'config_hash')) as { mode_id: string; config_hash: string }[];
+    .select('v.mode_id', 'v.config_hash', 'm.org_id')) as { mode_id: string; config_hash: string; org_id: string }[];
   const rows = await attemptRows(
     db,
-    hashes.map((h) => h.config_hash),
+    hashes.map((h) => ({ configHash: h.config_hash, orgId: h.org_id })),
     viewerOrgId,
   );
   const out = new Map<string, ModeCertification>();
-  for (const { mode_id: modeId, config_hash: configHash } of hashes) {
+  for (const { mode_id: modeId, config_hash: configHash, org_id: owner } of hashes) {
     const listed = (['live', 'test'] as const)
       .map((keyMode) => {
-        const ofKind = rows.filter((r) => r.config_hash === configHash && r.key_mode === keyMode);
+        const ofKind = rows.filter((r) => r.config_hash === configHash && r.org_id === owner && r.key_mode === keyMode);
         const attempts = ofKind.map(attemptOf);
         const chosen = listedOf(attempts);
         return chosen && { chosen, attempts, row: ofKind.find((r) => r.id === chosen.runId) as AttemptRow };
