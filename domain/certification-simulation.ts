@@ -100,27 +100,28 @@ export function simulateCertifications(input: SimulationInput): SimulationResult
 
 /**
  * An owner who certifies one configuration again and again (issue 38 item 3): `series` owners each make up to
- * max(attempts) attempts, attempt k judged by `attemptVerdict` at α_k. For each n in `attempts`, how many owners got
- * a `certified` within their first n attempts (an owner stops at the first; later attempts cannot undo it).
+ * max(attempts) attempts, attempt k judged by `attemptVerdict` at α_k. Each owner's first certified attempt (null:
+ * none), and for each n in `attempts` how many owners got a `certified` within their first n (an owner stops at the
+ * first; later attempts cannot undo it).
  */
 export function simulateAttemptSeries(input: Omit<SimulationInput, 'runs'> & { series: number; attempts: readonly number[] }): {
   series: number;
+  firstCertified: (number | null)[];
   certifiedWithin: Map<number, number>;
 } {
   const random = seededRandom(input.seed);
   const most = Math.max(...input.attempts);
-  const firstCertified: number[] = [];
+  const firstCertified: (number | null)[] = [];
   const scores: ClusteredScore[] = [];
   for (let s = 0; s < input.series; s++) {
-    for (let k = 1; k <= most; k++) {
-      if (attemptVerdict(drawRun({ ...input, runs: 1 }, random, scores), k).verdict === 'certified') {
-        firstCertified.push(k);
-        break;
-      }
-    }
+    let first: number | null = null;
+    for (let k = 1; k <= most && first === null; k++)
+      if (attemptVerdict(drawRun({ ...input, runs: 1 }, random, scores), k).verdict === 'certified') first = k;
+    firstCertified.push(first);
   }
   return {
     series: input.series,
-    certifiedWithin: new Map(input.attempts.map((n) => [n, firstCertified.filter((k) => k <= n).length])),
+    firstCertified,
+    certifiedWithin: new Map(input.attempts.map((n) => [n, firstCertified.filter((k) => k !== null && k <= n).length])),
   };
 }
