@@ -9,6 +9,7 @@ import { lineUpRun, type TierLineup } from '../domain/run-lineup';
 import { endStateOf, summarizeRun, type RunSummary } from '../domain/run-summary';
 import { dealTiers, ENDED_STATES, type BucketCounts, type QuestionResult, type RunKind, type RunSpec } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
+import { certificationAttemptNumber } from '../db/repositories/certifications';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import {
   answeredIds,
@@ -152,7 +153,9 @@ export function createBenchmarkActivities(deps: ActivityDeps) {
       errorMessage?: string;
     }): Promise<RunSummary | null> {
       const [results, run] = await Promise.all([questionResults(db, input.runId), getRun(db, input.runId)]);
-      const summary = results.length > 0 ? summarizeRun(input.kind, results, run.spec.counts) : null;
+      // A certification's verdict is held to its attempt's α (issue 38 item 3).
+      const attempt = input.kind === 'certification' ? await certificationAttemptNumber(db, input.runId) : 1;
+      const summary = results.length > 0 ? summarizeRun(input.kind, results, run.spec, attempt) : null;
       const state = endStateOf(input.kind, input.state, summary);
       const ended = await endRun(db, input.runId, { ...input, state, summary });
       return ended.summary;

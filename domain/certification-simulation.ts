@@ -1,5 +1,5 @@
 import { seededRandom } from './prng';
-import { clusteredWinRate, verdictFor, type ClusteredScore } from './statistics';
+import { attemptVerdict, clusteredWinRate, verdictFor, type ClusteredScore, type WinRateSummary } from './statistics';
 
 /**
  * Monte-Carlo check of the certification statistics: runs drawn at a known true win rate, with judgments that
@@ -51,32 +51,38 @@ function beta(a: number, b: number, random: () => number): number {
   return x / (x + gamma(b, random));
 }
 
-export function simulateCertifications(input: SimulationInput): SimulationResult {
-  const { trueRate, runs } = input;
+/** One simulated run's judgments (drawn into `scores`, reused across runs) and its clustered win rate. */
+function drawRun(input: SimulationInput, random: () => number, scores: ClusteredScore[]): WinRateSummary {
   const questions = input.questions ?? 150;
   const perQuestion = (input.judges ?? 3) * (input.repeats ?? 2);
   const tieShare = input.tieShare ?? 0.1;
   const c = input.concentration ?? 2;
+  scores.length = questions * perQuestion;
+  let k = 0;
+  for (let q = 0; q < questions; q++) {
+    const p = beta(input.trueRate * c, (1 - input.trueRate) * c, random);
+    // A tie scores half, so the win share is lowered by half the tie share to keep the question's mean at p.
+    const tie = Math.min(tieShare, 2 * p, 2 * (1 - p));
+    const win = p - tie / 2;
+    const cluster = String(q);
+    for (let j = 0; j < perQuestion; j++) {
+      const u = random();
+      scores[k++] = { cluster, score: u < win ? 1 : u < win + tie ? 0.5 : 0 };
+    }
+  }
+  return clusteredWinRate(scores);
+}
+
+export function simulateCertifications(input: SimulationInput): SimulationResult {
+  const { trueRate, runs } = input;
   const random = seededRandom(input.seed);
   let certified = 0;
   let provisional = 0;
   let covered = 0;
   let width = 0;
-  const scores: ClusteredScore[] = new Array<ClusteredScore>(questions * perQuestion);
+  const scores: ClusteredScore[] = [];
   for (let r = 0; r < runs; r++) {
-    let k = 0;
-    for (let q = 0; q < questions; q++) {
-      const p = beta(trueRate * c, (1 - trueRate) * c, random);
-      // A tie scores half, so the win share is lowered by half the tie share to keep the question's mean at p.
-      const tie = Math.min(tieShare, 2 * p, 2 * (1 - p));
-      const win = p - tie / 2;
-      const cluster = String(q);
-      for (let j = 0; j < perQuestion; j++) {
-        const u = random();
-        scores[k++] = { cluster, score: u < win ? 1 : u < win + tie ? 0.5 : 0 };
-      }
-    }
-    const summary = clusteredWinRate(scores);
+    const summary = drawRun(input, random, scores);
     const verdict = verdictFor(summary.interval.low);
     if (verdict === 'certified') certified++;
     if (verdict === 'provisional') provisional++;
@@ -89,5 +95,33 @@ export function simulateCertifications(input: SimulationInput): SimulationResult
     provisionalShare: provisional / runs,
     coverage: covered / runs,
     meanWidth: width / runs,
+  };
+}
+
+/**
+ * An owner who certifies one configuration again and again (issue 38 item 3): `series` owners each make up to
+ * max(attempts) attempts, attempt k judged by `attemptVerdict` at α_k. Each owner's first certified attempt (null:
+ * none), and for each n in `attempts` how many owners got a `certified` within their first n (an owner stops at the
+ * first; later attempts cannot undo it).
+ */
+export function simulateAttemptSeries(input: Omit<SimulationInput, 'runs'> & { series: number; attempts: readonly number[] }): {
+  series: number;
+  firstCertified: (number | null)[];
+  certifiedWithin: Map<number, number>;
+} {
+  const random = seededRandom(input.seed);
+  const most = Math.max(...input.attempts);
+  const firstCertified: (number | null)[] = [];
+  const scores: ClusteredScore[] = [];
+  for (let s = 0; s < input.series; s++) {
+    let first: number | null = null;
+    for (let k = 1; k <= most && first === null; k++)
+      if (attemptVerdict(drawRun({ ...input, runs: 1 }, random, scores), k).verdict === 'certified') first = k;
+    firstCertified.push(first);
+  }
+  return {
+    series: input.series,
+    firstCertified,
+    certifiedWithin: new Map(input.attempts.map((n) => [n, firstCertified.filter((k) => k !== null && k <= n).length])),
   };
 }

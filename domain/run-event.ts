@@ -13,6 +13,7 @@ export interface RunEventSource {
   kind: RunKind;
   state: RunState;
   model: string;
+  keyKind: 'live' | 'test';
   totalQuestions: number;
   billedMicros: number;
   refundedMicros: number;
@@ -33,6 +34,8 @@ export interface RunEndedEvent {
   kind: 'test' | 'certify';
   state: RunState;
   model: string;
+  /** A test key's run on `sim` engines: its verdict certifies nothing (issue 38 item 4). */
+  simulated: boolean;
   summary: {
     questions: number;
     /** Questions answered, and those with at least one judge's verdict read. */
@@ -65,6 +68,7 @@ export function runEndedEvent(run: RunEventSource): RunEndedEvent {
     kind: run.kind === 'test' ? 'test' : 'certify',
     state: run.state,
     model: run.model,
+    simulated: run.keyKind === 'test',
     summary: {
       questions: run.totalQuestions,
       answered: overall?.questions ?? 0,

@@ -2,14 +2,15 @@ import type { DeliberationValue } from './classifier';
 import type { Depth } from './modes';
 import { BUCKETS, type Bucket } from './questions/types';
 import type { BucketCounts, QuestionResult, RecusalRecord, RunKind } from './runs';
-import { verdictScore } from './run-judging';
+import { verdictScore, type JudgeSlot } from './run-judging';
 import {
+  attemptVerdict,
   clusteredWinRate,
   fleissKappa,
   pairedWinRateDifference,
   positionConsistency,
-  verdictFor,
   wilsonInterval,
+  type AttemptVerdict,
   type CertificationVerdict,
   type Interval,
   type PairedDifference,
@@ -47,33 +48,78 @@ export interface RecusalSummary extends RecusalRecord {
 }
 
 /**
- * What a verdict, or a run's use as evidence, needs (issue 26 item 8): the run was paid for its questions, so its
- * statistics stand only on nearly all of them. A question counts when at least one judge's verdict on it was read.
- * 95% overall keeps a certification's 150 clustered questions (the ladder's interval is computed for them) and
- * lets a few engine failures pass; 90% in every bucket keeps a hard bucket that mostly failed from being hidden by
- * easy ones that did not.
+ * What a verdict, or a run's use as evidence, needs (issue 26 item 8, issue 38 item 2): the run was paid for its
+ * questions and its judges' verdicts on them, so its statistics stand only on nearly all of both.
+ * - Questions: a question counts when at least one judge's verdict on it was read; 95% overall keeps a
+ *   certification's 150 clustered questions (the ladder's interval is computed for them) and lets a few engine
+ *   failures pass; 90% in every bucket keeps a hard bucket that mostly failed from being hidden by easy ones.
+ * - Judgments: planned are questions × repeats for each judge slot. 90% of all planned judgments readable keeps the
+ *   interval on about the judgments it was sized for; 80% of each judge's planned judgments in every bucket keeps a
+ *   silent judge (or two) from passing on the others' verdicts: one question read by one judge counted as covered
+ *   before, so a certification two of whose three judges never answered still got a verdict.
  */
-export const VERDICT_COVERAGE = { overall: 0.95, perBucket: 0.9 } as const;
+export const VERDICT_COVERAGE = { overall: 0.95, perBucket: 0.9, judgments: 0.9, perJudgePerBucket: 0.8 } as const;
+
+export interface JudgmentCount {
+  readable: number;
+  planned: number;
+}
+
+export interface JudgmentCoverage extends JudgmentCount {
+  perBucket: Record<Bucket, JudgmentCount>;
+  /** Each judge slot's readable and planned judgments, per bucket. */
+  perJudge: Partial<Record<JudgeSlot, Record<Bucket, JudgmentCount>>>;
+}
 
 export interface Coverage {
   judged: number;
   total: number;
   perBucket: Record<Bucket, { judged: number; total: number }>;
+  /** Absent on summaries written before 2026-11-27, whose `met` counted questions only. */
+  judgments?: JudgmentCoverage;
   met: boolean;
 }
 
-export function coverageOf(results: readonly QuestionResult[], totals: BucketCounts): Coverage {
+/** What a run planned: its questions per bucket, its judge slots and each judge's repeats (a RunSpec is one). */
+export interface RunPlan {
+  counts: BucketCounts;
+  judges: readonly JudgeSlot[];
+  repeats: number;
+}
+
+function judgmentCoverage(results: readonly QuestionResult[], plan: RunPlan): JudgmentCoverage {
+  const count = (slot: JudgeSlot | null, bucket: Bucket): JudgmentCount => {
+    const slots = slot === null ? plan.judges.length : 1;
+    const readable = results
+      .filter((r) => r.bucket === bucket)
+      .reduce((n, r) => n + r.judgments.filter((j) => j.verdict !== null && (slot === null || j.slot === slot)).length, 0);
+    return { readable, planned: plan.counts[bucket] * plan.repeats * slots };
+  };
+  const perBucket = Object.fromEntries(BUCKETS.map((b) => [b, count(null, b)])) as Record<Bucket, JudgmentCount>;
+  const perJudge = Object.fromEntries(
+    plan.judges.map((slot) => [slot, Object.fromEntries(BUCKETS.map((b) => [b, count(slot, b)]))]),
+  ) as JudgmentCoverage['perJudge'];
+  const sum = (f: (c: JudgmentCount) => number): number => BUCKETS.reduce((n, b) => n + f(perBucket[b]), 0);
+  return { readable: sum((c) => c.readable), planned: sum((c) => c.planned), perBucket, perJudge };
+}
+
+export function coverageOf(results: readonly QuestionResult[], plan: RunPlan): Coverage {
+  const totals = plan.counts;
   const judged = (r: QuestionResult): boolean => r.judgments.some((j) => j.verdict !== null);
   const perBucket = Object.fromEntries(
     BUCKETS.map((b) => [b, { judged: results.filter((r) => r.bucket === b && judged(r)).length, total: totals[b] }]),
   ) as Coverage['perBucket'];
   const total = BUCKETS.reduce((n, b) => n + totals[b], 0);
   const all = BUCKETS.reduce((n, b) => n + perBucket[b].judged, 0);
+  const judgments = judgmentCoverage(results, plan);
+  const enough = (c: JudgmentCount, share: number): boolean => c.planned === 0 || c.readable >= share * c.planned;
   const met =
     total > 0 &&
     all >= VERDICT_COVERAGE.overall * total &&
-    BUCKETS.every((b) => perBucket[b].total === 0 || perBucket[b].judged >= VERDICT_COVERAGE.perBucket * perBucket[b].total);
-  return { judged: all, total, perBucket, met };
+    BUCKETS.every((b) => perBucket[b].total === 0 || perBucket[b].judged >= VERDICT_COVERAGE.perBucket * perBucket[b].total) &&
+    enough(judgments, VERDICT_COVERAGE.judgments) &&
+    Object.values(judgments.perJudge).every((byBucket) => BUCKETS.every((b) => enough(byBucket[b], VERDICT_COVERAGE.perJudgePerBucket)));
+  return { judged: all, total, perBucket, judgments, met };
 }
 
 /**
@@ -104,8 +150,14 @@ export interface RunSummary {
   costMicros: number;
   /** Null where the run's planned counts are not known (the advisor's pooled results). */
   coverage: Coverage | null;
-  /** A certification's, and only with its coverage met. */
+  /** A certification's, and only with its coverage met: `attempt.verdict`, the ladder with attempts counted. */
   verdict: CertificationVerdict | null;
+  /**
+   * Which attempt on its mode configuration the certification was, the α it was held to and its bound at that α
+   * (issue 38 item 3); null where `verdict` is. Absent on summaries written before 2026-11-27 (their verdict is the
+   * plain ladder's, attempts uncounted).
+   */
+  attempt?: AttemptVerdict | null;
 }
 
 function accuracy(correct: number, n: number): Accuracy {
@@ -176,9 +228,15 @@ function recusalSummary(results: readonly QuestionResult[]): RecusalSummary[] {
   return [...byKey.values()];
 }
 
-export function summarizeRun(kind: RunKind, results: readonly QuestionResult[], totals?: BucketCounts): RunSummary {
+/**
+ * The run's summary from its question rows; `plan` (its spec) gives the coverage, and a certification's `attempt` on
+ * its mode configuration (from 1) the α its verdict is held to.
+ */
+export function summarizeRun(kind: RunKind, results: readonly QuestionResult[], plan?: RunPlan, attempt = 1): RunSummary {
   const overall = group(results);
-  const coverage = totals ? coverageOf(results, totals) : null;
+  const coverage = plan ? coverageOf(results, plan) : null;
+  // No verdict without its questions: a certification short of the coverage ends `incomplete`, without one.
+  const attempted = kind === 'certification' && coverage?.met ? attemptVerdict(overall.winRate, attempt) : null;
   const consistency = positionConsistency(mirroredPairs(results));
   return {
     perBucket: Object.fromEntries(BUCKETS.map((b) => [b, group(results.filter((r) => r.bucket === b))])) as Record<Bucket, ResultGroup>,
@@ -194,8 +252,8 @@ export function summarizeRun(kind: RunKind, results: readonly QuestionResult[], 
     templates: new Set(results.map((r) => r.cluster)).size,
     costMicros: results.reduce((n, r) => n + r.costMicros, 0),
     coverage,
-    // No verdict without its questions: a certification short of the coverage ends `incomplete`, without one.
-    verdict: kind === 'certification' && coverage?.met ? verdictFor(overall.winRate?.interval.low ?? 0) : null,
+    verdict: attempted?.verdict ?? null,
+    attempt: attempted,
   };
 }
 

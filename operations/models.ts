@@ -1,6 +1,6 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { listModesForOrg } from '../db/repositories/modes';
-import { latestCertifications, type ModeCertification } from '../db/repositories/runs';
+import { listedCertifications, type ModeCertification } from '../db/repositories/certifications';
 import { keyAllowsMode } from '../domain/api-keys';
 import type { ModeConfig, ModeRecord } from '../domain/modes';
 import { seatingNow, simulatedFor, type TierSeating } from '../domain/seating';
@@ -24,8 +24,9 @@ export interface ModelView {
   /** Why they are simulated: a test key runs on `sim` engines everywhere; a live key only where no key is configured. */
   simulatedBecause: 'test_key' | 'no_credentials';
   /**
-   * The latest completed certification of the version this caller calls, null when it has none: a certification
-   * measured its version's panel, so an older release's verdict says nothing of this one (docs/api-extensions.md).
+   * The listed certification of the configuration of the version this caller calls, with every attempt on it; null
+   * when it has none: a certification measured its panel, so an older release's verdict says nothing of this one
+   * (docs/api-extensions.md). A simulated one only for its own organisation.
    */
   certification: ModeCertification | null;
 }
@@ -55,9 +56,10 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
   const simOnly = auth.keyKind === 'test';
   const ctx = callSeatingContext(deps.engines, { ownFamilies, simOnly }, deps.env);
   // One query for every listed mode.
-  const certifications = await latestCertifications(
+  const certifications = await listedCertifications(
     db,
     modes.map((m) => ({ modeId: m.id, version: m.version })),
+    auth.orgId,
   );
   return Promise.all(
     modes.map(async (mode) => {

@@ -1,14 +1,6 @@
+import { listedCertifications, type ModeCertification } from '../db/repositories/certifications';
 import type { StoreDeps } from './deps';
-import {
-  answeredCounts,
-  findRun,
-  getRun,
-  latestCertifications,
-  listRuns,
-  type ModeCertification,
-  type RunFilter,
-  type RunRecord,
-} from '../db/repositories/runs';
+import { answeredCounts, findRun, getRun, listRuns, type RunFilter, type RunRecord } from '../db/repositories/runs';
 import type { Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import { BATCH_STATES, type BatchState, type RunKind, type RunProgress, type RunState } from '../domain/runs';
@@ -132,12 +124,13 @@ export async function runOf(deps: StoreDeps, principal: Principal, runId: string
   return findRun(deps.db, orgActedOn(principal), runId);
 }
 
-/** The latest certification of each released mode version. */
+/** The listed certification of each released mode version, as the principal's organisation sees it. */
 export async function certificationsOf(
   deps: StoreDeps,
+  principal: Principal,
   versions: readonly { modeId: string; version: number }[],
 ): Promise<Map<string, ModeCertification>> {
-  return latestCertifications(deps.db, versions);
+  return listedCertifications(deps.db, versions, orgActedOn(principal));
 }
 
 /** Any organisation's run, for the operator (`batch_not_found` when none has this id). */

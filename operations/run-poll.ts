@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { AuthContext } from '../db/repositories/api-keys';
+import { attemptsBeside, type CertificationAttempt } from '../db/repositories/certifications';
 import { findMode } from '../db/repositories/modes';
 import { findRun, type RunRecord } from '../db/repositories/runs';
 import { QuorumError } from '../domain/errors';
@@ -16,6 +17,8 @@ export interface RunView {
   progress: RunProgress;
   /** The poll's, of a run launched with `svc.same_questions_as`. */
   paired?: PairedView;
+  /** The poll's, of a certification: every attempt on its mode configuration (issue 38 item 3). */
+  attempts?: CertificationAttempt[];
 }
 
 /** What reading runs needs: the operator's CLI has no engines, and may have no Temporal (progress comes from Postgres then). */
@@ -27,8 +30,12 @@ export async function pollRun(deps: OperationDeps, auth: AuthContext, kind: RunK
 
 /** The poll's view of a run (a cancel answers with it too): `viewOf`, and a paired re-run's comparison. */
 export async function pollView(deps: RunReadDeps, orgId: string, run: RunRecord): Promise<RunView> {
-  const [view, paired] = await Promise.all([viewOf(deps, orgId, run), pairedView(deps, run)]);
-  return paired ? { ...view, paired } : view;
+  const [view, paired, attempts] = await Promise.all([
+    viewOf(deps, orgId, run),
+    pairedView(deps, run),
+    run.kind === 'certification' ? attemptsBeside(deps.db, run) : undefined,
+  ]);
+  return { ...view, ...(paired && { paired }), ...(attempts && { attempts }) };
 }
 
 /**

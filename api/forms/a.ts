@@ -1,3 +1,4 @@
+import type { RunNames } from './names';
 import { BUCKET_NAMES } from '../../domain/form';
 import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../../operations/requests/a';
@@ -46,6 +47,9 @@ function completion(o: Outcome, replayed: boolean): JsonObject {
   return completionShape(o, o.modeId, o.finishReason, {}, svc);
 }
 
+/** Buckets and modes as this Form names them in its run resources and listings. */
+const RUN_NAMES: RunNames = { bucket: BUCKET_NAMES.A, modeKey: (m) => m.id };
+
 export const formA: FormSerialiser = {
   form: 'A',
   requests: formARequests,
@@ -78,7 +82,7 @@ export const formA: FormSerialiser = {
         },
         providers: view.providerFamilies,
         seating: seatingJson(view),
-        certification: certificationJson(view),
+        certification: certificationJson(view, RUN_NAMES),
         ...simulatedDisclosure(view),
       },
     };
@@ -94,5 +98,5 @@ export const formA: FormSerialiser = {
       }),
     ),
   noReceipt: (_requestId, reason) => ({ ok: true, receipt_available: false, reason }),
-  runs: runSerialiser({ bucket: BUCKET_NAMES.A, modeKey: (m) => m.id }),
+  runs: runSerialiser(RUN_NAMES),
 };

@@ -1,3 +1,4 @@
+import type { RunNames } from './names';
 import { BUCKET_NAMES } from '../../domain/form';
 import { MIN_SAMPLE } from '../../domain/estimate';
 import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
@@ -96,6 +97,9 @@ function completion(o: Outcome, replayed: boolean): JsonObject {
 const RATE_NOTE =
   "The rate is the mode's fee only, in USD per 1M tokens processed across all seats and the deliberation; output is priced at 4x input. Engines bill at actual cost plus the platform fee, outside the rate.";
 
+/** Buckets and modes as this Form names them in its run resources and listings. */
+const RUN_NAMES: RunNames = { bucket: BUCKET_NAMES.B, modeKey: (m) => m.ticker };
+
 export const formB: FormSerialiser = {
   form: 'B',
   requests: formBRequests,
@@ -153,7 +157,7 @@ export const formB: FormSerialiser = {
         },
         provider_families: view.providerFamilies,
         seating: seatingJson(view),
-        certification: certificationJson(view),
+        certification: certificationJson(view, RUN_NAMES),
         includes_deliberation: mode.config.express !== 'always',
         ...simulatedDisclosure(view),
       },
@@ -192,5 +196,5 @@ export const formB: FormSerialiser = {
     );
   },
   noReceipt: (requestId, reason, status) => ({ ok: true, receipt_available: false, reason, request_id: requestId, status }),
-  runs: runSerialiser({ bucket: BUCKET_NAMES.B, modeKey: (m) => m.ticker }),
+  runs: runSerialiser(RUN_NAMES),
 };

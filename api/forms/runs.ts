@@ -1,10 +1,12 @@
 import type { Bucket } from '../../domain/questions/types';
-import { VERDICT_COVERAGE, type ResultGroup, type RunSummary } from '../../domain/run-summary';
+import { VERDICT_COVERAGE, type Coverage, type JudgmentCount, type ResultGroup, type RunSummary } from '../../domain/run-summary';
 import { BUCKETS } from '../../domain/questions/types';
 import type { Interval } from '../../domain/statistics';
 import { runTiming, SIMULATED_RUN_NOTE, type RunKind } from '../../domain/runs';
 import { statusPath, type LaunchView } from '../../operations/run-launch';
 import type { PairedView } from '../../operations/run-paired';
+import type { CertificationAttempt } from '../../db/repositories/certifications';
+import type { RunRecord } from '../../db/repositories/runs';
 import type { RunView } from '../../operations/run-poll';
 import type { QuestionPageView, RunQuestionView } from '../../operations/run-questions';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
@@ -48,15 +50,63 @@ function resultGroup(g: ResultGroup): JsonObject {
   };
 }
 
-function certification(s: RunSummary | null): JsonObject | null {
+/** What a certification certified: the tier its questions were asked at, and where its questions came from. */
+export function certifiedScope(
+  names: RunNames,
+  tiers: readonly string[],
+  set: { source: 'generated' | 'imported'; id: string | null; counts: Record<Bucket, number> },
+): JsonObject {
+  return {
+    tier: tiers.join(','),
+    question_set: {
+      source: set.source,
+      id: set.id,
+      questions: BUCKETS.reduce((n, b) => n + set.counts[b], 0),
+      per_bucket: perBucket(names, set.counts, (n) => n),
+    },
+  };
+}
+
+/** The rule that turns attempts into a verdict (issue 38 item 3), as every view of one states it. */
+export const ATTEMPT_RULE =
+  'Attempt k on a mode configuration certifies only when its one-sided lower bound at α_k = 0.02·6/(π²k²) is above 0.50 (Σα_k = 0.02, under 2.5% by the measured excess of the t bound: at a true win rate of 0.5 no number of attempts certifies more than 2.5% of the time); otherwise provisional when the plain 95% lower bound is above 0.40.';
+
+/** Each attempt on the configuration, in launch order, with its verdict (null while it runs or when it ended without one). */
+export function attemptsJson(attempts: readonly CertificationAttempt[]): JsonObject[] {
+  return attempts.map((a) => ({
+    batch_id: a.runId,
+    attempt: a.attempt,
+    state: a.state,
+    verdict: a.verdict,
+    alpha: a.alpha,
+    interval: a.interval && interval(a.interval),
+    adjusted_lower_bound: a.adjustedLowerBound === null ? null : round4(a.adjustedLowerBound),
+    mode_version: a.modeVersion,
+    launched_at: a.launchedAt.toISOString(),
+    finished_at: a.finishedAt?.toISOString() ?? null,
+  }));
+}
+
+function certification(names: RunNames, run: RunRecord): JsonObject | null {
+  const s = run.summary;
   if (!s || s.verdict === null) return null;
   const w = s.overall.winRate;
   return {
     verdict: s.verdict,
+    ...certifiedScope(names, run.spec.tiers, {
+      source: run.spec.questionSetId ? 'imported' : 'generated',
+      id: run.spec.questionSetId,
+      counts: run.spec.counts,
+    }),
     win_rate: w && round4(w.winRate),
     interval: w && interval(w.interval),
+    interval_note: w?.intervalNote ?? null,
     lower_bound: w && round4(w.interval.low),
     confidence: 0.95,
+    // Null on a certification that ended before attempts were counted (its verdict is the plain ladder's).
+    attempt: s.attempt
+      ? { number: s.attempt.attempt, alpha: s.attempt.alpha, adjusted_lower_bound: round4(s.attempt.adjustedLowerBound) }
+      : null,
     standard_error: w && round4(w.standardError),
     degrees_of_freedom: w?.degreesOfFreedom ?? null,
     clusters: w?.clusters ?? 0,
@@ -71,22 +121,31 @@ function certification(s: RunSummary | null): JsonObject | null {
       threshold: s.positionConsistency.threshold,
       flagged: s.positionConsistency.flagged,
     },
-    ladder: { certified: 'lower_bound > 0.50', provisional: '0.40 < lower_bound <= 0.50', not_certified: 'lower_bound <= 0.40' },
+    ladder: {
+      certified: 'adjusted_lower_bound > 0.50 (the bound at the attempt’s α)',
+      provisional: 'otherwise, 0.40 < lower_bound',
+      not_certified: 'lower_bound <= 0.40',
+      attempts: ATTEMPT_RULE,
+    },
   };
 }
 
-/** `svc.paired` (issue 28 item 4): no difference or interval before two questions are judged in both runs. */
+/**
+ * `svc.paired` (issue 28 item 4): no difference before two questions are judged in both runs, and no interval where
+ * the pairs show no spread (`no_interval_reason` says which).
+ */
 function paired({ against, difference: d }: PairedView): JsonObject {
   const shown = d.clusters >= 2;
   return {
     against,
     pairs: d.pairs,
     difference: shown ? round4(d.difference) : null,
-    ci_low: shown ? round4(d.interval.low) : null,
-    ci_high: shown ? round4(d.interval.high) : null,
+    ci_low: d.interval && round4(d.interval.low),
+    ci_high: d.interval && round4(d.interval.high),
     confidence: 0.95,
-    standard_error: shown ? round4(d.standardError) : null,
+    standard_error: d.interval && round4(d.standardError),
     degrees_of_freedom: d.degreesOfFreedom,
+    no_interval_reason: d.noInterval,
   };
 }
 
@@ -123,8 +182,8 @@ function questionRecord(names: RunNames, { result: r, question, sealed }: RunQue
   };
 }
 
-/** Why a run's results are short of what it was paid for: no readable verdict, or too few judged questions. */
-function coverageWarnings(kind: RunKind, s: RunSummary | null): string[] {
+/** Why a run's results are short of what it was paid for: no readable verdict, too few judged questions or judgments. */
+function coverageWarnings(names: RunNames, kind: RunKind, s: RunSummary | null): string[] {
   const c = s?.coverage;
   if (!s || !c) return [];
   if (c.judged === 0)
@@ -133,9 +192,42 @@ function coverageWarnings(kind: RunKind, s: RunSummary | null): string[] {
     ];
   if (c.met) return [];
   const pct = (x: number): string => `${Math.round(x * 100)}%`;
+  const j = c.judgments;
+  const short = j
+    ? Object.entries(j.perJudge).flatMap(([slot, byBucket]) =>
+        BUCKETS.filter(
+          (b) => byBucket[b].planned > 0 && byBucket[b].readable < VERDICT_COVERAGE.perJudgePerBucket * byBucket[b].planned,
+        ).map((b) => `${slot} ${byBucket[b].readable} of ${byBucket[b].planned} in ${names.bucket[b]}`),
+      )
+    : [];
   return [
-    `Judged ${c.judged} of ${c.total} questions (${pct(c.judged / c.total)}); ${kind === 'certification' ? 'a verdict' : 'using a run as evidence'} needs ${pct(VERDICT_COVERAGE.overall)} overall and ${pct(VERDICT_COVERAGE.perBucket)} in every bucket. The unjudged questions were credited back.`,
+    `Judged ${c.judged} of ${c.total} questions (${pct(c.judged / c.total)})${j ? `, ${j.readable} of ${j.planned} planned judgments read (${pct(j.planned === 0 ? 0 : j.readable / j.planned)})` : ''}${short.length > 0 ? `; short: ${short.join(', ')}` : ''}. ${kind === 'certification' ? 'A verdict' : 'Using a run as evidence'} needs ${pct(VERDICT_COVERAGE.overall)} of questions overall and ${pct(VERDICT_COVERAGE.perBucket)} in every bucket, ${pct(VERDICT_COVERAGE.judgments)} of planned judgments, and ${pct(VERDICT_COVERAGE.perJudgePerBucket)} of each judge's in every bucket.`,
   ];
+}
+
+/** `coverage` of the batch: questions judged, and (from 2026-11-27) judgments read overall, per bucket and per judge. */
+function coverageJson(names: RunNames, c: Coverage): JsonObject {
+  const count = (x: JudgmentCount): JsonObject => ({ readable: x.readable, planned: x.planned });
+  return {
+    judged: c.judged,
+    total: c.total,
+    per_bucket: perBucket(names, c.perBucket, (b) => ({ judged: b.judged, total: b.total })),
+    required_overall: VERDICT_COVERAGE.overall,
+    required_per_bucket: VERDICT_COVERAGE.perBucket,
+    judgments: c.judgments
+      ? {
+          readable: c.judgments.readable,
+          planned: c.judgments.planned,
+          per_bucket: perBucket(names, c.judgments.perBucket, count),
+          per_judge: Object.fromEntries(
+            Object.entries(c.judgments.perJudge).map(([slot, byBucket]) => [slot, perBucket(names, byBucket, count)]),
+          ),
+          required_overall: VERDICT_COVERAGE.judgments,
+          required_per_judge_per_bucket: VERDICT_COVERAGE.perJudgePerBucket,
+        }
+      : null,
+    met: c.met,
+  };
 }
 
 export function runSerialiser(names: RunNames): RunSerialiser {
@@ -171,7 +263,7 @@ export function runSerialiser(names: RunNames): RunSerialiser {
       last_id: page.questions.at(-1)?.result.questionId ?? null,
       has_more: page.hasMore,
     }),
-    poll({ run, mode, progress, paired: pairing }) {
+    poll({ run, mode, progress, paired: pairing, attempts }) {
       const done = BUCKETS.reduce((n, b) => n + progress.done[b], 0);
       const { elapsedMs, leftMs } = runTiming({ progress, finishedAt: run.finishedAt, estimatedMinutes: run.estimatedMinutes }, Date.now());
       const s = run.summary;
@@ -213,21 +305,12 @@ export function runSerialiser(names: RunNames): RunSerialiser {
           s && s.coverage?.judged !== 0
             ? { per_bucket: perBucket(names, s.perBucket, resultGroup), overall: resultGroup(s.overall) }
             : null,
-        coverage: s?.coverage
-          ? {
-              judged: s.coverage.judged,
-              total: s.coverage.total,
-              per_bucket: perBucket(names, s.coverage.perBucket, (c) => ({ judged: c.judged, total: c.total })),
-              required_overall: VERDICT_COVERAGE.overall,
-              required_per_bucket: VERDICT_COVERAGE.perBucket,
-              met: s.coverage.met,
-            }
-          : null,
+        coverage: s?.coverage ? coverageJson(names, s.coverage) : null,
         recusals: s ? s.recusals.map((r) => ({ slot: r.slot, engine: r.engineId, replaced_by: r.replacedBy, questions: r.questions })) : [],
         unread_verdicts: s?.unreadVerdicts ?? 0,
         warnings: [
           ...(run.keyKind === 'test' ? [SIMULATED_RUN_NOTE] : []),
-          ...coverageWarnings(run.kind, s),
+          ...coverageWarnings(names, run.kind, s),
           ...(s?.positionConsistency.flagged
             ? [
                 `Judges changed their verdict on ${Math.round(s.positionConsistency.flipRate * 100)}% of mirrored pairs (threshold ${s.positionConsistency.threshold * 100}%): the order, not the answers, moved them.`,
@@ -238,7 +321,7 @@ export function runSerialiser(names: RunNames): RunSerialiser {
       };
       // Only a test run can be paired (a certification draws fresh questions).
       if (run.kind === 'test') return { ok: true, batch, ...(pairing && { svc: { paired: paired(pairing) } }) };
-      return { ok: true, batch, certification: certification(s) };
+      return { ok: true, batch, certification: certification(names, run), attempts: attemptsJson(attempts ?? []) };
     },
   };
 }

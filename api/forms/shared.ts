@@ -5,7 +5,8 @@ import type { EstimateView } from '../../operations/estimate';
 import type { ModelView } from '../../operations/models';
 import type { RequestSchemas } from '../../operations/requests/common';
 import { usd, type JsonObject } from './json';
-import type { RunSerialiser } from './runs';
+import { attemptsJson, ATTEMPT_RULE, certifiedScope, type RunSerialiser } from './runs';
+import type { RunNames } from './names';
 
 const SIMULATED_NOTE: Readonly<Record<ModelView['simulatedBecause'], string>> = {
   no_credentials:
@@ -20,20 +21,29 @@ export function simulatedDisclosure(v: ModelView): JsonObject {
 }
 
 /**
- * `svc.certification` of a model listing (issue 28 item 5): the latest completed certification of the version this
- * caller calls, null when none. `simulated` is a test key's run, which certifies nothing.
+ * `svc.certification` of a model listing (issue 28 item 5, issue 38 items 3–5): the listed certification of the
+ * configuration of the version this caller calls, null when none: its verdict, both bounds (the plain 95% one and
+ * the one at its attempt's α), the tier and question set it certified, and every attempt on the configuration with
+ * its verdict. `simulated` is a test key's run, which certifies nothing and is shown only to its own organisation.
  */
-export function certificationJson(v: ModelView): JsonObject | null {
+export function certificationJson(v: ModelView, names: RunNames): JsonObject | null {
   const c = v.certification;
   return (
     c && {
       verdict: c.verdict,
+      ...certifiedScope(names, c.tiers, c.questionSet),
       lower_bound: c.lowerBound,
+      interval: c.interval && { low: c.interval.low, high: c.interval.high },
+      attempt: c.attempt,
+      alpha: c.alpha,
+      adjusted_lower_bound: c.adjustedLowerBound,
       batch_id: c.runId,
       completed_at: c.completedAt.toISOString(),
       mode_version: c.modeVersion,
       mode_config_hash: c.configHash,
       simulated: c.simulated,
+      attempts: attemptsJson(c.attempts),
+      rule: ATTEMPT_RULE,
     }
   );
 }
@@ -45,6 +55,8 @@ export function certificationJson(v: ModelView): JsonObject | null {
 export function seatingJson(v: ModelView): JsonObject {
   const place = (p: { designed: string; answers: string | null } | null): JsonObject | null =>
     p && { designed: p.designed, answers: p.answers };
+  // A certification ran its questions at its own tier: its verdict is that tier's alone (issue 38 item 5).
+  const certifiedTiers: readonly string[] = v.certification?.tiers ?? [];
   return Object.fromEntries(
     v.seating.map((t) => [
       t.tier,
@@ -53,6 +65,7 @@ export function seatingJson(v: ModelView): JsonObject {
         seats: t.seats.map((s) => ({ role: s.role, designed: s.designed, answers: s.answers })),
         judge: place(t.judge),
         synthesis: place(t.synthesis),
+        certification: certifiedTiers.includes(t.tier) ? (v.certification?.verdict ?? null) : null,
       },
     ]),
   );

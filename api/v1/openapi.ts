@@ -6,6 +6,8 @@ import { IdempotencyKeySchema } from '../../operations/requests/common';
 import type { JsonObject } from '../forms/json';
 import { RUN_LIST_PARAMETERS, RunListSchema } from './run-list-resources';
 import {
+  AttemptSchema,
+  CertifiedScopeSchema,
   CertifyPollSchema,
   CertifyRequestSchema,
   LaunchSchema,
@@ -27,16 +29,25 @@ const ErrorBodySchema = z.object({
   svc: z.object({ request_id: z.string().nullable() }).optional(),
 });
 
-/** `svc.certification` of a `/v1/models` entry and of `list_modes` (null when the version called has none). */
+/** `svc.certification` of a `/v1/models` entry and of `list_modes` (null when the configuration called has none). */
 const ModeCertificationSchema = z
   .object({
-    verdict: z.enum(['certified', 'provisional', 'not_certified']),
-    lower_bound: z.number().nullable().describe("The 95% interval's lower bound of the win rate the verdict was read from."),
+    verdict: z
+      .enum(['certified', 'provisional', 'not_certified'])
+      .describe('For `tier` only. The listed attempt: the latest that certified, else the latest with a verdict.'),
+    ...CertifiedScopeSchema,
+    lower_bound: z.number().nullable().describe("The plain 95% interval's lower bound of the win rate."),
+    interval: z.object({ low: z.number(), high: z.number() }).nullable().describe('The plain 95% interval.'),
+    attempt: z.number().int().describe('Which attempt on the configuration the listed one was, from 1.'),
+    alpha: z.number().describe('α_k = 0.02·6/(π²k²) of that attempt.'),
+    adjusted_lower_bound: z.number().nullable().describe('Its one-sided lower bound at `alpha`: certified when above 0.50.'),
     batch_id: z.string().describe('The certification run (`GET /v1/certify?batch_id=`).'),
     completed_at: z.string().describe('ISO 8601.'),
     mode_version: z.number().int(),
     mode_config_hash: z.string(),
-    simulated: z.boolean().describe("A test key's run on `sim` engines: it certifies nothing."),
+    simulated: z.boolean().describe("A test key's run on `sim` engines: it certifies nothing, and only its own organisation is shown it."),
+    attempts: z.array(AttemptSchema).describe('Every attempt on this configuration, in launch order, with its verdict.'),
+    rule: z.string().describe('How attempts turn into the listed verdict.'),
   })
   .nullable();
 

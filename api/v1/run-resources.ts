@@ -212,6 +212,33 @@ export const LaunchSchema = z.object({
     ),
 });
 
+const judgmentCount = z.object({ readable: z.number().int(), planned: z.number().int() });
+
+/** What a certification certified (issue 38 item 5): the tier its questions ran at, and its question set. */
+export const CertifiedScopeSchema = {
+  tier: z.string().describe('The panel tier the certification ran its questions at (`plus`): the verdict is for that tier only.'),
+  question_set: z.object({
+    source: z.enum(['generated', 'imported']).describe('`generated`: drawn fresh for the run from its seed.'),
+    id: z.string().nullable(),
+    questions: z.number().int(),
+    per_bucket: z.record(z.string(), z.number().int()),
+  }),
+};
+
+/** Every attempt on the configuration, in launch order (issue 38 item 3). */
+export const AttemptSchema = z.object({
+  batch_id: z.uuid(),
+  attempt: z.number().int().describe('From 1, in launch order, counting every attempt that started (running, ended, cancelled).'),
+  state: z.enum([...BATCH_STATES, 'launching']),
+  verdict: z.enum(['certified', 'provisional', 'not_certified']).nullable(),
+  alpha: z.number().describe('α_k = 0.02·6/(π²k²): the one-sided level this attempt was held to.'),
+  interval: interval.nullable().describe('The plain 95% interval of its win rate.'),
+  adjusted_lower_bound: z.number().nullable().describe('Its one-sided lower bound at `alpha`.'),
+  mode_version: z.number().int(),
+  launched_at: z.string(),
+  finished_at: z.string().nullable(),
+});
+
 export const BatchSchema = z.object({
   id: z.uuid(),
   kind: z.enum(RUN_KINDS),
@@ -263,11 +290,22 @@ export const BatchSchema = z.object({
       per_bucket: z.record(z.string(), z.object({ judged: z.number().int(), total: z.number().int() })),
       required_overall: z.number(),
       required_per_bucket: z.number(),
+      judgments: z
+        .object({
+          readable: z.number().int(),
+          planned: z.number().int().describe('Questions × repeats for each judge slot.'),
+          per_bucket: z.record(z.string(), judgmentCount),
+          per_judge: z.record(z.string(), z.record(z.string(), judgmentCount)),
+          required_overall: z.number(),
+          required_per_judge_per_bucket: z.number(),
+        })
+        .nullable()
+        .describe('Judges’ verdicts read against those planned; null on a run that ended before 2026-11-27.'),
       met: z.boolean(),
     })
     .nullable()
     .describe(
-      'Questions with at least one readable judge verdict. A certification verdict, or a run used as evidence, needs `required_overall` of them and `required_per_bucket` in every bucket; below it a certification ends `incomplete`, without a verdict.',
+      'Questions with at least one readable judge verdict, and judgments read. A certification verdict, or a run used as evidence, needs `required_overall` of the questions and `required_per_bucket` in every bucket, and `judgments.required_overall` of the planned judgments and `judgments.required_per_judge_per_bucket` of each judge’s in every bucket; below it a certification ends `incomplete`, without a verdict.',
     ),
   recusals: z.array(
     z.object({ slot: z.enum(JUDGE_SLOTS), engine: z.string(), replaced_by: z.string().nullable(), questions: z.number().int() }),
@@ -280,11 +318,19 @@ export const BatchSchema = z.object({
 export const CertificationSchema = z.object({
   verdict: z
     .enum(['certified', 'provisional', 'not_certified'])
-    .describe('From the 95% lower bound L: certified L > 0.50; provisional 0.40 < L ≤ 0.50.'),
+    .describe(
+      'Certified when the attempt-adjusted lower bound is above 0.50; otherwise provisional when the plain 95% lower bound L is above 0.40.',
+    ),
+  ...CertifiedScopeSchema,
   win_rate: z.number().nullable(),
   interval: interval.nullable().describe('Clustered by question (G/(G−1) correction), t with G−1 degrees of freedom.'),
+  interval_note: z.string().nullable().describe('Why the interval is not the clustered one (no spread between questions).'),
   lower_bound: z.number().nullable(),
   confidence: z.number(),
+  attempt: z
+    .object({ number: z.number().int(), alpha: z.number(), adjusted_lower_bound: z.number() })
+    .nullable()
+    .describe('Which attempt on the mode configuration this was, its α and its bound at α; null before attempts were counted.'),
   standard_error: z.number().nullable(),
   degrees_of_freedom: z.number().int().nullable(),
   clusters: z.number().int(),
@@ -311,10 +357,18 @@ export const PairedSchema = z.object({
   ci_high: z
     .number()
     .nullable()
-    .describe('95% interval, clustered by question over both runs’ judgments (G/(G−1) correction, t with G−1 degrees of freedom).'),
+    .describe(
+      '95% interval, clustered by question over both runs’ judgments (G/(G−1) correction, t with G−1 degrees of freedom); null with `no_interval_reason` when there is none.',
+    ),
   confidence: z.number(),
   standard_error: z.number().nullable(),
   degrees_of_freedom: z.number().int(),
+  no_interval_reason: z
+    .string()
+    .nullable()
+    .describe(
+      'Why there is no interval: fewer than two questions judged in both runs, or every question differed by the same amount (no spread to measure: a zero-width interval would claim the difference is known exactly).',
+    ),
 });
 export const TestPollSchema = z.object({
   ok: z.boolean(),
@@ -326,6 +380,7 @@ export const CertifyPollSchema = z.object({
   ok: z.boolean(),
   batch: BatchSchema,
   certification: CertificationSchema.nullable(),
+  attempts: z.array(AttemptSchema).describe('Every attempt on this mode configuration, this one included, in launch order.'),
   questions: QuestionPageSchema,
 });
 
@@ -342,6 +397,7 @@ export const RunEndedEventSchema = z.object({
   kind: z.enum(['test', 'certify']),
   state: z.enum(['completed', 'incomplete', 'failed', 'cancelled']),
   model: z.string(),
+  simulated: z.boolean().describe('A test key’s run on `sim` engines: its verdict certifies nothing (issue 38 item 4).'),
   summary: z.object({
     questions: z.number().int(),
     answered: z.number().int(),

@@ -5,7 +5,6 @@ import { generateQuestions } from '../../domain/questions/generate';
 import { benchmarkLibrary } from '../../infra/benchmark-sets';
 import type { Bucket, Question } from '../../domain/questions/types';
 import type { RunSummary } from '../../domain/run-summary';
-import type { CertificationVerdict } from '../../domain/statistics';
 import {
   emptyCounts,
   ENDED_STATES,
@@ -527,77 +526,4 @@ export async function answeredCounts(db: DbOrTrx, runIds: readonly string[]): Pr
     n: string;
   }[];
   return new Map(rows.map((r) => [r.run_id, Number(r.n)]));
-}
-
-/** A mode version's certification as callers see it (`/v1/models`, `list_modes`, the console's modes page). */
-export interface ModeCertification {
-  modeId: string;
-  runId: string;
-  verdict: CertificationVerdict;
-  /** The 95% lower bound of the win rate the verdict was read from; null in a summary without one. */
-  lowerBound: number | null;
-  completedAt: Date;
-  modeVersion: number;
-  configHash: string;
-  /** A test key's run: answered on `sim` engines, it certifies nothing (DESIGN §10). */
-  simulated: boolean;
-}
-
-/**
- * For each of these mode versions, its latest completed certification, in one query: a live one before a simulated
- * one (a test key's run says nothing of the real panel, so it never hides a live verdict), then the newest. Any
- * organisation's run counts, as for listing (`certifiedVersion`): only the owner can launch one. A mode version with
- * none is absent.
- */
-export async function latestCertifications(
-  db: DbOrTrx,
-  versions: readonly { modeId: string; version: number }[],
-): Promise<Map<string, ModeCertification>> {
-  if (versions.length === 0) return new Map();
-  const rows = (await db('runs as r')
-    .join('mode_versions as v', function () {
-      this.on('v.mode_id', '=', 'r.mode_id').andOn('v.version', '=', 'r.mode_version');
-    })
-    .where({ 'r.kind': 'certification', 'r.state': 'completed' })
-    .whereRaw("r.summary->>'verdict' is not null")
-    .whereIn(
-      ['r.mode_id', 'r.mode_version'],
-      versions.map((v) => [v.modeId, v.version]),
-    )
-    .distinctOn('r.mode_id')
-    .orderByRaw("r.mode_id, (r.key_mode = 'live') desc, r.finished_at desc")
-    .select(
-      'r.id',
-      'r.mode_id',
-      'r.mode_version',
-      'r.key_mode',
-      'r.finished_at',
-      'v.config_hash',
-      db.raw("r.summary->>'verdict' as verdict"),
-      db.raw("(r.summary#>>'{overall,winRate,interval,low}')::float8 as lower_bound"),
-    )) as {
-    id: string;
-    mode_id: string;
-    mode_version: number;
-    key_mode: 'live' | 'test';
-    finished_at: Date;
-    config_hash: string;
-    verdict: CertificationVerdict;
-    lower_bound: number | null;
-  }[];
-  return new Map(
-    rows.map((r) => [
-      r.mode_id,
-      {
-        modeId: r.mode_id,
-        runId: r.id,
-        verdict: r.verdict,
-        lowerBound: r.lower_bound,
-        completedAt: r.finished_at,
-        modeVersion: r.mode_version,
-        configHash: r.config_hash,
-        simulated: r.key_mode === 'test',
-      },
-    ]),
-  );
 }

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { inviteOrganisation, listMode, listOrganisationModes, releaseMode } from '../../../operations/authoring/modes';
-import type { ModeCertification } from '../../../db/repositories/runs';
+import type { ModeCertification } from '../../../db/repositories/certifications';
 import { QuorumError } from '../../../domain/errors';
 import { certificationsOf } from '../../../operations/run-list';
 import { consoleAuthoring, type Authoring } from '../console-auth';
@@ -9,7 +9,7 @@ import type { ConsoleDeps } from '../deps';
 import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
 import { page } from '../layout';
-import { ConsoleRefusal, requireOrg } from '../session';
+import { ConsoleRefusal, personOf, requireOrg } from '../session';
 import { MODE_EDITOR_JS } from './mode-editor';
 import { authoringRoutes, listedRefusals } from './mode-authoring';
 import { modePage, type Done } from './mode-page';
@@ -41,23 +41,39 @@ function editorScriptRoute(router: Router): void {
   });
 }
 
-/** The current version's latest certification: verdict, lower bound, date and its run; a test key's marked simulated. */
-function certificationCell(c: ModeCertification | undefined): Html {
+/**
+ * The current configuration's listed certification: verdict, lower bounds, tier, date and its run; a test key's marked
+ * simulated; then every attempt on the configuration with its verdict (issue 38 item 3: attempts are disclosed).
+ */
+export function certificationCell(c: ModeCertification | undefined): Html {
   if (!c) return html`<span class="certification">not certified yet</span>`;
   const bound = c.lowerBound === null ? '' : `, lower bound ${c.lowerBound.toFixed(3)}`;
+  const adjusted =
+    c.adjustedLowerBound === null ? '' : ` (${c.adjustedLowerBound.toFixed(3)} at α ${c.alpha.toPrecision(3)}, attempt ${c.attempt})`;
   return html`<span class="certification"
-    >${c.verdict}${bound}, ${c.completedAt.toISOString().slice(0, 10)}${c.simulated ? ' (simulated)' : ''}
-    <a href="/console/runs/${encodeURIComponent(c.runId)}">run</a></span
-  >`;
+      >${c.verdict}${bound}${adjusted}, ${c.tiers.join(', ')} tier,
+      ${c.completedAt.toISOString().slice(0, 10)}${c.simulated ? ' (simulated)' : ''}
+      <a href="/console/runs/${encodeURIComponent(c.runId)}">run</a></span
+    >
+    <ol class="attempts">
+      ${c.attempts.map(
+        (a) =>
+          html`<li>
+            <a href="/console/runs/${encodeURIComponent(a.runId)}">attempt ${a.attempt}</a>: ${a.verdict ?? a.state}, α
+            ${a.alpha.toPrecision(3)}
+          </li>`,
+      )}
+    </ol>`;
 }
 
 /** The organisation's modes: state, version, listing and certification of each. */
 function modeListRoute(router: Router, deps: ConsoleDeps): void {
   router.get('/modes', async (ctx) => {
-    const { org } = requireOrg(ctx);
+    const { user, org } = requireOrg(ctx);
     const modes = await listOrganisationModes(consoleAuthoring(deps, org).deps, org.orgId);
     const certified = await certificationsOf(
       deps,
+      personOf(user),
       modes.filter((m) => m.state === 'released').map((m) => ({ modeId: m.mode_id, version: m.version })),
     );
     page(

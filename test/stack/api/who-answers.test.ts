@@ -120,6 +120,8 @@ describe('who answers, and errors a caller can read: only the OpenAI family conf
           seats: [{ role: 'seat1', designed: 'openai/gpt-4.1-mini', answers: 'openai/gpt-4.1-mini' }],
           judge: null,
           synthesis: null,
+          // Never certified; a certification's verdict would be shown on `plus` only (issue 38 item 5).
+          certification: null,
         },
       });
       assert.deepEqual(families(express), ['openai']);

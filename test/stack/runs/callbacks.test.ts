@@ -148,6 +148,8 @@ describe('runs: signed completion callbacks (issue 28 item 6)', function () {
     assert.equal(event.batch_id, id);
     assert.equal(event.kind, 'test');
     assert.equal(event.state, ended.state);
+    // Launched with a test key: simulated, and the event says so (issue 38 item 4).
+    assert.equal(event.simulated, true);
     assert.equal(event.summary.questions, 2);
     assert.equal(event.summary.answered, ended.progress.done);
     assert.ok(Number.isInteger(event.created) && Math.abs(Date.now() / 1000 - Number(event.created)) < 600);

@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { ENDED_STATES } from '../../../domain/runs';
+import { certificationSpec, ENDED_STATES } from '../../../domain/runs';
 import { getRun, questionResults } from '../../../db/repositories/runs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { seedDemoModes } from '../../../db/seed';
@@ -68,9 +68,10 @@ export async function untilEnded(
 }
 
 /**
- * A completed certification's row with a `certified` verdict (or the one given, and then its lower bound) and the
- * coverage one needs, for a test of what reads verdicts: a row, not a run, so nothing is charged for it (the suite's
- * audit reads it). Returns its id.
+ * A completed certification's row with a `certified` verdict (or the one given, and then its interval and, when
+ * given, its attempt's figures) and the coverage one needs, for a test of what reads verdicts: a row, not a run, so
+ * nothing is charged for it (the suite's audit reads it). Its spec is a certification's (plus tier, 150 generated
+ * questions). Returns its id.
  */
 export async function certifiedRow(row: {
   orgId: string;
@@ -78,7 +79,13 @@ export async function certifiedRow(row: {
   ticker: string;
   version: number;
   keyMode?: 'live' | 'test';
-  verdict?: { verdict: 'certified' | 'provisional' | 'not_certified'; lowerBound: number; finishedAt: Date };
+  verdict?: {
+    verdict: 'certified' | 'provisional' | 'not_certified';
+    lowerBound: number;
+    upperBound?: number;
+    finishedAt: Date;
+    attempt?: { attempt: number; alpha: number; adjustedLowerBound: number };
+  };
 }): Promise<string> {
   const id = randomUUID();
   const v = row.verdict;
@@ -95,7 +102,7 @@ export async function certifiedRow(row: {
       mode_id: row.modeId,
       mode_version: row.version,
       model: row.ticker,
-      spec: JSON.stringify({}),
+      spec: JSON.stringify(certificationSpec(1)),
       total_questions: 150,
       billed_micros: 0,
       estimated_minutes: 150,
@@ -103,8 +110,11 @@ export async function certifiedRow(row: {
       summary: JSON.stringify({
         verdict: v?.verdict ?? 'certified',
         coverage: { met: true },
-        ...(v ? { overall: { winRate: { interval: { low: v.lowerBound } } } } : {}),
+        ...(v ? { overall: { winRate: { interval: { low: v.lowerBound, high: v.upperBound ?? 1 } } } } : {}),
+        ...(v?.attempt ? { attempt: { ...v.attempt, verdict: v.verdict } } : {}),
       }),
+      // Launched in the order they ended, a second before, so attempts number in the order rows are written.
+      created_at: new Date((v?.finishedAt ?? new Date()).getTime() - 1000),
       finished_at: v?.finishedAt ?? new Date(),
     });
   return id;

@@ -17,6 +17,21 @@ async function questionsOf(runId: string): Promise<Map<string, string>> {
   return new Map(rows.map((r) => [r.question_id, `${r.result.cluster} | ${r.result.reference}`]));
 }
 
+/** Each question's mean judge score in a run (win 1, tie ½, loss 0, unread verdicts left out) and how many were read. */
+async function meanScores(runId: string): Promise<Map<string, { mean: number; n: number }>> {
+  const rows = (await stack().db('run_questions').where({ run_id: runId }).select('question_id', 'result')) as {
+    question_id: string;
+    result: { judgments: { verdict: 'win' | 'tie' | 'loss' | null }[] };
+  }[];
+  const score: Record<'win' | 'tie' | 'loss', number> = { win: 1, tie: 0.5, loss: 0 };
+  return new Map(
+    rows.map((r) => {
+      const read = r.result.judgments.flatMap((j) => (j.verdict === null ? [] : [score[j.verdict]]));
+      return [r.question_id, { mean: read.reduce((a, b) => a + b, 0) / read.length, n: read.length }];
+    }),
+  );
+}
+
 /** Issue 28 item 4: `svc.same_questions_as` runs exactly an earlier run's questions; the poll reports the paired difference. */
 describe('runs: paired re-runs (svc.same_questions_as)', function () {
   this.timeout(300_000);
@@ -101,13 +116,25 @@ describe('runs: paired re-runs (svc.same_questions_as)', function () {
       // Every question judged in both runs, so the paired difference is the difference of the two runs' win rates.
       const expected = (p.batch.results?.overall.win_rate ?? NaN) - (before.batch.results?.overall.win_rate ?? NaN);
       assert.ok(Math.abs((paired.difference ?? NaN) - expected) <= 2e-4, `${form}: ${paired.difference} vs ${expected}`);
-      assert.ok(paired.ci_low !== null && paired.ci_high !== null);
-      assert.ok(paired.ci_low <= paired.difference! && paired.difference! <= paired.ci_high, JSON.stringify(paired));
-      // The same questions on deterministic sim engines can score alike question by question: no spread then, so the
-      // clustered interval is the difference itself; any spread gives it width.
-      if (paired.standard_error === 0)
-        assert.ok(paired.ci_low === paired.difference && paired.ci_high === paired.difference, JSON.stringify(paired));
-      else assert.ok(paired.ci_high - paired.ci_low > 0 && (paired.standard_error ?? 0) > 0, JSON.stringify(paired));
+      // Issue 38 item 6, from the rows: with as many readable verdicts per question in both runs, the clustered
+      // residuals are all zero exactly when every question's mean score moved by the same amount. Then there is no
+      // spread to measure, and no interval is given (with the reason); otherwise a 95% interval of positive width.
+      const [now, then] = [await meanScores(p.batch.id), await meanScores(earlier.id)];
+      const diffs = [...now].map(([q, s]) => {
+        const b = then.get(q);
+        assert.ok(b && b.n === s.n, `${form}: ${q} read ${s.n} verdicts now, ${b?.n} before`);
+        return s.mean - b.mean;
+      });
+      const noSpread = diffs.every((d) => Math.abs(d - diffs[0]) < 1e-9);
+      if (noSpread) {
+        assert.deepEqual([paired.ci_low, paired.ci_high, paired.standard_error], [null, null, null], JSON.stringify(paired));
+        assert.match(paired.no_interval_reason ?? '', /same amount/, JSON.stringify(paired));
+      } else {
+        assert.ok(paired.ci_low !== null && paired.ci_high !== null, JSON.stringify(paired));
+        assert.ok(paired.ci_low <= paired.difference! && paired.difference! <= paired.ci_high, JSON.stringify(paired));
+        assert.ok(paired.ci_high - paired.ci_low > 0 && (paired.standard_error ?? 0) > 0, JSON.stringify(paired));
+        assert.equal(paired.no_interval_reason, null);
+      }
     }
   });
 

@@ -29,8 +29,8 @@ describe('domain: paired difference of win rates', () => {
     assert.equal(d.degreesOfFreedom, 3);
     close(d.difference, 0.5);
     close(d.standardError, 0.2041241);
-    close(d.interval.low, 0.5 - 0.6496141);
-    close(d.interval.high, 1, 0); // 0.5 + 0.6496 is past 1: a difference of win rates lies in [−1, 1]
+    close(d.interval?.low ?? NaN, 0.5 - 0.6496141);
+    close(d.interval?.high ?? NaN, 1, 0); // 0.5 + 0.6496 is past 1: a difference of win rates lies in [−1, 1]
   });
 
   it('pairs by question, leaves out questions of one run only, weights by judgments and clusters as asked (hand-computed)', () => {
@@ -62,8 +62,8 @@ describe('domain: paired difference of win rates', () => {
     assert.equal(d.degreesOfFreedom, 1);
     close(d.difference, 0.25);
     close(d.standardError, 0.075);
-    close(d.interval.low, 0.25 - 0.9529654);
-    close(d.interval.high, 1, 0);
+    close(d.interval?.low ?? NaN, 0.25 - 0.9529654);
+    close(d.interval?.high ?? NaN, 1, 0);
   });
 
   it('is narrower than the independent difference when both versions find the same questions hard', () => {
@@ -75,14 +75,29 @@ describe('domain: paired difference of win rates', () => {
     const d = pairedWinRateDifference(now, before);
     const independent = Math.hypot(clusteredWinRate(now).standardError, clusteredWinRate(before).standardError);
     assert.ok(d.standardError < independent / 3, `paired SE ${d.standardError} vs independent ${independent}`);
-    assert.ok(d.interval.low > 0, 'the improvement is seen on the pairs');
+    assert.ok((d.interval?.low ?? 0) > 0, 'the improvement is seen on the pairs');
   });
 
   it('has no interval with fewer than two clusters', () => {
     const d = pairedWinRateDifference(byQuestion([['q1', 1]]), byQuestion([['q1', 0]]));
-    assert.deepEqual(
-      { pairs: d.pairs, difference: d.difference, interval: d.interval },
-      { pairs: 1, difference: 1, interval: { low: -1, high: 1 } },
+    assert.deepEqual({ pairs: d.pairs, difference: d.difference, interval: d.interval }, { pairs: 1, difference: 1, interval: null });
+    assert.match(d.noInterval ?? '', /Fewer than two questions/);
+  });
+
+  it('has no interval when every question differs by the same amount (issue 38 item 6: no spread is no knowledge)', () => {
+    // Nine questions, each 1 now and 0.5 before: every difference is 0.5, so D = 0.5 and the residuals are all 0.
+    const questions = Array.from({ length: 9 }, (_, i) => `q${i}`);
+    const d = pairedWinRateDifference(byQuestion(questions.map((q) => [q, 1])), byQuestion(questions.map((q) => [q, 0.5])));
+    assert.equal(d.pairs, 9);
+    close(d.difference, 0.5);
+    assert.equal(d.interval, null);
+    assert.match(d.noInterval ?? '', /same amount/);
+    // One question off by a quarter gives spread, and an interval of positive width around the difference.
+    const spread = pairedWinRateDifference(
+      byQuestion(questions.map((q, i) => [q, i === 0 ? 0.75 : 1])),
+      byQuestion(questions.map((q) => [q, 0.5])),
     );
+    assert.equal(spread.noInterval, null);
+    assert.ok(spread.interval && spread.interval.high - spread.interval.low > 0, JSON.stringify(spread));
   });
 });

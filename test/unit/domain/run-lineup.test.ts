@@ -126,7 +126,8 @@ describe('domain: a run’s summary from its question rows', () => {
   ];
 
   it('scores, clusters, accuracy, position flips, unread verdicts and recusals (hand-computed)', () => {
-    const s = summarizeRun('certification', rows, { light: 2, medium: 0, hard: 0 });
+    const plan = { counts: { light: 2, medium: 0, hard: 0 }, judges: ['judge_a', 'judge_b'] as const, repeats: 2 };
+    const s = summarizeRun('certification', rows, plan);
     // Scores 1, 1, 0.5, 1 | 0, 0, 0: 3.5 / 7 = 0.5.
     assert.equal(s.overall.judgments, 7);
     assert.equal(s.overall.winRate?.winRate, 0.5);
@@ -144,8 +145,11 @@ describe('domain: a run’s summary from its question rows', () => {
     assert.deepEqual(s.recusals, [{ slot: 'judge_a', engineId: 'sim/beta-plus', replacedBy: 'sim/alpha-plus', questions: 2 }]);
     assert.equal(s.costMicros, 200);
     assert.equal(s.templates, 1);
-    // Two questions leave a wide interval: not certified on a 0.5 point estimate.
-    assert.equal(s.verdict, 'not_certified');
+    // 7 of 8 planned judgments read (87.5%, short of 90%): no verdict. Read in full, two questions leave a wide
+    // interval: not certified on a 0.5 point estimate.
+    assert.deepEqual([s.coverage?.judgments?.readable, s.coverage?.judgments?.planned, s.coverage?.met], [7, 8, false]);
+    assert.equal(s.verdict, null);
+    assert.equal(summarizeRun('certification', rows, { ...plan, judges: ['judge_a'] }).verdict, 'not_certified');
     assert.equal(summarizeRun('test', rows).verdict, null);
   });
 
@@ -189,7 +193,7 @@ describe('domain: a run’s summary from its question rows', () => {
           [true, false],
         ),
       );
-    const CERT = { light: 50, medium: 50, hard: 50 };
+    const CERT = { counts: { light: 50, medium: 50, hard: 50 }, judges: ['judge_a', 'judge_b'] as const, repeats: 1 };
 
     it('two answered questions of 150 that every judge won: no verdict, the run ends incomplete', () => {
       const s = summarizeRun('certification', questions('light', 2), CERT);
@@ -213,15 +217,90 @@ describe('domain: a run’s summary from its question rows', () => {
     });
 
     it('a test run: short of the coverage it still completes (its results are not evidence); with no readable verdict it ends incomplete', () => {
-      const partial = summarizeRun('test', questions('light', 10, 5), { light: 10, medium: 0, hard: 0 });
+      const partial = summarizeRun('test', questions('light', 10, 5), { ...CERT, counts: { light: 10, medium: 0, hard: 0 } });
       assert.equal(partial.coverage?.met, false);
       assert.equal(endStateOf('test', 'completed', partial), 'completed');
-      const unread = summarizeRun('test', questions('light', 9, 9), { light: 9, medium: 0, hard: 0 });
+      const unread = summarizeRun('test', questions('light', 9, 9), { ...CERT, counts: { light: 9, medium: 0, hard: 0 } });
       assert.equal(unread.coverage?.judged, 0);
       assert.equal(endStateOf('test', 'completed', unread), 'incomplete');
       // A cancelled or failed run keeps its state; a summary from before coverage was recorded ends as it did then.
       assert.equal(endStateOf('test', 'cancelled', unread), 'cancelled');
       assert.equal(endStateOf('certification', 'completed', { ...unread, coverage: null }), 'completed');
+    });
+  });
+
+  describe('and its judges’ verdicts (issue 38 item 2): 90% of planned judgments, 80% of each judge’s in every bucket', () => {
+    const SLOTS = ['judge_a', 'judge_b', 'judge_c'] as const;
+    const PLAN = { counts: { light: 50, medium: 50, hard: 50 }, judges: SLOTS, repeats: 2 };
+    /** 50 questions per bucket, every judge a win on both repeats unless `silent(slot, bucket, question, repeat)`. */
+    const run = (silent: (slot: string, bucket: string, i: number, repeat: number) => boolean): QuestionResult[] =>
+      (['light', 'medium', 'hard'] as const).flatMap((bucket) =>
+        Array.from({ length: 50 }, (_, i) =>
+          result(
+            `${bucket}${i}`,
+            bucket,
+            SLOTS.flatMap((slot) =>
+              [1, 2].map((repeat) => [slot, repeat, silent(slot, bucket, i, repeat) ? null : 'win'] as [string, number, 'win' | null]),
+            ),
+            [true, false],
+          ),
+        ),
+      );
+
+    it('one judge silent throughout: every question judged, yet 600 of 900 judgments and judge_c 0 of 100 per bucket: incomplete, no verdict', () => {
+      const s = summarizeRun(
+        'certification',
+        run((slot) => slot === 'judge_c'),
+        PLAN,
+      );
+      assert.deepEqual([s.coverage?.judged, s.coverage?.total], [150, 150], 'the question rule alone would pass it');
+      assert.deepEqual([s.coverage?.judgments?.readable, s.coverage?.judgments?.planned], [600, 900]);
+      assert.deepEqual(s.coverage?.judgments?.perJudge.judge_c?.hard, { readable: 0, planned: 100 });
+      assert.equal(s.coverage?.met, false);
+      assert.equal(s.verdict, null);
+      assert.equal(endStateOf('certification', 'completed', s), 'incomplete');
+    });
+
+    it('one judge short in one bucket: 80 of its 100 hard judgments pass, 79 do not (97.7% or more overall either way)', () => {
+      // judge_c silent on both repeats of the first 10 hard questions: 80 of 100; 880 of 900 overall (97.8%).
+      const at80 = summarizeRun(
+        'certification',
+        run((slot, bucket, i) => slot === 'judge_c' && bucket === 'hard' && i < 10),
+        PLAN,
+      );
+      assert.deepEqual(at80.coverage?.judgments?.perJudge.judge_c?.hard, { readable: 80, planned: 100 });
+      assert.equal(at80.coverage?.met, true);
+      assert.equal(at80.verdict, 'certified');
+      // One more of its hard judgments unread: 79 of 100 < 80%, though 879 of 900 (97.7%) overall.
+      const at79 = summarizeRun(
+        'certification',
+        run((slot, bucket, i, repeat) => slot === 'judge_c' && bucket === 'hard' && (i < 10 || (i === 10 && repeat === 1))),
+        PLAN,
+      );
+      assert.deepEqual(at79.coverage?.judgments?.perJudge.judge_c?.hard, { readable: 79, planned: 100 });
+      assert.equal(at79.coverage?.met, false);
+      assert.equal(at79.verdict, null);
+    });
+
+    it('every judge a little short: 810 of 900 (90%) passes, 801 of 900 (89%) does not, though each judge has 89% or more in every bucket', () => {
+      // Repeat 2 unread on the first 10 questions of each bucket, for every judge: 90 of 100 each, 3 × 3 × 90 = 810;
+      // on the first 11: 89 of 100 each (above 80%), 801 of 900 overall (89%).
+      const at90 = summarizeRun(
+        'certification',
+        run((_s, _b, i, repeat) => repeat === 2 && i < 10),
+        PLAN,
+      );
+      assert.deepEqual([at90.coverage?.judgments?.readable, at90.coverage?.met], [810, true]);
+      const at89 = summarizeRun(
+        'certification',
+        run((_s, _b, i, repeat) => repeat === 2 && i < 11),
+        PLAN,
+      );
+      assert.deepEqual(
+        [at89.coverage?.judgments?.readable, at89.coverage?.judgments?.perJudge.judge_a?.light],
+        [801, { readable: 89, planned: 100 }],
+      );
+      assert.equal(at89.coverage?.met, false);
     });
   });
 });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { simulateCertifications } from '../../../domain/certification-simulation';
+import { simulateAttemptSeries, simulateCertifications } from '../../../domain/certification-simulation';
 import {
+  attemptAlpha,
+  attemptVerdict,
   clusteredWinRate,
   fleissKappa,
   normalQuantile,
@@ -63,6 +65,70 @@ describe('domain: certification statistics', () => {
   it('gives no interval narrower than [0, 1] from fewer than two questions', () => {
     assert.deepEqual(clusteredWinRate([{ cluster: 'q', score: 1 }]).interval, { low: 0, high: 1 });
     assert.deepEqual(clusteredWinRate([]).interval, { low: 0, high: 1 });
+  });
+
+  it('gives a conservative interval, not a zero-width one, when every question scored alike (issue 38 item 6)', () => {
+    // All wins on 10 questions: p̂ = 1 and the clustered SE is 0. Wilson at p̂ = 1 over n = 10 questions has the closed
+    // form low = n / (n + z²) with z = 1.959964 (z² = 3.841459): 10 / 13.841459 = 0.722467; high = 1.
+    const wins = clusteredWinRate(Array.from({ length: 30 }, (_, i) => ({ cluster: `q${i % 10}`, score: 1 })));
+    assert.equal(wins.standardError, 0);
+    close(wins.interval.low, 10 / 13.841459);
+    assert.equal(wins.interval.high, 1);
+    assert.match(wins.intervalNote ?? '', /no spread/);
+    // Every question split alike (one win, one loss): p̂ = 0.5 with no spread between questions; Wilson at 1/2 over
+    // n = 150: half width z / (1 + z²/n) · √(1/(4n) + z²/(4n²)) = 1.959964 / 1.025610 · 0.041343 = 0.079007.
+    const split = clusteredWinRate(Array.from({ length: 300 }, (_, i) => ({ cluster: `q${i >> 1}`, score: i % 2 })));
+    close(split.interval.low, 0.5 - 0.079007, 1e-5);
+    close(split.interval.high, 0.5 + 0.079007, 1e-5);
+    // Any spread: the clustered interval, with no note.
+    assert.equal(
+      clusteredWinRate([...Array.from({ length: 9 }, (_, i) => ({ cluster: `q${i}`, score: 1 })), { cluster: 'q9', score: 0 }])
+        .intervalNote,
+      undefined,
+    );
+  });
+
+  it('counts attempts: attempt k certifies only on its one-sided bound at α_k = 0.02·6/(π²k²) (issue 38 item 3)', () => {
+    // α_1 = 0.12/π² = 0.0121585, α_3 = α_1/9 = 0.00135095, α_10 = α_1/100 = 0.000121585; Σ_k α_k = 0.02.
+    close(attemptAlpha(1), 0.0121585, 1e-7);
+    close(attemptAlpha(3), 0.00135095, 1e-8);
+    close(attemptAlpha(10), 0.000121585, 1e-9);
+    assert.throws(() => attemptAlpha(0), RangeError);
+    // p̂ = 0.6, SE = 0.04, 150 questions (149 df); plain 95%: 0.6 − 1.976013·0.04 = 0.520959. Quantiles of t(149)
+    // (mpmath): t(1 − α_1) = 2.2752522, t(1 − α_3) = 3.0508733, t(1 − α_10) = 3.7603657.
+    const w = {
+      judgments: 900,
+      clusters: 150,
+      winRate: 0.6,
+      standardError: 0.04,
+      degreesOfFreedom: 149,
+      interval: { low: 0.6 - 1.976013 * 0.04, high: 0.6 + 1.976013 * 0.04 },
+    };
+    const first = attemptVerdict(w, 1);
+    close(first.adjustedLowerBound, 0.6 - 2.2752522 * 0.04);
+    assert.equal(first.verdict, 'certified');
+    const third = attemptVerdict(w, 3);
+    close(third.adjustedLowerBound, 0.6 - 3.0508733 * 0.04);
+    // 0.4780 ≤ 0.5: not a certification, though the plain bound 0.521 would have been; provisional on the plain bound.
+    assert.equal(third.verdict, 'provisional');
+    close(attemptVerdict(w, 10).adjustedLowerBound, 0.6 - 3.7603657 * 0.04);
+    assert.equal(attemptVerdict({ ...w, winRate: 0.45, interval: { low: 0.371, high: 0.529 } }, 1).verdict, 'not_certified');
+    assert.equal(attemptVerdict(null, 1).verdict, 'not_certified');
+  });
+
+  it('simulation: at a true rate of 0.5 an owner certifies within 1, 3 and 10 attempts no more often than Σα_k allows (2,000 owners)', () => {
+    // Σ_{k≤n} α_k by hand: n = 1: 0.0121585; n = 3: 0.0121585·(1 + 1/4 + 1/9) = 0.0165491; n = 10: 0.0121585 ·
+    // 1.5497677 = 0.0188429. Each share may exceed its bound by sampling error: 3 SE of a share at the bound.
+    const bounds = new Map([
+      [1, 0.0121585],
+      [3, 0.0165491],
+      [10, 0.0188429],
+    ]);
+    const r = simulateAttemptSeries({ trueRate: 0.5, series: 2_000, attempts: [...bounds.keys()], seed: 38 });
+    for (const [n, bound] of bounds) {
+      const share = (r.certifiedWithin.get(n) ?? NaN) / r.series;
+      assert.ok(share <= bound + 3 * Math.sqrt((bound * (1 - bound)) / r.series), `within ${n}: ${share} > ${bound}`);
+    }
   });
 
   it('puts the verdict on the lower bound: certified above 0.50, provisional above 0.40, otherwise not', () => {
