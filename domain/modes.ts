@@ -181,19 +181,28 @@ export const SYSTEM_MODES: readonly SystemModeSeed[] = [
   },
 ];
 
-/** What the two simulated demo modes share: sim staff, no grounding, always a panel and always a synthesis. */
-function simDemoConfig(design: Pick<ModeConfig, 'tiers' | 'rounds' | 'critique'>): ModeConfig {
+/** What the demo modes share: no grounding, always a panel and always a synthesis, the lowest fees. */
+function demoConfig(
+  design: Pick<ModeConfig, 'tiers' | 'rounds' | 'critique' | 'staff' | 'seatMaxOutputTokens' | 'providerFamilies'>,
+): ModeConfig {
   return {
     ...design,
-    staff: { judge: { engine: 'sim/alpha-pro', backup: 'sim/gamma-pro' }, synthesis: { engine: 'sim/beta-pro', backup: 'sim/alpha-pro' } },
     grounding: 'off',
     express: 'never',
     skipSynthesisWhenConverged: false,
-    seatMaxOutputTokens: 512,
     fees: { surchargeByDepthMicros: { light: 2_000, medium: 5_000, deep: 10_000 }, expressSurchargeMicros: 1_000, perMtokInputUsd: 0.5 },
     ceilingMicros: 1_000_000,
-    providerFamilies: ['sim'],
   };
+}
+
+/** The two simulated demo modes: sim staff. */
+function simDemoConfig(design: Pick<ModeConfig, 'tiers' | 'rounds' | 'critique'>): ModeConfig {
+  return demoConfig({
+    ...design,
+    staff: { judge: { engine: 'sim/alpha-pro', backup: 'sim/gamma-pro' }, synthesis: { engine: 'sim/beta-pro', backup: 'sim/alpha-pro' } },
+    seatMaxOutputTokens: 512,
+    providerFamilies: ['sim'],
+  });
 }
 
 /**
@@ -253,7 +262,7 @@ export function localDemoMode(owner: { idPrefix: string; company: string }, engi
     description:
       'Three seats on the one local model, each with its own temperature, seed and brief; the same model judges and synthesises.',
     useWhen: 'Trying a panel on real text, offline, on this machine.',
-    config: {
+    config: demoConfig({
       tiers: {
         experience: { seats: [engineId] },
         plus: {
@@ -268,14 +277,9 @@ export function localDemoMode(owner: { idPrefix: string; company: string }, engi
       staff: { judge: { engine: engineId }, synthesis: { engine: engineId } },
       rounds: 1,
       critique: 'never',
-      grounding: 'off',
-      express: 'never',
-      skipSynthesisWhenConverged: false,
       // A small model on two cores writes about 20 tokens a second: short answers keep a panel call within a minute.
       seatMaxOutputTokens: 128,
-      fees: { surchargeByDepthMicros: { light: 2_000, medium: 5_000, deep: 10_000 }, expressSurchargeMicros: 1_000, perMtokInputUsd: 0.5 },
-      ceilingMicros: 1_000_000,
       providerFamilies: [engineId.split('/')[0]],
-    },
+    }),
   };
 }

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createBenchmarkActivities } from '../../../activities/benchmark';
 import { launchRun, recordQuestionResult } from '../../../db/repositories/runs';
 import type { Form } from '../../../domain/form';
-import { JUDGE_SLOTS, type JudgeSlot } from '../../../domain/run-judging';
+import type { JudgeSlot } from '../../../domain/run-judging';
 import { certificationSpec } from '../../../domain/runs';
 import { createEngines } from '../../../engines';
 import { createLogger } from '../../../infra/log';
@@ -11,7 +11,7 @@ import { CertifyPollSchema } from '../../../api/v1/run-resources';
 import { exemptFromAudit } from '../../harness/audit';
 import { stack } from '../../harness/stack';
 import { call, FORMS, newOrg, startApi, type Api, type TestOrg } from '../api/helpers';
-import { demoModes } from './helpers';
+import { demoModes, everyJudge, judgedRow } from './helpers';
 
 /**
  * Issue 38 items 2 and 3 on the real database and API: certifications launched by the repository (charged, as a
@@ -72,30 +72,12 @@ describe('runs: certification attempts and the judges a verdict needs', function
   async function record(runId: string, wins: number, silent: JudgeSlot | null = null): Promise<void> {
     for (let i = 0; i < 150; i++) {
       const bucket = (['light', 'medium', 'hard'] as const)[Math.floor(i / 50)];
-      await recordQuestionResult(stack().db, runId, {
-        questionId: `q${i}`,
+      const row = judgedRow(
+        `q${i}`,
         bucket,
-        tier: 'plus',
-        cluster: `c${i % 7}`,
-        reference: '42',
-        modeAnswer: '42',
-        baselineAnswer: '41',
-        baselineEngine: 'sim/alpha-plus',
-        modeCorrect: true,
-        baselineCorrect: false,
-        judgments: JUDGE_SLOTS.flatMap((slot) =>
-          [1, 2].map((repeat) => ({
-            slot,
-            engineId: `sim/${slot}`,
-            repeat,
-            order: repeat === 1 ? [0, 1] : [1, 0],
-            verdict: slot === silent ? null : i < wins ? ('win' as const) : ('loss' as const),
-          })),
-        ),
-        recusals: [],
-        costMicros: 10,
-        latencyMs: 10,
-      });
+        everyJudge((slot) => (slot === silent ? null : i < wins ? 'win' : 'loss')),
+      );
+      await recordQuestionResult(stack().db, runId, { ...row, cluster: `c${i % 7}` });
     }
   }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createBenchmarkActivities } from '../../../activities/benchmark';
 import { launchRun, recordQuestionResult } from '../../../db/repositories/runs';
-import { JUDGE_SLOTS, RUN_JUDGE_TAG } from '../../../domain/run-judging';
+import { RUN_JUDGE_TAG } from '../../../domain/run-judging';
 import { certificationSpec } from '../../../domain/runs';
 import { createEngines } from '../../../engines';
 import { createLogger } from '../../../infra/log';
@@ -24,7 +24,7 @@ import { exemptFromAudit } from '../../harness/audit';
 import { stack } from '../../harness/stack';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
 import { customMode, startProductWorkers } from '../deliberation/helpers';
-import { demoModes, untilEnded } from './helpers';
+import { demoModes, everyJudge, judgedRow, untilEnded } from './helpers';
 
 /**
  * A verdict needs its questions (issue 26 item 8). Seen on a real small model: run judges that answer in prose give
@@ -143,30 +143,15 @@ describe('runs: a certification whose questions mostly failed has no verdict', f
     assert.ok('created' in launched && launched.created);
     // The two questions that came back, judged a win by every judge on both repeats.
     for (const id of ['q1', 'q2'])
-      await recordQuestionResult(db, runId, {
-        questionId: id,
-        bucket: 'light',
-        tier: 'plus',
-        cluster: id,
-        reference: '42',
-        modeAnswer: '42',
-        baselineAnswer: '41',
-        baselineEngine: 'sim/alpha-plus',
-        modeCorrect: true,
-        baselineCorrect: false,
-        judgments: JUDGE_SLOTS.flatMap((slot) =>
-          [1, 2].map((repeat) => ({
-            slot,
-            engineId: `sim/${slot}`,
-            repeat,
-            order: repeat === 1 ? [0, 1] : [1, 0],
-            verdict: 'win' as const,
-          })),
+      await recordQuestionResult(
+        db,
+        runId,
+        judgedRow(
+          id,
+          'light',
+          everyJudge(() => 'win'),
         ),
-        recusals: [],
-        costMicros: 10,
-        latencyMs: 10,
-      });
+      );
     // The run's own end step, on the real database.
     const activities = createBenchmarkActivities({
       db,

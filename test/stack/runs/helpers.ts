@@ -1,10 +1,14 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { certificationSpec, ENDED_STATES } from '../../../domain/runs';
+import { certificationSpec, ENDED_STATES, type JudgmentRecord, type QuestionResult } from '../../../domain/runs';
+import type { Bucket } from '../../../domain/questions/types';
+import { JUDGE_SLOTS, type JudgeSlot } from '../../../domain/run-judging';
 import { getRun, questionResults } from '../../../db/repositories/runs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { seedDemoModes } from '../../../db/seed';
 import type { Form } from '../../../domain/form';
-import { call, type Api, type Reply } from '../api/helpers';
+import { call, startApi, type Api, type Reply } from '../api/helpers';
+import { startProductWorkers } from '../deliberation/helpers';
+import type { RunSettings } from '../../../operations/run-settings';
 import { stack } from '../../harness/stack';
 
 /** The simulated strong and weak demo modes, owned by `orgId`, under ids and tickers of their own. */
@@ -133,4 +137,56 @@ export async function unjudgedPrices(runId: string): Promise<bigint> {
   const prices = Object.entries(run.spec.questionPrices ?? {});
   if (prices.length === 0) throw new Error(`run ${runId} keeps no question prices`);
   return prices.filter(([id]) => !judged.has(id)).reduce((sum, [, price]) => sum + BigInt(price), 0n);
+}
+
+/**
+ * A question row as a run's question workflow writes it, for tests that exercise the end step on chosen verdicts: the
+ * mode right (`42`), the baseline wrong, and `verdictOf` each judge's verdict at each repeat (null: unreadable).
+ */
+export function judgedRow(
+  questionId: string,
+  bucket: Bucket,
+  judgments: readonly { slot: JudgeSlot; repeat: number; verdict: JudgmentRecord['verdict'] }[],
+): QuestionResult {
+  return {
+    questionId,
+    bucket,
+    tier: 'plus',
+    cluster: questionId,
+    reference: '42',
+    modeAnswer: '42',
+    baselineAnswer: '41',
+    baselineEngine: 'sim/alpha-plus',
+    modeCorrect: true,
+    baselineCorrect: false,
+    judgments: judgments.map((j) => ({ ...j, engineId: `sim/${j.slot}`, order: j.repeat === 1 ? [0, 1] : [1, 0] })),
+    recusals: [],
+    costMicros: 10,
+    latencyMs: 10,
+  };
+}
+
+/** Every judge on both repeats, each verdict `verdictOf(slot)`. */
+export function everyJudge(
+  verdictOf: (slot: JudgeSlot) => JudgmentRecord['verdict'],
+): { slot: JudgeSlot; repeat: number; verdict: JudgmentRecord['verdict'] }[] {
+  return JUDGE_SLOTS.flatMap((slot) => [1, 2].map((repeat) => ({ slot, repeat, verdict: verdictOf(slot) })));
+}
+
+/**
+ * Both Forms' APIs on the shared stack, with the product's workers, started before a suite's tests and stopped after
+ * them; `runs` as the APIs' launch settings (a small window: runs of a few questions finish together).
+ */
+export function runApis(runs: RunSettings = { testsPerDay: 20, certificationsPerDay: 3, window: 4 }): Record<Form, Api> {
+  const apis = {} as Record<Form, Api>;
+  let workers: { stop(): Promise<void> } | undefined;
+  before(async () => {
+    workers = await startProductWorkers();
+    for (const form of ['A', 'B'] as const) apis[form] = await startApi(form, { runs });
+  });
+  after(async () => {
+    for (const api of Object.values(apis)) await api.close();
+    await workers?.stop();
+  });
+  return apis;
 }

@@ -4,14 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { getBalance, topUp } from '../../../db/repositories/ledger';
-import type { Form } from '../../../domain/form';
-import { call, newOrg, startApi, type Api } from '../api/helpers';
-import { startProductWorkers } from '../deliberation/helpers';
+import { call, newOrg } from '../api/helpers';
 import { connect, json } from '../mcp/helpers';
 import { cancelToEnd } from '../../harness/audit';
 import { stack } from '../../harness/stack';
 import { stackProcessEnv, startApiProcess } from '../../harness/worker';
-import { demoModes, untilEnded } from './helpers';
+import { demoModes, runApis, untilEnded } from './helpers';
 
 /**
  * A launch is billed once and exactly at its price (issue 26 items 2, 5 and 7): a dry run is the price of the launch
@@ -20,18 +18,7 @@ import { demoModes, untilEnded } from './helpers';
  */
 describe('launches: priced by their dry run, billed once, never charged without a run', function () {
   this.timeout(240_000);
-  const apis = {} as Record<Form, Api>;
-  let workers: { stop(): Promise<void> };
-
-  before(async () => {
-    workers = await startProductWorkers();
-    for (const form of ['A', 'B'] as const)
-      apis[form] = await startApi(form, { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 4 } });
-  });
-  after(async () => {
-    for (const api of Object.values(apis)) await api.close();
-    await workers.stop();
-  });
+  const apis = runApis();
 
   const balanceOf = async (orgId: string): Promise<bigint> => (await getBalance(stack().db, orgId)).balanceMicros;
   const chargesOf = (orgId: string, runId: unknown) =>

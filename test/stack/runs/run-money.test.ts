@@ -14,6 +14,7 @@ import { stack } from '../../harness/stack';
 import { uniqueTicker } from '../../harness/unique';
 import { call, newKey, newOrg, startApi, USER, type Api, type TestOrg } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
+import { judgedRow, runApis } from './helpers';
 
 /**
  * Issue 38, run money: the dry run is the price (item 8), 25% off what the call would bill (item 9), no verdict no
@@ -47,18 +48,7 @@ async function ownMode(
 
 describe('runs: priced to the micro-dollar (issue 38 items 7–11)', function () {
   this.timeout(600_000);
-  const apis = {} as Record<'A' | 'B', Api>;
-  let workers: { stop(): Promise<void> };
-
-  before(async () => {
-    workers = await startProductWorkers();
-    for (const form of ['A', 'B'] as const)
-      apis[form] = await startApi(form, { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 4 } });
-  });
-  after(async () => {
-    for (const api of Object.values(apis)) await api.close();
-    await workers.stop();
-  });
+  const apis = runApis();
 
   const balanceOf = async (orgId: string): Promise<bigint> => (await getBalance(stack().db, orgId)).balanceMicros;
 
@@ -190,29 +180,10 @@ describe('runs: priced to the micro-dollar (issue 38 items 7–11)', function ()
       20,
     );
     assert.ok('created' in launched && launched.created);
-    const judged = (verdict: JudgmentRecord['verdict']): JudgmentRecord[] => [
-      { slot: 'judge_a', engineId: 'sim/judge', repeat: 1, order: [0, 1], verdict },
+    const judged = (verdict: JudgmentRecord['verdict']): { slot: 'judge_a'; repeat: number; verdict: JudgmentRecord['verdict'] }[] => [
+      { slot: 'judge_a', repeat: 1, verdict },
     ];
-    const row = (
-      questionId: string,
-      bucket: 'light' | 'medium' | 'hard',
-      judgments: JudgmentRecord[],
-    ): Parameters<typeof recordQuestionResult>[2] => ({
-      questionId,
-      bucket,
-      tier: 'plus',
-      cluster: questionId,
-      reference: '42',
-      modeAnswer: '42',
-      baselineAnswer: '41',
-      baselineEngine: 'sim/alpha-plus',
-      modeCorrect: true,
-      baselineCorrect: false,
-      judgments,
-      recusals: [],
-      costMicros: 10,
-      latencyMs: 10,
-    });
+    const row = judgedRow;
     // Judged: the light question and one hard one. The medium one came back with no readable verdict; the other hard
     // one never came back.
     await recordQuestionResult(db, runId, row('light-0001-a', 'light', judged('win')));
