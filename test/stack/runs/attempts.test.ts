@@ -90,8 +90,21 @@ describe('runs: certification attempts and the judges a verdict needs', function
     await record(runId, 150, 'judge_c');
     const summary = await activities().finishRun({ runId, kind: 'certification', state: 'completed' });
     assert.equal(summary?.verdict, null);
-    const row = (await stack().db('runs').where({ id: runId }).first('state')) as { state: string };
+    const row = (await stack().db('runs').where({ id: runId }).first('state', 'billed_micros', 'refunded_micros')) as {
+      state: string;
+      billed_micros: string;
+      refunded_micros: string;
+    };
     assert.equal(row.state, 'incomplete');
+    // No verdict, no charge (issue 38 item 7): the $50 comes back whole, though every question was judged.
+    assert.deepEqual([Number(row.billed_micros), Number(row.refunded_micros)], [50_000_000, 50_000_000]);
+    const refunds = (await stack().db('ledger_entries').where({ org_id: org.orgId, kind: 'run_refund', request_id: runId })) as {
+      amount_micros: string;
+    }[];
+    assert.deepEqual(
+      refunds.map((e) => Number(e.amount_micros)),
+      [50_000_000],
+    );
 
     for (const form of FORMS) {
       const poll = await call(apis[form], 'GET', `/v1/certify?batch_id=${runId}`, { key: org.ownerKey });
