@@ -222,7 +222,7 @@ function launcherTools(config: Config): ToolEnv {
 function benchmarkSetsEnv(config: Config): NodeJS.ProcessEnv {
   if (config.QUORUM_BENCHMARK_SETS_DIR !== undefined) return {};
   try {
-    return { QUORUM_BENCHMARK_SETS_DIR: ensureBenchmarkSets(toolEnv(config, process.env), say) };
+    return { QUORUM_BENCHMARK_SETS_DIR: ensureBenchmarkSets(launcherTools(config), say) };
   } catch (err) {
     say(`real benchmark sets not installed (${(err as Error).message.split('\n')[0]}): runs draw generated questions only`);
     return {};
