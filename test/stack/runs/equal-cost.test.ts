@@ -52,6 +52,11 @@ describe('runs: equal-cost baselines (issue 39 item 2)', function () {
       const first = launched.body.batch_id as string;
       const ended = TestPollSchema.parse((await untilEnded(api, org.ownerKey, 'tests', first)).body);
       assert.equal(ended.batch.state, 'completed');
+      // The model listing carries the newest live run's arms as its evidence (svc.evidence).
+      const listed = await call(api, 'GET', '/v1/models', { key: org.ownerKey });
+      const entry = (listed.body.data as Obj[]).find((m) => m.id === body.model);
+      const evidence = (entry?.svc as Obj | undefined)?.evidence as { batch_id: string; arms: Obj[] } | null | undefined;
+      assert.deepEqual([evidence?.batch_id, evidence?.arms.map((a) => a.arm)], [first, ['mode', 'baseline', 'self_moa', 'majority_vote']]);
       // The same questions without the arms (a paired dry run prices exactly them): the difference is the arms' price.
       const spec = await dry({ same_questions_as: first, baselines: false }, { model: body.model, judges: body.judges });
       assert.equal(micros(launched.body.billed_usd) - micros(spec.total_cost_usd), micros(arms.price_usd));
