@@ -1,0 +1,55 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import type { AnswerFormat } from './answer-options';
+import type { JsonSchema } from './reply-schemas';
+
+/**
+ * A caller's JSON Schema checked with Ajv (a maintained JSON Schema validator, already in the tree under the MCP SDK,
+ * now a direct dependency): at the API, that the schema compiles (else 400 before anything runs); at the end of a
+ * deliberation (the `checkAnswer` local activity), that the answer parses and validates. Not imported by workflows:
+ * Ajv compiles validators with `new Function`, which belongs outside the workflow sandbox.
+ */
+const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false });
+
+/** Compiled validators by schema text: a deliberation's check reuses the API's compile in the same process. */
+const compiled = new Map<string, ValidateFunction>();
+const MAX_CACHED = 256;
+
+function validatorOf(schema: JsonSchema): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let fn = compiled.get(key);
+  if (!fn) {
+    fn = ajv.compile(schema);
+    if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value as string);
+    compiled.set(key, fn);
+  }
+  return fn;
+}
+
+/** Why the schema cannot be used, or undefined when it compiles. */
+export function schemaProblem(schema: JsonSchema): string | undefined {
+  try {
+    validatorOf(schema);
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+/**
+ * Why the answer does not meet the format, or undefined when it does: the whole text must be JSON (an object for
+ * `json_object`) and, for `json_schema`, valid against the schema.
+ */
+export function answerFormatProblem(text: string, format: AnswerFormat): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return 'the answer is not JSON';
+  }
+  if (format.type === 'json_object')
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : 'the answer is not a JSON object';
+  const validate = validatorOf(format.schema);
+  if (validate(value)) return undefined;
+  const first = validate.errors?.[0];
+  return `the answer does not validate against the schema: ${first ? `${first.instancePath || '(root)'} ${first.message ?? ''}`.trim() : 'invalid'}`;
+}
