@@ -2,15 +2,10 @@ import { z } from 'zod';
 import { MessagesSchema, ModelSchema, StreamSchema, type RequestSchemas } from './common';
 import { callOptionsOf, OPENAI_FIELDS } from './openai-params';
 
-// `tier` is not a Form A field; it is taken and ignored, as it always was (spec 01: "Form B").
 const completion = z.object({
   model: ModelSchema.describe('A mode key (`api_model_id`) from the model list.'),
   messages: MessagesSchema,
   stream: StreamSchema,
-  tier: z
-    .unknown()
-    .transform(() => undefined)
-    .describe('Not a Form A field: accepted and ignored.'),
   svc: z.looseObject({}).optional().describe('Per-call overrides; extra keys allowed.'),
   ...OPENAI_FIELDS,
 });
@@ -24,7 +19,8 @@ export const formARequests: RequestSchemas = {
     svc,
     options: callOptionsOf(openai),
   })),
-  completionKeys: Object.keys(completion.shape),
+  // `tier` is not a Form A field (spec 01: "Form B"): taken and ignored, as it always was, so not refused as unknown.
+  completionKeys: [...Object.keys(completion.shape), 'tier'],
   estimate: z.object({ model: ModelSchema.describe('A mode key.'), messages: MessagesSchema }),
   completionMissingModel: 'invalid_model',
 };
