@@ -6,23 +6,12 @@ import type { JsonSchema } from './reply-schemas';
  * A caller's JSON Schema checked with Ajv (a maintained JSON Schema validator, already in the tree under the MCP SDK,
  * now a direct dependency): at the API, that the schema compiles (else 400 before anything runs); at the end of a
  * deliberation (the `checkAnswer` local activity), that the answer parses and validates. Not imported by workflows:
- * Ajv compiles validators with `new Function`, which belongs outside the workflow sandbox.
+ * Ajv compiles validators with `new Function`, which belongs outside the workflow sandbox. A schema that refers to
+ * another document is refused: Ajv is given no loader, so nothing is fetched.
  */
-const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false });
-
-/** Compiled validators by schema text: a deliberation's check reuses the API's compile in the same process. */
-const compiled = new Map<string, ValidateFunction>();
-const MAX_CACHED = 256;
-
 function validatorOf(schema: JsonSchema): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let fn = compiled.get(key);
-  if (!fn) {
-    fn = ajv.compile(schema);
-    if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value as string);
-    compiled.set(key, fn);
-  }
-  return fn;
+  // A validator of its own per check: no cache to grow with every caller's schema (Ajv keeps each one it compiled).
+  return new Ajv({ strict: false, allErrors: false, validateFormats: false }).compile(schema);
 }
 
 /** Why the schema cannot be used, or undefined when it compiles. */

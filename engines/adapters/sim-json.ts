@@ -2,6 +2,11 @@ import type { JsonSchema } from '../../domain/reply-schemas';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
+/** Bounds on what a caller's schema can make a simulated engine write: past them the value is invalid, never huge. */
+const MAX_ITEMS = 64;
+const MAX_STRING = 4_000;
+const MAX_DEPTH = 12;
+
 /**
  * A simulated engine asked for structured output answers as a provider that enforces the schema does: a JSON value
  * valid against it, drawn from the call's own random stream (so the same call gives the same value), its strings
@@ -12,16 +17,17 @@ type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 export function schemaInstance(schema: JsonSchema, rand: () => number, words: string): Json {
   const root = schema;
   const text = words.replace(/\s+/g, ' ').trim() || 'answer';
-  const resolve = (s: JsonSchema): JsonSchema => {
+  const resolve = (s: JsonSchema, hops = 0): JsonSchema => {
     const ref = s.$ref;
-    if (typeof ref !== 'string' || !ref.startsWith('#/')) return s;
+    if (typeof ref !== 'string' || !ref.startsWith('#/') || hops > MAX_DEPTH) return s;
     const found = ref
       .slice(2)
       .split('/')
       .reduce<unknown>((at, part) => (at && typeof at === 'object' ? (at as Record<string, unknown>)[part] : undefined), root);
-    return isSchema(found) ? resolve(found) : {};
+    return isSchema(found) ? resolve(found, hops + 1) : {};
   };
   const draw = (raw: JsonSchema, depth: number): Json => {
+    if (depth > MAX_DEPTH) return null;
     const s = resolve(raw);
     if ('const' in s) return s.const as Json;
     if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[Math.floor(rand() * s.enum.length)] as Json;
@@ -57,8 +63,8 @@ export function schemaInstance(schema: JsonSchema, rand: () => number, words: st
     return out;
   };
   const array = (s: JsonSchema, depth: number): Json => {
-    const min = num(s.minItems) ?? 1;
-    const max = Math.max(min, num(s.maxItems) ?? Math.max(min, 3));
+    const min = Math.min(num(s.minItems) ?? 1, MAX_ITEMS);
+    const max = Math.min(Math.max(min, num(s.maxItems) ?? Math.max(min, 3)), MAX_ITEMS);
     const count = depth > 4 ? min : min + Math.floor(rand() * (max - min + 1));
     const items = isSchema(s.items) ? s.items : {};
     return Array.from({ length: count }, () => draw(items, depth + 1));
@@ -70,8 +76,8 @@ export function schemaInstance(schema: JsonSchema, rand: () => number, words: st
     return integer ? Math.min(Math.floor(high), Math.max(Math.ceil(low), Math.round(v))) : Math.round(v * 1000) / 1000;
   };
   const string = (s: JsonSchema): string => {
-    const min = num(s.minLength) ?? 0;
-    const max = num(s.maxLength) ?? 200;
+    const min = Math.min(num(s.minLength) ?? 0, MAX_STRING);
+    const max = Math.min(num(s.maxLength) ?? 200, MAX_STRING);
     const start = Math.floor(rand() * Math.max(1, text.length - 1));
     let out = `${text.slice(start)} ${text}`.slice(0, max).trim();
     while (out.length < min) out += ' ' + text;
