@@ -61,6 +61,8 @@ export interface PanelInput {
   localCalls?: boolean;
   /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the panel. */
   onStep?: (step: PanelStep) => void;
+  /** Where the panel records each seat pass as it answers: a deliberation cancelled mid-panel bills these (issue 40). */
+  passes?: SeatPass[];
 }
 
 export type PanelStep =
@@ -181,7 +183,7 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
     grounding,
     random: seededRandom(input.judgeSeed),
     seats: input.seating.seats.map((p) => ({ assignment: p, at: 0, failures: [], latest: null, answerTokens: 0 })),
-    passes: [],
+    passes: input.passes ?? [],
     deliberation: [],
     staffUnavailable: [],
     rounds: 0,

@@ -207,7 +207,7 @@ const CHECKS: readonly Check[] = [
              format('%s answered runs under one key (states %s; billed %s µ$)', count(*),
                     string_agg(q.state, ', ' order by q.created_at), string_agg(x.billed_micros::text, ' + ' order by q.created_at)) as detail
         from requests q join receipts x on x.request_id = q.id
-       where $scope(q.org_id) and q.state <> 'capped'
+       where $scope(q.org_id) and q.state not in ('capped', 'cancelled')
        group by q.org_id, q.idempotency_key
       having count(*) > 1`,
   },
