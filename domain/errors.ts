@@ -61,11 +61,16 @@ export const ERROR_TABLE = {
   listing_required: e(400, 'invalid_request_error'),
   // Additive (issue 28 item 6): a run's `svc.callback_url` that production will not send to (SSRF).
   callback_url_refused: e(400, 'invalid_request_error'),
+  // Additive (issue 40): an OpenAI parameter this service does not honour, and a key no OpenAI request has.
+  unsupported_parameter: e(400, 'invalid_request_error'),
+  unknown_parameter: e(400, 'invalid_request_error'),
   // 404 / 405
   model_not_found: e(404, 'invalid_request_error'),
   receipt_not_found: e(404, 'invalid_request_error'),
   batch_not_found: e(404, 'invalid_request_error'),
   not_found: e(404, 'invalid_request_error'),
+  // Additive (issue 40): no response of that id under the organisation (or its stored answer was deleted).
+  response_not_found: e(404, 'invalid_request_error'),
   method_not_allowed: e(405, 'invalid_request_error'),
   // 409 / 413 / 422
   request_in_progress: e(409, 'invalid_request_error', true),

@@ -41,9 +41,11 @@ export interface CompletionDeps extends OperationDeps {
  * Spec: without the header, an identical repeat is deduplicated. Identical means the same organisation, key, model,
  * messages, tier and per-call overrides: the same messages asked again at another tier are another call.
  */
-export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: CompletionInput): string {
+export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: CompletionInput, response?: { metadata: unknown }): string {
   const { model, messages, tier = 'plus', svc = null } = body;
-  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages, tier, svc })}`;
+  // A response (issue 40) repeats only a response with the same metadata, never a chat completion of the same messages.
+  const endpoint = response ? { endpoint: 'responses', metadata: response.metadata } : {};
+  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages, tier, svc, ...endpoint })}`;
 }
 
 /**
@@ -93,7 +95,7 @@ async function checkCapCreditLimit(
 export async function createCompletion(
   deps: CompletionDeps,
   auth: AuthContext,
-  input: { body: CompletionInput; idempotencyKey?: string },
+  input: { body: CompletionInput; idempotencyKey?: string; onStarted?: (requestId: string) => Promise<void> },
 ): Promise<{ outcome: Outcome; replayed: boolean }> {
   const { db, client, form } = deps;
   const { body } = input;
@@ -135,6 +137,7 @@ export async function createCompletion(
         promptTokens,
         ceilingMicros: callerCeilingMicros(form, auth, mode, requested),
         payer,
+        onStarted: input.onStarted,
       },
     );
   };
