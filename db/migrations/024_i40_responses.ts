@@ -9,7 +9,9 @@ import type { Knex } from 'knex';
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter table requests drop constraint requests_state_check');
-  await knex.raw("alter table requests add constraint requests_state_check check (state in ('running','succeeded','failed','capped','cancelled'))");
+  await knex.raw(
+    "alter table requests add constraint requests_state_check check (state in ('running','succeeded','failed','capped','cancelled'))",
+  );
   await knex.schema.createTable('responses', (t) => {
     t.text('request_id').primary().references('requests.id').onDelete('CASCADE');
     t.text('org_id').notNullable();

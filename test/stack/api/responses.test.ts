@@ -13,7 +13,8 @@ import {
 } from '../../fixtures/providers';
 import { until } from '../../harness/faults';
 import { stack } from '../../harness/stack';
-import { assertEachBilledOnce, customMode, startProductWorkers } from '../deliberation/helpers';
+import { workflowIds } from '../../../domain/workflow-ids';
+import { assertEachBilledOnce, customMode, recordHistory, startProductWorkers } from '../deliberation/helpers';
 import { call, EXPRESS, FORMS, newOrg, startApi, type Api } from './helpers';
 
 /**
@@ -260,11 +261,15 @@ describe('responses: cancel stops the engine calls and bills what ran (loopback 
       const sdk = client(apis[form], org.ownerKey);
       const seen = openai.requests.length;
       const mine = (): RecordedRequest[] => openai.requests.slice(seen);
-      const created = await sdk.responses.create({
-        model: form === 'A' ? mode.id : mode.ticker,
-        input: `Explain why the sky is blue, step by step. ${randomUUID()}`,
-        background: true,
-      });
+      const key = randomUUID();
+      const created = await sdk.responses.create(
+        {
+          model: form === 'A' ? mode.id : mode.ticker,
+          input: `Explain why the sky is blue, step by step. ${randomUUID()}`,
+          background: true,
+        },
+        { headers: { 'Idempotency-Key': key } },
+      );
       // The small seat has answered and the large one is waiting on the provider.
       await until(() => mine().filter((r) => !isStaff(r)).length === 2, 30_000, 'both seats called');
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -307,6 +312,10 @@ describe('responses: cancel stops the engine calls and bills what ran (loopback 
       assert.equal((await sdk.responses.retrieve(created.id)).status, 'cancelled');
       assert.equal((await sdk.responses.cancel(created.id)).status, 'cancelled');
       await assertEachBilledOnce(org.orgId, [requestId]);
+      // The replay test keeps the cancel path deterministic (test/unit/workflows/replay.test.ts): its whole history.
+      const workflowId = workflowIds.deliberation(org.orgId, key);
+      await stack().env.client.workflow.getHandle(workflowId).result();
+      await recordHistory(`cancelled-form-${form.toLowerCase()}`, workflowId);
     });
   }
 });
