@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
+import { isStorableText } from '../../domain/storable-text';
 import { ModelSchema, parseRequest, TierSchema, type CompletionInput, type RequestSchemas } from './common';
 
 /**
@@ -73,7 +74,8 @@ const MessageInput = z.object({
 });
 const Input = z.union([z.string().min(1), z.array(MessageInput).min(1)]);
 /** OpenAI's limits: at most 16 pairs, keys to 64 characters, values to 512. */
-const Metadata = z.record(z.string().max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, 'at most 16 keys');
+const StoredString = (max: number) => z.string().max(max).refine(isStorableText, 'holds a NUL character or an unpaired surrogate');
+const Metadata = z.record(StoredString(64), StoredString(512)).refine((m) => Object.keys(m).length <= 16, 'at most 16 keys');
 
 function field<T>(schema: z.ZodType<T>, value: unknown, param: string, code: 'invalid_request' | 'invalid_messages'): T {
   const parsed = schema.safeParse(value);
