@@ -19,6 +19,8 @@ export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' |
 
 export interface ResponseView {
   id: string;
+  /** The request running or answering it (its receipt's id); null before one is known. */
+  requestId: string | null;
   /** The model as the caller named it (a mode key, or a Form B ticker). */
   model: string;
   createdAt: Date;
@@ -54,7 +56,14 @@ function endedStatus(o: Outcome): ResponseStatus {
 }
 
 function viewOfRow(id: string, row: ResponseRow): ResponseView {
-  const base = { id, model: row.model, createdAt: row.createdAt, replayed: false, extras: row.extras ?? NO_EXTRAS };
+  const base = {
+    id,
+    requestId: row.requestId,
+    model: row.model,
+    createdAt: row.createdAt,
+    replayed: false,
+    extras: row.extras ?? NO_EXTRAS,
+  };
   if (row.outcome) return { ...base, status: endedStatus(row.outcome), outcome: row.outcome, error: null };
   if (row.state === 'running') return { ...base, status: 'in_progress', outcome: null, error: null };
   const code = row.errorCode ?? 'internal_error';
@@ -96,6 +105,7 @@ export async function createResponse(
   });
   const view = (o: Outcome, replayed: boolean): ResponseView => ({
     id,
+    requestId: o.requestId,
     model: request.completion.model,
     createdAt: new Date(o.createdAt),
     status: endedStatus(o),
@@ -109,12 +119,13 @@ export async function createResponse(
     if (!request.store) await deleteStoredAnswer(deps.db, { requestId: outcome.requestId, orgId: auth.orgId });
     return view(outcome, replayed);
   }
-  const first = await Promise.race([done.then((d) => ({ done: d })), startedId.then(() => undefined)]);
-  if (first) return view(first.done.outcome, first.done.replayed);
+  const first = await Promise.race([done.then((d) => ({ done: d })), startedId.then((requestId) => ({ requestId }))]);
+  if ('done' in first) return view(first.done.outcome, first.done.replayed);
   // The workflow settles and records the call whatever happens here; a failure is read from its request by a poll.
   done.catch(() => undefined);
   return {
     id,
+    requestId: first.requestId,
     model: request.completion.model,
     createdAt: new Date(),
     status: 'queued',

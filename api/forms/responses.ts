@@ -10,7 +10,7 @@ export function responseJson(v: ResponseView, serialiser: FormSerialiser): JsonO
   const o = v.outcome;
   const seconds = (d: Date): number => Math.floor(d.getTime() / 1000);
   const answered = o !== null && (v.status === 'completed' || v.status === 'incomplete');
-  const svc = o ? (serialiser.completion(o, v.replayed).svc as JsonObject) : {};
+  const svc = o ? (serialiser.completion(o, v.replayed).svc as JsonObject) : undefined;
   return {
     id: v.id,
     object: 'response',
@@ -50,6 +50,7 @@ export function responseJson(v: ResponseView, serialiser: FormSerialiser): JsonO
     max_output_tokens: null,
     previous_response_id: null,
     text: { format: { type: 'text' } },
-    svc: { ...svc, request_id: o?.requestId ?? svc.request_id },
+    // The Form's completion `svc` once there is an outcome; before, the request's id (its receipt's, once it ends).
+    svc: svc ?? { request_id: v.requestId },
   };
 }

@@ -95,6 +95,9 @@ describe('responses through the official openai client (sim engines)', function 
         assert.equal(done.status, 'completed');
         assert.equal(done.id, created.id);
         assert.deepEqual(done.metadata, { ticket: 'T-1' });
+        // Named from the start by the request that answers it (its receipt's id).
+        assert.match(String(created.svc.request_id), /^req_/);
+        assert.equal(done.svc.request_id, created.svc.request_id);
         assert.ok(done.output_text.length > 0);
 
         const chat = (await openai.chat.completions.create({
