@@ -11,6 +11,7 @@ import type {
   SeatPass,
   SeatRecord,
   SeatRole,
+  StaffCall,
   Substitution,
   Unavailable,
 } from './outcome';
@@ -144,6 +145,8 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
 export interface CancelledInput extends Omit<AssemblyInput, 'panel'> {
   /** The seat passes that answered before the cancel, in order. */
   passes: readonly SeatPass[];
+  /** The judge's call, when one answered before the cancel (its tokens are in the meter). */
+  judge: StaffCall | null;
   /** Seats the call was given (answered or not). */
   seats: number;
 }
@@ -191,7 +194,8 @@ export function assembleCancelledOutcome(a: CancelledInput): Outcome {
     seatsUnavailable: [],
     staffUnavailable: [],
     staff: {
-      judge: null,
+      judge: a.judge,
+      // The panel ends with its synthesis: a cancel after it leaves the answer to settle (workflows/deliberation.ts).
       synthesis: null,
       grounding: { fired: false, modelUsed: null },
       ...(a.classifierCall ? { classifier: a.classifierCall } : {}),

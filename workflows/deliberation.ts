@@ -18,14 +18,14 @@ import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode, Tier } from '../domain/modes';
-import type { ClassifierCall, Outcome, SeatPass, Settlement } from '../domain/outcome';
+import type { ClassifierCall, Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
 import { unavailableMessage } from '../domain/caller-errors';
 import { assembleCancelledOutcome, assembleOutcome } from '../domain/outcome-assembly';
 import { laneFor, type Seating } from '../domain/seat-assignment';
 import { failureReason } from './engine-chain';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
-import { runPanel, type PanelStep } from './panel';
+import { runPanel, type PanelRecord, type PanelStep } from './panel';
 import { QuorumLane, QuorumStatus } from './search-attributes';
 
 export interface DeliberationInput {
@@ -202,8 +202,8 @@ interface Ran {
   classified?: { classification: Classification; lane: Lane; call?: ClassifierCall };
   seating?: Seating;
   meter?: CostMeter;
-  /** Seat passes that answered, as the panel records them. */
-  passes: SeatPass[];
+  /** What answered in the panel, as it records it. */
+  panel: PanelRecord;
 }
 
 /**
@@ -213,14 +213,14 @@ interface Ran {
  */
 export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
   const startedMs = Date.now();
-  const ran: Ran = { passes: [] };
+  const ran: Ran = { panel: { passes: [], judge: null } };
   try {
     return await deliberate(input, startedMs, ran);
   } catch (err) {
     // Nothing cancelled a deliberation before issue 40; the marker keeps any such history replaying as it ran.
     if (!isCancellation(err) || !ran.seating || !ran.meter || !ran.classified || !patched('cancel-settles-what-ran')) throw err;
     const { classified, seating, meter } = ran;
-    return CancellationScope.nonCancellable(() => endCancelled(input, { ...classified, seating, meter, passes: ran.passes }, startedMs));
+    return CancellationScope.nonCancellable(() => endCancelled(input, { ...classified, seating, meter, panel: ran.panel }, startedMs));
   }
 }
 
@@ -241,7 +241,8 @@ async function endCancelled(
     lane: ran.lane,
     ceilingMicros: input.ceilingMicros,
     onPlan: input.payer !== undefined,
-    passes: ran.passes,
+    passes: ran.panel.passes,
+    judge: ran.panel.judge,
     seats: ran.seating.seats.length,
     classifierCall: ran.call,
     meter: ran.meter,
@@ -290,7 +291,7 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran)
     onStep: step,
     // Issue 31: the engine calls run inside the workflow's task; a deliberation begun before replays its activities.
     localCalls: patched('engine-calls-in-workflow-task'),
-    passes: ran.passes,
+    record: ran.panel,
   });
   if (panel.best === null) {
     // Seats and short reasons only: the receipt-less caller reads this; the detail is in the worker's log.

@@ -220,17 +220,35 @@ const PRICES: Record<string, { input: number; output: number }> = {
 };
 /** The panel mode's Form B fee: $0.5 per Mtok in, output at 4x; Form A's per-answer surcharge is not charged on a cancel. */
 const MODE_FEE_B = { input: 0.5, output: 2 };
+/** Marks a question whose large seat is slow only in the critique round (round 1 and the judge answer at once). */
+const SLOW_CRITIQUE = '[[slow-critique]]';
+/** How a critique prompt starts its quotes of the other answers (domain/prompts.ts). */
+const CRITIQUE = 'Other panelists answered';
 
 const isStaff = (req: RecordedRequest): boolean => req.bodyText.includes(JUDGE_TAG) || req.bodyText.includes(SYNTHESIS_TAG);
 const modelOf = (req: RecordedRequest): string => (req.body as { model: string }).model;
 
+/** A usable verdict (the seats split, so a critique round follows), or a seat's answer. */
+function replyText(req: RecordedRequest): string {
+  if (!req.bodyText.includes(JUDGE_TAG)) return `${modelOf(req)}: Rayleigh scattering.`;
+  const labels = [...new Set([...req.bodyText.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))];
+  return JSON.stringify({
+    scores: Object.fromEntries(labels.map((l) => [l, 7])),
+    best: labels[0],
+    why: 'Both partial.',
+    divergence: 0.6,
+    converged: false,
+  });
+}
+
 function script(req: RecordedRequest): Reply {
   const reply = openAiReply({
-    text: `${modelOf(req)}: Rayleigh scattering.`,
+    text: replyText(req),
     promptTokens: SEAT_USAGE.prompt,
     completionTokens: SEAT_USAGE.completion,
   });
-  return modelOf(req) === 'gpt-4.1' && !isStaff(req) ? { ...reply, delayMs: SLOW_SEAT_MS } : reply;
+  const slowHere = !req.bodyText.includes(SLOW_CRITIQUE) || req.bodyText.includes(CRITIQUE);
+  return modelOf(req) === 'gpt-4.1' && !isStaff(req) && slowHere ? { ...reply, delayMs: SLOW_SEAT_MS } : reply;
 }
 
 describe('responses: cancel stops the engine calls and bills what ran (loopback engines)', function () {
@@ -250,75 +268,109 @@ describe('responses: cancel stops the engine calls and bills what ran (loopback 
     await openai.close();
   });
 
-  for (const form of FORMS) {
-    it(`Form ${form}: a background response cancelled mid-panel ends cancelled, its slow call aborted, billed only for the seat that answered`, async () => {
-      const org = await newOrg(10);
-      const mode = await customMode(org.orgId, 'quorum-panel', {
-        tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
-        staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
-        rounds: 1,
-        critique: 'never',
-        express: 'never',
-      });
-      const before = await getBalance(stack().db, org.orgId);
-      const sdk = client(apis[form], org.ownerKey);
-      const seen = openai.requests.length;
-      const mine = (): RecordedRequest[] => openai.requests.slice(seen);
-      const key = randomUUID();
-      const created = await sdk.responses.create(
-        {
-          model: form === 'A' ? mode.id : mode.ticker,
-          input: `Explain why the sky is blue, step by step. ${randomUUID()}`,
-          background: true,
-        },
-        { headers: { 'Idempotency-Key': key } },
-      );
-      // The small seat has answered and the large one is waiting on the provider.
-      await until(() => mine().filter((r) => !isStaff(r)).length === 2, 30_000, 'both seats called');
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      const cancelled = (await sdk.responses.cancel(created.id)) as WithSvc<OpenAI.Responses.Response>;
-      assert.equal(cancelled.status, 'cancelled');
-      assert.deepEqual(cancelled.output, []);
+  /**
+   * A background response on a panel of gpt-4.1 and gpt-4.1-mini, cancelled once `seatCalls` seat calls are out (the
+   * last, the large seat's, held by the provider): it ends cancelled, its held call aborted, billed exactly what the
+   * provider served at the published prices. `critique`: two rounds, the large seat slow only in the second.
+   */
+  async function cancelMidway(form: 'A' | 'B', critique: boolean, history?: string): Promise<{ receipt: Svc; served: RecordedRequest[] }> {
+    const org = await newOrg(10);
+    const mode = await customMode(org.orgId, 'quorum-panel', {
+      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
+      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
+      rounds: critique ? 2 : 1,
+      critique: critique ? 'always' : 'never',
+      express: 'never',
+    });
+    const before = await getBalance(stack().db, org.orgId);
+    const sdk = client(apis[form], org.ownerKey);
+    const seen = openai.requests.length;
+    const mine = (): RecordedRequest[] => openai.requests.slice(seen);
+    const key = randomUUID();
+    const content = `Explain why the sky is blue, step by step. ${critique ? SLOW_CRITIQUE : ''} ${randomUUID()}`;
+    const created = await sdk.responses.create(
+      { model: form === 'A' ? mode.id : mode.ticker, input: content, background: true },
+      { headers: { 'Idempotency-Key': key } },
+    );
+    // The seats that answer have answered and the large one is waiting on the provider.
+    const seatCalls = critique ? 4 : 2;
+    await until(() => mine().filter((r) => !isStaff(r)).length === seatCalls, 30_000, `${seatCalls} seat calls out`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const cancelled = (await sdk.responses.cancel(created.id)) as WithSvc<OpenAI.Responses.Response>;
+    assert.equal(cancelled.status, 'cancelled');
+    assert.deepEqual(cancelled.output, []);
 
-      // The cancel reached the engine's HTTP request: the slow call was aborted, long before it would have answered.
-      const slow = mine().find((r) => modelOf(r) === 'gpt-4.1');
-      assert.ok(slow?.abortedAt !== undefined, 'the large seat call was aborted');
-      assert.ok(slow.abortedAt - slow.receivedAt < SLOW_SEAT_MS / 2);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      assert.equal(mine().filter(isStaff).length, 0, 'no judge or synthesis after the cancel');
+    // The cancel reached the engine's HTTP request: the held call was aborted, long before it would have answered.
+    const held = mine().filter((r) => r.abortedAt !== undefined);
+    assert.deepEqual(held.map(modelOf), ['gpt-4.1'], 'the large seat call, and only it, was aborted');
+    assert.ok((held[0].abortedAt ?? Infinity) - held[0].receivedAt < SLOW_SEAT_MS / 2);
+    const calls = mine().length;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.equal(mine().length, calls, 'no engine call after the cancel');
 
-      // What the provider served (answered, not aborted), at the published prices, by hand.
-      const served = mine().filter((r) => r.abortedAt === undefined);
-      assert.deepEqual(served.map(modelOf), ['gpt-4.1-mini']);
-      const engines = served.reduce(
-        (n, r) => n + SEAT_USAGE.prompt * PRICES[modelOf(r)].input + SEAT_USAGE.completion * PRICES[modelOf(r)].output,
-        0,
-      );
-      const platformFee = Math.round(engines * 0.05);
-      const modeFee = form === 'B' ? SEAT_USAGE.prompt * MODE_FEE_B.input + SEAT_USAGE.completion * MODE_FEE_B.output : 0;
-      const expected = engines + platformFee + modeFee;
+    // What the provider served (answered, not aborted), at the published prices, by hand.
+    const served = mine().filter((r) => r.abortedAt === undefined);
+    const engines = served.reduce(
+      (n, r) => n + SEAT_USAGE.prompt * PRICES[modelOf(r)].input + SEAT_USAGE.completion * PRICES[modelOf(r)].output,
+      0,
+    );
+    const platformFee = Math.round(engines * 0.05);
+    const tokens = { in: served.length * SEAT_USAGE.prompt, out: served.length * SEAT_USAGE.completion };
+    const modeFee = form === 'B' ? Math.round(tokens.in * MODE_FEE_B.input + tokens.out * MODE_FEE_B.output) : 0;
+    const expected = engines + platformFee + modeFee;
 
-      assert.equal(micros(cancelled.svc.billed_usd), expected);
-      const requestId = String(cancelled.svc.request_id);
-      await assertEachBilledOnce(org.orgId, [requestId]);
-      const after = await getBalance(stack().db, org.orgId);
-      assert.equal(before.balanceMicros - after.balanceMicros, BigInt(expected));
-      const receipt = await call(apis[form] as Api, 'GET', `/v1/receipts/${requestId}`, { key: org.ownerKey });
-      const body = receipt.body.receipt as { status: string; billed_usd: number; seats: { model_used: string }[] };
-      assert.equal(body.status, 'cancelled');
-      assert.equal(micros(body.billed_usd), expected);
-      assert.deepEqual(
-        body.seats.map((s) => s.model_used),
-        ['openai/gpt-4.1-mini'],
-      );
-      // A poll, and a second cancel, show the same ended response.
-      assert.equal((await sdk.responses.retrieve(created.id)).status, 'cancelled');
-      assert.equal((await sdk.responses.cancel(created.id)).status, 'cancelled');
-      await assertEachBilledOnce(org.orgId, [requestId]);
+    assert.equal(micros(cancelled.svc.billed_usd), expected);
+    assert.deepEqual([cancelled.usage?.input_tokens, cancelled.usage?.output_tokens], [tokens.in, tokens.out]);
+    const requestId = String(cancelled.svc.request_id);
+    await assertEachBilledOnce(org.orgId, [requestId]);
+    const after = await getBalance(stack().db, org.orgId);
+    assert.equal(before.balanceMicros - after.balanceMicros, BigInt(expected));
+    const got = await call(apis[form] as Api, 'GET', `/v1/receipts/${requestId}`, { key: org.ownerKey });
+    const receipt = got.body.receipt as Svc;
+    assert.equal(receipt.status, 'cancelled');
+    assert.equal(micros(receipt.billed_usd), expected);
+    // A poll, and a second cancel, show the same ended response.
+    assert.equal((await sdk.responses.retrieve(created.id)).status, 'cancelled');
+    assert.equal((await sdk.responses.cancel(created.id)).status, 'cancelled');
+    await assertEachBilledOnce(org.orgId, [requestId]);
+    if (history) {
       // The replay test keeps the cancel path deterministic (test/unit/workflows/replay.test.ts): its whole history.
       const workflowId = workflowIds.deliberation(org.orgId, key);
       await stack().env.client.workflow.getHandle(workflowId).result();
-      await recordHistory(`cancelled-form-${form.toLowerCase()}`, workflowId);
+      await recordHistory(history, workflowId);
+    }
+    return { receipt, served };
+  }
+
+  for (const form of FORMS) {
+    it(`Form ${form}: a background response cancelled mid-panel ends cancelled, its slow call aborted, billed only for the seat that answered`, async () => {
+      const { receipt, served } = await cancelMidway(form, false, `cancelled-form-${form.toLowerCase()}`);
+      assert.deepEqual(served.map(modelOf), ['gpt-4.1-mini']);
+      assert.deepEqual(
+        (receipt.seats as Svc[]).map((s) => s.model_used),
+        ['openai/gpt-4.1-mini'],
+      );
     });
   }
+
+  it('Form B: cancelled in the critique round, after the judge: the first round, the judge and the revision that answered are billed', async () => {
+    const { receipt, served } = await cancelMidway('B', true);
+    assert.deepEqual(
+      served
+        .filter((r) => !isStaff(r))
+        .map(modelOf)
+        .sort(),
+      ['gpt-4.1', 'gpt-4.1-mini', 'gpt-4.1-mini'],
+    );
+    assert.equal(served.filter((r) => r.bodyText.includes(JUDGE_TAG)).length, 1);
+    assert.deepEqual(
+      (receipt.seats as Svc[]).map((s) => [s.model_used, s.round_number]).sort(),
+      [
+        ['openai/gpt-4.1', 1],
+        ['openai/gpt-4.1-mini', 1],
+        ['openai/gpt-4.1-mini', 2],
+      ].sort(),
+    );
+    assert.equal((receipt.staff as { judge: Svc | null }).judge?.model_used, 'openai/gpt-4.1');
+  });
 });

@@ -234,6 +234,7 @@ describe('outcome assembly: what the panel did, as the one model both Forms and 
       return assembleCancelledOutcome({
         ...input({ form, billed, meter }),
         passes: [pass('seat1', 1, 'openai/gpt-4.1', { isBest: true })],
+        judge: null,
         seats: 3,
       });
     };
