@@ -3,6 +3,8 @@ import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError, type ErrorCode } from '../domain/errors';
 import type { Judgment } from '../domain/judge';
+import { answerFormatProblem } from '../domain/answer-format-check';
+import type { AnswerFormat } from '../domain/answer-options';
 import { parseJudgment } from '../domain/judge-reply';
 import { judgmentSchema } from '../domain/reply-schemas';
 import type { ChatMessage } from '../domain/messages';
@@ -131,6 +133,14 @@ export function createDeliberationActivities(deps: ActivityDeps) {
       return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
     },
     synthesize: engineCall,
+
+    /**
+     * Whether the answer meets the caller's `response_format` (issue 40): why not, or null. A local activity, not
+     * workflow code: the validator compiles schemas with `new Function` (domain/answer-format-check.ts).
+     */
+    async checkAnswer(input: { text: string; format: AnswerFormat }): Promise<string | null> {
+      return answerFormatProblem(input.text, input.format) ?? null;
+    },
 
     /** A deliberation that ends without an answer: nothing billed, the hold released, the request marked failed. */
     async failRequest(input: { orgId: string; requestId: string; code: string; unsettled?: Settlement }): Promise<void> {

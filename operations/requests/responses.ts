@@ -18,19 +18,59 @@ export interface ResponseRequest {
 }
 
 /** Keys read here, in every Form; Form B also reads `tier` (and both `svc`, as chat completions do). */
-const HONOURED = ['model', 'input', 'instructions', 'metadata', 'background', 'store', 'stream', 'svc'] as const;
-
-/**
- * OpenAI request parameters not honoured on responses yet: each is refused by name unless absent or `null`.
- * MERGE POINT (issue 40 items 2 and 4): `stream` is refused while progress events are not built (`stream: false` is
- * accepted); `text` (its `format`) and `max_output_tokens` are refused until chat completions' structured output and
- * output limit exist, then map them here onto the completion's fields.
- */
-const REFUSED = [
+const HONOURED = [
+  'model',
+  'input',
+  'instructions',
+  'metadata',
+  'background',
+  'store',
+  'stream',
+  'svc',
   'text',
   'max_output_tokens',
   'temperature',
   'top_p',
+  'user',
+] as const;
+
+/**
+ * The Responses API's names for the chat completion's OpenAI parameters (operations/requests/openai-params.ts), which
+ * the completion's own schema reads: one representation, whichever endpoint they came from. `text.format` is
+ * `response_format` with the JSON schema's fields one level up.
+ */
+function asChatParameters(body: Record<string, unknown>): Record<string, unknown> {
+  const text = body.text;
+  if (text !== undefined && text !== null && (typeof text !== 'object' || Array.isArray(text)))
+    throw new QuorumError('invalid_request', '`text` must be an object with `format`.', { param: 'text' });
+  const { format, ...rest } = (text ?? {}) as Record<string, unknown>;
+  const other = Object.keys(rest).find((k) => rest[k] !== null && rest[k] !== undefined);
+  if (other !== undefined)
+    throw new QuorumError('unsupported_parameter', `\`text.${other}\` is not supported; \`text.format\` is.`, { param: `text.${other}` });
+  const f = format as Record<string, unknown> | null | undefined;
+  const responseFormat =
+    f && typeof f === 'object' && f.type === 'json_schema'
+      ? { type: 'json_schema', json_schema: { name: f.name, description: f.description, schema: f.schema, strict: f.strict } }
+      : f;
+  return {
+    response_format: responseFormat,
+    max_tokens: body.max_output_tokens,
+    temperature: body.temperature,
+    top_p: body.top_p,
+    user: body.user,
+    metadata: body.metadata,
+  };
+}
+
+/** Where a chat parameter's problem came from in a response request. */
+const RESPONSE_PARAMS: Readonly<Record<string, string>> = { response_format: 'text.format', max_tokens: 'max_output_tokens' };
+
+/**
+ * OpenAI request parameters not honoured on responses yet: each is refused by name unless absent or `null`.
+ * MERGE POINT (issue 40 item 2): `stream: true` is refused while progress events are not built (`stream: false` is
+ * accepted).
+ */
+const REFUSED = [
   'top_logprobs',
   'tools',
   'tool_choice',
@@ -47,7 +87,6 @@ const REFUSED = [
   'safety_identifier',
   'service_tier',
   'stream_options',
-  'user',
 ] as const;
 
 function refuseUnsupported(body: Record<string, unknown>): void {
@@ -126,12 +165,23 @@ export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: 
   const { model, tier, svc } = body;
   const offset = instructions ? 1 : 0;
   try {
-    const completion = parseRequest(schemas.completion, { model, messages, tier, svc }, { model: 'invalid_model' });
+    const completion = parseRequest(
+      schemas.completion,
+      { model, messages, tier, svc, ...asChatParameters(body) },
+      { model: 'invalid_model' },
+    );
     return { completion, instructions, metadata, background, store };
   } catch (err) {
-    // The chat messages were read from `input` (after `instructions`): a problem with one names where it came from.
-    const at = err instanceof QuorumError ? /^messages\[(\d+)\](.*)$/.exec(err.param ?? '') : null;
-    if (!at || !(err instanceof QuorumError)) throw err;
+    // A problem names the field as this request spelt it: a chat parameter by its Responses name, a message by where
+    // in `input` (after `instructions`) it came from.
+    if (!(err instanceof QuorumError)) throw err;
+    const named = Object.entries(RESPONSE_PARAMS).find(([chat]) => err.param === chat || err.param?.startsWith(`${chat}.`));
+    if (named) {
+      const param = named[1];
+      throw new QuorumError(err.code, err.message.replaceAll(named[0], param), { param });
+    }
+    const at = /^messages\[(\d+)\](.*)$/.exec(err.param ?? '');
+    if (!at) throw err;
     const i = Number(at[1]) - offset;
     const param = i < 0 ? 'instructions' : typeof body.input === 'string' ? 'input' : `input[${i}]${at[2]}`;
     throw new QuorumError(err.code, err.message.replace(/`messages[^`]*`/, `\`${param}\``), { param });
@@ -151,6 +201,14 @@ export function responseRequestDoc(form: Form): z.ZodType {
     background: z.boolean().nullish().describe('Answer at once (`queued`); poll `GET /v1/responses/{id}`.'),
     store: z.boolean().nullish().describe('Default true; false removes the stored answer once it is given (not with `background`).'),
     stream: z.literal(false).nullish().describe('Only false: streamed events are not supported yet.'),
+    text: z
+      .object({ format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) }).nullish() })
+      .nullish()
+      .describe('`format`: chat completions’ `response_format`, the JSON schema’s `name`, `schema` and `strict` one level up.'),
+    max_output_tokens: z.number().int().positive().nullish().describe('Chat completions’ `max_tokens`: limits the answer.'),
+    temperature: z.number().min(0).max(2).nullish().describe('As on chat completions.'),
+    top_p: z.number().min(0).max(1).nullish().describe('As on chat completions.'),
+    user: z.string().max(256).nullish().describe('An end user id: stored, shown on the receipt.'),
     ...(form === 'B' ? { tier: TierSchema } : {}),
     svc: z.looseObject({}).optional().describe('Per-call overrides, as on chat completions.'),
     ...refused,

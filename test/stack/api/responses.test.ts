@@ -175,15 +175,16 @@ describe('responses through the official openai client (sim engines)', function 
         assert.deepEqual(await getBalance(stack().db, org.orgId), paid);
       });
 
-      it('refuses what it does not honour, by name: unknown keys, stream, text, max_output_tokens', async () => {
+      it('refuses what it does not honour, by name: unknown keys, stream, tools, text.verbosity; text.format and max_output_tokens are honoured', async () => {
         const org = await newOrg();
         const openai = client(apis[form], org.ownerKey);
         const cases: [Record<string, unknown>, string, string][] = [
           [{ bogus_parameter: 1 }, 'unknown_parameter', 'bogus_parameter'],
           [{ stream: true }, 'unsupported_parameter', 'stream'],
-          [{ text: { format: { type: 'json_object' } } }, 'unsupported_parameter', 'text'],
-          [{ max_output_tokens: 20 }, 'unsupported_parameter', 'max_output_tokens'],
           [{ tools: [{ type: 'web_search' }] }, 'unsupported_parameter', 'tools'],
+          [{ previous_response_id: 'resp_x' }, 'unsupported_parameter', 'previous_response_id'],
+          [{ text: { verbosity: 'low' } }, 'unsupported_parameter', 'text.verbosity'],
+          [{ max_output_tokens: 0 }, 'invalid_request', 'max_output_tokens'],
           [{ background: true, store: false }, 'invalid_request', 'store'],
         ];
         for (const [extra, code, param] of cases) {
@@ -191,6 +192,16 @@ describe('responses through the official openai client (sim engines)', function 
           const err = await rejection(openai.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming));
           assert.deepEqual([err.status, err.code, err.param], [400, code, param], JSON.stringify(extra));
         }
+        // text.format is chat completions' response_format: the answer parses and has what the schema requires.
+        const schema = { type: 'object', properties: { colour: { type: 'string' } }, required: ['colour'], additionalProperties: false };
+        const structured = await openai.responses.create({
+          model: EXPRESS[form],
+          input: `What colour is the sky? ${randomUUID()}`,
+          text: { format: { type: 'json_schema', name: 'sky', schema, strict: true } },
+          max_output_tokens: 400,
+        });
+        assert.equal(structured.status, 'completed', JSON.stringify(structured));
+        assert.equal(typeof (JSON.parse(structured.output_text) as { colour: unknown }).colour, 'string');
         // `null` is absent, as clients send an unset option.
         const ok = await call(apis[form] as Api, 'POST', '/v1/responses', {
           key: org.ownerKey,
