@@ -18,6 +18,7 @@ import { model, models } from './v1/models';
 import { openApiDocument } from './v1/openapi';
 import { missingRequestId } from '../operations/receipt';
 import { receipt } from './v1/receipts';
+import { cancelResponseRoute, createResponseRoute, deleteResponseRoute, retrieveResponseRoute } from './v1/responses';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { cancelRoute, launchCertify, launchTests, listRunsRoute, poll } from './v1/runs';
@@ -146,6 +147,11 @@ export function createApp(deps: AppDeps): Koa {
   });
   router.get('/metrics', metricsEndpoint({ db: deps.db, log: deps.log, token: config.QUORUM_METRICS_TOKEN }));
   router.post('/v1/chat/completions', gate(routeDeps, 'completions', 'req'), completions(routeDeps));
+  // Additive (issue 40): OpenAI's Responses API over the same deliberation; the completions scope runs and reads it.
+  router.post('/v1/responses', gate(routeDeps, 'completions', 'req'), createResponseRoute(routeDeps));
+  router.get('/v1/responses/:response_id', gate(routeDeps, 'completions'), retrieveResponseRoute(routeDeps));
+  router.post('/v1/responses/:response_id/cancel', gate(routeDeps, 'completions'), cancelResponseRoute(routeDeps));
+  router.delete('/v1/responses/:response_id', gate(routeDeps, 'completions'), deleteResponseRoute(routeDeps));
   router.post('/v1/estimate', gate(routeDeps, 'estimate', 'est'), estimate(routeDeps));
   router.get('/v1/models', gate(routeDeps, 'models'), models(routeDeps));
   router.get('/v1/models/:id', gate(routeDeps, 'models'), model(routeDeps));

@@ -70,6 +70,8 @@ export const ERROR_TABLE = {
   receipt_not_found: e(404, 'invalid_request_error'),
   batch_not_found: e(404, 'invalid_request_error'),
   not_found: e(404, 'invalid_request_error'),
+  // Additive (issue 40): no response of that id under the organisation (or its stored answer was deleted).
+  response_not_found: e(404, 'invalid_request_error'),
   method_not_allowed: e(405, 'invalid_request_error'),
   // 409 / 413 / 422
   request_in_progress: e(409, 'invalid_request_error', true),

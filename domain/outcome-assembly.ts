@@ -3,7 +3,18 @@ import type { CostMeter } from './cost-meter';
 import { bill, type Ceiling } from './fees';
 import type { Form } from './form';
 import type { ResolvedMode, Tier } from './modes';
-import type { ClassifierCall, ContestedPassage, Outcome, PanelResult, SeatRecord, SeatRole, Substitution, Unavailable } from './outcome';
+import type {
+  ClassifierCall,
+  ContestedPassage,
+  Outcome,
+  PanelResult,
+  SeatPass,
+  SeatRecord,
+  SeatRole,
+  StaffCall,
+  Substitution,
+  Unavailable,
+} from './outcome';
 
 /**
  * The outcome of a deliberation, assembled from what the panel did and what the meter counted: the one domain
@@ -120,6 +131,75 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     seatsUnavailable: unavailableSeats(panel.seats),
     staffUnavailable: panel.staffUnavailable,
     staff: a.classifierCall ? { ...panel.staff, classifier: a.classifierCall } : panel.staff,
+    seatPasses: passes,
+    usage: { promptTokens: meter.tokensIn, completionTokens: meter.tokensOut, reasoningTokens: meter.reasoningTokens },
+    money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },
+    payer: a.onPlan ? 'plan' : passes.some((p) => p.source === 'own_key') ? 'own_keys' : 'service',
+    latencyMs: a.completedMs - a.startedMs,
+    createdAt: a.createdAt,
+    completedAt: new Date(a.completedMs).toISOString(),
+  };
+}
+
+/** What a cancelled deliberation ran before it stopped (issue 40 item 3). */
+export interface CancelledInput extends Omit<AssemblyInput, 'panel'> {
+  /** The seat passes that answered before the cancel, in order. */
+  passes: readonly SeatPass[];
+  /** The judge's call, when one answered before the cancel (its tokens are in the meter). */
+  judge: StaffCall | null;
+  /** Seats the call was given (answered or not). */
+  seats: number;
+}
+
+/**
+ * A cancelled call's outcome: no answer, every engine call that answered before the cancel billed at the spec's rates
+ * (engines at cost on the service's keys and the platform fee, as the meter counted them) and nothing more. Form B's
+ * mode fee is per token, so it is charged on the tokens that ran; Form A's is a price per answered call by depth, and
+ * no answer was given, so none is charged. The ceiling holds as on any call.
+ */
+export function assembleCancelledOutcome(a: CancelledInput): Outcome {
+  const { meter } = a;
+  const modeFee = a.form === 'B' ? meter.modeFeeMicros() : 0;
+  const parts = a.billed
+    ? { gatewayMicros: meter.gatewayMicros, platformFeeMicros: meter.platformFeeMicros, modeFeeMicros: modeFee }
+    : { gatewayMicros: 0, platformFeeMicros: 0, modeFeeMicros: 0 };
+  const billed = bill(a.form, { ...parts, ceilingMicros: a.ceilingMicros });
+  const passes = a.passes.map((p) => ({ ...p, isBest: false, ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}) }));
+  return {
+    requestId: a.requestId,
+    orgId: a.orgId,
+    modeId: a.mode.id,
+    ticker: a.mode.ticker,
+    configHash: a.mode.configHash,
+    tier: a.tier,
+    status: 'cancelled',
+    answer: '',
+    finishReason: 'stop',
+    classification: a.classification,
+    lane: a.lane,
+    rounds: Math.max(0, ...passes.map((p) => p.round)),
+    seats: a.seats,
+    seatsAnswered: new Set(passes.map((p) => p.role)).size,
+    converged: null,
+    divergenceFirst: null,
+    divergenceFinal: null,
+    contestedPassage: null,
+    factualConflict: false,
+    bestSeat: null,
+    bestSeatRationale: 'Cancelled by the caller before an answer was chosen.',
+    bestSeatJudgedBy: a.lane === 'express' ? 'express_lane' : 'heuristic',
+    deliberation: [],
+    engines: [...new Set(passes.map((p) => p.modelUsed))],
+    substitutions: [],
+    seatsUnavailable: [],
+    staffUnavailable: [],
+    staff: {
+      judge: a.judge,
+      // The panel ends with its synthesis: a cancel after it leaves the answer to settle (workflows/deliberation.ts).
+      synthesis: null,
+      grounding: { fired: false, modelUsed: null },
+      ...(a.classifierCall ? { classifier: a.classifierCall } : {}),
+    },
     seatPasses: passes,
     usage: { promptTokens: meter.tokensIn, completionTokens: meter.tokensOut, reasoningTokens: meter.reasoningTokens },
     money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },

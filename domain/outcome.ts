@@ -10,7 +10,8 @@ import type { SeatTuning, Tier } from './modes';
 export type SeatRole = 'seat1' | 'seat2' | 'seat3';
 export type Finish = 'stop' | 'length';
 export type FinishReason = Finish | 'cost_cap';
-export type ReceiptStatus = 'succeeded' | 'capped' | 'failed';
+/** `cancelled` (issue 40): stopped by its caller, billed for the calls that answered before it stopped. */
+export type ReceiptStatus = 'succeeded' | 'capped' | 'failed' | 'cancelled';
 export type Payer = 'service' | 'own_keys' | 'plan';
 export type JudgedBy = 'express_lane' | 'heuristic' | 'llm';
 export type CallSource = 'service' | 'own_key';

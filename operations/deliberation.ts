@@ -56,6 +56,8 @@ export interface DeliberationRequest {
   ceilingMicros: number | null;
   /** A connected app's call: the person's plan pays (see DeliberationInput.payer); absent, the organisation does. */
   payer?: PlanPayer;
+  /** Told once this call's workflow has started, with its request id (a background response answers then, issue 40). */
+  onStarted?: (requestId: string) => Promise<void>;
   /** OpenAI's options (issue 40): the answer's go to the workflow, `user` and `metadata` onto the request row. */
   options?: CallOptions;
 }
@@ -162,7 +164,8 @@ async function judgeKey(
   const { db, client } = deps;
   const { workflowId } = claim;
   const existing = first.request;
-  const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped'] : ['failed'];
+  // A cancelled call (issue 40) billed what ran and gave no answer: its key may run again, in either Form.
+  const takeOver: RequestState[] = input.form === 'B' ? ['failed', 'capped', 'cancelled'] : ['failed', 'cancelled'];
   if (existing?.state === 'succeeded' || (existing?.state === 'capped' && input.form === 'A')) {
     if (input.form === 'A' && existing.fingerprint !== input.fingerprint) {
       throw new QuorumError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.', {
@@ -283,6 +286,7 @@ export async function conductDeliberation(
   }
 
   deliberationStarted(handle.eagerlyStarted);
+  await input.onStarted?.(requestId);
   // Counted here, where the run ends for its caller: one counter and two observations, no round trip.
   try {
     const outcome = await handle.result();

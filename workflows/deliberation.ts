@@ -1,5 +1,6 @@
 import {
   ApplicationFailure,
+  CancellationScope,
   isCancellation,
   patched,
   proxyLocalActivities,
@@ -21,11 +22,11 @@ import type { ResolvedMode, Tier } from '../domain/modes';
 import type { ClassifierCall, Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
 import { unavailableMessage } from '../domain/caller-errors';
-import { assembleOutcome } from '../domain/outcome-assembly';
+import { assembleCancelledOutcome, assembleOutcome } from '../domain/outcome-assembly';
 import { laneFor, type Seating } from '../domain/seat-assignment';
 import { failureReason } from './engine-chain';
 import { deliberationProgressQuery, type DeliberationProgress } from './messages';
-import { runPanel, type PanelStep } from './panel';
+import { runPanel, type PanelRecord, type PanelStep } from './panel';
 import { QuorumLane, QuorumStatus } from './search-attributes';
 
 export interface DeliberationInput {
@@ -99,7 +100,7 @@ interface Abandoning {
 
 function abandoning({ orgId, requestId }: DeliberationInput): Abandoning {
   const abandon = async (code: AbandonCode, message: string, unsettled?: Settlement): Promise<never> => {
-    await failRequest({ orgId, requestId, code, unsettled });
+    await CancellationScope.nonCancellable(() => failRequest({ orgId, requestId, code, unsettled }));
     upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
     throw ApplicationFailure.nonRetryable(message, code);
   };
@@ -120,8 +121,10 @@ function abandoning({ orgId, requestId }: DeliberationInput): Abandoning {
  */
 async function classifyCall(input: DeliberationInput): Promise<{ classification: Classification; lane: Lane; call?: ClassifierCall }> {
   const { mode, tier } = input;
+  // A cancel (issue 40) waits for the classification and the hold: it then settles a call whose hold is known.
   const classified: ClassifyResult =
-    input.classification ?? (await classify({ messages: input.messages, engineId: mode.config.staff.classifier?.engine }));
+    input.classification ??
+    (await CancellationScope.nonCancellable(() => classify({ messages: input.messages, engineId: mode.config.staff.classifier?.engine })));
   const { classifierCall: call, ...classification } = classified;
   const lane = laneFor(mode.config, tier, classification);
   // Handed in, the classification named the lane at start already: one search attribute update fewer per call.
@@ -149,7 +152,9 @@ async function holdAndSeat(input: DeliberationInput, lane: Lane, { abandon, orAb
         ? { amountMicros: payer.holdMicros, personId: payer.personId }
         : { amountMicros: input.ceilingMicros ?? 0 };
   const seating = await orAbandon(priorRefusalCode, () =>
-    prepare({ orgId, requestId, keyMode: input.keyMode, mode, tier, lane, hold, onPlan: payer !== undefined }),
+    CancellationScope.nonCancellable(() =>
+      prepare({ orgId, requestId, keyMode: input.keyMode, mode, tier, lane, hold, onPlan: payer !== undefined }),
+    ),
   );
   if ('refused' in seating) return abandon(seating.refused, seating.message);
   return seating;
@@ -178,7 +183,8 @@ async function settleOutcome(input: DeliberationInput, outcome: Outcome, { orAba
   const settlement: Settlement = { outcome, form: input.form, billed: input.keyMode === 'live', modeVersion: input.mode.version };
   await orAbandon(
     () => 'cost_unreadable',
-    () => settle(settlement),
+    // A settle under way when a cancel comes finishes: the call has its answer and is billed for it.
+    () => CancellationScope.nonCancellable(() => settle(settlement)),
     settlement,
   );
 }
@@ -209,9 +215,65 @@ function markDone(outcome: Outcome, lane: Lane, judgeSeed: number): void {
   });
 }
 
-/** DESIGN §5: classify → hold and seat → panel → settle. Idempotency is the workflow id (DESIGN §4). */
+/** What a call has done so far: a cancelled one settles it (issue 40 item 3). */
+interface Ran {
+  classified?: { classification: Classification; lane: Lane; call?: ClassifierCall };
+  seating?: Seating;
+  meter?: CostMeter;
+  /** What answered in the panel, as it records it. */
+  panel: PanelRecord;
+}
+
+/**
+ * DESIGN §5: classify → hold and seat → panel → settle. Idempotency is the workflow id (DESIGN §4). A cancel (the
+ * workflow's cancellation, issue 40) stops the panel's engine calls in flight (their HTTP requests are aborted) and
+ * ends the call `cancelled`: what answered before is billed, the rest of the hold released, the receipt says so.
+ */
 export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
   const startedMs = Date.now();
+  const ran: Ran = { panel: { passes: [], judge: null } };
+  try {
+    return await deliberate(input, startedMs, ran);
+  } catch (err) {
+    // Nothing cancelled a deliberation before issue 40; the marker keeps any such history replaying as it ran.
+    if (!isCancellation(err) || !ran.seating || !ran.meter || !ran.classified || !patched('cancel-settles-what-ran')) throw err;
+    const { classified, seating, meter } = ran;
+    return CancellationScope.nonCancellable(() => endCancelled(input, { ...classified, seating, meter, panel: ran.panel }, startedMs));
+  }
+}
+
+/** Settles a cancelled call: what ran, billed; the rest of the hold released; the request and receipt `cancelled`. */
+async function endCancelled(
+  input: DeliberationInput,
+  ran: Required<Omit<Ran, 'classified'>> & NonNullable<Ran['classified']>,
+  startedMs: number,
+): Promise<Outcome> {
+  const outcome = assembleCancelledOutcome({
+    requestId: input.requestId,
+    orgId: input.orgId,
+    form: input.form,
+    billed: input.keyMode === 'live',
+    mode: input.mode,
+    tier: input.tier,
+    classification: ran.classification,
+    lane: ran.lane,
+    ceilingMicros: input.ceilingMicros,
+    onPlan: input.payer !== undefined,
+    passes: ran.panel.passes,
+    judge: ran.panel.judge,
+    seats: ran.seating.seats.length,
+    classifierCall: ran.call,
+    meter: ran.meter,
+    createdAt: input.createdAt,
+    startedMs,
+    completedMs: Date.now(),
+  });
+  await settleOutcome(input, outcome, abandoning(input));
+  upsertSearchAttributes([{ key: QuorumStatus, value: 'cancelled' }]);
+  return outcome;
+}
+
+async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran): Promise<Outcome> {
   const { orgId, requestId, mode, tier, payer } = input;
   const step = trackProgress();
   const ending = abandoning(input);
@@ -232,6 +294,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
       tokensOut: classifierCall.tokensOut,
       reasoningTokens: classifierCall.reasoningTokens,
     });
+  Object.assign(ran, { classified: { classification, lane, call: classifierCall }, seating, meter });
   const judgeSeed = Math.floor(Math.random() * 2 ** 31);
   const panel = await runPanel({
     orgId,
@@ -246,6 +309,7 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     onStep: step,
     // Issue 31: the engine calls run inside the workflow's task; a deliberation begun before replays its activities.
     localCalls: patched('engine-calls-in-workflow-task'),
+    record: ran.panel,
     answer: input.answer,
   });
   if (panel.best === null) {

@@ -68,6 +68,14 @@ export interface PanelInput {
   answer?: AnswerOptions;
   /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the panel. */
   onStep?: (step: PanelStep) => void;
+  /** Where the panel records what answered as it answers: a deliberation cancelled mid-panel bills it (issue 40). */
+  record?: PanelRecord;
+}
+
+/** What answered so far: every seat pass, in order, and the judge's latest call. */
+export interface PanelRecord {
+  passes: SeatPass[];
+  judge: StaffCall | null;
 }
 
 export type PanelStep =
@@ -188,7 +196,7 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
     grounding,
     random: seededRandom(input.judgeSeed),
     seats: input.seating.seats.map((p) => ({ assignment: p, at: 0, failures: [], latest: null, answerTokens: 0 })),
-    passes: [],
+    passes: input.record?.passes ?? [],
     deliberation: [],
     staffUnavailable: [],
     rounds: 0,
@@ -375,6 +383,7 @@ async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judg
       input.meter.charge(r);
       panel.judgeLatency += r.latencyMs;
       panel.judgeCall = staffCall(r, input.seating.judge.designed, panel.judgeLatency);
+      if (input.record) input.record.judge = panel.judgeCall;
       return r.judgment ? { answer: r.judgment } : { unusable: `${r.engineId} gave no usable verdict` };
     },
     {

@@ -3,6 +3,7 @@ import { ERROR_TABLE } from '../../domain/errors';
 import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../../operations/requests/common';
+import { responseRequestDoc } from '../../operations/requests/responses';
 import { REFUSED } from '../../operations/requests/openai-params';
 import type { JsonObject } from '../forms/json';
 import { RUN_LIST_PARAMETERS, RunListSchema } from './run-list-resources';
@@ -203,6 +204,48 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
   };
 }
 
+const pathResponseId = { name: 'response_id', in: 'path', required: true, schema: { type: 'string', pattern: '^resp_[A-Za-z0-9_-]+$' } };
+const RESPONSE =
+  'OpenAI’s response object (`object: response`, `status` queued / in_progress / completed / incomplete / failed / cancelled, `output` with the answer as `output_text`, `usage`, `error`, `incomplete_details`) with this Form’s chat-completion `svc`.';
+
+/** Issue 40 items 1 and 3, beyond the spec (docs/api-extensions.md): OpenAI’s Responses API over the deliberation. */
+function responsePaths(serialiser: FormSerialiser): JsonObject {
+  return {
+    '/v1/responses': {
+      post: {
+        operationId: 'createResponse',
+        parameters: [idempotencyKeyHeader],
+        requestBody: body(responseRequestDoc(serialiser.form)),
+        responses: {
+          '200': ok(`${RESPONSE} With \`background\`, answered at once.`),
+          ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
+        },
+      },
+    },
+    '/v1/responses/{response_id}': {
+      get: { operationId: 'getResponse', parameters: [pathResponseId], responses: { '200': ok(RESPONSE), ...errors(...ALWAYS, 404) } },
+      delete: {
+        operationId: 'deleteResponse',
+        parameters: [pathResponseId],
+        responses: {
+          '200': ok('`{id, object: response, deleted: true}`: the answer’s texts removed; the receipt keeps its figures.'),
+          ...errors(...ALWAYS, 404, 409),
+        },
+      },
+    },
+    '/v1/responses/{response_id}/cancel': {
+      post: {
+        operationId: 'cancelResponse',
+        parameters: [pathResponseId],
+        responses: {
+          '200': ok(`${RESPONSE} \`cancelled\` once stopped (what ran billed, the rest of the hold released); an ended one unchanged.`),
+          ...errors(...ALWAYS, 404),
+        },
+      },
+    },
+  };
+}
+
 /** Test runs and certifications: launch, poll, list, cancel (DESIGN §10). */
 function runPaths(serialiser: FormSerialiser): JsonObject {
   const formB = serialiser.form === 'B';
@@ -298,7 +341,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
     info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
     security: [{ bearer: [] }],
     components: components(),
-    paths: { ...callPaths(serialiser), ...runPaths(serialiser) },
+    paths: { ...callPaths(serialiser), ...responsePaths(serialiser), ...runPaths(serialiser) },
     webhooks: webhooks(),
   };
 }

@@ -104,9 +104,9 @@ const CHECKS: readonly Check[] = [
            and (
              -- Form B (and any call under its ceiling): the parts less the credit, the credit only when capped at the ceiling.
              (x.billed_micros = c.gross - x.cap_credit_micros
-               and (x.cap_credit_micros = 0 or (x.status = 'capped' and x.billed_micros = coalesce(c.ceiling, x.billed_micros))))
-             -- Form A capped: the charge held at the disclosed ceiling, below the parts' sum.
-             or (x.cap_credit_micros = 0 and x.status = 'capped' and x.billed_micros < c.gross and x.billed_micros = c.ceiling)
+               and (x.cap_credit_micros = 0 or (x.status in ('capped', 'cancelled') and x.billed_micros = coalesce(c.ceiling, x.billed_micros))))
+             -- Form A capped: the charge held at the disclosed ceiling, below the parts' sum (a cancelled call past it too).
+             or (x.cap_credit_micros = 0 and x.status in ('capped', 'cancelled') and x.billed_micros < c.gross and x.billed_micros = c.ceiling)
            )
            and (x.outcome->>'payer' is distinct from 'plan' or x.platform_fee_micros = 0)
            and (x.outcome#>>'{money,billedMicros}')::bigint is not distinct from x.billed_micros
@@ -207,7 +207,7 @@ const CHECKS: readonly Check[] = [
              format('%s answered runs under one key (states %s; billed %s µ$)', count(*),
                     string_agg(q.state, ', ' order by q.created_at), string_agg(x.billed_micros::text, ' + ' order by q.created_at)) as detail
         from requests q join receipts x on x.request_id = q.id
-       where $scope(q.org_id) and q.state <> 'capped'
+       where $scope(q.org_id) and q.state not in ('capped', 'cancelled')
        group by q.org_id, q.idempotency_key
       having count(*) > 1`,
   },

@@ -101,8 +101,9 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
         .where({ id: o.requestId })
         .whereExists(trx.select(trx.raw('1')).from('receipt'))
         .update({
-          // Form B's capped call may run again under its key; Form A's is a finished answer.
-          state: o.status === 'capped' && input.form === 'B' ? 'capped' : 'succeeded',
+          // Form B's capped call may run again under its key; Form A's is a finished answer. A cancelled one keeps its
+          // status (issue 40), and its key may run again.
+          state: o.status === 'cancelled' ? 'cancelled' : o.status === 'capped' && input.form === 'B' ? 'capped' : 'succeeded',
           finish_reason: o.finishReason,
           answer_truncated: o.finishReason === 'length',
           seats_answered: o.seatsAnswered,

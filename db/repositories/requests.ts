@@ -5,7 +5,7 @@ import { releasePlanCharge } from './plans';
 import { storableJson } from '../../domain/storable-text';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
 
-export type RequestState = 'running' | 'succeeded' | 'failed' | 'capped';
+export type RequestState = 'running' | 'succeeded' | 'failed' | 'capped' | 'cancelled';
 
 export interface RequestRow {
   id: string;
@@ -222,6 +222,7 @@ const NO_RECEIPT_REASON: Readonly<Record<RequestState, string>> = {
   failed: 'The request failed before a deliberation was recorded; nothing was billed.',
   capped: 'The call was capped and its receipt superseded by a new run under the same key.',
   succeeded: 'No receipt was recorded for this request.',
+  cancelled: 'No receipt was recorded for this request.',
 };
 
 /** The receipt of a past call, scoped to the organisation: undefined when the id is not one of its requests. */

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { classifyHeuristic } from '../../../domain/classifier';
 import { CostMeter } from '../../../domain/cost-meter';
 import { modeConfigHash, SYSTEM_MODES, type ResolvedMode } from '../../../domain/modes';
-import { assembleOutcome, substitutions, unavailableSeats, type AssemblyInput } from '../../../domain/outcome-assembly';
+import {
+  assembleCancelledOutcome,
+  assembleOutcome,
+  substitutions,
+  unavailableSeats,
+  type AssemblyInput,
+} from '../../../domain/outcome-assembly';
 import type { PanelResult, SeatPass, SeatRole } from '../../../domain/outcome';
 
 const seed = SYSTEM_MODES[0];
@@ -217,5 +223,34 @@ describe('outcome assembly: what the panel did, as the one model both Forms and 
     assert.deepEqual(unavailableSeats([{ role: 'seat2', designed: 'x/y', latest: null, failures: [] }]), [
       { role: 'seat2', reason: 'no engine could run' },
     ]);
+  });
+
+  it("cancelled (issue 40): no answer; the passes that answered billed at cost, the 5% fee and Form B's per-token fee; no Form A surcharge", () => {
+    // One seat answered before the cancel: 100 tokens in, 40 out, 500 µ$ at cost on the service's keys.
+    const cancelled = (form: 'A' | 'B', billed = true) => {
+      const meter = new CostMeter({ form, fees: seed.config.fees, depth: 'medium', lane: 'panel', ceilingMicros: 2_000_000 });
+      meter.charge({ costMicros: 500, source: 'service', tokensIn: 100, tokensOut: 40, reasoningTokens: null });
+      // The panel's result is not read: a cancelled call has none.
+      return assembleCancelledOutcome({
+        ...input({ form, billed, meter }),
+        passes: [pass('seat1', 1, 'openai/gpt-4.1', { isBest: true })],
+        judge: null,
+        seats: 3,
+      });
+    };
+    const b = cancelled('B');
+    assert.equal(b.status, 'cancelled');
+    assert.deepEqual([b.answer, b.bestSeat, b.seats, b.seatsAnswered, b.rounds], ['', null, 3, 1, 1]);
+    assert.equal(b.seatPasses[0].isBest, false);
+    // Form B's fee by hand: the mode's per-Mtok input rate on 100 tokens and four times it on 40.
+    const rate = seed.config.fees.perMtokInputUsd;
+    const modeFee = Math.round(100 * rate + 40 * rate * 4);
+    assert.deepEqual(
+      [b.money.gatewayMicros, b.money.platformFeeMicros, b.money.modeFeeMicros, b.money.billedMicros],
+      [500, 25, modeFee, 525 + modeFee],
+    );
+    const a = cancelled('A');
+    assert.deepEqual([a.money.modeFeeMicros, a.money.billedMicros], [0, 525]);
+    assert.equal(cancelled('B', false).money.billedMicros, 0);
   });
 });

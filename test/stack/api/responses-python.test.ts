@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { getBalance } from '../../../db/repositories/ledger';
+import { loadConfig } from '../../../infra/config';
+import { ensureVenv } from '../../../stack/python-venv';
+import { toolEnv } from '../../../stack/tool-env';
+import { stack } from '../../harness/stack';
+import { assertEachBilledOnce, startProductWorkers } from '../deliberation/helpers';
+import { EXPRESS, newOrg, startApi, type Api } from './helpers';
+
+/**
+ * Issue 40 item 1 through the official Python client, pinned from PyPI and installed by the project's own script
+ * (stack/python-venv.ts, once per user): a background response created, polled to `completed`, cancelled once ended
+ * (unchanged) and deleted, as a Python user would; billed once.
+ */
+const VERSION = '3.57.0';
+
+/** Reads its inputs from the environment and prints one JSON line per step. */
+const SCRIPT = `
+import json, os, time
+from openai import OpenAI, NotFoundError
+client = OpenAI(base_url=os.environ["BASE_URL"], api_key=os.environ["API_KEY"], max_retries=0)
+r = client.responses.create(model=os.environ["MODEL"], input=os.environ["INPUT"], background=True, metadata={"via": "python"})
+print(json.dumps({"step": "created", "id": r.id, "status": r.status}))
+while r.status in ("queued", "in_progress"):
+    time.sleep(0.2)
+    r = client.responses.retrieve(r.id)
+print(json.dumps({"step": "done", "status": r.status, "output_text": r.output_text, "metadata": r.metadata, "usage": r.usage.to_dict(), "svc": r.to_dict()["svc"]}))
+c = client.responses.cancel(r.id)
+print(json.dumps({"step": "cancel", "status": c.status}))
+client.responses.delete(r.id)
+try:
+    client.responses.retrieve(r.id)
+    print(json.dumps({"step": "after-delete", "status": 200}))
+except NotFoundError as e:
+    print(json.dumps({"step": "after-delete", "status": e.status_code, "code": e.code}))
+`;
+
+function runPython(python: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(python, ['-c', SCRIPT], { env: { ...process.env, ...env } });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.once('error', reject);
+    child.once('close', (status) => resolve({ status, output }));
+  });
+}
+
+describe('responses through the official openai Python client', function () {
+  this.timeout(10 * 60_000);
+  let python: string;
+  let workers: { stop(): Promise<void> };
+  let api: Api;
+
+  before(async () => {
+    ({ python } = ensureVenv({ name: `openai-python-${VERSION}`, packages: [`openai==${VERSION}`] }, toolEnv(loadConfig(), process.env)));
+    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:1000' });
+    api = await startApi('B');
+  });
+  after(async () => {
+    await api.close();
+    await workers.stop();
+  });
+
+  it('create(background=True), retrieve until completed, cancel (unchanged), delete; billed once', async () => {
+    const org = await newOrg();
+    const before = await getBalance(stack().db, org.orgId);
+    const r = await runPython(python, {
+      BASE_URL: `${api.url}/v1`,
+      API_KEY: org.ownerKey,
+      MODEL: EXPRESS.B,
+      INPUT: `Why is the sky blue? ${randomUUID()}`,
+    });
+    assert.equal(r.status, 0, r.output);
+    const steps = Object.fromEntries(
+      r.output
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { step: string } & Record<string, unknown>)
+        .map((s) => [s.step, s]),
+    );
+    assert.equal(steps.created.status, 'queued');
+    assert.match(String(steps.created.id), /^resp_/);
+    const done = steps.done as unknown as {
+      status: string;
+      output_text: string;
+      metadata: unknown;
+      svc: { request_id: string; billed_usd: number };
+    };
+    assert.equal(done.status, 'completed');
+    assert.ok(done.output_text.length > 0);
+    assert.deepEqual(done.metadata, { via: 'python' });
+    assert.equal(steps.cancel.status, 'completed');
+    assert.deepEqual([steps['after-delete'].status, steps['after-delete'].code], [404, 'response_not_found']);
+    await assertEachBilledOnce(org.orgId, [done.svc.request_id]);
+    const after = await getBalance(stack().db, org.orgId);
+    assert.equal(before.balanceMicros - after.balanceMicros, BigInt(Math.round(done.svc.billed_usd * 1_000_000)));
+  });
+});

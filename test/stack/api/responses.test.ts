@@ -1,0 +1,387 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import OpenAI, { APIError } from 'openai';
+import { getBalance, listLedger } from '../../../db/repositories/ledger';
+import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
+import {
+  OPENAI_TEST_KEY,
+  openAiReply,
+  startOpenAiLoopback,
+  type Loopback,
+  type RecordedRequest,
+  type Reply,
+} from '../../fixtures/providers';
+import { until } from '../../harness/faults';
+import { stack } from '../../harness/stack';
+import { workflowIds } from '../../../domain/workflow-ids';
+import { assertEachBilledOnce, customMode, recordHistory, startProductWorkers } from '../deliberation/helpers';
+import { call, EXPRESS, FORMS, newOrg, startApi, type Api } from './helpers';
+
+/**
+ * `POST /v1/responses` and its poll, cancel and delete (issue 40 items 1 and 3) through the official `openai` client,
+ * in both Forms: a background response answers at once and polls to the answer a chat completion of the same mode
+ * gives, billed once; a cancel stops the engine calls in flight and bills what the provider served, computed here from
+ * the loopback's own record at the published prices.
+ */
+type Svc = Record<string, unknown>;
+type WithSvc<T> = T & { svc: Svc };
+const micros = (usd: unknown): number => Math.round(Number(usd) * 1_000_000);
+
+function client(api: Api | undefined, key: string): OpenAI {
+  return new OpenAI({ baseURL: `${api?.url}/v1`, apiKey: key, maxRetries: 0, timeout: 120_000 });
+}
+
+async function rejection(p: Promise<unknown>): Promise<APIError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof APIError, String(err));
+  return err;
+}
+
+/** Polls a response until it leaves queued / in_progress. */
+async function settled(openai: OpenAI, id: string): Promise<WithSvc<OpenAI.Responses.Response>> {
+  for (const deadline = Date.now() + 90_000; Date.now() < deadline;) {
+    const r = (await openai.responses.retrieve(id)) as WithSvc<OpenAI.Responses.Response>;
+    if (r.status !== 'queued' && r.status !== 'in_progress') return r;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`response ${id} still running`);
+}
+
+/** The svc fields a call's identity and timing give it; the rest must be the same for the same question. */
+function sameAnswerFields(svc: Svc): Svc {
+  return Object.fromEntries(Object.entries(svc).filter(([k]) => k !== 'request_id' && k !== 'latency_ms'));
+}
+
+describe('responses through the official openai client (sim engines)', function () {
+  this.timeout(180_000);
+  let workers: { stop(): Promise<void> };
+  const apis: Partial<Record<'A' | 'B', Api>> = {};
+
+  before(async () => {
+    // Engines take 1.5 s, so a background response is still running when its create answers.
+    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:1500' });
+    for (const form of FORMS) apis[form] = await startApi(form);
+  });
+  after(async () => {
+    for (const api of Object.values(apis)) await api?.close();
+    await workers.stop();
+  });
+
+  for (const form of FORMS) {
+    describe(`Form ${form}`, () => {
+      const input = `Why is the sky blue? Compare Rayleigh with Mie scattering. ${randomUUID()}`;
+
+      it('background: answers at once, polls to completed with the answer and svc of a chat completion of the same mode, billed once', async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const t0 = Date.now();
+        const created = (await openai.responses.create({
+          model: EXPRESS[form],
+          input,
+          background: true,
+          metadata: { ticket: 'T-1' },
+        })) as WithSvc<OpenAI.Responses.Response>;
+        // The sim seat alone takes 1.5 s: an answer in less is the create answering before the deliberation ends.
+        assert.ok(Date.now() - t0 < 1_500, `create took ${Date.now() - t0} ms`);
+        assert.equal(created.object, 'response');
+        assert.ok(created.status === 'queued' || created.status === 'in_progress', String(created.status));
+        assert.match(created.id, /^resp_/);
+        assert.equal(created.background, true);
+
+        const done = await settled(openai, created.id);
+        assert.equal(done.status, 'completed');
+        assert.equal(done.id, created.id);
+        assert.deepEqual(done.metadata, { ticket: 'T-1' });
+        // Named from the start by the request that answers it (its receipt's id).
+        assert.match(String(created.svc.request_id), /^req_/);
+        assert.equal(done.svc.request_id, created.svc.request_id);
+        assert.ok(done.output_text.length > 0);
+
+        const chat = (await openai.chat.completions.create({
+          model: EXPRESS[form],
+          messages: [{ role: 'user', content: input }],
+        })) as WithSvc<OpenAI.Chat.Completions.ChatCompletion>;
+        // The chat completion is a call of its own (its own key): the same seat answers the same question alike.
+        assert.notEqual(chat.svc.request_id, done.svc.request_id);
+        assert.equal(done.output_text, chat.choices[0].message.content);
+        assert.deepEqual(sameAnswerFields(done.svc), sameAnswerFields(chat.svc));
+        assert.equal(done.usage?.input_tokens, chat.usage?.prompt_tokens);
+        assert.equal(done.usage?.output_tokens, chat.usage?.completion_tokens);
+
+        // A poll again bills nothing more: one charge for each call, each its svc's billed_usd.
+        await openai.responses.retrieve(created.id);
+        await assertEachBilledOnce(org.orgId, [String(done.svc.request_id), String(chat.svc.request_id)]);
+        const charges = (await listLedger(stack().db, org.orgId, 100)).filter((e) => e.kind === 'charge');
+        const charged = charges.find((e) => e.requestId === done.svc.request_id);
+        assert.equal(-Number(charged?.amountMicros), micros(done.svc.billed_usd));
+      });
+
+      it('without background: answers when the deliberation ends; the same Idempotency-Key replays it without billing', async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const key = randomUUID();
+        const r = (await openai.responses.create(
+          { model: EXPRESS[form], input: [{ role: 'user', content: input }], instructions: 'Answer briefly.' },
+          { headers: { 'Idempotency-Key': key } },
+        )) as WithSvc<OpenAI.Responses.Response>;
+        assert.equal(r.status, 'completed');
+        assert.equal(r.instructions, 'Answer briefly.');
+        assert.ok(r.output_text.length > 0);
+        const paid = await getBalance(stack().db, org.orgId);
+        const again = (await openai.responses.create(
+          { model: EXPRESS[form], input: [{ role: 'user', content: input }], instructions: 'Answer briefly.' },
+          { headers: { 'Idempotency-Key': key } },
+        )) as WithSvc<OpenAI.Responses.Response>;
+        assert.equal(again.id, r.id);
+        assert.equal(again.output_text, r.output_text);
+        assert.equal(again.svc.replayed, true);
+        assert.deepEqual(await getBalance(stack().db, org.orgId), paid);
+      });
+
+      it("cancel of a finished response returns it unchanged; DELETE removes its answer; another organisation's id is 404", async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const r = (await openai.responses.create({ model: EXPRESS[form], input })) as WithSvc<OpenAI.Responses.Response>;
+        const paid = await getBalance(stack().db, org.orgId);
+        const cancelled = (await openai.responses.cancel(r.id)) as WithSvc<OpenAI.Responses.Response>;
+        assert.equal(cancelled.status, 'completed');
+        assert.deepEqual(cancelled.output, r.output);
+        assert.deepEqual(await getBalance(stack().db, org.orgId), paid);
+
+        const stranger = client(apis[form], (await newOrg()).ownerKey);
+        for (const attempt of [
+          () => stranger.responses.retrieve(r.id),
+          () => stranger.responses.cancel(r.id),
+          () => stranger.responses.delete(r.id),
+        ]) {
+          const err = await rejection(attempt());
+          assert.equal(err.status, 404);
+          assert.equal(err.code, 'response_not_found');
+        }
+        assert.equal((await openai.responses.retrieve(r.id)).status, 'completed');
+
+        await openai.responses.delete(r.id);
+        assert.equal((await rejection(openai.responses.retrieve(r.id))).status, 404);
+        // The receipt keeps the figures, not the texts.
+        const receipt = await call(apis[form] as Api, 'GET', `/v1/receipts/${String(r.svc.request_id)}?include_transcript=true`, {
+          key: org.ownerKey,
+        });
+        const body = receipt.body.receipt as { billed_usd: number; seats: { content: string }[] };
+        assert.equal(micros(body.billed_usd), micros(r.svc.billed_usd));
+        assert.ok(body.seats.length > 0 && body.seats.every((s) => s.content === ''));
+        assert.deepEqual(await getBalance(stack().db, org.orgId), paid);
+      });
+
+      it('refuses what it does not honour, by name: unknown keys, stream, tools, text.verbosity; text.format and max_output_tokens are honoured', async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const cases: [Record<string, unknown>, string, string][] = [
+          [{ bogus_parameter: 1 }, 'unknown_parameter', 'bogus_parameter'],
+          [{ stream: true }, 'unsupported_parameter', 'stream'],
+          [{ tools: [{ type: 'web_search' }] }, 'unsupported_parameter', 'tools'],
+          [{ previous_response_id: 'resp_x' }, 'unsupported_parameter', 'previous_response_id'],
+          [{ text: { verbosity: 'low' } }, 'unsupported_parameter', 'text.verbosity'],
+          [{ max_output_tokens: 0 }, 'invalid_request', 'max_output_tokens'],
+          [{ background: true, store: false }, 'invalid_request', 'store'],
+        ];
+        for (const [extra, code, param] of cases) {
+          const body = { model: EXPRESS[form], input, ...extra };
+          const err = await rejection(openai.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming));
+          assert.deepEqual([err.status, err.code, err.param], [400, code, param], JSON.stringify(extra));
+        }
+        // text.format is chat completions' response_format: the answer parses and has what the schema requires.
+        const schema = { type: 'object', properties: { colour: { type: 'string' } }, required: ['colour'], additionalProperties: false };
+        const structured = await openai.responses.create({
+          model: EXPRESS[form],
+          input: `What colour is the sky? ${randomUUID()}`,
+          text: { format: { type: 'json_schema', name: 'sky', schema, strict: true } },
+          max_output_tokens: 400,
+        });
+        assert.equal(structured.status, 'completed', JSON.stringify(structured));
+        assert.equal(typeof (JSON.parse(structured.output_text) as { colour: unknown }).colour, 'string');
+        // `null` is absent, as clients send an unset option.
+        const ok = await call(apis[form] as Api, 'POST', '/v1/responses', {
+          key: org.ownerKey,
+          body: { model: EXPRESS[form], input, stream: null, temperature: null, text: null },
+        });
+        assert.equal(ok.status, 200, JSON.stringify(ok.body));
+        // /openapi.json documents the request in this Form.
+        const doc = (await (await fetch(`${apis[form]?.url}/openapi.json`)).json()) as {
+          paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties: Svc } }> } }>>;
+        };
+        const props = doc.paths['/v1/responses'].post.requestBody?.content['application/json'].schema.properties ?? {};
+        assert.ok('input' in props && 'background' in props && 'max_output_tokens' in props);
+        assert.equal('tier' in props, form === 'B');
+        assert.ok(doc.paths['/v1/responses/{response_id}'].delete && doc.paths['/v1/responses/{response_id}/cancel'].post);
+      });
+    });
+  }
+});
+
+/** The large seat answers after a long while (it is cancelled first); everything else at once. */
+const SLOW_SEAT_MS = 60_000;
+const SEAT_USAGE = { prompt: 100, completion: 40 };
+/** Published prices, USD per million tokens (micro-dollars per token): docs/money.md. */
+const PRICES: Record<string, { input: number; output: number }> = {
+  'gpt-4.1': { input: 2, output: 8 },
+  'gpt-4.1-mini': { input: 0.4, output: 1.6 },
+};
+/** The panel mode's Form B fee: $0.5 per Mtok in, output at 4x; Form A's per-answer surcharge is not charged on a cancel. */
+const MODE_FEE_B = { input: 0.5, output: 2 };
+/** Marks a question whose large seat is slow only in the critique round (round 1 and the judge answer at once). */
+const SLOW_CRITIQUE = '[[slow-critique]]';
+/** How a critique prompt starts its quotes of the other answers (domain/prompts.ts). */
+const CRITIQUE = 'Other panelists answered';
+
+const isStaff = (req: RecordedRequest): boolean => req.bodyText.includes(JUDGE_TAG) || req.bodyText.includes(SYNTHESIS_TAG);
+const modelOf = (req: RecordedRequest): string => (req.body as { model: string }).model;
+
+/** A usable verdict (the seats split, so a critique round follows), or a seat's answer. */
+function replyText(req: RecordedRequest): string {
+  if (!req.bodyText.includes(JUDGE_TAG)) return `${modelOf(req)}: Rayleigh scattering.`;
+  const labels = [...new Set([...req.bodyText.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))];
+  return JSON.stringify({
+    scores: Object.fromEntries(labels.map((l) => [l, 7])),
+    best: labels[0],
+    why: 'Both partial.',
+    divergence: 0.6,
+    converged: false,
+  });
+}
+
+function script(req: RecordedRequest): Reply {
+  const reply = openAiReply({
+    text: replyText(req),
+    promptTokens: SEAT_USAGE.prompt,
+    completionTokens: SEAT_USAGE.completion,
+  });
+  const slowHere = !req.bodyText.includes(SLOW_CRITIQUE) || req.bodyText.includes(CRITIQUE);
+  return modelOf(req) === 'gpt-4.1' && !isStaff(req) && slowHere ? { ...reply, delayMs: SLOW_SEAT_MS } : reply;
+}
+
+describe('responses: cancel stops the engine calls and bills what ran (loopback engines)', function () {
+  this.timeout(180_000);
+  let openai: Loopback;
+  let workers: { stop(): Promise<void> };
+  const apis: Partial<Record<'A' | 'B', Api>> = {};
+
+  before(async () => {
+    openai = await startOpenAiLoopback(script);
+    workers = await startProductWorkers({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
+    for (const form of FORMS) apis[form] = await startApi(form);
+  });
+  after(async () => {
+    for (const api of Object.values(apis)) await api?.close();
+    await workers.stop();
+    await openai.close();
+  });
+
+  /**
+   * A background response on a panel of gpt-4.1 and gpt-4.1-mini, cancelled once `seatCalls` seat calls are out (the
+   * last, the large seat's, held by the provider): it ends cancelled, its held call aborted, billed exactly what the
+   * provider served at the published prices. `critique`: two rounds, the large seat slow only in the second.
+   */
+  async function cancelMidway(form: 'A' | 'B', critique: boolean, history?: string): Promise<{ receipt: Svc; served: RecordedRequest[] }> {
+    const org = await newOrg(10);
+    const mode = await customMode(org.orgId, 'quorum-panel', {
+      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
+      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
+      rounds: critique ? 2 : 1,
+      critique: critique ? 'always' : 'never',
+      express: 'never',
+    });
+    const before = await getBalance(stack().db, org.orgId);
+    const sdk = client(apis[form], org.ownerKey);
+    const seen = openai.requests.length;
+    const mine = (): RecordedRequest[] => openai.requests.slice(seen);
+    const key = randomUUID();
+    const content = `Explain why the sky is blue, step by step. ${critique ? SLOW_CRITIQUE : ''} ${randomUUID()}`;
+    const created = await sdk.responses.create(
+      { model: form === 'A' ? mode.id : mode.ticker, input: content, background: true },
+      { headers: { 'Idempotency-Key': key } },
+    );
+    // The seats that answer have answered and the large one is waiting on the provider.
+    const seatCalls = critique ? 4 : 2;
+    await until(() => mine().filter((r) => !isStaff(r)).length === seatCalls, 30_000, `${seatCalls} seat calls out`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const cancelled = (await sdk.responses.cancel(created.id)) as WithSvc<OpenAI.Responses.Response>;
+    assert.equal(cancelled.status, 'cancelled');
+    assert.deepEqual(cancelled.output, []);
+
+    // The cancel reached the engine's HTTP request: the held call was aborted, long before it would have answered.
+    const held = mine().filter((r) => r.abortedAt !== undefined);
+    assert.deepEqual(held.map(modelOf), ['gpt-4.1'], 'the large seat call, and only it, was aborted');
+    assert.ok((held[0].abortedAt ?? Infinity) - held[0].receivedAt < SLOW_SEAT_MS / 2);
+    const calls = mine().length;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.equal(mine().length, calls, 'no engine call after the cancel');
+
+    // What the provider served (answered, not aborted), at the published prices, by hand.
+    const served = mine().filter((r) => r.abortedAt === undefined);
+    const engines = served.reduce(
+      (n, r) => n + SEAT_USAGE.prompt * PRICES[modelOf(r)].input + SEAT_USAGE.completion * PRICES[modelOf(r)].output,
+      0,
+    );
+    const platformFee = Math.round(engines * 0.05);
+    const tokens = { in: served.length * SEAT_USAGE.prompt, out: served.length * SEAT_USAGE.completion };
+    const modeFee = form === 'B' ? Math.round(tokens.in * MODE_FEE_B.input + tokens.out * MODE_FEE_B.output) : 0;
+    const expected = engines + platformFee + modeFee;
+
+    assert.equal(micros(cancelled.svc.billed_usd), expected);
+    assert.deepEqual([cancelled.usage?.input_tokens, cancelled.usage?.output_tokens], [tokens.in, tokens.out]);
+    const requestId = String(cancelled.svc.request_id);
+    await assertEachBilledOnce(org.orgId, [requestId]);
+    const after = await getBalance(stack().db, org.orgId);
+    assert.equal(before.balanceMicros - after.balanceMicros, BigInt(expected));
+    const got = await call(apis[form] as Api, 'GET', `/v1/receipts/${requestId}`, { key: org.ownerKey });
+    const receipt = got.body.receipt as Svc;
+    assert.equal(receipt.status, 'cancelled');
+    assert.equal(micros(receipt.billed_usd), expected);
+    // A poll, and a second cancel, show the same ended response.
+    assert.equal((await sdk.responses.retrieve(created.id)).status, 'cancelled');
+    assert.equal((await sdk.responses.cancel(created.id)).status, 'cancelled');
+    await assertEachBilledOnce(org.orgId, [requestId]);
+    if (history) {
+      // The replay test keeps the cancel path deterministic (test/unit/workflows/replay.test.ts): its whole history.
+      const workflowId = workflowIds.deliberation(org.orgId, key);
+      await stack().env.client.workflow.getHandle(workflowId).result();
+      await recordHistory(history, workflowId);
+    }
+    return { receipt, served };
+  }
+
+  for (const form of FORMS) {
+    it(`Form ${form}: a background response cancelled mid-panel ends cancelled, its slow call aborted, billed only for the seat that answered`, async () => {
+      const { receipt, served } = await cancelMidway(form, false, `cancelled-form-${form.toLowerCase()}`);
+      assert.deepEqual(served.map(modelOf), ['gpt-4.1-mini']);
+      assert.deepEqual(
+        (receipt.seats as Svc[]).map((s) => s.model_used),
+        ['openai/gpt-4.1-mini'],
+      );
+    });
+  }
+
+  it('Form B: cancelled in the critique round, after the judge: the first round, the judge and the revision that answered are billed', async () => {
+    const { receipt, served } = await cancelMidway('B', true);
+    assert.deepEqual(
+      served
+        .filter((r) => !isStaff(r))
+        .map(modelOf)
+        .sort(),
+      ['gpt-4.1', 'gpt-4.1-mini', 'gpt-4.1-mini'],
+    );
+    assert.equal(served.filter((r) => r.bodyText.includes(JUDGE_TAG)).length, 1);
+    assert.deepEqual(
+      (receipt.seats as Svc[]).map((s) => [s.model_used, s.round_number]).sort(),
+      [
+        ['openai/gpt-4.1', 1],
+        ['openai/gpt-4.1-mini', 1],
+        ['openai/gpt-4.1-mini', 2],
+      ].sort(),
+    );
+    assert.equal((receipt.staff as { judge: Svc | null }).judge?.model_used, 'openai/gpt-4.1');
+  });
+});
