@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
@@ -18,10 +20,11 @@ import { unknownOrgAsNotFound } from '../db/repositories/shared';
 import { classifyPrompt } from '../engines/classify';
 import { callSeatingContext } from '../engines/seating-context';
 import type { ActivityDeps } from './deps';
-import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
+import { createEngineCall, createLateCallUsage, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
 
 export type { EngineCallInput, EngineCallResult };
+export type { LateCallInput } from './engine-call';
 
 /** The classify step's result: the classification, and the classifier model's call when one answered. */
 export type ClassifyResult = Classification & { classifierCall?: ClassifierCall };
@@ -131,6 +134,20 @@ export function createDeliberationActivities(deps: ActivityDeps) {
       return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
     },
     synthesize: engineCall,
+    lateCalls: createLateCallUsage(engines),
+
+    /**
+     * A quorum's grace (workflows/quorum.ts), run as a local activity beside the seat calls: a workflow timer's start
+     * and its firing would each wait for the task's next heartbeat while a seat call is out (up to 4 s apiece).
+     */
+    async quorumGrace(input: { ms: number }): Promise<void> {
+      try {
+        await sleep(input.ms, undefined, { signal: Context.current().cancellationSignal });
+      } catch (err) {
+        if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('CANCELLED');
+        throw err;
+      }
+    },
 
     /** A deliberation that ends without an answer: nothing billed, the hold released, the request marked failed. */
     async failRequest(input: { orgId: string; requestId: string; code: string; unsettled?: Settlement }): Promise<void> {

@@ -2,6 +2,8 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { Knex } from 'knex';
 import type { Lane } from '../domain/classifier';
 import type { ChatMessage } from '../domain/messages';
+import { engineCostMicros } from '../domain/pricing';
+import { countMessagesTokens } from '../domain/tokens';
 import type { ReplySchema } from '../domain/reply-schemas';
 import type { CallSource } from '../domain/outcome';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
@@ -137,5 +139,42 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
     } finally {
       clearInterval(heartbeat);
     }
+  };
+}
+
+/** A call a quorum cancelled (workflows/quorum.ts): the engine it was waiting on and what it had sent. */
+export interface LateCallInput {
+  engineId: string;
+  ownKey: boolean;
+  messages: ChatMessage[];
+  /** When its round began (the workflow's clock). */
+  startedAt: string;
+}
+
+/**
+ * What a late seat's cancelled call is billed (docs/money.md): one reading of its prompt by the engine it was
+ * waiting on, counted with the engines' tokenizer as a quote counts it, and no output, since none was returned. The
+ * provider's own count of a request cut off never reaches us. Its source is the one the call ran on.
+ */
+export function createLateCallUsage(engines: Engines) {
+  return async (input: { calls: LateCallInput[] }): Promise<EngineCallResult[]> => {
+    const endedAt = new Date();
+    return input.calls.map((c) => {
+      const spec = engines.spec(c.engineId);
+      const tokensIn = countMessagesTokens(c.messages);
+      return {
+        engineId: c.engineId,
+        text: '',
+        finish: 'stop',
+        tokensIn,
+        tokensOut: 0,
+        reasoningTokens: null,
+        latencyMs: Math.max(0, endedAt.getTime() - Date.parse(c.startedAt)),
+        costMicros: engineCostMicros(tokensIn, 0, spec),
+        source: c.ownKey && spec.protocol !== 'sim' ? 'own_key' : 'service',
+        startedAt: c.startedAt,
+        endedAt: endedAt.toISOString(),
+      };
+    });
   };
 }

@@ -1,11 +1,11 @@
-import { isCancellation, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { isCancellation, patched, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
 import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
 import { lastUserText, type ChatMessage } from '../domain/messages';
-import type { ModeConfig, SeatTuning } from '../domain/modes';
+import type { ModeConfig, Quorum, SeatTuning } from '../domain/modes';
 import type { PanelResult, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
@@ -13,6 +13,7 @@ import type { Seating, SeatAssignment } from '../domain/seat-assignment';
 import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL, ENGINE_CALL_LOCAL } from './engine-call-policy';
 import { hedged } from './hedge';
+import { untilQuorum } from './quorum';
 
 /**
  * The panel: seats, judge, critique rounds and synthesis, with no billing. A function the deliberation workflow
@@ -74,6 +75,8 @@ interface SeatState {
   at: number;
   failures: string[];
   latest: SeatPass | null;
+  /** A cut answer billed while its retry with more room is out: the seat's row carries it if the retry is late. */
+  pending?: EngineCallResult;
   /**
    * The latest answer's own output tokens: what a prompt that quotes it reads. Not the pass's `tokensOut`, which also
    * counts a cut attempt that was retried; ceiling checks read this, as they always have, so they replay unchanged.
@@ -138,6 +141,8 @@ interface PanelState {
   readonly seats: SeatState[];
   /** Every seat pass, in the order they answered. */
   readonly passes: SeatPass[];
+  /** The billed rows of seats a quorum left behind (workflows/quorum.ts), each with why. */
+  readonly late: SeatPass[];
   readonly deliberation: RoundSummary[];
   readonly staffUnavailable: Unavailable[];
   /** Seat passes run so far; judging is not a round (DESIGN §5 step 7). */
@@ -182,6 +187,7 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
     random: seededRandom(input.judgeSeed),
     seats: input.seating.seats.map((p) => ({ assignment: p, at: 0, failures: [], latest: null, answerTokens: 0 })),
     passes: [],
+    late: [],
     deliberation: [],
     staffUnavailable: [],
     rounds: 0,
@@ -208,10 +214,62 @@ async function groundQuestion(input: PanelInput): Promise<Grounding> {
   }
 }
 
-/** Step 5, and each critique round's seat pass: the seats in parallel, each on its own prompt; those that answered. */
+/**
+ * Step 5, and each critique round's seat pass: the seats in parallel, each on its own prompt; those that answered.
+ * With a quorum smaller than the round, the round ends once the quorum has answered and its grace has passed.
+ */
 async function seatRound(panel: PanelState, round: number, seats: SeatState[], prompts: ChatMessage[][]): Promise<SeatState[]> {
-  const answers = await Promise.all(seats.map((s, i) => runSeat(panel, s, round, prompts[i], seats.length)));
-  return seats.filter((_, i) => answers[i] !== undefined);
+  const quorum = panel.input.config.quorum;
+  const run = (i: number): Promise<SeatPass | undefined> => runSeat(panel, seats[i], round, prompts[i], seats.length);
+  if (!quorum || seats.length <= quorum.seats) {
+    const answers = await Promise.all(seats.map((_, i) => run(i)));
+    return seats.filter((_, i) => answers[i] !== undefined);
+  }
+  const startedAt = new Date().toISOString();
+  const settled = await untilQuorum(
+    seats.map((_, i) => () => run(i)),
+    quorum.seats,
+    () => graceOf(panel.input, quorum.graceMs),
+  );
+  const late = seats.flatMap((s, i) => ('late' in settled[i] ? [{ s, messages: tunedMessages(s.assignment.tuning, prompts[i]) }] : []));
+  if (late.length > 0) await billLate(panel, round, late, { quorum, inRound: seats.length, startedAt });
+  return seats.filter((_, i) => {
+    const r = settled[i];
+    return 'answered' in r && r.answered !== undefined;
+  });
+}
+
+/** The grace: a local activity beside local calls (see quorumGrace), a workflow timer beside ordinary ones. */
+function graceOf(input: PanelInput, ms: number): Promise<void> {
+  return input.localCalls ? localEngineCalls.quorumGrace({ ms }) : sleep(ms);
+}
+
+/**
+ * Late seats' cancelled calls, billed as docs/money.md says (one reading of the prompt, no output), each on a row of
+ * its own with the reason; a round-1 seat that never answered also names it where the receipt lists seats unavailable.
+ */
+async function billLate(
+  panel: PanelState,
+  round: number,
+  late: { s: SeatState; messages: ChatMessage[] }[],
+  at: { quorum: Quorum; inRound: number; startedAt: string },
+): Promise<void> {
+  const { input } = panel;
+  const { lateCalls } = input.localCalls ? localEngineCalls : engineCalls;
+  const used = await lateCalls({
+    calls: late.map(({ s, messages }) => {
+      const engine = s.assignment.chain[s.at];
+      return { engineId: engine.engineId, ownKey: engine.ownKey, messages, startedAt: at.startedAt };
+    }),
+  });
+  late.forEach(({ s }, i) => {
+    const call = used[i];
+    input.meter.charge(call);
+    const reason = `${call.engineId}: late, cancelled: ${at.quorum.seats} of ${at.inRound} seats had answered and the ${at.quorum.graceMs} ms grace had passed`;
+    if (!s.latest) s.failures.push(reason);
+    panel.late.push({ ...seatPass(s, round, s.pending ?? call, call), late: reason });
+    s.pending = undefined;
+  });
 }
 
 /** A tuned seat's own system prompt comes first, in the one leading system message some chat templates allow. */
@@ -264,7 +322,9 @@ async function runSeat(
         input.hedgeAfterMs,
       );
       input.meter.charge(first);
+      s.pending = first.finish === 'length' ? first : undefined;
       const final = first.finish === 'length' ? await retryWithRoom(() => seat({ ...call, maxOutputTokens: seatMax * 2 }), first) : first;
+      s.pending = undefined;
       if (final !== first) input.meter.charge(final);
       const pass = seatPass(s, round, first, final);
       panel.passes.push(pass);
@@ -403,6 +463,7 @@ function panelResult(panel: PanelState): PanelResult {
   return {
     seats: panel.seats.map((s) => ({ role: s.assignment.role, designed: s.assignment.designed, latest: s.latest, failures: s.failures })),
     passes: panel.passes,
+    late: panel.late,
     rounds: panel.rounds,
     deliberation: panel.deliberation,
     judgment: panel.judgment,

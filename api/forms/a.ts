@@ -7,6 +7,7 @@ import {
   certificationJson,
   completionShape,
   estimateShape,
+  lateSeatsJson,
   receiptEnvelope,
   receiptShape,
   replayFields,
@@ -41,6 +42,7 @@ function completion(o: Outcome, replayed: boolean): JsonObject {
     billed_usd: replayed ? 0 : usd(o.money.billedMicros),
     latency_ms: o.latencyMs,
     engines: families(o.engines),
+    late_seats: lateSeatsJson(o),
     persisted: true,
     ...(replayed ? replayFields(o) : {}),
   };

@@ -8,6 +8,7 @@ import {
   certificationJson,
   completionShape,
   estimateShape,
+  lateSeatsJson,
   ratesJson,
   receiptEnvelope,
   receiptShape,
@@ -81,6 +82,7 @@ function completionSvc(o: Outcome): JsonObject {
     engines: o.engines,
     substitutions: o.substitutions.map((s) => ({ role: s.role, original: s.original, used: s.used, reason: s.reason })),
     seats_unavailable: o.seatsUnavailable.length > 0 ? o.seatsUnavailable.map((u) => ({ role: u.role, reason: u.reason })) : undefined,
+    late_seats: lateSeatsJson(o),
     staff_unavailable: o.staffUnavailable.length > 0 ? o.staffUnavailable.map((u) => ({ role: u.role, reason: u.reason })) : undefined,
     persisted: true,
   };
