@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
@@ -22,6 +21,7 @@ import { callSeatingContext } from '../engines/seating-context';
 import type { ActivityDeps } from './deps';
 import { createEngineCall, createLateCallUsage, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
+import { graceThenCut, releaseRound } from './quorum-rounds';
 
 export type { EngineCallInput, EngineCallResult };
 export type { LateCallInput } from './engine-call';
@@ -137,16 +137,19 @@ export function createDeliberationActivities(deps: ActivityDeps) {
     lateCalls: createLateCallUsage(engines),
 
     /**
-     * A quorum's grace (workflows/quorum.ts), run as a local activity beside the seat calls: a workflow timer's start
-     * and its firing would each wait for the task's next heartbeat while a seat call is out (up to 4 s apiece).
+     * A quorum round's grace (workflows/quorum.ts): `ms`, or less when the round is released; then the round's calls
+     * still out are cut (activities/quorum-rounds.ts). A local activity beside the seat calls: a workflow timer's
+     * start and its firing would each wait for the task's next heartbeat while a seat call is out (up to 4 s apiece).
      */
-    async quorumGrace(input: { ms: number }): Promise<void> {
-      try {
-        await sleep(input.ms, undefined, { signal: Context.current().cancellationSignal });
-      } catch (err) {
-        if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('CANCELLED');
-        throw err;
-      }
+    async quorumGrace(input: { round: string; ms: number }): Promise<void> {
+      const signal = Context.current().cancellationSignal;
+      await graceThenCut(input.round, input.ms, signal);
+      // A worker stopping: the grace runs again where the workflow goes on.
+      if (signal.aborted) throw new CancelledFailure('CANCELLED');
+    },
+    /** Every seat of a quorum round settled within its grace: the grace ends now. */
+    async quorumRelease(input: { round: string }): Promise<void> {
+      releaseRound(input.round);
     },
 
     /** A deliberation that ends without an answer: nothing billed, the hold released, the request marked failed. */

@@ -15,6 +15,9 @@ export type Payer = 'service' | 'own_keys' | 'plan';
 export type JudgedBy = 'express_lane' | 'heuristic' | 'llm';
 export type CallSource = 'service' | 'own_key';
 
+/** The failure type of a seat call its quorum's grace cut (activities/quorum-rounds.ts): late, not failed. */
+export const QUORUM_LATE = 'QuorumLate';
+
 /** One seat's answer in one round: the row a receipt lists per seat and round. */
 export interface SeatPass {
   role: SeatRole;

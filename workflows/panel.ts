@@ -1,4 +1,4 @@
-import { isCancellation, patched, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
@@ -13,7 +13,7 @@ import type { Seating, SeatAssignment } from '../domain/seat-assignment';
 import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL, ENGINE_CALL_LOCAL } from './engine-call-policy';
 import { hedged } from './hedge';
-import { untilQuorum } from './quorum';
+import { untilQuorumInTask, untilQuorumScoped } from './quorum';
 
 /**
  * The panel: seats, judge, critique rounds and synthesis, with no billing. A function the deliberation workflow
@@ -219,29 +219,28 @@ async function groundQuestion(input: PanelInput): Promise<Grounding> {
  * With a quorum smaller than the round, the round ends once the quorum has answered and its grace has passed.
  */
 async function seatRound(panel: PanelState, round: number, seats: SeatState[], prompts: ChatMessage[][]): Promise<SeatState[]> {
-  const quorum = panel.input.config.quorum;
-  const run = (i: number): Promise<SeatPass | undefined> => runSeat(panel, seats[i], round, prompts[i], seats.length);
+  const { input } = panel;
+  const quorum = input.config.quorum;
   if (!quorum || seats.length <= quorum.seats) {
-    const answers = await Promise.all(seats.map((_, i) => run(i)));
+    const answers = await Promise.all(seats.map((s, i) => runSeat(panel, s, round, prompts[i], seats.length)));
     return seats.filter((_, i) => answers[i] !== undefined);
   }
   const startedAt = new Date().toISOString();
-  const settled = await untilQuorum(
-    seats.map((_, i) => () => run(i)),
-    quorum.seats,
-    () => graceOf(panel.input, quorum.graceMs),
-  );
+  // Names the round's calls in the worker that runs them (activities/quorum-rounds.ts).
+  const key = input.localCalls ? `${workflowInfo().runId}/${round}` : undefined;
+  const calls = seats.map((s, i) => () => runSeat(panel, s, round, prompts[i], seats.length, key));
+  const settled = key
+    ? await untilQuorumInTask(calls, quorum.seats, {
+        wait: () => localEngineCalls.quorumGrace({ round: key, ms: quorum.graceMs }),
+        release: () => localEngineCalls.quorumRelease({ round: key }),
+      })
+    : await untilQuorumScoped(calls, quorum.seats, quorum.graceMs);
   const late = seats.flatMap((s, i) => ('late' in settled[i] ? [{ s, messages: tunedMessages(s.assignment.tuning, prompts[i]) }] : []));
   if (late.length > 0) await billLate(panel, round, late, { quorum, inRound: seats.length, startedAt });
   return seats.filter((_, i) => {
     const r = settled[i];
     return 'answered' in r && r.answered !== undefined;
   });
-}
-
-/** The grace: a local activity beside local calls (see quorumGrace), a workflow timer beside ordinary ones. */
-function graceOf(input: PanelInput, ms: number): Promise<void> {
-  return input.localCalls ? localEngineCalls.quorumGrace({ ms }) : sleep(ms);
 }
 
 /**
@@ -295,6 +294,7 @@ async function runSeat(
   round: number,
   messages: ChatMessage[],
   inRound: number,
+  quorumRound?: string,
 ): Promise<SeatPass | undefined> {
   const { input } = panel;
   const { seat } = input.localCalls ? localEngineCalls : engineCalls;
@@ -316,6 +316,7 @@ async function runSeat(
         lane: input.lane,
         round,
         ...sampling(s.assignment.tuning),
+        ...(quorumRound !== undefined && { quorumRound }),
       };
       const first = await hedged(
         (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),

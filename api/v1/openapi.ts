@@ -115,7 +115,7 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         parameters: [idempotencyKeyHeader],
         requestBody: body(serialiser.requests.completion),
         responses: {
-          '200': ok('A chat completion with the `svc` block.'),
+          '200': ok('A chat completion with the `svc` block; `svc.late_seats` (beyond the spec) when a mode’s quorum cut seats.'),
           ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
           '409': {
             ...(errors(409)['409'] as JsonObject),
@@ -153,7 +153,12 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
           { name: 'request_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
           { name: 'include_transcript', in: 'query', required: false, schema: { type: 'boolean', default: false } },
         ],
-        responses: { '200': ok('`{ok, receipt_available, reason?, receipt?}`.'), ...errors(...ALWAYS, 400, 404) },
+        responses: {
+          '200': ok(
+            '`{ok, receipt_available, reason?, receipt?}`; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`.',
+          ),
+          ...errors(...ALWAYS, 400, 404),
+        },
       },
     },
   };

@@ -7,6 +7,7 @@ import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
 import { workflowIds } from '../../../domain/workflow-ids';
 import {
   OPENAI_TEST_KEY,
+  openAiError,
   openAiReply,
   startOpenAiLoopback,
   type Loopback,
@@ -48,6 +49,12 @@ function promptTokensOf(req: RecordedRequest): number {
   return 3 + sum(messages.map((m) => 4 + encode(m.content).length));
 }
 
+/** In a prompt: the seats on OpenAI's models fail for good (400), so only the slow seat can answer. */
+const FAST_SEATS_FAIL = '[[fast-seats-fail]]';
+/** In a prompt: the slow seat answers round 1 at once and is slow only in the critique round. */
+const SLOW_IN_CRITIQUE = '[[slow-in-critique]]';
+const CRITIQUE = 'Other panelists answered';
+
 function script(req: RecordedRequest): Reply {
   const counts = { promptTokens: SERVED.prompt, completionTokens: SERVED.completion };
   if (req.bodyText.includes(JUDGE_TAG)) {
@@ -62,8 +69,13 @@ function script(req: RecordedRequest): Reply {
     return openAiReply({ text: JSON.stringify(verdict), ...counts });
   }
   if (req.bodyText.includes(SYNTHESIS_TAG)) return openAiReply({ text: 'The panel agrees: Rayleigh scattering.', ...counts });
-  const reply = openAiReply({ text: `${model(req)}: Rayleigh scattering.`, ...counts });
-  return model(req) === 'slow' ? { ...reply, delayMs: SLOW_MS } : reply;
+  if (model(req) !== 'slow')
+    return req.bodyText.includes(FAST_SEATS_FAIL)
+      ? openAiError(400, 'This request is refused.')
+      : openAiReply({ text: `${model(req)}: Rayleigh scattering.`, ...counts });
+  const reply = openAiReply({ text: 'slow: Rayleigh scattering.', ...counts });
+  const slow = !req.bodyText.includes(SLOW_IN_CRITIQUE) || req.bodyText.includes(CRITIQUE);
+  return slow ? { ...reply, delayMs: SLOW_MS } : reply;
 }
 
 /** A third seat of its own family on the same loopback, slower than the others by SLOW_MS. */
@@ -132,7 +144,15 @@ describe('a quorum: the round is judged after the grace, the late seat cancelled
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
   });
 
-  it('quorum 2 of 3, one seat 10 s slower: answered after the grace; the slow seat is late, cancelled, billed its input only', async () => {
+  interface Answered {
+    ms: number;
+    svc: { seats: number; seats_answered: number; request_id: string; late_seats?: { role: string; round: number }[] };
+    receipt: Receipt;
+    requests: RecordedRequest[];
+  }
+
+  /** One Form B call through the API of a panel of gpt-4.1, gpt-4.1-mini and the slow seat, quorum 2 with GRACE_MS. */
+  async function quorumCall(content: string, rounds: number, history: string): Promise<Answered> {
     const org = await newOrg(10);
     const mode = await customMode(org.orgId, 'quorum-panel', {
       tiers: {
@@ -140,26 +160,33 @@ describe('a quorum: the round is judged after the grace, the late seat cancelled
         plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini', 'local/slow'] },
       },
       staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
-      rounds: 1,
-      critique: 'never',
+      rounds,
+      critique: rounds > 1 ? 'always' : 'never',
       grounding: 'off',
       express: 'never',
       skipSynthesisWhenConverged: false,
       quorum: { seats: 2, graceMs: GRACE_MS },
     });
     const seen = openai.requests.length;
-    const idempotencyKey = `quorum-late-seat-${org.orgId}`;
+    const idempotencyKey = `${history}-${org.orgId}`;
     const started = Date.now();
     const r = await call(api, 'POST', '/v1/chat/completions', {
       key: org.ownerKey,
-      body: { model: mode.ticker, messages: USER('Why is the sky blue? Explain it briefly.') },
+      body: { model: mode.ticker, messages: USER(content) },
       headers: { 'Idempotency-Key': idempotencyKey },
     });
-    const answeredAt = Date.now();
-    await recordHistory('quorum-late-seat', workflowIds.deliberation(org.orgId, idempotencyKey));
+    const ms = Date.now() - started;
+    await recordHistory(history, workflowIds.deliberation(org.orgId, idempotencyKey));
     assert.equal(r.status, 200, JSON.stringify(r.body));
+    const svc = r.body.svc as unknown as Answered['svc'];
+    const got = await call(api, 'GET', `/v1/receipts/${svc.request_id}`, { key: org.ownerKey });
+    assert.equal(got.status, 200, JSON.stringify(got.body));
+    const receipt = (got.body as unknown as { receipt: Receipt }).receipt;
+    return { ms, svc, receipt, requests: openai.requests.slice(seen) };
+  }
 
-    const requests = openai.requests.slice(seen);
+  it('quorum 2 of 3, one seat 10 s slower: answered after the grace; the slow seat is late, cancelled, billed its input only', async () => {
+    const { ms, svc, receipt, requests } = await quorumCall('Why is the sky blue? Explain it briefly.', 1, 'quorum-late-seat');
     const slow = requests.find((q) => model(q) === 'slow');
     assert.ok(slow, 'the slow seat was asked');
     const fast = requests.filter((q) => model(q) !== 'slow' && !q.bodyText.includes(JUDGE_TAG) && !q.bodyText.includes(SYNTHESIS_TAG));
@@ -172,18 +199,14 @@ describe('a quorum: the round is judged after the grace, the late seat cancelled
     assert.ok(slow.abortedAt !== undefined, 'the slow request was cancelled on the wire');
     assert.ok(slow.abortedAt - quorumAt >= GRACE_MS, `cancelled ${slow.abortedAt - quorumAt} ms after the quorum`);
     assert.ok(slow.abortedAt - slow.receivedAt < SLOW_MS, 'cancelled before it would have answered');
-    assert.ok(answeredAt - started < SLOW_MS, `answered in ${answeredAt - started} ms, not after the slowest seat`);
+    assert.ok(ms < SLOW_MS, `answered in ${ms} ms, not after the slowest seat`);
 
-    const svc = r.body.svc as { seats: number; seats_answered: number; request_id: string; late_seats?: { role: string }[] };
     assert.deepEqual([svc.seats, svc.seats_answered], [3, 2]);
     assert.deepEqual(
       svc.late_seats?.map((s) => s.role),
       ['seat3'],
     );
 
-    const got = await call(api, 'GET', `/v1/receipts/${svc.request_id}`, { key: org.ownerKey });
-    assert.equal(got.status, 200, JSON.stringify(got.body));
-    const receipt = (got.body as unknown as { receipt: Receipt }).receipt;
     // The late seat's row: one reading of the prompt the slow engine received, no output, at its input price.
     const lateTokens = promptTokensOf(slow);
     const lateRow = receipt.seats.find((s) => s.role === 'seat3');
@@ -210,5 +233,37 @@ describe('a quorum: the round is judged after the grace, the late seat cancelled
     assert.equal(micros(receipt.charges.gateway_usd), engines + lateCost);
     assert.equal(micros(receipt.charges.platform_fee_usd), Math.round((engines + lateCost) / 20));
     assert.equal(micros(receipt.charges.mode_fee_usd), Math.ceil(tokensIn * MODE_FEE.input + tokensOut * MODE_FEE.output));
+  });
+
+  it('a critique round: the seat slow only there is late in round 2; it answered round 1, so seats_answered stays 3', async () => {
+    const { ms, svc, receipt, requests } = await quorumCall(`Why is the sky blue? ${SLOW_IN_CRITIQUE}`, 2, 'quorum-late-critique');
+    assert.ok(ms < SLOW_MS, `answered in ${ms} ms`);
+    assert.deepEqual([svc.seats, svc.seats_answered], [3, 3]);
+    assert.deepEqual(
+      svc.late_seats?.map((s) => [s.role, s.round]),
+      [['seat3', 2]],
+    );
+    const slow = requests.filter((q) => model(q) === 'slow');
+    assert.equal(slow.length, 2, 'asked in both rounds');
+    assert.equal(slow[0].abortedAt, undefined, 'round 1 answered');
+    assert.ok(slow[1].abortedAt !== undefined, "round 2's request was cancelled on the wire");
+    const judges = requests.filter((q) => q.bodyText.includes(JUDGE_TAG));
+    assert.equal(judges.length, 2);
+    // Round 2 was judged on the two answers it had.
+    assert.deepEqual([...new Set([...judges[1].bodyText.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))].sort(), ['A', 'B']);
+    const row = receipt.seats.find((s) => s.role === 'seat3' && s.round_number === 2);
+    assert.ok(row?.late);
+    assert.deepEqual([row.tokens_in, row.tokens_out], [promptTokensOf(slow[1]), 0]);
+    assert.equal(receipt.seats_unavailable.length, 0, 'every seat answered round 1');
+  });
+
+  it('fewer than the quorum can answer (two seats fail for good): the slow seat is waited for, as without a quorum', async () => {
+    const { ms, svc, receipt, requests } = await quorumCall(`Why is the sky blue? ${FAST_SEATS_FAIL}`, 1, 'quorum-below');
+    assert.ok(ms >= SLOW_MS, `answered in ${ms} ms: the slow seat was waited for`);
+    assert.deepEqual([svc.seats, svc.seats_answered], [3, 1]);
+    assert.equal(svc.late_seats, undefined);
+    const slow = requests.find((q) => model(q) === 'slow');
+    assert.equal(slow?.abortedAt, undefined, 'answered, not cancelled');
+    assert.ok(receipt.seats.every((s) => !s.late));
   });
 });
