@@ -46,7 +46,7 @@ const bareBuiltins = builtinModules.filter((m) => !m.startsWith('_') && !m.start
 const bareBuiltinRe = `^(${bareBuiltins.map(escapeRe).join('|')})(/|$)`;
 
 /** npm libraries domain/ may use: each is pure computation (no I/O, no global state we depend on). */
-const DOMAIN_LIBS = ['zod', 'gpt-tokenizer'];
+const DOMAIN_LIBS = ['zod', 'gpt-tokenizer', 'ajv'];
 /** Node modules domain/ may use: hashing and random bytes, nothing that touches files, network or processes. */
 const DOMAIN_NODE = ['crypto'];
 

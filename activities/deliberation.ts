@@ -1,9 +1,10 @@
-import { CancelledFailure, Context } from '@temporalio/activity';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError, type ErrorCode } from '../domain/errors';
 import type { Judgment } from '../domain/judge';
+import { answerFormatProblem } from '../domain/answer-format-check';
+import type { AnswerFormat } from '../domain/answer-options';
 import { parseJudgment } from '../domain/judge-reply';
 import { judgmentSchema } from '../domain/reply-schemas';
 import type { ChatMessage } from '../domain/messages';
@@ -19,9 +20,9 @@ import { unknownOrgAsNotFound } from '../db/repositories/shared';
 import { classifyPrompt } from '../engines/classify';
 import { callSeatingContext } from '../engines/seating-context';
 import type { ActivityDeps } from './deps';
-import { createEngineCall, createLateCallUsage, type EngineCallInput, type EngineCallResult } from './engine-call';
+import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
-import { graceThenCut, releaseRound } from './quorum-rounds';
+import { createQuorumActivities } from './quorum';
 
 export type { EngineCallInput, EngineCallResult };
 export type { LateCallInput } from './engine-call';
@@ -134,22 +135,14 @@ export function createDeliberationActivities(deps: ActivityDeps) {
       return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
     },
     synthesize: engineCall,
-    lateCalls: createLateCallUsage(engines),
+    ...createQuorumActivities(engines),
 
     /**
-     * A quorum round's grace (workflows/quorum.ts): `ms`, or less when the round is released; then the round's calls
-     * still out are cut (activities/quorum-rounds.ts). A local activity beside the seat calls: a workflow timer's
-     * start and its firing would each wait for the task's next heartbeat while a seat call is out (up to 4 s apiece).
+     * Whether the answer meets the caller's `response_format` (issue 40): why not, or null. A local activity, not
+     * workflow code: the validator compiles schemas with `new Function` (domain/answer-format-check.ts).
      */
-    async quorumGrace(input: { round: string; ms: number }): Promise<void> {
-      const signal = Context.current().cancellationSignal;
-      await graceThenCut(input.round, input.ms, signal);
-      // A worker stopping: the grace runs again where the workflow goes on.
-      if (signal.aborted) throw new CancelledFailure('CANCELLED');
-    },
-    /** Every seat of a quorum round settled within its grace: the grace ends now. */
-    async quorumRelease(input: { round: string }): Promise<void> {
-      releaseRound(input.round);
+    async checkAnswer(input: { text: string; format: AnswerFormat }): Promise<string | null> {
+      return answerFormatProblem(input.text, input.format) ?? null;
     },
 
     /** A deliberation that ends without an answer: nothing billed, the hold released, the request marked failed. */

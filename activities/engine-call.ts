@@ -24,7 +24,10 @@ export interface EngineCallInput {
   /** A tuned seat's sampling (domain/modes.ts SeatTuning); absent: the provider's defaults. */
   temperature?: number;
   seed?: number;
-  /** A staff call's reply structure (see domain/reply-schemas.ts). */
+  /** A caller's nucleus sampling and stop sequences (issue 40); absent: the provider's defaults. */
+  topP?: number;
+  stop?: string[];
+  /** A staff call's reply structure, or the caller's `response_format` on a call that writes the answer (see domain/reply-schemas.ts). */
   reply?: ReplySchema;
   /** A seat call of a quorum round (activities/quorum-rounds.ts): the round's grace may cut it. */
   quorumRound?: string;
@@ -108,6 +111,8 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
           reply: input.reply,
           temperature: input.temperature,
           seed: input.seed,
+          topP: input.topP,
+          stop: input.stop,
         },
         credential,
       );

@@ -11,10 +11,10 @@ import { errorMiddleware } from './http/errors';
 import type { Form } from '../domain/form';
 import { serialiserFor } from './forms';
 import { checkHealth, type HealthDeps } from './http/health';
-import { gate, type ApiState } from './http/gate';
+import { gate, newRequestId, type ApiState } from './http/gate';
 import { completions } from './v1/completions';
 import { estimate } from './v1/estimate';
-import { models } from './v1/models';
+import { model, models } from './v1/models';
 import { openApiDocument } from './v1/openapi';
 import { missingRequestId } from '../operations/receipt';
 import { receipt } from './v1/receipts';
@@ -80,6 +80,20 @@ function accessLog(log: Logger): Koa.Middleware {
 }
 
 /**
+ * `x-request-id` on every response, as OpenAI's API sends it (issue 40 item 7): the request's own id where its body
+ * names one (`svc.request_id`: a completion's, whose receipt it is, or an error's), else a new one for this exchange.
+ */
+const requestIdHeader: Koa.Middleware = async (ctx, next) => {
+  try {
+    await next();
+  } finally {
+    const named = (ctx.body as { svc?: { request_id?: unknown } } | null | undefined)?.svc?.request_id;
+    const own = (ctx.state as ApiState).requestId;
+    ctx.set('x-request-id', typeof named === 'string' ? named : (own ?? newRequestId('req')));
+  }
+};
+
+/**
  * The API is server-to-server only (spec 01): a browser `Origin` on `/v1` or `/mcp` is refused whatever the method or
  * path, preflights and unknown paths included, before anything else is looked at.
  */
@@ -134,6 +148,7 @@ export function createApp(deps: AppDeps): Koa {
   router.post('/v1/chat/completions', gate(routeDeps, 'completions', 'req'), completions(routeDeps));
   router.post('/v1/estimate', gate(routeDeps, 'estimate', 'est'), estimate(routeDeps));
   router.get('/v1/models', gate(routeDeps, 'models'), models(routeDeps));
+  router.get('/v1/models/:id', gate(routeDeps, 'models'), model(routeDeps));
   router.get('/v1/receipts/:request_id', gate(routeDeps, 'receipts'), receipt(routeDeps));
   router.get('/v1/receipts', gate(routeDeps, 'receipts'), () => {
     throw missingRequestId();
@@ -151,6 +166,7 @@ export function createApp(deps: AppDeps): Koa {
   // Outermost, so every request is timed with the status it ended with, errors and 404s included.
   app.use(httpMetrics());
   app.use(accessLog(deps.log));
+  app.use(requestIdHeader);
   app.use(challenge(oauth));
   app.use(errorMiddleware(deps.log));
   app.use(oauth.metadataEndpoint());

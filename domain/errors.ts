@@ -61,6 +61,10 @@ export const ERROR_TABLE = {
   listing_required: e(400, 'invalid_request_error'),
   // Additive (issue 28 item 6): a run's `svc.callback_url` that production will not send to (SSRF).
   callback_url_refused: e(400, 'invalid_request_error'),
+  // Additive (issue 40 item 4): an OpenAI parameter Quorum does not honour, and a key OpenAI's request does not have
+  // either; `param` names it. Either refuses the call before anything runs.
+  unsupported_parameter: e(400, 'invalid_request_error'),
+  unknown_parameter: e(400, 'invalid_request_error'),
   // 404 / 405
   model_not_found: e(404, 'invalid_request_error'),
   receipt_not_found: e(404, 'invalid_request_error'),
@@ -99,6 +103,8 @@ export const ERROR_TABLE = {
   cost_unreadable: e(502, 'api_error', true),
   service_unavailable: e(503, 'api_error', true),
   mode_unavailable: e(503, 'api_error', true),
+  // Additive (issue 40 item 4): the answer did not meet the caller's `response_format`; nothing billed.
+  response_format_failed: e(502, 'api_error', true),
   internal_error: e(500, 'api_error', true),
   // spec 02 MCP server codes of the mode builder (save_mode, list_mode); the validation codes come in above.
   mode_not_found: e(404, 'invalid_request_error'),

@@ -102,10 +102,12 @@ interface Call {
   tokensIn: number;
   tokensOut: number;
   source: CallSource;
+  /** A seat's pass (not the classifier, judge or synthesis). */
+  seat: boolean;
 }
 
 /** What the projected calls depend on. */
-type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey' | 'classifierPromptTokens'>;
+export type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey' | 'classifierPromptTokens'>;
 
 /** How a deliberation is projected: as expected (the quote), or at its most (a plan's hold). */
 interface Projection {
@@ -134,7 +136,7 @@ function expectedCalls(
   const seatSource = (engine: string): CallSource => (input.onOwnKey?.(engine) ? 'own_key' : 'service');
   // A tuned seat reads its own system prompt on every pass.
   const ownPrompt = designedTunings(input.config, input.tier, lane).map((t) => (t?.systemPrompt ? countTokens(t.systemPrompt) : 0));
-  const plan: { engine: string; tokensIn: number; tokensOut: number; source: CallSource }[] = [];
+  const plan: { engine: string; tokensIn: number; tokensOut: number; source: CallSource; seat?: boolean }[] = [];
   const classifier = input.config.staff.classifier;
   if (classifier && input.classifierPromptTokens !== undefined)
     plan.push({
@@ -146,7 +148,13 @@ function expectedCalls(
   for (let round = 1; round <= rounds; round++) {
     // From the second round each seat also reads the others' answers.
     for (const [i, engine] of seats.entries())
-      plan.push({ engine, tokensIn: seen(round === 1 ? 0 : seats.length - 1) + ownPrompt[i], tokensOut: out, source: seatSource(engine) });
+      plan.push({
+        engine,
+        tokensIn: seen(round === 1 ? 0 : seats.length - 1) + ownPrompt[i],
+        tokensOut: out,
+        source: seatSource(engine),
+        seat: true,
+      });
     if (!express)
       plan.push({
         engine: input.config.staff.judge.engine,
@@ -160,7 +168,7 @@ function expectedCalls(
   for (const p of plan) {
     const prices = findPrices(p.engine);
     if (!prices) return undefined;
-    calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut, source: p.source });
+    calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut, source: p.source, seat: p.seat === true });
   }
   return { calls, lane, rounds };
 }
@@ -221,4 +229,13 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
 export function worstCaseGatewayMicros(input: CallShape, findPrices: (engineId: string) => TokenPrices | undefined): number | undefined {
   const projected = expectedCalls(input, findPrices, { outputShare: 1, atMost: true });
   return projected?.calls.reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
+}
+
+/**
+ * What the seats of a panel call are projected to cost, their engines' cost only (issue 39 item 2: the equal-cost
+ * arms' k where the mode has too few recorded questions); undefined when an engine has no catalog price.
+ */
+export function projectedSeatsMicros(input: CallShape, findPrices: (engineId: string) => TokenPrices | undefined): number | undefined {
+  const projected = expectedCalls(input, findPrices);
+  return projected?.calls.filter((c) => c.seat).reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
 }

@@ -82,6 +82,26 @@ export function synthesisPrompt(
   ];
 }
 
+/**
+ * Self-MoA's aggregation (issue 39 item 2): one engine's several answers to the question, written into one. The
+ * synthesis prompt without a judge's preference, since the arm spends nothing on judging.
+ */
+export function aggregationPrompt(messages: readonly ChatMessage[], answers: readonly LabelledAnswer[]): ChatMessage[] {
+  return [
+    {
+      role: 'system',
+      content:
+        `${SYNTHESIS_TAG}\nWrite the single best answer to the question from the candidate answers below.` +
+        ' Keep what is correct, drop what is wrong, resolve disagreements explicitly. Do not mention the candidates or' +
+        ' labels; answer the user directly.',
+    },
+    {
+      role: 'user',
+      content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}`,
+    },
+  ];
+}
+
 /** Marks a classification request, so the simulated engines can recognise it. */
 export const CLASSIFY_TAG = 'QUORUM-CLASSIFY-V1';
 

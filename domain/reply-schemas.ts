@@ -12,6 +12,10 @@ export interface ReplySchema {
   /** A name for the schema (OpenAI's `json_schema.name`, the forced tool's name): letters, digits, `_`. */
   name: string;
   schema: JsonSchema;
+  /** A caller's schema: OpenAI's `strict` as the caller set it (Quorum's own staff schemas are always strict). */
+  strict?: boolean;
+  /** Any JSON object (OpenAI's `json_object`): `schema` is only `{type: 'object'}`, for the protocols that need one. */
+  anyObject?: boolean;
 }
 
 function object(properties: Record<string, JsonSchema>): JsonSchema {

@@ -1,4 +1,5 @@
 import type { DeliberationValue } from './classifier';
+import { equalCostSummary, type ArmSummary } from './equal-cost';
 import type { Depth } from './modes';
 import { BUCKETS, type Bucket } from './questions/types';
 import type { BucketCounts, QuestionResult, RecusalRecord, RunKind } from './runs';
@@ -158,6 +159,11 @@ export interface RunSummary {
    * plain ladder's, attempts uncounted).
    */
   attempt?: AttemptVerdict | null;
+  /**
+   * Every arm's accuracy against the gold answers, cost and latency, and the mode's paired difference against each
+   * (issue 39 item 2); null when the run ran no equal-cost arms. Absent on summaries written before them.
+   */
+  equalCost?: ArmSummary[] | null;
 }
 
 function accuracy(correct: number, n: number): Accuracy {
@@ -254,7 +260,16 @@ export function summarizeRun(kind: RunKind, results: readonly QuestionResult[], 
     coverage,
     verdict: attempted?.verdict ?? null,
     attempt: attempted,
+    equalCost: equalCostSummary(results),
   };
+}
+
+/** `+0.120 [0.040, 0.200]`: the mode's accuracy minus an arm's, with its paired 95% interval where there is one. */
+function armDifference(a: ArmSummary): string {
+  const d = a.modeMinusArm;
+  if (!d) return 'n/a';
+  const f = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
+  return d.interval ? `${f(d.difference)} [${f(d.interval.low)}, ${f(d.interval.high)}]` : `${f(d.difference)} (no interval)`;
 }
 
 /** Bucket of a prompt the classifier put at `depth`. */
@@ -271,13 +286,28 @@ export function runEvidence(summary: RunSummary, depth: Depth, runId: string): D
   if (!w) return undefined;
   const f = (x: number): string => x.toFixed(3);
   const evidence = `run ${runId}, ${bucket} questions: n=${w.clusters} (${w.judgments} judgments), win rate ${f(w.winRate)} vs the baseline, 95% interval [${f(w.interval.low)}, ${f(w.interval.high)}]`;
-  if (w.interval.low > 0.5)
+  if (w.interval.low > 0.5) {
+    // Beating one call of the strongest engine is not enough (issue 39 item 2): the same money spent on that engine's
+    // samples must lose to the panel too, every equal-cost arm's paired interval above zero.
+    const arms = (summary.equalCost ?? []).filter((a) => (a.arm === 'self_moa' || a.arm === 'majority_vote') && a.questions > 0);
+    const beaten = arms.length > 0 && arms.every((a) => (a.modeMinusArm?.interval?.low ?? 0) > 0);
+    if (!beaten)
+      return {
+        verdict: 'unknown',
+        reason:
+          arms.length === 0
+            ? 'The panel beat its strongest engine alone, but no run measured it against the same money spent on that engine.'
+            : 'The panel beat its strongest engine alone, but not clearly the same money spent on that engine (its equal-cost samples).',
+        basis: 'test_runs',
+        evidence: `${evidence}${arms.map((a) => `; accuracy minus ${a.arm} ${armDifference(a)}`).join('')}`,
+      };
     return {
       verdict: 'likely_helps',
-      reason: 'On questions like this one the panel beat its strongest engine alone.',
+      reason: 'On questions like this one the panel beat its strongest engine alone and the same money spent on that engine.',
       basis: 'test_runs',
-      evidence,
+      evidence: `${evidence}${arms.map((a) => `; accuracy minus ${a.arm} ${armDifference(a)}`).join('')}`,
     };
+  }
   if (w.interval.high < 0.5)
     return {
       verdict: 'likely_hurts',

@@ -1,3 +1,4 @@
+import type { QuestionArms, QuestionCosts, SamplePlan } from './equal-cost';
 import type { ModeConfig, Depth, Tier } from './modes';
 import { BUCKETS, type Bucket, type Question } from './questions/types';
 import { JUDGE_SLOTS, type JudgeSlot, type JudgingProtocol, type Verdict } from './run-judging';
@@ -44,6 +45,11 @@ export interface RunSpec {
    * question no verdict was read on gives back its own price. Absent on runs launched before prices were kept.
    */
   questionPrices?: Record<string, number>;
+  /**
+   * The equal-cost arms (issue 39 item 2): per tier, the engine sampled and how many times. Absent when the run was
+   * launched with `svc.baselines: false` (or before the arms existed).
+   */
+  samplePlans?: SamplePlan[];
 }
 
 /** Spec 02 "Limits". */
@@ -51,7 +57,11 @@ export const RUN_LIMITS = { maxQuestions: 300, bucketMin: 1, bucketMax: 100, rep
 /** Spec 02: 150 questions (50 per bucket), three judges, two repeats, $50 flat. */
 export const CERTIFICATION = { perBucket: 50, repeats: 2, priceMicros: 50_000_000 } as const;
 
-export function certificationSpec(seed: number): RunSpec {
+/**
+ * A certification's run: 150 questions, three judges, two repeats, at the plus tier, drawn from `questionSetId`
+ * (the real benchmark mix where it is installed, issue 39 item 1; else the generated families).
+ */
+export function certificationSpec(seed: number, questionSetId: string | null = null): RunSpec {
   return {
     counts: { light: CERTIFICATION.perBucket, medium: CERTIFICATION.perBucket, hard: CERTIFICATION.perBucket },
     judges: [...JUDGE_SLOTS],
@@ -59,7 +69,7 @@ export function certificationSpec(seed: number): RunSpec {
     protocol: 'pairwise',
     punchUp: false,
     tiers: ['plus'],
-    questionSetId: null,
+    questionSetId,
     seed,
   };
 }
@@ -179,6 +189,10 @@ export interface QuestionResult {
   /** What the engines cost for this question (the run was billed up front; this is for the operator). */
   costMicros: number;
   latencyMs: number;
+  /** The mode's and the baseline's own cost and latency (absent on rows written before issue 39). */
+  costs?: QuestionCosts;
+  /** The equal-cost arms' answers, when the run ran them. */
+  arms?: QuestionArms;
 }
 
 /** Progress as the run's query reports it and `GET` shows it. */

@@ -61,6 +61,9 @@ export interface EngineRequest {
   temperature?: number;
   /** A sampling seed, where the protocol takes one (OpenAI's and llama.cpp's `seed`, Gemini's `generationConfig.seed`). */
   seed?: number;
+  /** Nucleus sampling and stop sequences, a caller's (issue 40), where the protocol takes them (docs/api-extensions.md). */
+  topP?: number;
+  stop?: string[];
   /** Staff replies: the structure to ask for, where the engine supports structured output (`structuredOutput`). */
   reply?: ReplySchema;
   /** Whole-call deadline; default QUORUM_ENGINE_TIMEOUT_MS (180 s). */

@@ -5,7 +5,7 @@ import { quote } from '../domain/estimate';
 import { classifyHeuristic } from '../domain/classifier';
 import { QuorumError } from '../domain/errors';
 import type { ChatMessage } from '../domain/messages';
-import type { ModeRecord, Tier } from '../domain/modes';
+import { TIERS, type ModeRecord, type Tier } from '../domain/modes';
 import { microsToDecimal, usdToMicrosAtMost } from '../domain/money';
 import type { Outcome } from '../domain/outcome';
 import { assertPlanPermits, type PlanPayer } from '../domain/plan-rules';
@@ -42,8 +42,30 @@ export interface CompletionDeps extends OperationDeps {
  * messages, tier and per-call overrides: the same messages asked again at another tier are another call.
  */
 export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: CompletionInput): string {
-  const { model, messages, tier = 'plus', svc = null } = body;
-  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages, tier, svc })}`;
+  const { model, messages, tier = 'plus', svc = null, options } = body;
+  // OpenAI's options make another call (issue 40); without them the key is the one it always was.
+  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages, tier, svc, ...(options && { options }) })}`;
+}
+
+/**
+ * A mode whose seats set their own temperature or seed (SeatTuning) refuses a caller's: its seats differ on purpose,
+ * and one value for all would make it another panel (docs/api-extensions.md). Other modes take the caller's values.
+ */
+function assertSamplingFits(mode: ModeRecord, options: CompletionInput['options']): void {
+  const sampling = options?.answer?.sampling;
+  if (!sampling) return;
+  const tunings = TIERS.flatMap((t) => mode.config.tiers[t]?.tunings ?? []);
+  for (const [field, param] of [
+    ['temperature', 'temperature'],
+    ['seed', 'seed'],
+  ] as const) {
+    if (sampling[field] !== undefined && tunings.some((t) => t?.[field] !== undefined))
+      throw new QuorumError(
+        'unsupported_parameter',
+        `\`${param}\` is not accepted by this mode: its seats set their own ${param}, so they answer differently on purpose.`,
+        { param },
+      );
+  }
 }
 
 /**
@@ -100,6 +122,7 @@ export async function createCompletion(
   const mode = await resolveMode(db, form, auth, body.model);
   const tier = body.tier ?? 'plus';
   if (auth.app) assertPlanPermits(auth.app.plan, { mode, model: body.model, tier });
+  assertSamplingFits(mode, body.options);
   const promptTokens = checkInputTokens(auth, body.messages);
   // Form A has no per-call ceiling, nor has a call on a plan: the field is ignored there, not read.
   const requested = form === 'B' && !auth.app ? requestedCeilingMicros(body.svc?.max_cost_usd) : undefined;
@@ -126,7 +149,13 @@ export async function createCompletion(
         apiKeyId: auth.keyId,
         keyKind: auth.keyKind,
         idempotencyKey,
-        fingerprint: canonicalHash({ model: body.model, messages: body.messages, tier, max_cost_micros: requested ?? null }),
+        fingerprint: canonicalHash({
+          model: body.model,
+          messages: body.messages,
+          tier,
+          max_cost_micros: requested ?? null,
+          ...(body.options && { options: body.options }),
+        }),
         form,
         mode,
         model: body.model,
@@ -135,6 +164,7 @@ export async function createCompletion(
         promptTokens,
         ceilingMicros: callerCeilingMicros(form, auth, mode, requested),
         payer,
+        options: body.options,
       },
     );
   };

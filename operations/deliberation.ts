@@ -36,6 +36,7 @@ import { ENGINE_CALL } from '../workflows/engine-call-policy';
 import { deliberationProgressQuery, type DeliberationProgress } from '../workflows/messages';
 import { deliberationAnswered, deliberationFailed, deliberationStarted } from './metrics';
 import type { OperationDeps } from './deps';
+import type { CallOptions } from './requests/common';
 
 export interface DeliberationRequest {
   orgId: string;
@@ -55,6 +56,8 @@ export interface DeliberationRequest {
   ceilingMicros: number | null;
   /** A connected app's call: the person's plan pays (see DeliberationInput.payer); absent, the organisation does. */
   payer?: PlanPayer;
+  /** OpenAI's options (issue 40): the answer's go to the workflow, `user` and `metadata` onto the request row. */
+  options?: CallOptions;
 }
 
 /** What a deliberation needs of the operations' deps: Postgres for its request row, Temporal for its workflow. */
@@ -226,6 +229,8 @@ export async function conductDeliberation(
     fingerprint: input.fingerprint,
     modeId: input.mode.id,
     model: input.model,
+    endUser: input.options?.user,
+    metadata: input.options?.metadata,
   };
   // One round trip claims a new key (the workflow id is the lock): the key's row, the balance a live call the
   // organisation pays must cover (402 before anything runs) and the claim, in one statement; a call on a plan has its
@@ -263,6 +268,7 @@ export async function conductDeliberation(
         // The heuristic is all a mode without a classifier model runs: classified here, the workflow skips a step.
         classification: input.mode.config.staff.classifier ? undefined : classifyHeuristic(input.messages),
         createdAt: new Date().toISOString(),
+        ...(input.options?.answer && { answer: input.options.answer }),
       },
       { idempotencyKey: input.idempotencyKey, model: input.model },
     );

@@ -135,7 +135,7 @@ const evidenceCache = new Map<string, { at: number; value: Promise<Awaited<Retur
  * The newest live, completed run of the mode version the caller would call (another organisation calls the listed
  * one), read at most once per version every 30 s per API process (so a new run shows within 30 s).
  */
-function runEvidenceOf(db: Db, mode: ModeRecord): ReturnType<typeof latestRunSummary> {
+export function runEvidenceOf(db: Db, mode: ModeRecord): ReturnType<typeof latestRunSummary> {
   const key = `${mode.id}@${mode.version}`;
   const now = Date.now();
   const cached = evidenceCache.get(key);

@@ -2,13 +2,14 @@ import type { AuthContext } from '../db/repositories/api-keys';
 import { listModesForOrg } from '../db/repositories/modes';
 import { listedCertifications, type ModeCertification } from '../db/repositories/certifications';
 import { keyAllowsMode } from '../domain/api-keys';
+import type { ArmSummary } from '../domain/equal-cost';
 import type { ModeConfig, ModeRecord } from '../domain/modes';
 import { seatingNow, simulatedFor, type TierSeating } from '../domain/seating';
 import { callSeatingContext } from '../engines/seating-context';
 import type { TierRates } from '../domain/estimate';
 import type { OperationDeps } from './deps';
 import { planPermitsMode } from '../domain/plan-rules';
-import { callerCeilingMicros, ownKeyFamilies, ratesOf } from './estimate';
+import { callerCeilingMicros, ownKeyFamilies, ratesOf, runEvidenceOf } from './estimate';
 
 export interface ModelView {
   mode: ModeRecord;
@@ -29,6 +30,11 @@ export interface ModelView {
    * (docs/api-extensions.md). A simulated one only for its own organisation.
    */
   certification: ModeCertification | null;
+  /**
+   * The equal-cost arms of the newest live run of this version whose coverage was met (issue 39 item 2): whether the
+   * panel beat the same money spent on its best engine; null when no such run measured them.
+   */
+  evidence: { runId: string; arms: ArmSummary[] } | null;
 }
 
 /** The seating's families, and the classifier's when its model runs here (else the heuristic classifies, no provider). */
@@ -64,6 +70,7 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
   return Promise.all(
     modes.map(async (mode) => {
       const seating = seatingNow(mode.config, ctx);
+      const latest = await runEvidenceOf(db, mode);
       return {
         mode,
         rates: await ratesOf(db, mode),
@@ -73,6 +80,7 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
         simulatedEngines: simulatedFor(seating),
         simulatedBecause: simOnly ? 'test_key' : 'no_credentials',
         certification: certifications.get(mode.id) ?? null,
+        evidence: latest?.summary.equalCost ? { runId: latest.runId, arms: latest.summary.equalCost } : null,
       };
     }),
   );

@@ -1,16 +1,22 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { isEstimate, refusalCode } from '../db/repositories/limits';
-import { getReceipt } from '../db/repositories/requests';
+import { getReceipt, type CallerFields } from '../db/repositories/requests';
 import { QuorumError } from '../domain/errors';
 import type { Outcome } from '../domain/outcome';
 import { isStorableText } from '../domain/storable-text';
 import type { OperationDeps } from './deps';
 
+export type { CallerFields };
+
 const ESTIMATE_REASON = 'The request was an estimate; estimates run no deliberation.';
 
-export type ReceiptView =
+export type ReceiptView = (
   | { available: true; outcome: Outcome; includeTranscript: boolean }
-  | { available: false; requestId: string; reason: string; status: string };
+  | { available: false; requestId: string; reason: string; status: string }
+) & {
+  /** The call's OpenAI `user` and `metadata` (issue 40), when it ran and its caller sent them. */
+  caller?: CallerFields;
+};
 
 export function missingRequestId(): QuorumError {
   return new QuorumError('missing_request_id', 'Put the request id in the path: /v1/receipts/{request_id}.', { param: 'request_id' });
@@ -42,8 +48,8 @@ export async function readReceipt(
   // Looked up exactly as sent (`req_… ` is not `req_…`); text no id can hold (a NUL) is not found without asking.
   if (!isStorableText(requestId)) throw notFound;
   const found = await getReceipt(deps.db, auth.orgId, requestId);
-  if (found?.available) return { available: true, outcome: found.outcome, includeTranscript };
-  if (found) return { available: false, requestId, reason: found.reason, status: found.status };
+  if (found?.available) return { available: true, outcome: found.outcome, includeTranscript, caller: found.caller };
+  if (found) return { available: false, requestId, reason: found.reason, status: found.status, caller: found.caller };
   if (await isEstimate(deps.db, auth.orgId, requestId)) return { available: false, requestId, reason: ESTIMATE_REASON, status: 'estimate' };
   const refused = await refusalCode(deps.db, auth.orgId, requestId);
   if (refused) {

@@ -21,7 +21,9 @@ import { classifyHeuristic } from '../domain/classifier';
 import { QuorumError, type ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
 import { quote } from '../domain/estimate';
+import type { SamplePlan } from '../domain/equal-cost';
 import type { ModeRecord } from '../domain/modes';
+import { REAL_MIX } from '../domain/questions/benchmark-sets';
 import type { Question } from '../domain/questions/types';
 import { lineUpRun } from '../domain/run-lineup';
 import {
@@ -42,11 +44,13 @@ import {
 import { countMessagesTokens } from '../domain/tokens';
 import { workflowIds } from '../domain/workflow-ids';
 import { assertPublicCallbackHost, CallbackAddressRefused } from '../infra/callback-address';
+import { benchmarkLibrary } from '../infra/benchmark-sets';
 import { faultPoint } from '../infra/faults';
 import { awaitAdmission, startRun } from '../starters/runs';
 import { runSeatingContext } from '../engines/seating-context';
 import type { RunRequest } from './requests/runs';
 import type { OperationDeps } from './deps';
+import { equalCostQuote, type EqualCostQuote } from './equal-cost';
 import { callQuoteInput, catalogPrices, classifierPromptTokens, ownKeyFamilies, ratesOf } from './estimate';
 import { assertPlanAffordsRun, assertPlanPermitsRun, planCertificationMicros, planPayerOf } from './plan-runs';
 
@@ -75,6 +79,11 @@ export interface LaunchView {
   /** A test run's dry run: the quote its launch honours (the seed stays server-side: it would reveal the questions). */
   quote: { id: string; expiresAt: Date } | null;
   note: string;
+  /**
+   * The equal-cost arms it runs (issue 39 item 2): k per tier and how it was chosen, and what they add to the price
+   * (inside a certification's flat $50; zero on a test key); null when turned off. Absent on a replayed launch's view.
+   */
+  equalCost?: { plans: SamplePlan[]; priceMicros: number } | null;
 }
 
 /** How a launch is keyed and bounded; an advisor quote's approval sets them all, a REST launch only the key. */
@@ -259,6 +268,12 @@ async function replayLaunch(deps: OperationDeps, existing: RunRecord, fingerprin
   );
 }
 
+/** Each question's price with its equal-cost arms' added (issue 39 item 2). */
+function withArmPrices(prices: Record<string, number>, arms: EqualCostQuote | null): Record<string, number> {
+  if (!arms) return prices;
+  return Object.fromEntries(Object.entries(prices).map(([id, price]) => [id, price + (arms.questionPrices[id] ?? 0)]));
+}
+
 /** What a launch's idempotency key is bound to: the run asked for, whether or not it was a dry run first. */
 export function launchFingerprint(kind: RunKind, request: RunRequest): string {
   return canonicalHash({ kind, request: { ...request, dryRun: false } });
@@ -342,12 +357,18 @@ async function priceLaunch(
   const seed = paired?.seed ?? opts.seed ?? freshSeed();
   const drawn: RunSpec =
     kind === 'certification'
-      ? certificationSpec(seed)
+      ? certificationSpec(seed, benchmarkLibrary() ? REAL_MIX : null)
       : { ...testRunSpec(request, seed), ...(paired && { ...paired, sameQuestionsAs: request.sameQuestionsAs }) };
   assertPlanPermitsRun(auth, mode, request.model, drawn);
   const questions = await runQuestions(deps, auth, drawn);
-  const questionPrices = kind === 'test' || auth.app ? await testRunPrices(deps, auth, mode, drawn, questions) : undefined;
-  const spec: RunSpec = kind === 'certification' ? drawn : { ...drawn, questionPrices };
+  // The equal-cost arms (issue 39 item 2): a certification always runs them, a test run unless told not to.
+  const arms = request.equalCostArms === false ? null : await equalCostQuote(deps, auth, mode, drawn, questions);
+  const questionPrices =
+    kind === 'test' || auth.app ? withArmPrices(await testRunPrices(deps, auth, mode, drawn, questions), arms) : undefined;
+  const spec: RunSpec = {
+    ...(kind === 'certification' ? drawn : { ...drawn, questionPrices }),
+    ...(arms && { samplePlans: arms.plans }),
+  };
   // A plan pays a certification's real cost, never more than the $50 an API key pays (docs/plans.md).
   const certificationPrice = auth.app ? planCertificationMicros(sumPrices({ questionPrices })) : CERTIFICATION.priceMicros;
   // A test key's run is simulated and bills nothing, as its completions do.
@@ -373,6 +394,7 @@ async function priceLaunch(
     replayed: false,
     quote: null,
     note: '',
+    equalCost: arms && { plans: arms.plans, priceMicros: sumPrices({ questionPrices: arms.questionPrices }) },
   };
   return { mode, fingerprint, day, spec, billed, listed, view };
 }

@@ -13,6 +13,7 @@ import {
 import type { BenchmarkActivities, RunLaunch, RunRef } from '../activities/benchmark';
 import type { RunAdmission } from '../domain/run-admission';
 import type { Form } from '../domain/form';
+import type { Tier } from '../domain/modes';
 import { endStateOf, type RunSummary } from '../domain/run-summary';
 import { emptyCounts, totalQuestions, type RunProgress } from '../domain/runs';
 import { workflowIds } from '../domain/workflow-ids';
@@ -44,6 +45,12 @@ export interface BenchmarkInput extends RunRef {
 }
 
 const DEFAULT_HISTORY_LIMIT = 2_000;
+
+/** A question's equal-cost samples, when the run has arms (absent otherwise, so older runs' children start as they did). */
+function samplesFor(spec: BenchmarkInput['spec'], tier: Tier): { equalCostSamples?: number } {
+  const plan = spec.samplePlans?.find((p) => p.tier === tier);
+  return plan ? { equalCostSamples: plan.samples } : {};
+}
 
 // Postgres steps: retried until the database is back. Only a run whose engines cannot run (or whose question set
 // was changed under it) fails for good, and its charge is refunded.
@@ -133,6 +140,7 @@ export async function benchmarkWorkflow(input: BenchmarkInput): Promise<RunSumma
               repeats: input.spec.repeats,
               orderSeed: input.runId,
               hedgeAfterMs: input.hedgeAfterMs,
+              ...samplesFor(input.spec, q.tier),
             },
           ],
         });

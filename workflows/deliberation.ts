@@ -16,6 +16,7 @@ import { CostMeter } from '../domain/cost-meter';
 import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
+import type { AnswerOptions } from '../domain/answer-options';
 import type { ResolvedMode, Tier } from '../domain/modes';
 import type { ClassifierCall, Outcome, Settlement } from '../domain/outcome';
 import type { PlanPayer } from '../domain/plan-rules';
@@ -52,17 +53,19 @@ export interface DeliberationInput {
    */
   classification?: Classification;
   createdAt: string;
+  /** What the caller asked of the answer (OpenAI's `response_format`, `max_tokens`, sampling; issue 40); absent: nothing. */
+  answer?: AnswerOptions;
 }
 
 // Short steps (Postgres, and the classifier's small model, capped at 8 s) run as local activities: no extra server
 // round trip on the hot path. They retry until they succeed: a database blip must not lose a paid answer.
-const { classify, prepare, failRequest, settle } = proxyLocalActivities<DeliberationActivities>({
+const { classify, prepare, failRequest, settle, checkAnswer } = proxyLocalActivities<DeliberationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['QuorumError'] },
 });
 
 /** Spec error codes a deliberation can end with after its reservation; each releases the hold. */
-type AbandonCode = PrepareRefusal['refused'] | Extract<ErrorCode, 'mode_unavailable' | 'cost_unreadable'>;
+type AbandonCode = PrepareRefusal['refused'] | Extract<ErrorCode, 'mode_unavailable' | 'cost_unreadable' | 'response_format_failed'>;
 
 /**
  * The code of a `prepare` that failed for good. Before it returned refusals as values, a refusal was thrown with the code
@@ -180,6 +183,21 @@ async function settleOutcome(input: DeliberationInput, outcome: Outcome, { orAba
   );
 }
 
+/**
+ * A caller's `response_format` (issue 40): an answer that does not meet it ends the call `response_format_failed`,
+ * nothing billed (the hold released), as any call that ends without an answer.
+ */
+async function checkFormat(input: DeliberationInput, answer: string, { abandon }: Abandoning): Promise<void> {
+  const format = input.answer?.format;
+  if (!format) return;
+  const problem = await checkAnswer({ text: answer, format });
+  if (problem)
+    await abandon(
+      'response_format_failed',
+      `The panel's answer did not meet \`response_format\` (${problem}); nothing was billed. Retry, or relax the schema.`,
+    );
+}
+
 /** What an operator reads of the call in the Temporal UI. */
 function markDone(outcome: Outcome, lane: Lane, judgeSeed: number): void {
   upsertSearchAttributes([{ key: QuorumStatus, value: outcome.status }]);
@@ -228,11 +246,13 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
     onStep: step,
     // Issue 31: the engine calls run inside the workflow's task; a deliberation begun before replays its activities.
     localCalls: patched('engine-calls-in-workflow-task'),
+    answer: input.answer,
   });
   if (panel.best === null) {
     // Seats and short reasons only: the receipt-less caller reads this; the detail is in the worker's log.
     return ending.abandon('mode_unavailable', unavailableMessage(panel.seats.filter((s) => !s.latest)));
   }
+  await checkFormat(input, panel.answer, ending);
 
   const outcome = assembleOutcome({
     requestId,

@@ -6,6 +6,7 @@ import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
 import { lastUserText, type ChatMessage } from '../domain/messages';
 import type { ModeConfig, Quorum, SeatTuning } from '../domain/modes';
+import { replySchemaOf, withFormatInstruction, type AnswerOptions, type Sampling } from '../domain/answer-options';
 import type { PanelResult, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
@@ -60,6 +61,12 @@ export interface PanelInput {
   hedgeAfterMs?: number;
   /** Engine calls as local activities (ENGINE_CALL_LOCAL): a deliberation's; a run's questions hedge ordinary ones. */
   localCalls?: boolean;
+  /**
+   * What the caller asked of the answer (issue 40): the seats and the synthesis sample as asked, every call that may
+   * write the answer keeps to its output limit, and the one that writes it (the synthesis, or the express lane's seat)
+   * is asked for its structure. Absent: the panel runs as the mode says.
+   */
+  answer?: AnswerOptions;
   /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the panel. */
   onStep?: (step: PanelStep) => void;
 }
@@ -287,6 +294,30 @@ function sampling(tuning: SeatTuning | undefined): { temperature?: number; seed?
   };
 }
 
+/** A caller's sampling as an engine call takes it; a seat's own tuning is added over it (the API refuses the two together). */
+function callerSampling(s: Sampling | undefined): Pick<EngineCallInput, 'temperature' | 'topP' | 'seed' | 'stop'> {
+  return {
+    ...(s?.temperature !== undefined && { temperature: s.temperature }),
+    ...(s?.topP !== undefined && { topP: s.topP }),
+    ...(s?.seed !== undefined && { seed: s.seed }),
+    ...(s?.stop !== undefined && { stop: s.stop }),
+  };
+}
+
+/** A limit no larger than the caller's output limit, when one was set. */
+function withinCaller(limit: number, answer: AnswerOptions | undefined): number {
+  return answer?.maxOutputTokens === undefined ? limit : Math.min(limit, answer.maxOutputTokens);
+}
+
+/**
+ * On the express lane the seat's answer is the answer: it is asked for the caller's structure, in words (the
+ * messages) and the protocol's own way (`reply`).
+ */
+function expressFormat(input: PanelInput, messages: ChatMessage[]): Pick<EngineCallInput, 'messages' | 'reply'> {
+  const format = input.lane === 'express' ? input.answer?.format : undefined;
+  return format ? { messages: withFormatInstruction(messages, format), reply: replySchemaOf(format) } : { messages };
+}
+
 /** One seat's pass: its current engine, then backups on failure; a cut-off answer is retried once with twice the room. */
 async function runSeat(
   panel: PanelState,
@@ -298,7 +329,9 @@ async function runSeat(
 ): Promise<SeatPass | undefined> {
   const { input } = panel;
   const { seat } = input.localCalls ? localEngineCalls : engineCalls;
-  const seatMax = input.config.seatMaxOutputTokens;
+  const seatMax = withinCaller(input.config.seatMaxOutputTokens, input.answer);
+  // A cut answer's retry gets twice the room, within the caller's limit: none is left when that limit cut it.
+  const room = withinCaller(input.config.seatMaxOutputTokens * 2, input.answer);
   // Nothing of the seat's design can run here, and no stand-in may (production): say so on the receipt.
   if (s.assignment.chain.length === 0 && s.failures.length === 0)
     s.failures.push(`${s.assignment.designed}: no engine of this design can run here`);
@@ -311,10 +344,11 @@ async function runSeat(
         orgId: input.orgId,
         engineId: engine.engineId,
         ownKey: engine.ownKey,
-        messages: tunedMessages(s.assignment.tuning, messages),
+        ...expressFormat(input, tunedMessages(s.assignment.tuning, messages)),
         knownAnswer: input.knownAnswer,
         lane: input.lane,
         round,
+        ...callerSampling(input.answer?.sampling),
         ...sampling(s.assignment.tuning),
         ...(quorumRound !== undefined && { quorumRound }),
       };
@@ -324,7 +358,8 @@ async function runSeat(
       );
       input.meter.charge(first);
       s.pending = first.finish === 'length' ? first : undefined;
-      const final = first.finish === 'length' ? await retryWithRoom(() => seat({ ...call, maxOutputTokens: seatMax * 2 }), first) : first;
+      const final =
+        first.finish === 'length' && room > seatMax ? await retryWithRoom(() => seat({ ...call, maxOutputTokens: room }), first) : first;
       s.pending = undefined;
       if (final !== first) input.meter.charge(final);
       const pass = seatPass(s, round, first, final);
@@ -493,15 +528,18 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
   result.best = bestPass.role;
   result.answer = bestPass.content;
   result.finish = bestPass.finish;
-  if (!judgment || (judgment.converged && input.config.skipSynthesisWhenConverged) || input.meter.capped) return result;
+  // A caller's structure is written by the synthesis: it is not skipped for agreeing seats, whose answers are prose.
+  const skippable = input.config.skipSynthesisWhenConverged && !input.answer?.format;
+  if (!judgment || (judgment.converged && skippable) || input.meter.capped) return result;
 
   const labelled = answered
     .map((s) => ({ label: labels[s.assignment.role] ?? '?', text: s.latest?.content ?? '' }))
     .sort((a, b) => a.label.localeCompare(b.label));
   input.onStep?.({ stage: 'synthesising' });
-  const prompt = synthesisPrompt(input.messages, labelled, judgment.best, judgment.why);
+  const format = input.answer?.format;
+  const prompt = withFormatInstruction(synthesisPrompt(input.messages, labelled, judgment.best, judgment.why), format);
   const tokensIn = readingAll(panel, answered);
-  const maxOut = input.config.seatMaxOutputTokens * 2;
+  const maxOut = withinCaller(input.config.seatMaxOutputTokens * 2, input.answer);
   const r = await firstAnswering(
     input.seating.synthesis.chain,
     async (engine) => {
@@ -515,6 +553,8 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
             maxOutputTokens: maxOut,
             attempt: attempt || undefined,
             lane: input.lane,
+            ...callerSampling(input.answer?.sampling),
+            ...(format && { reply: replySchemaOf(format) }),
           }),
         input.hedgeAfterMs,
       );

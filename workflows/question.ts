@@ -2,6 +2,7 @@ import { isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { BenchmarkActivities, RunQuestion } from '../activities/benchmark';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import { CostMeter } from '../domain/cost-meter';
+import { majorityVote, type QuestionArms, type QuestionCosts } from '../domain/equal-cost';
 import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode } from '../domain/modes';
@@ -11,7 +12,8 @@ import type { TierLineup } from '../domain/run-lineup';
 import { answerLabels, presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
 import { runVerdictSchema } from '../domain/reply-schemas';
 import { BUCKET_DEPTH, type JudgmentRecord, type QuestionResult } from '../domain/runs';
-import { seatPrompt } from '../domain/prompts';
+import { aggregationPrompt, seatPrompt } from '../domain/prompts';
+import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL } from './engine-call-policy';
 import { hedged } from './hedge';
 import { runPanel } from './panel';
@@ -31,6 +33,8 @@ export interface QuestionInput {
   orderSeed: string;
   /** Engine calls still out after this long are hedged (see hedge.ts). */
   hedgeAfterMs?: number;
+  /** The equal-cost arms' k (issue 39 item 2): the baseline's engine answers this many times in all; absent: no arms. */
+  equalCostSamples?: number;
 }
 
 export interface QuestionOutcome {
@@ -40,7 +44,7 @@ export interface QuestionOutcome {
 
 // The baseline and the run's judges are engine calls like a deliberation's (ENGINE_CALL); a judge that fails for
 // good leaves its verdict unread, counted in the batch.
-const { seat } = proxyActivities<DeliberationActivities>(ENGINE_CALL);
+const { seat, synthesize } = proxyActivities<DeliberationActivities>(ENGINE_CALL);
 const { runJudge } = proxyActivities<BenchmarkActivities>(ENGINE_CALL);
 // The result row is what the run is for: its write retries until Postgres takes it (it is idempotent by question).
 const { recordQuestion } = proxyActivities<BenchmarkActivities>({
@@ -85,8 +89,12 @@ function modeAnswers(input: QuestionInput, asked: Asked, meter: CostMeter): Prom
   });
 }
 
-/** The baseline's answer: one engine alone; null when it fails for good. */
-function baselineAnswers(input: QuestionInput, asked: Asked): Promise<EngineCallResult | null> {
+/**
+ * The baseline's engine answering alone: once for the spec's baseline (no seed, as always), and again under seeds
+ * 1, 2, … for the equal-cost arms' further samples (a seed draws another answer where the protocol takes one; others
+ * sample at their default temperature). Null when the call fails for good.
+ */
+function baselineAnswers(input: QuestionInput, asked: Asked, seed?: number): Promise<EngineCallResult | null> {
   const { baseline } = input.tierPlan;
   return orNull(
     hedged(
@@ -99,10 +107,84 @@ function baselineAnswers(input: QuestionInput, asked: Asked): Promise<EngineCall
           maxOutputTokens: input.mode.config.seatMaxOutputTokens,
           knownAnswer: asked.knownAnswer,
           attempt: attempt || undefined,
+          ...(seed !== undefined && { seed }),
         }),
       input.hedgeAfterMs,
     ),
   );
+}
+
+/** The equal-cost arms' samples beyond the baseline's own answer (which is the first). */
+function moreSamples(input: QuestionInput, asked: Asked): Promise<(EngineCallResult | null)[]> {
+  const more = Math.max(0, (input.equalCostSamples ?? 0) - 1);
+  return Promise.all(Array.from({ length: more }, (_, i) => baselineAnswers(input, asked, i + 1)));
+}
+
+/**
+ * The equal-cost arms over the samples (issue 39 item 2): their majority vote, and Self-MoA's aggregation by the
+ * mode's synthesis engine (its chain, as the panel's synthesis). Each arm costs its samples (and the aggregation) and
+ * takes the slowest sample's time (plus the aggregation's).
+ */
+async function equalCostArms(input: QuestionInput, asked: Asked, samples: (EngineCallResult | null)[]): Promise<QuestionArms> {
+  const q = input.question;
+  const answered = samples.filter((s): s is EngineCallResult => s !== null);
+  const costMicros = answered.reduce((n, s) => n + s.costMicros, 0);
+  const latencyMs = Math.max(0, ...answered.map((s) => s.latencyMs));
+  const arm = (text: string, extraCost = 0, extraMs = 0): QuestionArms['selfMoa'] => ({
+    answer: text.slice(0, STORED_ANSWER_CHARS),
+    correct: checkAnswer(text, q.answer, q),
+    costMicros: costMicros + extraCost,
+    latencyMs: latencyMs + extraMs,
+  });
+  const vote = majorityVote(
+    answered.map((s) => s.text),
+    q,
+  );
+  const arms: QuestionArms = {
+    samples: samples.length,
+    answered: answered.length,
+    // The first sample is the baseline's answer, already counted as the baseline's.
+    addedMicros: costMicros - (samples[0]?.costMicros ?? 0),
+    selfMoa: null,
+    majorityVote: vote && { ...(arm(answered[vote.index].text) as NonNullable<QuestionArms['selfMoa']>), votes: vote.votes },
+  };
+  if (answered.length === 0) return arms;
+  const prompt = aggregationPrompt(
+    asked.messages,
+    answered.map((s, i) => ({ label: String.fromCharCode(65 + i), text: s.text })),
+  );
+  const aggregated = await firstAnswering(
+    input.tierPlan.plan.synthesis.chain,
+    async (engine) => ({
+      answer: await hedged(
+        (attempt) =>
+          synthesize({
+            orgId: input.orgId,
+            engineId: engine.engineId,
+            ownKey: false,
+            messages: prompt,
+            maxOutputTokens: input.mode.config.seatMaxOutputTokens * 2,
+            attempt: attempt || undefined,
+            lane: 'panel',
+          }),
+        input.hedgeAfterMs,
+      ),
+    }),
+    // An aggregation no engine of the chain gives leaves the arm without an answer on this question.
+    { failed: () => undefined },
+  );
+  if (aggregated) {
+    arms.selfMoa = arm(aggregated.text, aggregated.costMicros, aggregated.latencyMs);
+    arms.addedMicros += aggregated.costMicros;
+  }
+  return arms;
+}
+
+/** A step's result and how long the workflow waited for it. */
+async function timed<T>(work: Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = Date.now();
+  const value = await work;
+  return { value, ms: Date.now() - started };
 }
 
 /** The judges' verdicts and what they cost: every judge, every repeat, each in its own order; an unread verdict is null. */
@@ -161,8 +243,12 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
     ceilingMicros: Number.MAX_SAFE_INTEGER,
   });
 
-  // The baseline is one engine alone, so it answers while the panel deliberates.
-  const [panel, solo] = await Promise.all([modeAnswers(input, asked, meter), baselineAnswers(input, asked)]);
+  // The baseline is one engine alone, so it answers while the panel deliberates; so do the equal-cost arms' samples.
+  const [{ value: panel, ms: modeMs }, solo, more] = await Promise.all([
+    timed(modeAnswers(input, asked, meter)),
+    baselineAnswers(input, asked),
+    moreSamples(input, asked),
+  ]);
   const modeAnswer = panel.answer;
   const baselineAnswer = solo?.text ?? '';
   // Index 0 is always the mode's answer; plurality adds each seat engine's own first answer.
@@ -170,7 +256,17 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
     input.protocol === 'pairwise'
       ? [modeAnswer, baselineAnswer]
       : [modeAnswer, ...panel.passes.filter((p) => p.round === 1).map((p) => p.content)];
-  const judged = await judgeAnswers(input, answers);
+  const [judged, arms] = await Promise.all([
+    judgeAnswers(input, answers),
+    input.equalCostSamples ? equalCostArms(input, asked, [solo, ...more]) : undefined,
+  ]);
+  const costs: QuestionCosts = {
+    modeMicros: meter.realCostMicros,
+    modeSeatsMicros: panel.passes.reduce((n, p) => n + p.realCostMicros, 0),
+    baselineMicros: solo?.costMicros ?? 0,
+    modeLatencyMs: modeMs,
+    baselineLatencyMs: solo?.latencyMs ?? 0,
+  };
 
   const result: QuestionResult = {
     questionId: q.id,
@@ -189,8 +285,10 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
     recusals: tierPlan.judges.flatMap((j) =>
       j.recusal ? [{ slot: j.slot, engineId: j.recusal.engineId, replacedBy: j.recusal.replacedBy }] : [],
     ),
-    costMicros: meter.realCostMicros + (solo?.costMicros ?? 0) + judged.costMicros,
+    costMicros: meter.realCostMicros + (solo?.costMicros ?? 0) + judged.costMicros + (arms?.addedMicros ?? 0),
     latencyMs: Date.now() - startedMs,
+    costs,
+    ...(arms && { arms }),
   };
   await recordQuestion({ runId: input.runId, result });
   return { questionId: q.id, bucket: q.bucket };

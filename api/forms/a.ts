@@ -5,6 +5,7 @@ import { formARequests } from '../../operations/requests/a';
 import { usd, type JsonObject } from './json';
 import {
   certificationJson,
+  evidenceJson,
   completionShape,
   estimateShape,
   lateSeatsJson,
@@ -85,6 +86,7 @@ export const formA: FormSerialiser = {
         providers: view.providerFamilies,
         seating: seatingJson(view),
         certification: certificationJson(view, RUN_NAMES),
+        evidence: evidenceJson(view),
         ...simulatedDisclosure(view),
       },
     };

@@ -6,6 +6,7 @@ import { formBRequests } from '../../operations/requests/b';
 import { ceilingUsd, usd, type JsonObject } from './json';
 import {
   certificationJson,
+  evidenceJson,
   completionShape,
   estimateShape,
   lateSeatsJson,
@@ -160,6 +161,7 @@ export const formB: FormSerialiser = {
         provider_families: view.providerFamilies,
         seating: seatingJson(view),
         certification: certificationJson(view, RUN_NAMES),
+        evidence: evidenceJson(view),
         includes_deliberation: mode.config.express !== 'always',
         ...simulatedDisclosure(view),
       },

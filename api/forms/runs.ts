@@ -10,6 +10,7 @@ import type { RunRecord } from '../../db/repositories/runs';
 import type { RunView } from '../../operations/run-poll';
 import type { QuestionPageView, RunQuestionView } from '../../operations/run-questions';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
+import { armsJson, questionArmsJson, samplePlansJson } from './equal-cost';
 import { usd, type Json, type JsonObject } from './json';
 import type { RunNames } from './names';
 
@@ -179,6 +180,17 @@ function questionRecord(names: RunNames, { result: r, question, sealed }: RunQue
     recusals: r.recusals.map((x) => ({ slot: x.slot, engine: x.engineId, replaced_by: x.replacedBy })),
     cost_usd: usd(r.costMicros),
     latency_ms: r.latencyMs,
+    // The mode's and the baseline's own figures, which the equal-cost arms' k is chosen from (issue 39 item 2).
+    costs: r.costs
+      ? {
+          mode_usd: usd(r.costs.modeMicros),
+          mode_seats_usd: usd(r.costs.modeSeatsMicros),
+          baseline_usd: usd(r.costs.baselineMicros),
+          mode_latency_ms: r.costs.modeLatencyMs,
+          baseline_latency_ms: r.costs.baselineLatencyMs,
+        }
+      : null,
+    arms: r.arms ? questionArmsJson(r.arms, texts) : null,
   };
 }
 
@@ -250,6 +262,16 @@ export function runSerialiser(names: RunNames): RunSerialiser {
     if (v.dryRun && v.requiresListing) common.requires_listing = true;
     // The dry run's quote (issue 38 item 8): its launch honours it by body; the id and expiry say which and until when.
     if (v.quote) common.svc = { quote_id: v.quote.id, quote_expires_at: v.quote.expiresAt.toISOString() };
+    // The equal-cost arms it runs and what they add to its price (issue 39 item 2).
+    if (v.equalCost !== undefined)
+      common.svc = {
+        ...(common.svc as JsonObject | undefined),
+        baselines: v.equalCost && {
+          arms: ['self_moa', 'majority_vote'],
+          samples: samplePlansJson(v.equalCost.plans),
+          price_usd: usd(v.equalCost.priceMicros),
+        },
+      };
     return common;
   };
   return {
@@ -308,6 +330,10 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         coverage: s?.coverage ? coverageJson(names, s.coverage) : null,
         recusals: s ? s.recusals.map((r) => ({ slot: r.slot, engine: r.engineId, replaced_by: r.replacedBy, questions: r.questions })) : [],
         unread_verdicts: s?.unreadVerdicts ?? 0,
+        // The equal-cost arms (issue 39 item 2): k per tier from the launch, each arm's figures once the run has ended.
+        baselines: run.spec.samplePlans
+          ? { samples: samplePlansJson(run.spec.samplePlans), arms: s?.equalCost ? armsJson(s.equalCost) : null }
+          : null,
         warnings: [
           ...(run.keyKind === 'test' ? [SIMULATED_RUN_NOTE] : []),
           ...coverageWarnings(names, run.kind, s),

@@ -5,6 +5,7 @@ import type { EstimateView } from '../../operations/estimate';
 import type { ModelView } from '../../operations/models';
 import type { RequestSchemas } from '../../operations/requests/common';
 import { usd, type JsonObject } from './json';
+import { armsJson } from './equal-cost';
 import { attemptsJson, ATTEMPT_RULE, certifiedScope, type RunSerialiser } from './runs';
 import type { RunNames } from './names';
 
@@ -18,6 +19,21 @@ const SIMULATED_NOTE: Readonly<Record<ModelView['simulatedBecause'], string>> = 
 export function simulatedDisclosure(v: ModelView): JsonObject {
   if (v.simulatedEngines.length === 0) return {};
   return { simulated_engines: { engines: v.simulatedEngines, note: SIMULATED_NOTE[v.simulatedBecause] } };
+}
+
+/**
+ * `svc.evidence` of a model listing (issue 39 item 2): the newest live run's equal-cost arms, each with the mode's
+ * paired difference; null when no run measured them.
+ */
+export function evidenceJson(v: ModelView): JsonObject | null {
+  return (
+    v.evidence && {
+      batch_id: v.evidence.runId,
+      arms: armsJson(v.evidence.arms),
+      method:
+        'Accuracy against the gold answers (Wilson 95%); mode minus arm paired by question, clustered 95% interval (docs/runs.md, "Equal-cost baselines").',
+    }
+  );
 }
 
 /**

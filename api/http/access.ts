@@ -19,6 +19,16 @@ export interface Credentials {
   origin?: string;
   /** Which edge: an access token is good only on the one it was issued for. */
   edge: Edge;
+  /** Told the key's requests-per-minute once it is counted, admitted or not (the `x-ratelimit-*` headers). */
+  onRate?: (rate: RateState) => void;
+}
+
+/** A key's requests-per-minute as this request left it (issue 40 item 7). */
+export interface RateState {
+  limit: number;
+  remaining: number;
+  /** Until the window holds none of the key's requests again. */
+  resetMs: number;
 }
 
 /** The two protected resources; an access token is good only on the edge it was issued for (its audience). */
@@ -48,7 +58,7 @@ export async function authorize(deps: AccessDeps, credentials: Credentials, scop
   const match = BEARER.exec(credentials.authorization ?? '');
   if (!match) throw new QuorumError('invalid_api_key', 'Send the API key as `Authorization: Bearer <key>`.');
   try {
-    return await admit(deps, credentials.edge, match[1], scope);
+    return await admit(deps, credentials, match[1], scope);
   } catch (err) {
     // The MCP server names its gate's own failure (spec 02); `/v1` answers service_unavailable, as for every outage.
     if (credentials.edge === 'mcp' && isDependencyOutage(err))
@@ -57,7 +67,12 @@ export async function authorize(deps: AccessDeps, credentials: Credentials, scop
   }
 }
 
-async function admit({ db, oauth }: AccessDeps, edge: Edge, bearer: string, scope: Scope | undefined): Promise<AuthContext> {
+async function admit(
+  { db, oauth }: AccessDeps,
+  { edge, onRate }: Credentials,
+  bearer: string,
+  scope: Scope | undefined,
+): Promise<AuthContext> {
   // Our keys have a prefix of their own and access tokens a shape of their own (spec 01 item 7); anything else is a
   // key gone wrong, often a provider's key pasted here, and is answered as one (spec 01: a malformed key).
   if (!isApiKeyAttempt(bearer) && !isAccessTokenShaped(bearer))
@@ -67,7 +82,7 @@ async function admit({ db, oauth }: AccessDeps, edge: Edge, bearer: string, scop
     );
   const auth = isApiKeyAttempt(bearer) ? await authenticate(db, bearer) : await authenticateApp(db, await oauth.verify(bearer, edge));
   if (scope !== undefined) requireScope(auth, scope);
-  await admitCalls(db, auth, 1);
+  await admitCalls(db, auth, 1, onRate);
   return auth;
 }
 
@@ -85,9 +100,10 @@ export async function admitMore(deps: AccessDeps, auth: AuthContext, count: numb
   }
 }
 
-async function admitCalls(db: Db, auth: AuthContext, count: number): Promise<void> {
+async function admitCalls(db: Db, auth: AuthContext, count: number, onRate?: (rate: RateState) => void): Promise<void> {
   const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
   const admission = await admitRequest(db, auth.keyId, limit, undefined, count);
+  onRate?.({ limit, remaining: admission.remaining, resetMs: admission.resetMs });
   if (admission.allowed) return;
   const message =
     count === 1

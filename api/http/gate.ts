@@ -5,7 +5,7 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
 import { recordRefusal } from '../../db/repositories/limits';
 import { QuorumError } from '../../domain/errors';
-import { authorize, type AccessDeps } from './access';
+import { authorize, type AccessDeps, type RateState } from './access';
 
 /** What the gate leaves on `ctx.state` for the handlers behind it. */
 export interface ApiState {
@@ -32,6 +32,24 @@ export function newRequestId(prefix: 'req' | 'est'): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
 
+/** A duration as OpenAI's headers write one (`20ms`, `1.5s`, `1m0s`). */
+export function openAiDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.round(ms - minutes * 60_000) / 1000;
+  return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
+}
+
+/**
+ * OpenAI's request rate headers (issue 40 item 7), from the key's own per-minute limiter: set on the response as soon
+ * as the request is counted, so an error answered later (a 404, a 429 from this limiter) carries them too.
+ */
+function setRateHeaders(ctx: Context, rate: RateState): void {
+  ctx.set('x-ratelimit-limit-requests', String(rate.limit));
+  ctx.set('x-ratelimit-remaining-requests', String(rate.remaining));
+  ctx.set('x-ratelimit-reset-requests', openAiDuration(rate.resetMs));
+}
+
 /**
  * The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals.
  * `scope` undefined: the operation checks the scopes of what it reads (GET /v1/runs).
@@ -44,7 +62,12 @@ export function gate(access: AccessDeps, scope: Scope | undefined, requestIdPref
     if (requestIdPrefix) state.requestId = newRequestId(requestIdPrefix);
     const auth = await authorize(
       access,
-      { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin, edge: 'v1' },
+      {
+        authorization: ctx.get('authorization') || undefined,
+        origin: ctx.headers.origin,
+        edge: 'v1',
+        onRate: (rate) => setRateHeaders(ctx, rate),
+      },
       scope,
     );
     state.auth = auth;

@@ -206,7 +206,7 @@ const estimateTool = tool({
 const listModes = tool({
   name: 'list_modes',
   description:
-    'Lists the modes this key can call, with their prices, per-tier rates, the provider families they send data to and each one’s latest certification (`svc.certification`, null when none). Free.',
+    'Lists the modes this key can call, with their prices, per-tier rates, the provider families they send data to and each one’s latest certification (`svc.certification`, null when none) and whether it beat the same money spent on its best engine (`svc.evidence`: the equal-cost arms of its newest run, null when none). Free.',
   input: z.object({}),
   scope: 'models',
   kind: 'forwarded',

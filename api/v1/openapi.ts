@@ -3,6 +3,7 @@ import { ERROR_TABLE } from '../../domain/errors';
 import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../../operations/requests/common';
+import { REFUSED } from '../../operations/requests/openai-params';
 import type { JsonObject } from '../forms/json';
 import { RUN_LIST_PARAMETERS, RunListSchema } from './run-list-resources';
 import {
@@ -60,12 +61,27 @@ function schemaOf(schema: z.ZodType): JsonObject {
 }
 
 const json = (schema: JsonObject): JsonObject => ({ 'application/json': { schema } });
-const ok = (description: string): JsonObject => ({ description, content: json({ type: 'object' }) });
-const okOf = (description: string, ref: string): JsonObject => ({ description, content: json({ $ref: `#/components/schemas/${ref}` }) });
+/** OpenAI's conventions on every `/v1` response (issue 40 item 7, beyond the spec): the key's request rate, the request's id. */
+const HEADERS: JsonObject = {
+  'x-request-id': { description: 'The request’s id: `svc.request_id` where the body names one.', schema: { type: 'string' } },
+  'x-ratelimit-limit-requests': { description: 'The key’s requests per minute.', schema: { type: 'integer' } },
+  'x-ratelimit-remaining-requests': { description: 'Requests the key has left in the last minute’s window.', schema: { type: 'integer' } },
+  'x-ratelimit-reset-requests': {
+    description: 'Until the window holds none of the key’s requests again, as OpenAI writes it (`20ms`, `59.5s`, `1m0s`).',
+    schema: { type: 'string' },
+  },
+};
+const ok = (description: string): JsonObject => ({ description, headers: HEADERS, content: json({ type: 'object' }) });
+const okOf = (description: string, ref: string): JsonObject => ({
+  description,
+  headers: HEADERS,
+  content: json({ $ref: `#/components/schemas/${ref}` }),
+});
 const batchId = { name: 'batch_id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } };
 /** A run's poll, or with `format=jsonl` its questions one a line. */
 const pollOk = (description: string, ref: string): JsonObject => ({
   description,
+  headers: HEADERS,
   content: {
     ...json({ $ref: `#/components/schemas/${ref}` }),
     'application/x-ndjson': { schema: { $ref: '#/components/schemas/RunQuestion' } },
@@ -79,7 +95,7 @@ const errors = (...statuses: number[]): JsonObject =>
   Object.fromEntries(
     statuses.map((s) => [
       String(s),
-      { description: 'An error in the spec shape.', content: json({ $ref: '#/components/schemas/ErrorBody' }) },
+      { description: 'An error in the spec shape.', headers: HEADERS, content: json({ $ref: '#/components/schemas/ErrorBody' }) },
     ]),
   );
 /** Every endpoint can refuse the caller (401, 403), limit it (429) and fail on the service side (500, 503). */
@@ -106,12 +122,24 @@ function components(): JsonObject {
   };
 }
 
+/** Issue 40 item 4, beyond the spec: what a completion does with each of OpenAI's chat completion parameters. */
+const COMPLETION_PARAMETERS = [
+  'OpenAI parameters are honoured or refused, never dropped (docs/api-extensions.md). Honoured: those in the body schema',
+  '(`response_format`, `max_tokens`, `max_completion_tokens`, `temperature`, `top_p`, `seed`, `stop`, `user`, `metadata`).',
+  `Refused with 400 \`unsupported_parameter\` naming it in \`error.param\`: ${Object.keys(REFUSED)
+    .map((k) => `\`${k}\``)
+    .join(', ')}`,
+  '(`n: 1`, `logprobs: false`, `modalities: ["text"]` and `store: true` are accepted). Any other key: 400 `unknown_parameter`.',
+  '`null` is absent. An answer that does not meet `response_format` ends 502 `response_format_failed`, nothing billed.',
+].join(' ');
+
 /** The calls: a completion, an estimate, the modes and a receipt. */
 function callPaths(serialiser: FormSerialiser): JsonObject {
   return {
     '/v1/chat/completions': {
       post: {
         operationId: 'createChatCompletion',
+        description: COMPLETION_PARAMETERS,
         parameters: [idempotencyKeyHeader],
         requestBody: body(serialiser.requests.completion),
         responses: {
@@ -146,6 +174,17 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         },
       },
     },
+    // Issue 40 item 7, beyond the spec: OpenAI's `models.retrieve`.
+    '/v1/models/{id}': {
+      get: {
+        operationId: 'retrieveModel',
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } }],
+        responses: {
+          '200': ok('The `/v1/models` entry of a mode this key may call.'),
+          ...errors(...ALWAYS, 404),
+        },
+      },
+    },
     '/v1/receipts/{request_id}': {
       get: {
         operationId: 'getReceipt',
@@ -155,7 +194,7 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         ],
         responses: {
           '200': ok(
-            '`{ok, receipt_available, reason?, receipt?}`; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`.',
+            '`{ok, receipt_available, reason?, receipt?}`; the call’s `user` and `metadata` in `receipt` (or beside `reason`) when sent; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`.',
           ),
           ...errors(...ALWAYS, 400, 404),
         },

@@ -52,6 +52,12 @@ export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
             `A paired re-run: exactly the questions of this earlier run of the organisation (404 otherwise), on the mode as it is now; the poll reports \`svc.paired\`. Not with \`${form === 'A' ? 'buckets' : 'questions'}\` or \`svc.question_set\` (400).`,
           ),
         callback_url: CallbackUrl,
+        baselines: z
+          .boolean()
+          .optional()
+          .describe(
+            'Default true: the equal-cost arms run beside the baseline (the baseline engine sampled k times at the mode’s seat cost, aggregated by Self-MoA and by majority vote; docs/runs.md), priced into the run. False: the spec’s baseline alone.',
+          ),
       })
       .optional(),
   };
@@ -88,7 +94,12 @@ export function testRunRequestSchema(form: 'A' | 'B'): z.ZodType {
 export const CertifyRequestSchema = z.object({
   model: z.string().min(1),
   dry_run: z.boolean().optional(),
-  svc: z.object({ callback_url: CallbackUrl }).optional(),
+  svc: z
+    .object({
+      callback_url: CallbackUrl,
+      baselines: z.literal(true).optional().describe('A certification always runs its equal-cost arms; false is 400.'),
+    })
+    .optional(),
 });
 
 const interval = z.object({ low: z.number(), high: z.number() });
@@ -105,6 +116,55 @@ const group = z.object({
 });
 
 /** A run's question as `include=questions` lists it and `format=jsonl` streams it (issue 28 item 3). */
+/** The equal-cost arms (issue 39 item 2): how k was chosen per tier, each arm's figures, a question's arm answers. */
+const SamplePlanSchema = z.object({
+  tier: z.string(),
+  engine: z.string().describe('The baseline’s engine, sampled k times.'),
+  samples: z.number().int().describe('k = ⌊mode_seats_cost_usd ÷ sample_cost_usd⌋, at least 2 and at most 12.'),
+  basis: z
+    .enum(['recorded', 'projected'])
+    .describe('`recorded`: means over the mode version’s earlier questions (20 or more); `projected`: the quote’s arithmetic.'),
+  recorded_questions: z.number().int(),
+  mode_seats_cost_usd: z.number(),
+  sample_cost_usd: z.number(),
+});
+const ArmAnswerSchema = z.object({
+  answer: z.string().nullable().describe('With `include_transcript=true` once the run has ended.'),
+  answer_chars: z.number().int(),
+  correct: z.boolean().describe('The question’s checker on the answer, against the gold answer.'),
+  cost_usd: z.number(),
+  latency_ms: z.number().int(),
+});
+const QuestionArmsSchema = z.object({
+  samples: z.number().int(),
+  samples_answered: z.number().int(),
+  self_moa: ArmAnswerSchema.nullable(),
+  majority_vote: ArmAnswerSchema.extend({ votes: z.number().int() }).nullable(),
+});
+const ArmSummarySchema = z.object({
+  arm: z.enum(['mode', 'baseline', 'self_moa', 'majority_vote']),
+  questions: z.number().int(),
+  accuracy: z.number(),
+  accuracy_ci_low: z.number(),
+  accuracy_ci_high: z.number().describe('Wilson 95% over the questions.'),
+  cost_per_question_usd: z.number(),
+  latency_ms_median: z.number().int(),
+  mode_minus_arm: z
+    .object({
+      pairs: z.number().int(),
+      difference: z.number(),
+      ci_low: z.number().nullable(),
+      ci_high: z.number().nullable(),
+      confidence: z.number(),
+      degrees_of_freedom: z.number().int(),
+      no_interval_reason: z.string().nullable(),
+    })
+    .nullable()
+    .describe(
+      'The mode’s accuracy minus the arm’s, paired by question, 95% interval clustered by the questions’ clusters; null for the mode.',
+    ),
+});
+
 export const RunQuestionSchema = z.object({
   id: z.string(),
   bucket: z.string().describe('`light`, `medium`, `hard` (Form A); `easy`, `medium`, `hard` (Form B).'),
@@ -157,6 +217,17 @@ export const RunQuestionSchema = z.object({
   recusals: z.array(z.object({ slot: z.enum(JUDGE_SLOTS), engine: z.string(), replaced_by: z.string().nullable() })),
   cost_usd: z.number().describe('What the engines cost for this question (the run itself was billed up front).'),
   latency_ms: z.number().int().describe('From the question’s start to its last judge’s verdict.'),
+  costs: z
+    .object({
+      mode_usd: z.number(),
+      mode_seats_usd: z.number(),
+      baseline_usd: z.number(),
+      mode_latency_ms: z.number().int(),
+      baseline_latency_ms: z.number().int(),
+    })
+    .nullable()
+    .describe('The mode’s and the baseline’s own cost and time: the recorded figures the equal-cost arms’ k is chosen from.'),
+  arms: QuestionArmsSchema.nullable().describe('The equal-cost arms’ answers; null on a run without them.'),
 });
 
 const QuestionPageSchema = z
@@ -205,7 +276,15 @@ export const LaunchSchema = z.object({
   note: z.string(),
   requires_listing: z.boolean().optional().describe('Form B: a certification dry run on an unlisted mode.'),
   svc: z
-    .object({ quote_id: z.uuid(), quote_expires_at: z.string() })
+    .object({
+      quote_id: z.uuid().optional(),
+      quote_expires_at: z.string().optional(),
+      baselines: z
+        .object({ arms: z.array(z.string()), samples: z.array(SamplePlanSchema), price_usd: z.number() })
+        .nullable()
+        .optional()
+        .describe('The equal-cost arms the run runs and what they add to its price (inside a certification’s $50); null when off.'),
+    })
     .optional()
     .describe(
       "A test run's dry run: the quote the first launch of the same body by the same key before `quote_expires_at` honours exactly (issue 38 item 8).",
@@ -311,6 +390,10 @@ export const BatchSchema = z.object({
     z.object({ slot: z.enum(JUDGE_SLOTS), engine: z.string(), replaced_by: z.string().nullable(), questions: z.number().int() }),
   ),
   unread_verdicts: z.number().int(),
+  baselines: z
+    .object({ samples: z.array(SamplePlanSchema), arms: z.array(ArmSummarySchema).nullable().describe('Once the run has ended.') })
+    .nullable()
+    .describe('The equal-cost arms (docs/runs.md); null on a run launched with `svc.baselines: false` or before them.'),
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string().nullable() }).nullable(),
 });

@@ -15,6 +15,10 @@ export interface Admission {
   allowed: boolean;
   /** Whole seconds until a refused request would be admitted (≥ 1); 0 when admitted. */
   retryAfterSeconds: number;
+  /** Requests the key has left in the window after this one (0 when refused and full). */
+  remaining: number;
+  /** Milliseconds until the window holds none of the key's requests, so its whole limit is free again. */
+  resetMs: number;
 }
 
 /**
@@ -28,15 +32,18 @@ export async function admitRequest(
   windowMs: number = RATE_WINDOW_MS,
   count = 1,
 ): Promise<Admission> {
-  const res = await db.raw<{ rows: { allowed: boolean; retry_after_ms: number }[] }>('select * from admit_request(?, ?, ?, ?)', [
-    keyId,
-    limit,
-    windowMs,
-    count,
-  ]);
+  const res = await db.raw<{ rows: { allowed: boolean; retry_after_ms: number; remaining: number; reset_ms: number }[] }>(
+    'select * from admit_request(?, ?, ?, ?)',
+    [keyId, limit, windowMs, count],
+  );
   const row = res.rows[0];
   const waitMs = row.retry_after_ms < 0 ? windowMs : row.retry_after_ms;
-  return { allowed: row.allowed, retryAfterSeconds: row.allowed ? 0 : Math.max(1, Math.ceil(waitMs / 1000)) };
+  return {
+    allowed: row.allowed,
+    retryAfterSeconds: row.allowed ? 0 : Math.max(1, Math.ceil(waitMs / 1000)),
+    remaining: row.remaining,
+    resetMs: row.reset_ms,
+  };
 }
 
 /** Takes one of the organisation's `limit` slots; the lease id, or undefined when all are in use. */

@@ -25,6 +25,12 @@ export function findRequestByKey(db: DbOrTrx, orgId: string, idempotencyKey: str
   >;
 }
 
+/** A request's OpenAI `user` and `metadata` as its caller sent them; null when not sent. */
+export interface CallerFields {
+  endUser: string | null;
+  metadata: Record<string, string> | null;
+}
+
 export interface ClaimRow {
   id: string;
   orgId: string;
@@ -34,6 +40,9 @@ export interface ClaimRow {
   fingerprint: string;
   modeId: string;
   model: string;
+  /** The caller's OpenAI `user` and `metadata` (issue 40), shown on the receipt; absent when not sent. */
+  endUser?: string;
+  metadata?: Record<string, string>;
 }
 
 /**
@@ -71,8 +80,10 @@ export async function claimOrFind(
     `with b as (select ${BILLABLE_COLUMNS} from balances b where b.org_id = :orgId and :byBalance),
           live as (select ${REQUEST_COLUMNS.join(', ')} from requests
                     where org_id = :orgId and idempotency_key = :key and superseded_at is null),
-          claim as (insert into requests (id, org_id, api_key_id, idempotency_key, workflow_id, fingerprint, mode_id, model, state)
-                    select :id, :orgId, :apiKeyId, :key, :workflowId, :fingerprint, :modeId, :model, 'running'
+          claim as (insert into requests (id, org_id, api_key_id, idempotency_key, workflow_id, fingerprint, mode_id, model, state,
+                                          end_user, metadata)
+                    select :id, :orgId, :apiKeyId, :key, :workflowId, :fingerprint, :modeId, :model, 'running',
+                           :endUser, cast(:metadata as jsonb)
                      where not exists (select 1 from live) and ${admitted}
                     on conflict (org_id, idempotency_key) where superseded_at is null do nothing
                     returning id)
@@ -89,6 +100,8 @@ export async function claimOrFind(
       fingerprint: row.fingerprint,
       modeId: row.modeId,
       model: row.model,
+      endUser: row.endUser ?? null,
+      metadata: row.metadata ? JSON.stringify(row.metadata) : null,
     },
   );
   const { balance_micros, reserved_micros, refusal, claimed_id, ...live } = rows[0];
@@ -110,6 +123,8 @@ async function insertClaim(db: DbOrTrx, row: ClaimRow): Promise<RequestRow | und
       mode_id: row.modeId,
       model: row.model,
       state: 'running',
+      end_user: row.endUser ?? null,
+      metadata: row.metadata ? JSON.stringify(row.metadata) : null,
     })
     .onConflict(db.raw('(org_id, idempotency_key) where superseded_at is null'))
     .ignore()
@@ -214,15 +229,26 @@ export async function getReceipt(
   db: DbOrTrx,
   orgId: string,
   requestId: string,
-): Promise<{ available: true; outcome: Outcome } | { available: false; reason: string; status: string } | undefined> {
+): Promise<
+  (({ available: true; outcome: Outcome } | { available: false; reason: string; status: string }) & { caller: CallerFields }) | undefined
+> {
   const row = (await db('requests as r')
     .leftJoin('receipts as x', 'x.request_id', 'r.id')
     .where({ 'r.id': requestId, 'r.org_id': orgId })
-    .first('r.state', 'r.error_code', 'x.outcome')) as
-    { state: RequestState; error_code: string | null; outcome: Outcome | null } | undefined;
+    .first('r.state', 'r.error_code', 'x.outcome', 'r.end_user', 'r.metadata')) as
+    | {
+        state: RequestState;
+        error_code: string | null;
+        outcome: Outcome | null;
+        end_user: string | null;
+        metadata: Record<string, string> | null;
+      }
+    | undefined;
   if (!row) return undefined;
-  if (row.outcome) return { available: true, outcome: row.outcome };
+  const caller: CallerFields = { endUser: row.end_user, metadata: row.metadata };
+  if (row.outcome) return { available: true, outcome: row.outcome, caller };
   return {
+    caller,
     available: false,
     reason: row.error_code ? `${NO_RECEIPT_REASON[row.state]} (${row.error_code})` : NO_RECEIPT_REASON[row.state],
     status: row.state,

@@ -235,3 +235,40 @@ function sameExpression(reply: string, reference: string): boolean {
   const [a, r] = [rational(answer), rational(ref)];
   return a !== undefined && r !== undefined && a[0] * r[1] === r[0] * a[1];
 }
+
+/**
+ * What a reply answers, as the checker would compare it: two replies with the same key give the same answer (the
+ * equal-cost arm's majority vote counts these). A letter for `choice`, yes/no, a reduced fraction or normalised
+ * LaTeX for `math`; otherwise the one number, else the one date, else the plain text. Undefined: no answer to count
+ * (a hedge, two letters, an empty reply).
+ */
+export function answerKey(reply: string, asked: Pick<Question, 'answerKind' | 'choices'> = {}): string | undefined {
+  const final = extractFinalAnswer(reply);
+  switch (asked.answerKind) {
+    case 'choice':
+      return chosenLetter(clean(final), asked.choices ?? []);
+    case 'yes-no':
+      return yesOrNo(clean(final));
+    case 'math': {
+      const form = mathForm(final);
+      const value = form.includes('=') ? form.slice(form.lastIndexOf('=') + 1) : form;
+      const r = rational(value);
+      if (r) return `${r[0] / gcd(r[0], r[1])}/${r[1] / gcd(r[0], r[1])}`;
+      return value === '' ? undefined : value;
+    }
+    default: {
+      const answer = clean(final);
+      if (answer === '' || hedged(answer)) return undefined;
+      const number = single(findNumbers(afterEquals(answer)));
+      if (number !== undefined) return `number ${number}`;
+      const date = single(findDates(afterEquals(answer)));
+      return date !== undefined ? `date ${date}` : `text ${plainText(answer)}`;
+    }
+  }
+}
+
+function gcd(a: bigint, b: bigint): bigint {
+  let [x, y] = [a < 0n ? -a : a, b];
+  while (y !== 0n) [x, y] = [y, x % y];
+  return x === 0n ? 1n : x;
+}

@@ -30,6 +30,8 @@ export async function callAnthropic(call: AdapterCall, target: ApiKeyTarget): Pr
       ...(system !== undefined ? { system } : {}),
       messages: turns.map((m) => ({ role: m.role, content: m.content })),
       ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+      ...(call.topP !== undefined ? { top_p: call.topP } : {}),
+      ...(call.stop !== undefined ? { stop_sequences: call.stop } : {}),
       ...(reply ? { tools: [{ name: reply.name, input_schema: reply.schema }], tool_choice: { type: 'tool', name: reply.name } } : {}),
     },
     schema: Message,

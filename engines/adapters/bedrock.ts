@@ -58,6 +58,8 @@ export class BedrockAdapter {
           inferenceConfig: {
             maxTokens: call.maxOutputTokens,
             ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+            ...(call.topP !== undefined ? { topP: call.topP } : {}),
+            ...(call.stop !== undefined ? { stopSequences: call.stop } : {}),
           },
           ...(reply ? { toolConfig: replyTool(reply, spec.maker) } : {}),
         }),

@@ -10,6 +10,8 @@ export interface AdapterCall {
   maxOutputTokens: number;
   temperature?: number;
   seed?: number;
+  topP?: number;
+  stop?: string[];
   /** Ask for a reply in this structure, the protocol's own way; absent when the engine cannot (the text is parsed). */
   reply?: ReplySchema;
   deadline: AbortSignal;

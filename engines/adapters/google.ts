@@ -40,7 +40,12 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
         maxOutputTokens: call.maxOutputTokens,
         ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
         ...(call.seed !== undefined ? { seed: call.seed } : {}),
-        ...(reply ? { responseMimeType: 'application/json', responseSchema: geminiSchema(reply.schema) } : {}),
+        ...(call.topP !== undefined ? { topP: call.topP } : {}),
+        ...(call.stop !== undefined ? { stopSequences: call.stop } : {}),
+        // Any object: JSON without a schema (Gemini's schema subset has no open object).
+        ...(reply
+          ? { responseMimeType: 'application/json', ...(reply.anyObject ? {} : { responseSchema: geminiSchema(reply.schema) }) }
+          : {}),
       },
     },
     schema: GenerateContent,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JsonSchema } from '../../domain/reply-schemas';
+import type { JsonSchema, ReplySchema } from '../../domain/reply-schemas';
 import { countMessagesTokens, countTokens } from '../../domain/tokens';
 import { joinUrl, postJson } from '../http';
 import type { AdapterCall, AdapterOutput, ApiKeyTarget } from './common';
@@ -45,6 +45,23 @@ function withoutMaxLength(value: JsonSchema): JsonSchema {
   return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (k === 'maxLength' ? [] : [[k, walk(v)]])));
 }
 
+/** Reasoning models refuse temperature, top_p and stop: they are sent to the others only. */
+function sampling(call: AdapterCall): Record<string, unknown> {
+  const free = !call.spec.reasoning;
+  return {
+    ...(call.temperature !== undefined && free ? { temperature: call.temperature } : {}),
+    ...(call.topP !== undefined && free ? { top_p: call.topP } : {}),
+    ...(call.stop !== undefined && free ? { stop: call.stop } : {}),
+    ...(call.seed !== undefined ? { seed: call.seed } : {}),
+  };
+}
+
+/** The protocol's own structured output: any object (`json_object`), or the schema, strict unless a caller said not. */
+function responseFormat(call: AdapterCall, reply: ReplySchema): Record<string, unknown> {
+  if (reply.anyObject) return { type: 'json_object' };
+  return { type: 'json_schema', json_schema: { name: reply.name, strict: reply.strict ?? true, schema: strictFor(call, reply.schema) } };
+}
+
 /**
  * OpenAI chat completions, and any server that speaks it (vLLM, llama.cpp, Ollama) at the configured
  * base URL. Reasoning models reject a temperature. A structured reply is asked for with a strict JSON schema
@@ -59,16 +76,8 @@ export async function callOpenAi(call: AdapterCall, target: ApiKeyTarget): Promi
       model: spec.model,
       messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
       ...outputLimit(call),
-      ...(call.temperature !== undefined && !spec.reasoning ? { temperature: call.temperature } : {}),
-      ...(call.seed !== undefined ? { seed: call.seed } : {}),
-      ...(reply
-        ? {
-            response_format: {
-              type: 'json_schema',
-              json_schema: { name: reply.name, strict: true, schema: strictFor(call, reply.schema) },
-            },
-          }
-        : {}),
+      ...sampling(call),
+      ...(reply ? { response_format: responseFormat(call, reply) } : {}),
     },
     schema: ChatCompletion,
     deadline: call.deadline,

@@ -6,6 +6,7 @@ import { lastUserText } from '../../domain/messages';
 import { CLASSIFY_TAG, JUDGE_TAG, SYNTHESIS_TAG } from '../../domain/prompts';
 import { RUN_JUDGE_TAG } from '../../domain/run-judging';
 import { EngineError } from '../errors';
+import { schemaInstance } from './sim-json';
 import type { ChatMessage, KnownAnswer } from '../types';
 import type { AdapterCall, AdapterOutput } from './common';
 
@@ -28,6 +29,9 @@ export async function callSim(
     .update(JSON.stringify(call.messages.map((m) => [m.role, m.content])))
     // A seat's own seed draws another answer from the same engine, as a provider's sampling seed does.
     .update(call.seed === undefined ? '' : `\0seed ${call.seed}`)
+    // So does another temperature or top_p (a caller's, issue 40); unset, the draw is as before.
+    .update(call.temperature === undefined ? '' : `\0temperature ${call.temperature}`)
+    .update(call.topP === undefined ? '' : `\0top_p ${call.topP}`)
     .digest();
   const rand = seededRandom(seed);
   const correctDraw = rand();
@@ -43,6 +47,9 @@ export async function callSim(
     full = judgeVerdict(call.messages, rand);
   } else if (asked(RUN_JUDGE_TAG)) {
     full = runVerdict(call.messages, rand);
+  } else if (call.reply) {
+    // A caller's structure (the synthesis or the express seat): a value valid against it, as an enforcing server gives.
+    full = JSON.stringify(schemaInstance(call.reply.schema, rand, freeFormText(spec.id, call.messages, rand)));
   } else if (shownFinals !== undefined) {
     full = knownAnswerText(shownFinals);
   } else if (asked(CLASSIFY_TAG)) {
@@ -60,15 +67,22 @@ export async function callSim(
 
   await sleep(delayMs, call, spec.id);
 
-  const tokens = encodeTokens(full);
+  const answer = stopped(full, call.stop);
+  const tokens = encodeTokens(answer);
   const cut = tokens.length > call.maxOutputTokens;
   return {
-    text: cut ? decodeTokens(tokens.slice(0, call.maxOutputTokens)) : full,
+    text: cut ? decodeTokens(tokens.slice(0, call.maxOutputTokens)) : answer,
     finish: cut ? 'length' : 'stop',
     tokensIn: countMessagesTokens(call.messages),
     tokensOut: cut ? call.maxOutputTokens : tokens.length,
     reasoningTokens: null,
   };
+}
+
+/** The text up to the first stop sequence, as a provider stops before writing one (the sequence is not returned). */
+function stopped(text: string, stop: readonly string[] | undefined): string {
+  const at = Math.min(...(stop ?? []).map((s) => text.indexOf(s)).filter((i) => i >= 0));
+  return Number.isFinite(at) ? text.slice(0, at) : text;
 }
 
 /**

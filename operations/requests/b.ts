@@ -1,20 +1,32 @@
 import { z } from 'zod';
 import { MessagesSchema, ModelSchema, StreamSchema, TierSchema, type RequestSchemas } from './common';
+import { callOptionsOf, OPENAI_FIELDS } from './openai-params';
 
 const Ticker = ModelSchema.describe('A ticker `COMPANY:MODE` (mode part four letters A-Z), optionally with `:LAB`.');
 
+const completion = z.object({
+  model: Ticker,
+  messages: MessagesSchema,
+  stream: StreamSchema,
+  tier: TierSchema,
+  svc: z
+    .looseObject({ max_cost_usd: z.number().positive().optional().describe('Lowers the ceiling for this call; cannot raise it.') })
+    .optional()
+    .describe('Per-call overrides; extra keys allowed.'),
+  ...OPENAI_FIELDS,
+});
+
 /** Form B: `model` is a ticker; `tier` picks the seats; `svc.max_cost_usd` may lower the call's ceiling. */
 export const formBRequests: RequestSchemas = {
-  completion: z.object({
-    model: Ticker,
-    messages: MessagesSchema,
-    stream: StreamSchema,
-    tier: TierSchema,
-    svc: z
-      .looseObject({ max_cost_usd: z.number().positive().optional().describe('Lowers the ceiling for this call; cannot raise it.') })
-      .optional()
-      .describe('Per-call overrides; extra keys allowed.'),
-  }),
+  completion: completion.transform(({ model, messages, stream, tier, svc, ...openai }) => ({
+    model,
+    messages,
+    stream,
+    tier,
+    svc,
+    options: callOptionsOf(openai),
+  })),
+  completionKeys: Object.keys(completion.shape),
   estimate: z.object({ model: Ticker, messages: MessagesSchema, tier: TierSchema }),
   // Spec 01: "Form B: invalid_messages is also returned when model is missing on this endpoint."
   completionMissingModel: 'invalid_messages',

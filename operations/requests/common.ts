@@ -3,6 +3,7 @@ import { QuorumError, type ErrorCode } from '../../domain/errors';
 import { CHAT_ROLES, type ChatMessage, type ChatRole } from '../../domain/messages';
 import { isStorableText } from '../../domain/storable-text';
 import { TIERS, type Tier } from '../../domain/modes';
+import type { AnswerOptions } from '../../domain/answer-options';
 
 /** Request pieces both Forms share; each Form's file assembles its own validators from them (DESIGN §9). */
 const ContentPartSchema = z.looseObject({ type: z.string(), text: z.unknown().optional() });
@@ -39,7 +40,7 @@ export const MessageSchema = z
 export const MessagesSchema = z.array(MessageSchema).min(1).describe('At least one message.');
 export const ModelSchema = z.string().min(1);
 /** `null` means absent, as clients send it for an unset option. */
-const absentWhenNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
+export const absentWhenNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
 export const StreamSchema = absentWhenNull(z.literal(false)).describe('Only `false` is accepted; token streaming is not implemented.');
 export const TierSchema = absentWhenNull(z.enum(TIERS)).describe('Engine tier that fills the seats; default `plus`.');
 /** The `Idempotency-Key` a caller sent (a header, or a tool argument), validated; undefined when absent. */
@@ -59,6 +60,21 @@ export const IdempotencyKeySchema = z
   .max(255)
   .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
+/**
+ * OpenAI's per-call options as Quorum honours them (issue 40 item 4), in one shape whichever endpoint they came from:
+ * chat completions (`response_format`, `max_tokens`/`max_completion_tokens`, `temperature`, `top_p`, `seed`, `stop`,
+ * `user`, `metadata`) or the Responses API (`text.format`, `max_output_tokens`, ... onto the same fields). The answer's
+ * part travels to the workflow (DeliberationInput.answer); `user` and `metadata` are stored on the request.
+ */
+export interface CallOptions {
+  /** What the caller asked of the answer: its structure, its output limit, the engines' sampling. */
+  answer?: AnswerOptions;
+  /** An end user's id (`user`): stored and shown on the receipt, never sent to an engine. */
+  user?: string;
+  /** Up to 16 string pairs (`metadata`): stored and shown on the receipt, never sent to an engine. */
+  metadata?: Record<string, string>;
+}
+
 /** What a completion validator yields in either Form; a field one Form lacks is simply absent. */
 export interface CompletionInput {
   model: string;
@@ -66,6 +82,8 @@ export interface CompletionInput {
   stream?: false;
   tier?: Tier;
   svc?: { max_cost_usd?: number };
+  /** Absent when the caller sent none of OpenAI's options. */
+  options?: CallOptions;
 }
 
 export interface EstimateInput {
@@ -76,6 +94,8 @@ export interface EstimateInput {
 
 export interface RequestSchemas {
   completion: z.ZodType<CompletionInput>;
+  /** The top-level keys a completion may carry in this Form; any other is refused (checkParameters). */
+  completionKeys: readonly string[];
   estimate: z.ZodType<EstimateInput>;
   /** The code for a completion sent without `model` (Form B answers `invalid_messages`). */
   completionMissingModel: ErrorCode;

@@ -25,6 +25,8 @@ export interface RunRequest {
   sameQuestionsAs?: string;
   /** Where the run's signed `run.ended` event is POSTed when it ends (issue 28 item 6); absent: nowhere. */
   callbackUrl?: string;
+  /** `svc.baselines: false`: no equal-cost arms (issue 39 item 2); absent: the run runs them. */
+  equalCostArms?: false;
 }
 
 /** Form B names the buckets by difficulty; `light` is `easy` there. */
@@ -187,6 +189,17 @@ function callbackUrl(body: Record<string, unknown>): { callbackUrl?: string } {
   return { callbackUrl: url.href };
 }
 
+/**
+ * `svc.baselines` (both Forms): true (the default) runs the equal-cost arms beside the spec's baseline, false does
+ * not. Absent rather than true in the request, so a launch's fingerprint (and derived key) is as it was without it.
+ */
+function equalCostArms(body: Record<string, unknown>): { equalCostArms?: false } {
+  const raw = svcOf(body).baselines;
+  if (raw === undefined || raw === null || raw === true) return {};
+  if (raw === false) return { equalCostArms: false };
+  return fail('invalid_request', '`svc.baselines` must be true or false.', 'svc.baselines');
+}
+
 export function parseTestRunRequest(form: Form, body: Record<string, unknown>): RunRequest {
   const m = model(body);
   const paired = sameQuestionsAs(body, form);
@@ -212,6 +225,7 @@ export function parseTestRunRequest(form: Form, body: Record<string, unknown>): 
     questionSetId: questionSet(body),
     ...(paired === undefined ? {} : { sameQuestionsAs: paired }),
     ...callbackUrl(body),
+    ...equalCostArms(body),
   };
 }
 
@@ -222,6 +236,13 @@ export function parseCertifyRequest(body: Record<string, unknown>): { model: str
       'invalid_request',
       'A certification draws fresh questions; `svc.same_questions_as` is for test runs (`POST /v1/tests`).',
       'svc.same_questions_as',
+    );
+  // Its evidence is what buyers read: the certification always runs the equal-cost arms (issue 39 item 2).
+  if (equalCostArms(body).equalCostArms === false)
+    fail(
+      'invalid_request',
+      'A certification always runs its equal-cost baselines; `svc.baselines: false` is for test runs (`POST /v1/tests`).',
+      'svc.baselines',
     );
   return { model: model(body), dryRun: boolean(body.dry_run, 'dry_run', 'invalid_request'), ...callbackUrl(body) };
 }

@@ -10,6 +10,7 @@ import { runProgress } from '../../../starters/runs';
 import { cancelOrgRun } from '../../../operations/run-cancel';
 import { EVERY_RUN_SCOPE, recentRuns, runOf } from '../../../operations/run-list';
 import { intervalChart, type IntervalRow } from '../chart';
+import { equalCostSection } from './run-arms';
 import type { ConsoleDeps } from '../deps';
 import { count, duration, percent, rate, usd, when } from '../format';
 import { html, type Html } from '../../http/html';
@@ -185,7 +186,7 @@ function resultsSection(form: Form, run: RunRecord, s: RunSummary): Html {
     <p class="muted">
       Right of the dashed line the mode beat its baseline (its strongest engine alone); an interval that crosses it is too close to call.
     </p>
-    ${winRateTable(rows)}
+    ${winRateTable(rows)} ${s.equalCost ? equalCostSection(s.equalCost, run.spec.samplePlans?.[0]?.samples) : ''}
     <p>
       Accuracy against the known answers: the mode ${percent(o.mode.rate)} (95%
       ${percent(o.mode.interval.low)}–${percent(o.mode.interval.high)}), its baseline ${percent(o.baseline.rate)} (95%

@@ -114,5 +114,16 @@ describe('console: a person’s journey in a real browser', function () {
     await page.locator('#win-rate-chart').waitFor();
     assert.equal(await page.locator('#win-rate-chart .interval').count(), 4, 'three buckets and the overall rate');
     await shot(page, '09-run-completed-chart');
+    // The equal-cost arms (issue 39 item 2): the mode and its three baselines, each with its interval, and the table's
+    // figures are the poll's.
+    assert.equal(await page.locator('#equal-cost-chart .interval').count(), 4, 'the mode, the baseline, Self-MoA and the vote');
+    const poll = await call(api, 'GET', `/v1/tests?batch_id=${batchId}`, { key });
+    const arms = (poll.body.batch as { baselines: { arms: { arm: string; accuracy: number }[] } }).baselines.arms;
+    for (const arm of arms) {
+      const cell = await page.locator(`#equal-cost-table [data-arm="${arm.arm}"] td`).first().textContent();
+      assert.match(cell ?? '', new RegExp(`^${(arm.accuracy * 100).toFixed(1).replace('.', '\\.')}%`), arm.arm);
+    }
+    await page.locator('#equal-cost').scrollIntoViewIfNeeded();
+    await shot(page, '10-run-equal-cost');
   });
 });

@@ -86,10 +86,11 @@ describe('runs billed to a plan: a connected app’s test runs pay real cost on 
   const setId = `qs_${randomUUID().slice(0, 8)}`;
   const expected = planTestRunMicros(QUESTIONS);
 
+  // The spec's questions alone, priced by hand above: the equal-cost arms add their own (runs/equal-cost.test.ts).
   const tests = (body: Record<string, unknown>, idempotencyKey?: string): Promise<Reply> =>
     call(api, 'POST', '/v1/tests', {
       key: token,
-      body: { model: mode.ticker, questions: ALL, tiers: ['free'], svc: { question_set: setId }, ...body },
+      body: { model: mode.ticker, questions: ALL, tiers: ['free'], svc: { question_set: setId, baselines: false }, ...body },
       ...(idempotencyKey && { headers: { 'Idempotency-Key': idempotencyKey } }),
     });
   const setPlan = async (terms: { tiers?: string[]; allowance?: number }): Promise<void> => {

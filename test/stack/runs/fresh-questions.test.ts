@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { getRun } from '../../../db/repositories/runs';
+import { getRun, questionsForRun } from '../../../db/repositories/runs';
 import type { Form } from '../../../domain/form';
-import { generateQuestions } from '../../../domain/questions/generate';
-import { certificationSpec } from '../../../domain/runs';
+import type { Question } from '../../../domain/questions/types';
+import { certificationSpec, type RunSpec } from '../../../domain/runs';
 import { cancelToEnd } from '../../harness/audit';
 import { stack } from '../../harness/stack';
 import { call, newKey, newOrg, startApi, type Api } from '../api/helpers';
@@ -18,16 +18,27 @@ import { demoModes } from './helpers';
 
 type Row = { id: string; sealed: boolean; question: string | null; reference_answer: string | null; mode_answer: string | null };
 
+/** The questions a spec draws, as the run drew them (the real mix where installed, else the generated families). */
+async function drawnBy(spec: RunSpec): Promise<Question[]> {
+  const found = await questionsForRun(stack().db, '00000000-0000-0000-0000-000000000000', spec);
+  if (!('questions' in found)) throw new Error(`no questions for ${JSON.stringify(spec.questionSetId)}: ${found.missing}`);
+  return found.questions;
+}
+
 /**
- * What two independent draws of a certification's 150 questions share by chance, from the generator's own space:
+ * What two independent draws of a certification's 150 questions share by chance, from the set it draws from:
  * the questions (by text) two certifications on independent random seeds have in common. Drawn for every pair of
  * `seeds` random seeds, their mean m and standard deviation s bound a fresh pair's overlap X by Cantelli's
  * inequality, P(X ≥ m + k·s) ≤ 1 / (1 + k²): at k = 10, at most 1%, for any distribution with that mean and spread
  * (the light bucket's small templates repeat a few questions; the rest almost never). A shared seed shares all 150.
  */
-function chanceBound(seeds: number): { bound: number; mean: number; sd: number } {
-  const { counts } = certificationSpec(0);
-  const sets = Array.from({ length: seeds }, () => new Set(generateQuestions(randomInt(0, 2 ** 32), counts).map((q) => q.question)));
+async function chanceBound(questionSetId: string | null, seeds: number): Promise<{ bound: number; mean: number; sd: number }> {
+  const sets = await Promise.all(
+    Array.from(
+      { length: seeds },
+      async () => new Set((await drawnBy(certificationSpec(randomInt(0, 2 ** 32), questionSetId))).map((q) => q.question)),
+    ),
+  );
   const overlaps: number[] = [];
   for (let i = 0; i < sets.length; i++)
     for (let j = i + 1; j < sets.length; j++) overlaps.push([...sets[i]].filter((q) => sets[j].has(q)).length);
@@ -40,13 +51,11 @@ describe('runs: fresh questions on every live launch, sealed until the run ends 
   this.timeout(300_000);
   const apis = {} as Record<Form, Api>;
   let workers: { stop(): Promise<void> };
-  let chance: { bound: number; mean: number; sd: number };
 
   before(async () => {
     workers = await startProductWorkers();
     for (const form of ['A', 'B'] as const)
       apis[form] = await startApi(form, { runs: { testsPerDay: 20, certificationsPerDay: 3, window: 2 } });
-    chance = chanceBound(10);
   });
   after(async () => {
     for (const api of Object.values(apis)) await api.close();
@@ -74,7 +83,10 @@ describe('runs: fresh questions on every live launch, sealed until the run ends 
       assert.notEqual(ids[0], ids[1]);
       try {
         const [a, b] = await Promise.all(ids.map((id) => getRun(stack().db, id)));
-        const drawn = [a, b].map((run) => generateQuestions(run.spec.seed, run.spec.counts));
+        // Both drew from the set the launch chose (the real mix where installed); chance is measured on that set.
+        assert.equal(a.spec.questionSetId, b.spec.questionSetId);
+        const chance = await chanceBound(a.spec.questionSetId, 10);
+        const drawn = await Promise.all([a, b].map((run) => drawnBy(run.spec)));
         const first = new Set(drawn[0].map((q) => q.question));
         const shared = drawn[1].filter((q) => first.has(q.question)).length;
         assert.ok(

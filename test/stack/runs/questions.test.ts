@@ -112,6 +112,11 @@ describe('runs: per-question results (include=questions, format=jsonl)', functio
         assert.ok(rec.cost_usd > 0, 'the engines cost something (sim engines are priced)');
         assert.equal(rec.latency_ms, s.latencyMs);
         assert.ok(rec.latency_ms > 0);
+        // The equal-cost arms' figures as recorded (issue 39 item 2), their texts withheld like the others.
+        assert.deepEqual(
+          [rec.costs?.mode_usd, rec.costs?.baseline_usd, rec.arms?.samples, rec.arms?.self_moa?.correct, rec.arms?.self_moa?.answer],
+          [(s.costs?.modeMicros ?? NaN) / 1e6, (s.costs?.baselineMicros ?? NaN) / 1e6, s.arms?.samples, s.arms?.selfMoa?.correct, null],
+        );
         // Two judges × two repeats, each with the order it saw: a permutation of the two answers.
         assert.equal(rec.judgments.length, 2 * 2);
         assert.deepEqual(rec.judgments.map((j) => `${j.judge}/${j.repeat}`).sort(), ['judge_a/1', 'judge_a/2', 'judge_b/1', 'judge_b/2']);
@@ -158,7 +163,14 @@ describe('runs: per-question results (include=questions, format=jsonl)', functio
       for (const [i, rec] of texts.records.entries()) {
         assert.equal(rec.mode_answer, stored[i].modeAnswer);
         assert.equal(rec.baseline_answer, stored[i].baselineAnswer);
-        assert.deepEqual({ ...rec, mode_answer: null, baseline_answer: null }, all.records[i]);
+        // The equal-cost arms' answers are texts too (issue 39 item 2).
+        const arms = rec.arms && {
+          ...rec.arms,
+          self_moa: rec.arms.self_moa && { ...rec.arms.self_moa, answer: null },
+          majority_vote: rec.arms.majority_vote && { ...rec.arms.majority_vote, answer: null },
+        };
+        assert.equal(rec.arms?.self_moa?.answer, stored[i].arms?.selfMoa?.answer);
+        assert.deepEqual({ ...rec, mode_answer: null, baseline_answer: null, arms }, all.records[i]);
       }
 
       // The export: every question, one JSON object a line, the same records.

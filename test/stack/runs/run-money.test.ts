@@ -127,10 +127,12 @@ describe('runs: priced to the micro-dollar (issue 38 items 7–11)', function ()
     const buckets = { light: 2, medium: 1, hard: 1 };
     // By hand: four questions, each ⌊0.75 × 1,000⌋ = 750 µ$: 3,000 µ$.
     const expected = 4 * 750;
-    const dry = await call(api, 'POST', '/v1/tests', { key: org.ownerKey, body: { model: mode.id, buckets, dry_run: true } });
+    // The spec's questions alone: the equal-cost arms add their own price (test/stack/runs/equal-cost.test.ts).
+    const svc = { baselines: false };
+    const dry = await call(api, 'POST', '/v1/tests', { key: org.ownerKey, body: { model: mode.id, buckets, svc, dry_run: true } });
     assert.equal(dry.status, 200, JSON.stringify(dry.body));
     assert.equal(micros(dry.body.total_cost_usd), expected);
-    const launched = await call(api, 'POST', '/v1/tests', { key: org.ownerKey, body: { model: mode.id, buckets } });
+    const launched = await call(api, 'POST', '/v1/tests', { key: org.ownerKey, body: { model: mode.id, buckets, svc } });
     assert.equal(launched.status, 200, JSON.stringify(launched.body));
     assert.equal(micros(launched.body.billed_usd), expected);
     const run = await getRun(stack().db, String(launched.body.batch_id));

@@ -166,7 +166,41 @@ describe('domain: a run’s summary from its question rows', () => {
           [true, true],
         ),
       );
-    assert.equal(runEvidence(summarizeRun('test', many('win', 30)), 'medium', 'r1')?.verdict, 'likely_helps');
+    // Beating one call of the strongest engine is not enough (issue 39 item 2): without an equal-cost arm, unknown.
+    const unarmed = runEvidence(summarizeRun('test', many('win', 30)), 'medium', 'r1');
+    assert.deepEqual([unarmed?.verdict, /no run measured it against the same money/.test(unarmed?.reason ?? '')], ['unknown', true]);
+    // Each question's arms: right on every fifth question (the mode is right on all), or right whenever the mode is.
+    const armed = (rightWhen: (i: number) => boolean): QuestionResult[] =>
+      many('win', 30).map((r, i) => {
+        const answer = { answer: 'Final answer: 1', correct: rightWhen(i), costMicros: 10, latencyMs: 5 };
+        return {
+          ...r,
+          // Ten clusters of three questions: the arms' paired interval needs more than one.
+          cluster: `t${i % 10}`,
+          costs: { modeMicros: 30, modeSeatsMicros: 20, baselineMicros: 5, modeLatencyMs: 9, baselineLatencyMs: 3 },
+          arms: { samples: 4, answered: 4, addedMicros: 20, selfMoa: answer, majorityVote: { ...answer, votes: 3 } },
+        };
+      });
+    assert.equal(
+      runEvidence(
+        summarizeRun(
+          'test',
+          armed((i) => i % 5 === 0),
+        ),
+        'medium',
+        'r1',
+      )?.verdict,
+      'likely_helps',
+    );
+    const matched = runEvidence(
+      summarizeRun(
+        'test',
+        armed(() => true),
+      ),
+      'medium',
+      'r1',
+    );
+    assert.deepEqual([matched?.verdict, /not clearly the same money/.test(matched?.reason ?? '')], ['unknown', true]);
     assert.equal(runEvidence(summarizeRun('test', many('loss', 30)), 'medium', 'r1')?.verdict, 'likely_hurts');
     const mixed = summarizeRun('test', [...many('win', 10), ...many('loss', 10).map((r, i) => ({ ...r, questionId: `l${i}` }))]);
     const unknown = runEvidence(mixed, 'medium', 'r1');

@@ -1,0 +1,123 @@
+import type { AuthContext } from '../db/repositories/api-keys';
+import { recordedQuestionCosts } from '../db/repositories/runs';
+import { classifyHeuristic } from '../domain/classifier';
+import { RECORDED_MIN_QUESTIONS, samplesAtEqualCost, type SamplePlan } from '../domain/equal-cost';
+import { EXPECTED_OUTPUT_SHARE, projectedSeatsMicros } from '../domain/estimate';
+import { platformFeeMicros } from '../domain/fees';
+import type { ModeRecord } from '../domain/modes';
+import { engineCostMicros, type TokenPrices } from '../domain/pricing';
+import { aggregationPrompt } from '../domain/prompts';
+import type { Question } from '../domain/questions/types';
+import { lineUpRun, type TierLineup } from '../domain/run-lineup';
+import { dealTiers, runQuestionPriceMicros, type RunSpec } from '../domain/runs';
+import { countMessagesTokens } from '../domain/tokens';
+import { runSeatingContext } from '../engines/seating-context';
+import type { OperationDeps } from './deps';
+import { catalogPrices, ownKeyFamilies } from './estimate';
+
+/**
+ * The equal-cost arms of a run (issue 39 item 2), chosen and priced at launch: per tier, how many samples of the
+ * baseline's engine cost what the mode's seats cost per question, and what each question's extra calls (the samples
+ * after the baseline's own answer, and Self-MoA's aggregation) are priced at, as the run's questions are: 25% off
+ * their engines' cost and platform fee. A dry run shows both; the launch bills them with the questions.
+ */
+export interface EqualCostQuote {
+  plans: SamplePlan[];
+  /** Each question's arms' price by id (zero on a test key, whose run bills nothing). */
+  questionPrices: Record<string, number>;
+}
+
+/** A question's expected sample: its prompt in, half the seat allowance out, as the quote expects of a seat. */
+function expectedOutput(mode: ModeRecord): number {
+  return Math.round(mode.config.seatMaxOutputTokens * EXPECTED_OUTPUT_SHARE);
+}
+
+async function tierPlan(
+  deps: OperationDeps,
+  auth: AuthContext,
+  mode: ModeRecord,
+  lineup: TierLineup,
+  promptTokens: number,
+): Promise<SamplePlan> {
+  const { baseline } = lineup;
+  const recorded = await recordedQuestionCosts(deps.db, {
+    orgId: auth.orgId,
+    modeId: mode.id,
+    modeVersion: mode.version,
+    keyMode: auth.keyKind,
+    tier: lineup.tier,
+  });
+  const base = { tier: lineup.tier, engineId: baseline.engineId };
+  if (recorded.questions >= RECORDED_MIN_QUESTIONS)
+    return {
+      ...base,
+      samples: samplesAtEqualCost(recorded.modeSeatsMicros, recorded.baselineMicros),
+      basis: 'recorded',
+      recordedQuestions: recorded.questions,
+      modeSeatsMicros: recorded.modeSeatsMicros,
+      sampleMicros: recorded.baselineMicros,
+    };
+  const classification = { ...classifyHeuristic([{ role: 'user', content: '' }]), depth: 'medium' as const, lane: 'panel' as const };
+  const seats =
+    projectedSeatsMicros({ config: mode.config, tier: lineup.tier, classification, promptTokens }, catalogPrices(deps.engines)) ?? 0;
+  const sample = engineCostMicros(promptTokens, expectedOutput(mode), baseline);
+  return {
+    ...base,
+    samples: samplesAtEqualCost(seats, sample),
+    basis: 'projected',
+    recordedQuestions: 0,
+    modeSeatsMicros: seats,
+    sampleMicros: sample,
+  };
+}
+
+/** One question's extra calls: k − 1 more samples and the aggregation over all k, each at its expected size. */
+function questionArmsPrice(
+  mode: ModeRecord,
+  q: Question,
+  plan: SamplePlan,
+  lineup: TierLineup,
+  synthesis: TokenPrices | undefined,
+): number {
+  const out = expectedOutput(mode);
+  const asked = [{ role: 'user' as const, content: q.question }];
+  const sample = engineCostMicros(countMessagesTokens(asked), out, lineup.baseline);
+  const shown = Array.from({ length: plan.samples }, (_, i) => ({ label: String.fromCharCode(65 + i), text: '' }));
+  const aggregation = synthesis
+    ? engineCostMicros(countMessagesTokens(aggregationPrompt(asked, shown)) + plan.samples * out, out, synthesis)
+    : 0;
+  const samples = (plan.samples - 1) * sample;
+  // Samples on the organisation's own provider account are its provider's to bill; the platform fee is ours.
+  const source = lineup.baseline.ownKey ? 'own_key' : 'service';
+  const billed =
+    (source === 'service' ? samples : 0) + platformFeeMicros(samples, source) + aggregation + platformFeeMicros(aggregation, 'service');
+  return runQuestionPriceMicros(billed);
+}
+
+/** The arms' plans and prices for a run's questions; none when the run's engines cannot be lined up (its launch is refused). */
+export async function equalCostQuote(
+  deps: OperationDeps,
+  auth: AuthContext,
+  mode: ModeRecord,
+  spec: RunSpec,
+  questions: readonly Question[],
+): Promise<EqualCostQuote> {
+  const own = await ownKeyFamilies(deps.db, auth);
+  const lineup = lineUpRun(mode.config, spec, runSeatingContext(deps.engines, own, auth.keyKind === 'test'));
+  if (!lineup.ok) return { plans: [], questionPrices: {} };
+  const dealt = dealTiers(questions, spec.tiers);
+  const plans: SamplePlan[] = [];
+  const questionPrices: Record<string, number> = {};
+  for (const tier of lineup.tiers) {
+    const asked = dealt.filter((q) => q.tier === tier.tier);
+    if (asked.length === 0) continue;
+    const meanPrompt = Math.round(
+      asked.reduce((n, q) => n + countMessagesTokens([{ role: 'user', content: q.question }]), 0) / asked.length,
+    );
+    const plan = await tierPlan(deps, auth, mode, tier, meanPrompt);
+    plans.push(plan);
+    const synthesis = tier.plan.synthesis.chain[0] ?? catalogPrices(deps.engines)(mode.config.staff.synthesis.engine);
+    for (const q of asked) questionPrices[q.id] = auth.keyKind === 'test' ? 0 : questionArmsPrice(mode, q, plan, tier, synthesis);
+  }
+  return { plans, questionPrices };
+}
