@@ -16,6 +16,12 @@ import {
 } from '../../fixtures/providers';
 import { call, newOrg, startApi, USER, type Api } from '../api/helpers';
 import { customMode, recordHistory, startProductWorkers } from './helpers';
+import { randomUUID } from 'node:crypto';
+import { TASK_QUEUES } from '../../../workflows/task-queues';
+import { until } from '../../harness/faults';
+import { stack } from '../../harness/stack';
+import { testWorker } from '../../harness/worker';
+import { scopedQuorumWorkflow } from '../../fixtures/quorum-workflow';
 
 /**
  * A quorum instead of a wait for the slowest (issue 40 item 6): a panel whose third seat answers 10 s after the others
@@ -265,5 +271,34 @@ describe('a quorum: the round is judged after the grace, the late seat cancelled
     const slow = requests.find((q) => model(q) === 'slow');
     assert.equal(slow?.abortedAt, undefined, 'answered, not cancelled');
     assert.ok(receipt.seats.every((s) => !s.late));
+  });
+
+  it("a run's questions (ordinary activities): the grace is a timer, the late call cancelled through Temporal and reported late", async () => {
+    const { worker, taskQueue } = await testWorker(path.join(__dirname, '..', '..', 'fixtures', 'quorum-workflow.ts'), {});
+    const running = worker.run();
+    try {
+      const seen = openai.requests.length;
+      const started = Date.now();
+      const answers = await stack().env.client.workflow.execute(scopedQuorumWorkflow, {
+        taskQueue,
+        workflowId: `quorum-test/${randomUUID()}`,
+        args: [
+          {
+            engineIds: ['openai/gpt-4.1', 'openai/gpt-4.1-mini', 'local/slow'],
+            activityQueue: TASK_QUEUES.deliberation,
+            quorum: 2,
+            graceMs: GRACE_MS,
+          },
+        ],
+      });
+      const ms = Date.now() - started;
+      assert.deepEqual(answers, ['gpt-4.1: Rayleigh scattering.', 'gpt-4.1-mini: Rayleigh scattering.', 'late']);
+      assert.ok(ms < SLOW_MS, `settled in ${ms} ms`);
+      const slow = openai.requests.slice(seen).find((q) => model(q) === 'slow');
+      await until(() => slow?.abortedAt !== undefined, 5_000, 'the late request was aborted on the wire');
+    } finally {
+      worker.shutdown();
+      await running;
+    }
   });
 });
