@@ -22,8 +22,10 @@ import { callSeatingContext } from '../engines/seating-context';
 import type { ActivityDeps } from './deps';
 import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
+import { createQuorumActivities } from './quorum';
 
 export type { EngineCallInput, EngineCallResult };
+export type { LateCallInput } from './engine-call';
 
 /** The classify step's result: the classification, and the classifier model's call when one answered. */
 export type ClassifyResult = Classification & { classifierCall?: ClassifierCall };
@@ -133,6 +135,7 @@ export function createDeliberationActivities(deps: ActivityDeps) {
       return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
     },
     synthesize: engineCall,
+    ...createQuorumActivities(engines),
 
     /**
      * Whether the answer meets the caller's `response_format` (issue 40): why not, or null. A local activity, not

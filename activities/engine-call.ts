@@ -2,11 +2,14 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { Knex } from 'knex';
 import type { Lane } from '../domain/classifier';
 import type { ChatMessage } from '../domain/messages';
+import { engineCostMicros } from '../domain/pricing';
+import { countMessagesTokensAsSent } from '../domain/tokens';
 import type { ReplySchema } from '../domain/reply-schemas';
 import type { CallSource } from '../domain/outcome';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import type { Credential, Engines, Family, KnownAnswer } from '../engines';
 import { isEngineError } from '../engines';
+import { joinRound, lateFailure } from './quorum-rounds';
 
 export interface EngineCallInput {
   orgId: string;
@@ -26,6 +29,8 @@ export interface EngineCallInput {
   stop?: string[];
   /** A staff call's reply structure, or the caller's `response_format` on a call that writes the answer (see domain/reply-schemas.ts). */
   reply?: ReplySchema;
+  /** A seat call of a quorum round (activities/quorum-rounds.ts): the round's grace may cut it. */
+  quorumRound?: string;
   /** Labels for the worker's metrics (worker/metrics.ts), no effect on the call: the call's lane and round. */
   lane?: Lane;
   round?: number;
@@ -89,6 +94,8 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
             };
     }
     const startedAt = new Date().toISOString();
+    const round = input.quorumRound === undefined ? undefined : joinRound(input.quorumRound);
+    const cancelled = Context.current().cancellationSignal;
     // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout (a
     // local activity has none: its workflow task's timeout does that).
     const heartbeat = Context.current().info.isLocal ? undefined : setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
@@ -98,7 +105,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
           engineId: input.engineId,
           messages: input.messages,
           maxOutputTokens: input.maxOutputTokens,
-          signal: Context.current().cancellationSignal,
+          signal: round ? AbortSignal.any([cancelled, round.signal]) : cancelled,
           knownAnswer: input.knownAnswer,
           attempt: input.attempt,
           reply: input.reply,
@@ -129,6 +136,8 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
       if (Context.current().cancellationDetails?.workerShutdown) throw new CancelledFailure('WORKER_SHUTDOWN');
       // The workflow no longer wants the call (a hedge's loser): a cancellation, not the engine's failure.
       if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('CANCELLED');
+      // Its quorum's grace passed: late, not the engine's failure (the seat does not move to its backup).
+      if (round?.signal.aborted) throw lateFailure();
       if (!isEngineError(err)) throw err;
       // Workflow history, receipts and (its reason part) a 503's message take the failure's line; the provider's
       // address and full text stay in the engine layer's log line.
@@ -141,6 +150,44 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
       });
     } finally {
       clearInterval(heartbeat);
+      round?.leave();
     }
+  };
+}
+
+/** A call a quorum cancelled (workflows/quorum.ts): the engine it was waiting on and what it had sent. */
+export interface LateCallInput {
+  engineId: string;
+  ownKey: boolean;
+  messages: ChatMessage[];
+  /** When its round began (the workflow's clock). */
+  startedAt: string;
+}
+
+/**
+ * What a late seat's cancelled call is billed (docs/money.md): one reading of its prompt by the engine it was
+ * waiting on, counted as the provider's tokenizer counts it, and no output, since none was returned. The provider's
+ * own count of a request cut off never reaches us. Its source is the one the call ran on.
+ */
+export function createLateCallUsage(engines: Engines) {
+  return async (input: { calls: LateCallInput[] }): Promise<EngineCallResult[]> => {
+    const endedAt = new Date();
+    return input.calls.map((c) => {
+      const spec = engines.spec(c.engineId);
+      const tokensIn = countMessagesTokensAsSent(c.messages);
+      return {
+        engineId: c.engineId,
+        text: '',
+        finish: 'stop',
+        tokensIn,
+        tokensOut: 0,
+        reasoningTokens: null,
+        latencyMs: Math.max(0, endedAt.getTime() - Date.parse(c.startedAt)),
+        costMicros: engineCostMicros(tokensIn, 0, spec),
+        source: c.ownKey && spec.protocol !== 'sim' ? 'own_key' : 'service',
+        startedAt: c.startedAt,
+        endedAt: endedAt.toISOString(),
+      };
+    });
   };
 }

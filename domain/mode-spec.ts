@@ -2,7 +2,17 @@ import { z } from 'zod';
 import type { Form } from './form';
 import { VALIDATION_CODES, type Refusal, type ValidationCode } from './mode-validation-codes';
 import { canonicalJson } from './canonical-json';
-import { DEPTHS, SEAT_SYSTEM_PROMPT_MAX, TIER_RANK, TIERS, type ModeConfig, type SeatTuning, type Tier } from './modes';
+import {
+  DEPTHS,
+  QUORUM_GRACE_MAX_MS,
+  SEAT_SYSTEM_PROMPT_MAX,
+  TIER_RANK,
+  TIERS,
+  type ModeConfig,
+  type Quorum,
+  type SeatTuning,
+  type Tier,
+} from './modes';
 import { isStorableText } from './storable-text';
 
 /**
@@ -90,6 +100,8 @@ const TOP_LEVEL = [
   'seat_max_output_tokens',
   'fees',
   'ceiling_usd',
+  'quorum',
+  'grace_ms',
   'fidelity',
   'api_commercial',
 ] as const;
@@ -116,6 +128,8 @@ export const DEFAULTS = {
   skip_synthesis_when_converged: true,
   seat_max_output_tokens: 1_024,
   ceiling_usd: 1,
+  /** With a `quorum`: how long the seats still out may take once the quorum has answered. */
+  grace_ms: 2_000,
 } as const;
 
 type Json = Record<string, unknown>;
@@ -169,7 +183,7 @@ export function validateMode(spec: unknown, ctx: ValidationContext): Validation 
   const staff = checkStaff(spec.staff, ctx, r);
   const settings = checkSettings(spec, ctx, r);
   if (rows && staff) checkStaffAgainstRows(rows, staff, r);
-  if (rows && settings) checkPanelShape(rows, settings.express, r);
+  if (rows && settings) checkPanelShape(rows, settings, r);
 
   if (r.list.length > 0 || !rows || !staff || !settings || name === undefined) return { ok: false, refusals: r.list };
   return {
@@ -621,14 +635,48 @@ function checkStaffAgainstRows(rows: Rows, staff: Staff, r: Refusals): void {
   }
 }
 
-/** A mode that convenes a panel needs a panel row; one that is always express needs only its express seat. */
-function checkPanelShape(rows: Rows, express: ModeConfig['express'], r: Refusals): void {
-  if (express !== 'always' && !rows.has('plus') && !rows.has('pro'))
+/**
+ * A mode that convenes a panel needs a panel row; one that is always express needs only its express seat, and has no
+ * panel round for a quorum to shorten.
+ */
+function checkPanelShape(rows: Rows, settings: Settings, r: Refusals): void {
+  if (settings.express !== 'always' && !rows.has('plus') && !rows.has('pro'))
     r.add(
       'six_seats_required',
       'seats_by_tier',
       'A mode that convenes a panel seats three engines in a plus or pro row (or set `express: "always"`).',
     );
+  if (settings.express === 'always' && settings.quorum)
+    r.add('quorum_invalid', 'quorum', 'A mode that is always express answers with one seat: it has no panel round for a quorum.');
+}
+
+/**
+ * `quorum` (issue 40 item 6): the seats a panel round waits for, at least two and at most a panel row's seats;
+ * `grace_ms` only with it (default 2 s), from 0 to 120 s.
+ */
+function checkQuorum(spec: Json, r: Refusals): Quorum | undefined | null {
+  const { quorum, grace_ms: grace } = spec;
+  const seats = ROW_SIZE.plus;
+  if (quorum === undefined) {
+    if (grace !== undefined)
+      r.add('grace_without_quorum', 'grace_ms', '`grace_ms` is the grace a `quorum` gives late seats: set `quorum` too, or drop it.');
+    return undefined;
+  }
+  let ok = true;
+  if (typeof quorum !== 'number' || !Number.isInteger(quorum) || quorum < 2 || quorum > seats) {
+    r.add(
+      'quorum_invalid',
+      'quorum',
+      `\`quorum\` is the seats a round waits for: a whole number from 2 to ${seats} (a panel row's seats).`,
+    );
+    ok = false;
+  }
+  const graceMs = grace ?? DEFAULTS.grace_ms;
+  if (typeof graceMs !== 'number' || !Number.isInteger(graceMs) || graceMs < 0 || graceMs > QUORUM_GRACE_MAX_MS) {
+    r.add('invalid_request', 'grace_ms', `\`grace_ms\` is a whole number of milliseconds from 0 to ${QUORUM_GRACE_MAX_MS}.`);
+    ok = false;
+  }
+  return ok ? { seats: quorum as number, graceMs: graceMs as number } : null;
 }
 
 interface Settings {
@@ -640,6 +688,7 @@ interface Settings {
   seatMaxOutputTokens: number;
   fees: ModeConfig['fees'];
   ceilingMicros: number;
+  quorum?: Quorum;
 }
 
 function checkSettings(spec: Json, ctx: ValidationContext, r: Refusals): Settings | undefined {
@@ -671,7 +720,8 @@ function checkSettings(spec: Json, ctx: ValidationContext, r: Refusals): Setting
   if (typeof ceiling !== 'number' || !(ceiling > 0) || ceiling > CEILING_MAX_USD)
     r.add('invalid_request', 'ceiling_usd', `\`ceiling_usd\` is a positive number of dollars up to ${CEILING_MAX_USD}.`);
   const fees = checkFees(spec.fees, ctx.floor, r);
-  if (r.list.length > before || !fees) return undefined;
+  const quorum = checkQuorum(spec, r);
+  if (r.list.length > before || !fees || quorum === null) return undefined;
   return {
     rounds: rounds as number,
     critique: (spec.critique ?? DEFAULTS.critique) as Settings['critique'],
@@ -681,6 +731,7 @@ function checkSettings(spec: Json, ctx: ValidationContext, r: Refusals): Setting
     seatMaxOutputTokens: maxOut as number,
     fees,
     ceilingMicros: usdMicros(ceiling as number),
+    ...(quorum && { quorum }),
   };
 }
 
@@ -762,6 +813,8 @@ function compile(rows: Rows, staff: Staff, settings: Settings, ctx: ValidationCo
     fees: settings.fees,
     ceilingMicros: settings.ceilingMicros,
     providerFamilies: families,
+    // Absent unless set: a mode without one keeps its configuration hash.
+    ...(settings.quorum && { quorum: settings.quorum }),
   };
 }
 
@@ -858,6 +911,22 @@ export const ModeSpecDocSchema = z
       .optional()
       .describe('At or above the price floor; each defaults to it.'),
     ceiling_usd: z.number().positive().max(CEILING_MAX_USD).optional(),
+    quorum: z
+      .number()
+      .int()
+      .min(2)
+      .max(ROW_SIZE.plus)
+      .optional()
+      .describe(
+        'Seats a panel round waits for: once this many have answered and `grace_ms` has passed since the last of them, the round is judged and the seats still out are cancelled (billed their input). Absent: every seat is waited for.',
+      ),
+    grace_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(QUORUM_GRACE_MAX_MS)
+      .optional()
+      .describe(`With \`quorum\`: how long late seats still have, from the quorum's last answer (default ${DEFAULTS.grace_ms}).`),
   })
   .strict();
 

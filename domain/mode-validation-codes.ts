@@ -93,6 +93,11 @@ export const VALIDATION_CODES = {
   // Other settings
   fidelity_retired: v('other_settings', '`fidelity` values `high` and `max` were retired: rounds and critique set the depth now.'),
   fidelity_inert: v('other_settings', '`fidelity` no longer changes anything; drop it.'),
+  quorum_invalid: v(
+    'other_settings',
+    '`quorum` is a whole number from 2 to a panel row\'s seats (3), on a mode with a panel (not `express: "always"`).',
+  ),
+  grace_without_quorum: v('other_settings', '`grace_ms` is set only with a `quorum`: it is the grace the quorum gives late seats.'),
   invalid_value: v(
     'other_settings',
     'An enumerated setting (critique, grounding, express, skip_synthesis_when_converged) has a value it takes.',
@@ -121,7 +126,10 @@ export const VALIDATION_CODES = {
   ),
   description_bad_chars: v('name_and_description', 'A description has no `<`, `>` or control character (newlines and tabs are fine).'),
   // Shape: a check with no code of its own (spec: "such as a round count out of range").
-  invalid_request: v('shape', 'Every other rule of the spec schema: field types, ranges (rounds 1-3, fees, ceiling) and unknown fields.'),
+  invalid_request: v(
+    'shape',
+    'Every other rule of the spec schema: field types, ranges (rounds 1-3, fees, ceiling, grace_ms 0-120000) and unknown fields.',
+  ),
 } as const satisfies Record<string, ValidationCodeSpec>;
 
 export type ValidationCode = keyof typeof VALIDATION_CODES;

@@ -20,6 +20,18 @@ const micros = z.number().int().nonnegative();
 
 const StaffSeat = z.object({ engine: engineId, backup: engineId.optional() });
 
+/** The longest grace a quorum may give its late seats: well inside an engine call's 180 s deadline. */
+export const QUORUM_GRACE_MAX_MS = 120_000;
+/**
+ * Issue 40 item 6: a round with more seats than `seats` goes on to judging once `seats` of them have answered and
+ * `graceMs` has passed since the last of those answers; the seats still out are cancelled (workflows/quorum.ts).
+ */
+export const QuorumSchema = z.object({
+  seats: z.number().int().min(2).max(3),
+  graceMs: z.number().int().min(0).max(QUORUM_GRACE_MAX_MS),
+});
+export type Quorum = z.infer<typeof QuorumSchema>;
+
 /** The longest system prompt a seat may carry (about 500 tokens, counted into the quote for every call). */
 export const SEAT_SYSTEM_PROMPT_MAX = 2_000;
 /**
@@ -66,6 +78,8 @@ export const ModeConfigSchema = z.object({
   ceilingMicros: micros,
   /** Provider families the mode is designed to use, disclosed in `/v1/models` before any data is sent. */
   providerFamilies: z.array(z.string()).min(1),
+  /** Absent (every mode before issue 40): each round waits for every seat. */
+  quorum: QuorumSchema.optional(),
 });
 export type ModeConfig = z.infer<typeof ModeConfigSchema>;
 

@@ -90,9 +90,9 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
   if (!bestRole || !best) throw new Error('an outcome needs an answering seat');
   // `is_best_seat` marks one row: the answer the judge chose, the best seat's latest pass (its pass in the last
   // round judged). Synthesis may then rewrite the answer from it; the row the judge chose is still this one.
-  const passes = panel.passes.map((p) => ({
+  const passes = [...panel.passes, ...panel.late].map((p) => ({
     ...p,
-    isBest: p.role === bestRole && p.round === best.round,
+    isBest: !p.late && p.role === bestRole && p.round === best.round,
     ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}),
   }));
   const modeFee = meter.modeFeeMicros();
@@ -126,7 +126,7 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     bestSeatRationale: rationale(panel),
     bestSeatJudgedBy: panel.judgedBy,
     deliberation: panel.deliberation,
-    engines: [...new Set(passes.map((p) => p.modelUsed))],
+    engines: [...new Set(panel.passes.map((p) => p.modelUsed))],
     substitutions: substitutions(panel.seats, panel.notes),
     seatsUnavailable: unavailableSeats(panel.seats),
     staffUnavailable: panel.staffUnavailable,

@@ -16,6 +16,9 @@ export type Payer = 'service' | 'own_keys' | 'plan';
 export type JudgedBy = 'express_lane' | 'heuristic' | 'llm';
 export type CallSource = 'service' | 'own_key';
 
+/** The failure type of a seat call its quorum's grace cut (activities/quorum-rounds.ts): late, not failed. */
+export const QUORUM_LATE = 'QuorumLate';
+
 /** One seat's answer in one round: the row a receipt lists per seat and round. */
 export interface SeatPass {
   role: SeatRole;
@@ -40,6 +43,11 @@ export interface SeatPass {
   finish: Finish;
   /** The mode's tuning of the seat, as it was asked (absent when the mode sets none). */
   tuning?: SeatTuning;
+  /**
+   * Set on the row of a seat a quorum left behind (issue 40 item 6): why. Its call was cancelled and is billed as
+   * docs/money.md says; its content is empty and it is not an answer of its round.
+   */
+  late?: string;
 }
 
 export interface StaffCall {
@@ -160,6 +168,8 @@ export interface SeatRecord {
 export interface PanelResult {
   seats: SeatRecord[];
   passes: SeatPass[];
+  /** The billed rows of seats a quorum left behind, after the answers on the receipt. */
+  late: SeatPass[];
   rounds: number;
   deliberation: RoundSummary[];
   /** The last round's judgment, null when no judge read a round (express lane). */

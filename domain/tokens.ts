@@ -50,3 +50,18 @@ export function countMessagesTokens(messages: readonly ChatMessage[]): number {
   for (const m of messages) total += PER_MESSAGE + countTokens(m.content);
   return total;
 }
+
+/** A run this long may be one pre-tokenizer piece, whose merges take time quadratic in its length. */
+const LONG_RUN = /\S{200}|\s{200}/;
+
+/**
+ * What the provider counted of messages it received but never reported on (a quorum's late seat, docs/money.md):
+ * o200k_base over each whole message with the framing above. A message with a run long enough to be slow to encode
+ * whole is counted as `countTokens` counts it, which can give a few tokens more (where punctuation meets a newline,
+ * its segments split what the encoding would merge).
+ */
+export function countMessagesTokensAsSent(messages: readonly ChatMessage[]): number {
+  let total = REPLY_PRIMING;
+  for (const m of messages) total += PER_MESSAGE + (LONG_RUN.test(m.content) ? countTokens(m.content) : encodeTokens(m.content).length);
+  return total;
+}

@@ -1,6 +1,7 @@
 import { ActivityFailure, isCancellation } from '@temporalio/workflow';
 import { withoutAddresses } from '../domain/caller-errors';
 import type { SeatedEngine } from '../domain/seat-assignment';
+import { isQuorumLate } from './quorum';
 
 /** What an engine of a chain gave: an answer the step can use, or why not (the engine ran but its reply is unusable). */
 export type EngineReply<T> = { answer: T } | { unusable: string };
@@ -35,7 +36,8 @@ export async function firstAnswering<T>(
       if ('answer' in reply) return reply.answer;
       options.failed(reply.unusable);
     } catch (err) {
-      if (isCancellation(err)) throw err;
+      // A seat its quorum's grace cut is late, not failed: it does not move to its backup.
+      if (isCancellation(err) || isQuorumLate(err)) throw err;
       // Receipts keep this line: an address in a failure that did not come from the engine layer (a database error
       // while reading an own key) is removed here too.
       options.failed(`${engine.engineId}: ${withoutAddresses(failureReason(err))}`);

@@ -1,11 +1,11 @@
-import { isCancellation, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
 import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
 import { lastUserText, type ChatMessage } from '../domain/messages';
-import type { ModeConfig, SeatTuning } from '../domain/modes';
+import type { ModeConfig, Quorum, SeatTuning } from '../domain/modes';
 import { replySchemaOf, withFormatInstruction, type AnswerOptions, type Sampling } from '../domain/answer-options';
 import type { PanelResult, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
 import { seededRandom, shuffled } from '../domain/prng';
@@ -14,6 +14,7 @@ import type { Seating, SeatAssignment } from '../domain/seat-assignment';
 import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL, ENGINE_CALL_LOCAL } from './engine-call-policy';
 import { hedged } from './hedge';
+import { untilQuorumInTask, untilQuorumScoped } from './quorum';
 
 /**
  * The panel: seats, judge, critique rounds and synthesis, with no billing. A function the deliberation workflow
@@ -89,6 +90,8 @@ interface SeatState {
   at: number;
   failures: string[];
   latest: SeatPass | null;
+  /** A cut answer billed while its retry with more room is out: the seat's row carries it if the retry is late. */
+  pending?: EngineCallResult;
   /**
    * The latest answer's own output tokens: what a prompt that quotes it reads. Not the pass's `tokensOut`, which also
    * counts a cut attempt that was retried; ceiling checks read this, as they always have, so they replay unchanged.
@@ -153,6 +156,8 @@ interface PanelState {
   readonly seats: SeatState[];
   /** Every seat pass, in the order they answered. */
   readonly passes: SeatPass[];
+  /** The billed rows of seats a quorum left behind (workflows/quorum.ts), each with why. */
+  readonly late: SeatPass[];
   readonly deliberation: RoundSummary[];
   readonly staffUnavailable: Unavailable[];
   /** Seat passes run so far; judging is not a round (DESIGN §5 step 7). */
@@ -197,6 +202,7 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
     random: seededRandom(input.judgeSeed),
     seats: input.seating.seats.map((p) => ({ assignment: p, at: 0, failures: [], latest: null, answerTokens: 0 })),
     passes: input.record?.passes ?? [],
+    late: [],
     deliberation: [],
     staffUnavailable: [],
     rounds: 0,
@@ -223,10 +229,61 @@ async function groundQuestion(input: PanelInput): Promise<Grounding> {
   }
 }
 
-/** Step 5, and each critique round's seat pass: the seats in parallel, each on its own prompt; those that answered. */
+/**
+ * Step 5, and each critique round's seat pass: the seats in parallel, each on its own prompt; those that answered.
+ * With a quorum smaller than the round, the round ends once the quorum has answered and its grace has passed.
+ */
 async function seatRound(panel: PanelState, round: number, seats: SeatState[], prompts: ChatMessage[][]): Promise<SeatState[]> {
-  const answers = await Promise.all(seats.map((s, i) => runSeat(panel, s, round, prompts[i], seats.length)));
-  return seats.filter((_, i) => answers[i] !== undefined);
+  const { input } = panel;
+  const quorum = input.config.quorum;
+  if (!quorum || seats.length <= quorum.seats) {
+    const answers = await Promise.all(seats.map((s, i) => runSeat(panel, s, round, prompts[i], seats.length)));
+    return seats.filter((_, i) => answers[i] !== undefined);
+  }
+  const startedAt = new Date().toISOString();
+  // Names the round's calls in the worker that runs them (activities/quorum-rounds.ts).
+  const key = input.localCalls ? `${workflowInfo().runId}/${round}` : undefined;
+  const calls = seats.map((s, i) => () => runSeat(panel, s, round, prompts[i], seats.length, key));
+  const settled = key
+    ? await untilQuorumInTask(calls, quorum.seats, {
+        wait: () => localEngineCalls.quorumGrace({ round: key, ms: quorum.graceMs }),
+        release: () => localEngineCalls.quorumRelease({ round: key }),
+      })
+    : await untilQuorumScoped(calls, quorum.seats, quorum.graceMs);
+  const late = seats.flatMap((s, i) => ('late' in settled[i] ? [{ s, messages: tunedMessages(s.assignment.tuning, prompts[i]) }] : []));
+  if (late.length > 0) await billLate(panel, round, late, { quorum, inRound: seats.length, startedAt });
+  return seats.filter((_, i) => {
+    const r = settled[i];
+    return 'answered' in r && r.answered !== undefined;
+  });
+}
+
+/**
+ * Late seats' cancelled calls, billed as docs/money.md says (one reading of the prompt, no output), each on a row of
+ * its own with the reason; a round-1 seat that never answered also names it where the receipt lists seats unavailable.
+ */
+async function billLate(
+  panel: PanelState,
+  round: number,
+  late: { s: SeatState; messages: ChatMessage[] }[],
+  at: { quorum: Quorum; inRound: number; startedAt: string },
+): Promise<void> {
+  const { input } = panel;
+  const { lateCalls } = input.localCalls ? localEngineCalls : engineCalls;
+  const used = await lateCalls({
+    calls: late.map(({ s, messages }) => {
+      const engine = s.assignment.chain[s.at];
+      return { engineId: engine.engineId, ownKey: engine.ownKey, messages, startedAt: at.startedAt };
+    }),
+  });
+  late.forEach(({ s }, i) => {
+    const call = used[i];
+    input.meter.charge(call);
+    const reason = `${call.engineId}: late, cancelled: ${at.quorum.seats} of ${at.inRound} seats had answered and the ${at.quorum.graceMs} ms grace had passed`;
+    if (!s.latest) s.failures.push(reason);
+    panel.late.push({ ...seatPass(s, round, s.pending ?? call, call), late: reason });
+    s.pending = undefined;
+  });
 }
 
 /** A tuned seat's own system prompt comes first, in the one leading system message some chat templates allow. */
@@ -276,6 +333,7 @@ async function runSeat(
   round: number,
   messages: ChatMessage[],
   inRound: number,
+  quorumRound?: string,
 ): Promise<SeatPass | undefined> {
   const { input } = panel;
   const { seat } = input.localCalls ? localEngineCalls : engineCalls;
@@ -300,14 +358,17 @@ async function runSeat(
         round,
         ...callerSampling(input.answer?.sampling),
         ...sampling(s.assignment.tuning),
+        ...(quorumRound !== undefined && { quorumRound }),
       };
       const first = await hedged(
         (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),
         input.hedgeAfterMs,
       );
       input.meter.charge(first);
+      s.pending = first.finish === 'length' ? first : undefined;
       const final =
         first.finish === 'length' && room > seatMax ? await retryWithRoom(() => seat({ ...call, maxOutputTokens: room }), first) : first;
+      s.pending = undefined;
       if (final !== first) input.meter.charge(final);
       const pass = seatPass(s, round, first, final);
       panel.passes.push(pass);
@@ -447,6 +508,7 @@ function panelResult(panel: PanelState): PanelResult {
   return {
     seats: panel.seats.map((s) => ({ role: s.assignment.role, designed: s.assignment.designed, latest: s.latest, failures: s.failures })),
     passes: panel.passes,
+    late: panel.late,
     rounds: panel.rounds,
     deliberation: panel.deliberation,
     judgment: panel.judgment,

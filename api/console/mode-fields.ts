@@ -10,7 +10,7 @@ import {
   ROW_SIZE,
   USE_WHEN_MAX,
 } from '../../domain/mode-spec';
-import { DEPTHS, TIERS, type Tier } from '../../domain/modes';
+import { DEPTHS, QUORUM_GRACE_MAX_MS, TIERS, type Tier } from '../../domain/modes';
 
 /**
  * The mode builder's form, apart from its markup: which fields it has (each named by the spec path it edits), how a
@@ -216,6 +216,20 @@ export function editorSections(form: Form): Section[] {
         choice('grounding', 'Grounding', GROUNDING, DEFAULTS.grounding),
         choice('express', 'Express lane', EXPRESS, DEFAULTS.express),
         number('seat_max_output_tokens', 'Seat output limit (tokens)', 16, 32_000, `Default ${DEFAULTS.seat_max_output_tokens}.`),
+        number(
+          'quorum',
+          'Quorum (seats)',
+          2,
+          ROW_SIZE.plus,
+          'Blank: every round waits for every seat. Set: a round is judged once this many seats answered.',
+        ),
+        number(
+          'grace_ms',
+          'Grace for late seats (ms)',
+          0,
+          QUORUM_GRACE_MAX_MS,
+          `With a quorum: default ${DEFAULTS.grace_ms} ms after its last answer.`,
+        ),
       ],
     },
     {

@@ -8,6 +8,7 @@ import {
   evidenceJson,
   completionShape,
   estimateShape,
+  lateSeatsJson,
   receiptEnvelope,
   receiptShape,
   replayFields,
@@ -42,6 +43,7 @@ function completion(o: Outcome, replayed: boolean): JsonObject {
     billed_usd: replayed ? 0 : usd(o.money.billedMicros),
     latency_ms: o.latencyMs,
     engines: families(o.engines),
+    late_seats: lateSeatsJson(o),
     persisted: true,
     ...(replayed ? replayFields(o) : {}),
   };

@@ -9,6 +9,7 @@ import {
   evidenceJson,
   completionShape,
   estimateShape,
+  lateSeatsJson,
   ratesJson,
   receiptEnvelope,
   receiptShape,
@@ -82,6 +83,7 @@ function completionSvc(o: Outcome): JsonObject {
     engines: o.engines,
     substitutions: o.substitutions.map((s) => ({ role: s.role, original: s.original, used: s.used, reason: s.reason })),
     seats_unavailable: o.seatsUnavailable.length > 0 ? o.seatsUnavailable.map((u) => ({ role: u.role, reason: u.reason })) : undefined,
+    late_seats: lateSeatsJson(o),
     staff_unavailable: o.staffUnavailable.length > 0 ? o.staffUnavailable.map((u) => ({ role: u.role, reason: u.reason })) : undefined,
     persisted: true,
   };

@@ -117,6 +117,15 @@ export function completionShape(o: Outcome, model: string, finishReason: string,
   };
 }
 
+/**
+ * Beyond the spec (issue 40 item 6): the seats a mode's quorum left behind, per round, with why; absent when none was
+ * (every call of a mode without a quorum). Their cancelled calls' billed rows are in the receipt's `seats`, `late` set.
+ */
+export function lateSeatsJson(o: Outcome): JsonObject[] | undefined {
+  const late = o.seatPasses.filter((p) => p.late);
+  return late.length > 0 ? late.map((p) => ({ role: p.role, round: p.round, model_used: p.modelUsed, reason: p.late ?? '' })) : undefined;
+}
+
 /** Fields present only on an idempotent replay (spec 01 replay rules). */
 export function replayFields(o: Outcome): JsonObject {
   return { replayed: true, seats_answered: o.seatsAnswered, answer_truncated: o.finishReason === 'length' };
@@ -141,6 +150,7 @@ function seatRow(row: SeatPass, includeTranscript: boolean, extra: JsonObject): 
     tuning: row.tuning
       ? { temperature: row.tuning.temperature ?? null, seed: row.tuning.seed ?? null, system_prompt: row.tuning.systemPrompt ?? null }
       : undefined,
+    late: row.late,
     ...extra,
   };
 }
@@ -203,6 +213,7 @@ export function receiptShape(
         : null,
     },
     ...opts.extra,
+    late_seats: lateSeatsJson(o),
     latency_ms: o.latencyMs,
     created_at: o.createdAt,
     completed_at: o.completedAt,

@@ -144,7 +144,7 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         parameters: [idempotencyKeyHeader],
         requestBody: body(serialiser.requests.completion),
         responses: {
-          '200': ok('A chat completion with the `svc` block.'),
+          '200': ok('A chat completion with the `svc` block; `svc.late_seats` (beyond the spec) when a mode’s quorum cut seats.'),
           ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
           '409': {
             ...(errors(409)['409'] as JsonObject),
@@ -195,7 +195,7 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         ],
         responses: {
           '200': ok(
-            '`{ok, receipt_available, reason?, receipt?}`; the call’s `user` and `metadata` in `receipt` (or beside `reason`) when sent.',
+            '`{ok, receipt_available, reason?, receipt?}`; the call’s `user` and `metadata` in `receipt` (or beside `reason`) when sent; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`.',
           ),
           ...errors(...ALWAYS, 400, 404),
         },

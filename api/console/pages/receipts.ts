@@ -113,7 +113,7 @@ function seatsSection(o: Outcome): Html {
               <td><code>${p.modelUsed}</code>${p.source === 'own_key' ? html` <span class="muted">(your key)</span>` : ''}</td>
               <td>${p.fallbackUsed && p.originalModel ? html`<code>${p.originalModel}</code>` : ''}</td>
               <td class="num">${score(p.judgeScore)}</td>
-              <td>${p.isBest ? html`<span class="ok">best</span>` : ''}</td>
+              <td>${p.isBest ? html`<span class="ok">best</span>` : p.late ? html`<span class="muted">late: ${p.late}</span>` : ''}</td>
               <td class="num">${p.tokensIn} / ${p.tokensOut}</td>
               <td class="num">${duration(p.latencyMs)}</td>
               <td class="num">${usd(p.realCostMicros)}</td>

@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { releaseMode, reviewListing, saveMode, type Author, type AuthoringDeps } from '../../../operations/authoring/modes';
 import { revokeApiKey } from '../../../db/repositories/api-keys';
 import { readAuthoredMode, releaseDraft, saveDraft, writeListing } from '../../../db/repositories/mode-authoring';
+import { findMode } from '../../../db/repositories/modes';
 import { QuorumError } from '../../../domain/errors';
 import { modeTemplate, validateMode } from '../../../domain/mode-spec';
 import type { Form } from '../../../domain/form';
@@ -227,6 +228,20 @@ describe('modes that organisations build', function () {
       const released = await tool(client, 'save_mode', { spec: spec('NAMC'), release: true });
       assert.equal(released.state, 'released');
       refusedWith(await tool(client, 'save_mode', { spec: { ...spec('NAMD'), name: released.name } }), 'name_taken', 409);
+    });
+
+    it('a quorum through the tools: refused at its path when out of range, stored in the released configuration (issue 40)', async () => {
+      const checked = await tool(client, 'validate_mode', { spec: spec('QRMA', { quorum: 4, grace_ms: 500 }) });
+      assert.equal(checked.valid, false);
+      const entries = checked.refusals as { body: { error: { code: string; param: string } } }[];
+      assert.deepEqual(
+        entries.map((e) => [e.body.error.code, e.body.error.param]),
+        [['quorum_invalid', 'quorum']],
+      );
+      const released = await tool(client, 'save_mode', { spec: spec('QRMB', { quorum: 2, grace_ms: 1_500 }), release: true });
+      assert.equal(released.state, 'released', JSON.stringify(released));
+      const stored = await findMode(stack().db, { orgId: org.orgId, form: 'B', model: String(released.ticker) });
+      assert.deepEqual(stored?.config.quorum, { seats: 2, graceMs: 1_500 });
     });
 
     it('who may change what: test key, limited key, missing scope, another organisation’s mode, a platform mode, no owner', async () => {

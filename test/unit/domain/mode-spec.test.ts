@@ -116,6 +116,8 @@ const CASES: Case[] = [
   { code: 'fidelity_retired', spec: withField('fidelity', 'max') },
   { code: 'fidelity_inert', spec: withField('fidelity', 'standard') },
   { code: 'invalid_value', spec: withField('critique', 'sometimes') },
+  { code: 'quorum_invalid', spec: withField('quorum', 4), check: (r) => assert.equal(r.path, 'quorum') },
+  { code: 'grace_without_quorum', spec: withField('grace_ms', 500), check: (r) => assert.equal(r.path, 'grace_ms') },
   // Listing and price
   { code: 'description_too_long', spec: withField('description', 'x'.repeat(501)) },
   { code: 'use_when_invalid', spec: withField('use_when', '') },
@@ -178,6 +180,39 @@ describe('mode spec validation', () => {
       assert.ok(refusal, `expected ${c.code}, got ${JSON.stringify(result.refusals)}`);
       assert.ok(refusal.message.length > 10);
       c.check?.(refusal as unknown as Record<string, unknown>);
+    });
+  }
+
+  it('a quorum compiles with its grace (2 s when left out); a spec without one compiles as before', () => {
+    const compiled = (spec: Spec): unknown => {
+      const result = validateMode(spec, context());
+      assert.deepEqual(result.refusals, []);
+      return result.ok ? ModeConfigSchema.parse(result.mode.config).quorum : 'refused';
+    };
+    assert.deepEqual(compiled({ ...template(), quorum: 2, grace_ms: 1_500 }), { seats: 2, graceMs: 1_500 });
+    assert.deepEqual(compiled({ ...template(), quorum: 3 }), { seats: 3, graceMs: 2_000 });
+    assert.deepEqual(compiled({ ...template(), quorum: 2, grace_ms: 0 }), { seats: 2, graceMs: 0 });
+    const plain = validateMode(template(), context());
+    assert.ok(plain.ok);
+    assert.equal('quorum' in plain.mode.config, false, 'no key at all, so the configuration hash of a mode without one is unchanged');
+    ModeSpecDocSchema.parse({ ...template(), quorum: 2, grace_ms: 1_500 });
+  });
+
+  for (const [label, over, code, path] of [
+    ['a quorum of one', { quorum: 1 }, 'quorum_invalid', 'quorum'],
+    ['a fractional quorum', { quorum: 2.5 }, 'quorum_invalid', 'quorum'],
+    ['a quorum given as text', { quorum: '2' }, 'quorum_invalid', 'quorum'],
+    ['a quorum on a mode that is always express', { quorum: 2, express: 'always' }, 'quorum_invalid', 'quorum'],
+    ['a negative grace', { quorum: 2, grace_ms: -1 }, 'invalid_request', 'grace_ms'],
+    ['a grace past 120 s', { quorum: 2, grace_ms: 120_001 }, 'invalid_request', 'grace_ms'],
+    ['a fractional grace', { quorum: 2, grace_ms: 0.5 }, 'invalid_request', 'grace_ms'],
+  ] as const) {
+    it(`refuses ${label} (${code} at ${path})`, () => {
+      const result = validateMode({ ...template(), ...over }, context());
+      assert.deepEqual(
+        result.refusals.map((r) => [r.code, r.path]),
+        [[code, path]],
+      );
     });
   }
 

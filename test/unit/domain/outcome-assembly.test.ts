@@ -60,6 +60,7 @@ function panelResult(over: Partial<PanelResult> = {}): PanelResult {
       },
     ],
     passes: [pass('seat1', 1, 'openai/gpt-4.1'), pass('seat2', 1, 'openai/gpt-4.1'), s1, s2],
+    late: [],
     rounds: 2,
     deliberation: [],
     judgment: {

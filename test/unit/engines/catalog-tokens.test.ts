@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { CATALOG, enginesOf, findEngine } from '../../../engines';
 import { engineCostMicros } from '../../../domain/pricing';
-import { countMessagesTokens, countTokens } from '../../../domain/tokens';
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { countMessagesTokens, countMessagesTokensAsSent, countTokens } from '../../../domain/tokens';
 
 describe('engines: catalog', () => {
   it('has unique family/model ids, sane limits and prices, and backups that exist in another family of the same tier', () => {
@@ -50,5 +51,16 @@ describe('domain: engine cost and tokens', () => {
       { role: 'user' as const, content: 'hello world' },
     ];
     assert.equal(countMessagesTokens(messages), 3 + 4 + countTokens('Be brief.') + 4 + 2);
+  });
+
+  it('counts a prompt as the provider received it: each whole message encoded, segments only past a long run', () => {
+    // Where punctuation meets a newline the encoding merges what segment-wise counting splits (14 tokens, not 17).
+    const text = 'Answer A:\nThe sky is blue.\n\nAnswer B:\nRayleigh.';
+    assert.equal(encode(text).length, 14);
+    assert.equal(countMessagesTokensAsSent([{ role: 'user', content: text }]), 3 + 4 + 14);
+    assert.ok(countTokens(text) > 14, 'the quote counts more here');
+    // A run of 200 letters is counted in segments, as quotes count it, so it cannot take quadratic time.
+    const run = 'a'.repeat(5_000);
+    assert.equal(countMessagesTokensAsSent([{ role: 'user', content: run }]), 3 + 4 + countTokens(run));
   });
 });
