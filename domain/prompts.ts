@@ -61,25 +61,38 @@ export function judgePrompt(messages: readonly ChatMessage[], answers: readonly 
 /** Marks a synthesis request, so the simulated engines can recognise it. */
 export const SYNTHESIS_TAG = 'QUORUM-SYNTHESIS-V1';
 
+/** A request to write one answer from labelled ones: the panel's synthesis, and Self-MoA's aggregation. */
+function oneAnswerPrompt(
+  messages: readonly ChatMessage[],
+  answers: readonly LabelledAnswer[],
+  words: { shown: string; unmentioned: string; after: string },
+): ChatMessage[] {
+  return [
+    {
+      role: 'system',
+      content:
+        `${SYNTHESIS_TAG}\nWrite the single best answer to the question from the ${words.shown} below.` +
+        ' Keep what is correct, drop what is wrong, ' +
+        `resolve disagreements explicitly. Do not mention ${words.unmentioned}; answer the user directly.`,
+    },
+    {
+      role: 'user',
+      content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}${words.after}`,
+    },
+  ];
+}
+
 export function synthesisPrompt(
   messages: readonly ChatMessage[],
   answers: readonly LabelledAnswer[],
   bestLabel: string,
   judgeNote: string,
 ): ChatMessage[] {
-  return [
-    {
-      role: 'system',
-      content:
-        `${SYNTHESIS_TAG}\nWrite the single best answer to the question from the panel answers below.` +
-        ' Keep what is correct, drop what is wrong, ' +
-        'resolve disagreements explicitly. Do not mention the panel, answers or labels; answer the user directly.',
-    },
-    {
-      role: 'user',
-      content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}\n\nThe judge preferred answer ${bestLabel}: ${judgeNote}`,
-    },
-  ];
+  return oneAnswerPrompt(messages, answers, {
+    shown: 'panel answers',
+    unmentioned: 'the panel, answers or labels',
+    after: `\n\nThe judge preferred answer ${bestLabel}: ${judgeNote}`,
+  });
 }
 
 /**
@@ -87,19 +100,7 @@ export function synthesisPrompt(
  * synthesis prompt without a judge's preference, since the arm spends nothing on judging.
  */
 export function aggregationPrompt(messages: readonly ChatMessage[], answers: readonly LabelledAnswer[]): ChatMessage[] {
-  return [
-    {
-      role: 'system',
-      content:
-        `${SYNTHESIS_TAG}\nWrite the single best answer to the question from the candidate answers below.` +
-        ' Keep what is correct, drop what is wrong, resolve disagreements explicitly. Do not mention the candidates or' +
-        ' labels; answer the user directly.',
-    },
-    {
-      role: 'user',
-      content: `Question:\n${lastUserText(messages)}\n\n${answers.map((a) => `Answer ${a.label}:\n${a.text}`).join('\n\n')}`,
-    },
-  ];
+  return oneAnswerPrompt(messages, answers, { shown: 'candidate answers', unmentioned: 'the candidates or labels', after: '' });
 }
 
 /** Marks a classification request, so the simulated engines can recognise it. */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { MIN_SAMPLE, tierRate } from '../../../domain/estimate';
+import { customMode } from '../deliberation/helpers';
 import { systemModeConfig } from './fixtures';
 import { call, EXPRESS, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, USER, type Api, type TestOrg } from './helpers';
 
@@ -47,8 +48,15 @@ for (const form of FORMS) {
         assert.equal(micros(e.total_usd), micros(e.gross_usd) - micros(e.cap_credit_usd));
         assert.equal(micros(b.estimated_price_usd), micros(e.mode_fee_usd));
         assert.equal(e.tier, 'plus');
-        const tiers = e.per_mtok_by_tier as Record<string, Obj>;
-        assert.deepEqual(Object.keys(tiers).sort(), ['experience', 'plus', 'pro']);
+        assert.deepEqual(Object.keys(e.per_mtok_by_tier as Obj).sort(), ['experience', 'plus', 'pro']);
+        // A mode with no recorded call (the system panel's count depends on what other suites called it with).
+        const fresh = await customMode(org.orgId, 'quorum-panel', {});
+        const unrecorded = await call(api, 'POST', '/v1/estimate', {
+          key,
+          body: { model: fresh.ticker, messages: USER('Why is the sky blue?') },
+        });
+        assert.equal(unrecorded.status, 200, JSON.stringify(unrecorded.body));
+        const tiers = (unrecorded.body.estimate as Obj).per_mtok_by_tier as Record<string, Obj>;
         assert.equal(tiers.plus.reason, 'below_min_sample');
         assert.deepEqual([tiers.plus.input_usd_per_mtok, tiers.plus.output_usd_per_mtok, tiers.plus.n], [null, null, 0]);
         assert.equal(tiers.plus.basis, 'api_calls');
