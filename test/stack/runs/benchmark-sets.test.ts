@@ -88,6 +88,14 @@ describe('runs: real benchmark sets (svc.question_set)', function () {
         const final = /Final answer:\s*(.+)\s*$/m.exec(q.mode_answer ?? '')?.[1]?.trim() ?? '';
         const same = q.source.set === 'math-500' ? final === q.reference_answer : final.toLowerCase() === q.reference_answer.toLowerCase();
         assert.equal(q.mode_correct, same, `${q.id}: ${JSON.stringify(q.mode_answer)} against ${JSON.stringify(q.reference_answer)}`);
+        // Each equal-cost arm's answer (issue 39 item 2), read by the same rule.
+        const right = (text: string | null | undefined): boolean => {
+          const f = /Final answer:\s*(.+)\s*$/m.exec(text ?? '')?.[1]?.trim() ?? '';
+          return q.source?.set === 'math-500' ? f === q.reference_answer : f.toLowerCase() === q.reference_answer?.toLowerCase();
+        };
+        assert.ok(q.arms?.self_moa && q.arms.majority_vote, `${q.id}: both arms answered`);
+        assert.equal(q.arms.self_moa.correct, right(q.arms.self_moa.answer), `${q.id}: Self-MoA`);
+        assert.equal(q.arms.majority_vote.correct, right(q.arms.majority_vote.answer), `${q.id}: the vote`);
         // The mix draws each bucket from the sets docs/runs.md puts in it (which ones is the seed's draw).
         assert.ok(BUCKET_SETS[q.bucket]?.includes(q.source.set), `${q.id} (${q.source.set}) in bucket ${q.bucket}`);
       }
