@@ -60,7 +60,10 @@ for (const form of FORMS) {
         assert.equal(tiers.plus.reason, 'below_min_sample');
         assert.deepEqual([tiers.plus.input_usd_per_mtok, tiers.plus.output_usd_per_mtok, tiers.plus.n], [null, null, 0]);
         assert.equal(tiers.plus.basis, 'api_calls');
-        assert.equal((e.basis as Obj).kind, 'engine_rates');
+        assert.equal(((unrecorded.body.estimate as Obj).basis as Obj).kind, 'engine_rates');
+        // The system panel's basis follows its own plus-tier rate, whichever other suites made it.
+        const panelPlus = (e.per_mtok_by_tier as Record<string, Obj>).plus;
+        assert.equal((e.basis as Obj).kind, panelPlus.reason ? 'engine_rates' : 'api_calls');
         const dv = b.deliberation_value as Obj;
         assert.ok(['likely_helps', 'likely_hurts', 'unknown'].includes(String(dv.verdict)));
       }
