@@ -18,6 +18,7 @@ import { model, models } from './v1/models';
 import { openApiDocument } from './v1/openapi';
 import { missingRequestId } from '../operations/receipt';
 import { receipt } from './v1/receipts';
+import { organizationRoutes } from './v1/organization';
 import { cancelResponseRoute, createResponseRoute, deleteResponseRoute, retrieveResponseRoute } from './v1/responses';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
@@ -168,6 +169,8 @@ export function createApp(deps: AppDeps): Koa {
   // Either scope lists runs: each reads its own kind (operations/run-list.ts).
   router.get('/v1/runs', gate(routeDeps, undefined), listRunsRoute(routeDeps));
   router.post('/mcp', mcpEndpoint(routeDeps, deps.log));
+  // Additive (issue 41): the organisation's keys and activity log, for an admin key.
+  organizationRoutes(router, routeDeps);
 
   // Outermost, so every request is timed with the status it ended with, errors and 404s included.
   app.use(httpMetrics());

@@ -1,16 +1,22 @@
 import { createHash, randomBytes } from 'node:crypto';
 
-/** DESIGN §8: `qrm_live_` / `qrm_test_` + 32 random base62 characters; only the SHA-256 hash is stored. */
+/**
+ * DESIGN §8: `qrm_live_` / `qrm_test_` + 32 random base62 characters; only the SHA-256 hash is stored. An admin key
+ * (`qrm_admin_`, issue 41) manages the organisation's keys and reads its activity; it calls no mode (api/http/access.ts).
+ */
 export const KEY_PREFIX = 'qrm';
-export const KEY_KINDS = ['live', 'test'] as const;
+export const KEY_KINDS = ['live', 'test', 'admin'] as const;
 export type KeyKind = (typeof KEY_KINDS)[number];
+/** The kinds that call modes; the API's key routes issue only these (an admin key is made by the owner in the console). */
+export const CALLING_KEY_KINDS = ['live', 'test'] as const;
+export type CallingKeyKind = (typeof CALLING_KEY_KINDS)[number];
 
 export const SCOPES = ['completions', 'estimate', 'models', 'receipts', 'tests', 'certify', 'modes:write'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const SECRET_LENGTH = 32;
-const KEY_SHAPE = /^qrm_(live|test)_[A-Za-z0-9]{32}$/;
+const KEY_SHAPE = /^qrm_(live|test|admin)_[A-Za-z0-9]{32}$/;
 
 /** Uniform base62: bytes ≥ 248 (= 4·62) are rejected rather than folded, so no character is favoured. */
 export function randomBase62(length: number): string {
@@ -63,3 +69,9 @@ export function isScope(value: string): value is Scope {
 export function keyAllowsMode(allowedModes: readonly string[] | null, modeId: string): boolean {
   return allowedModes === null || allowedModes.includes(modeId);
 }
+
+/**
+ * A key's own requests per minute must be below its organisation's (issue 41), which is the service's per-key default:
+ * a key without its own limit has the organisation's.
+ */
+export const ORG_REQUESTS_PER_MINUTE = 60;

@@ -92,6 +92,8 @@ export const ERROR_TABLE = {
   plan_limit_reached: e(402, 'invalid_request_error'),
   // Additive (issue 38 item 11): a ceiling below the call's quote past the organisation's daily cap credit; nothing runs.
   cap_credit_limit_reached: e(402, 'invalid_request_error'),
+  // Additive (issue 41 item 3): the call's hold would take its key past the key's monthly budget; nothing runs.
+  key_budget_exceeded: e(402, 'invalid_request_error'),
   // 429
   rate_limit_exceeded: e(429, 'rate_limit_error', true),
   concurrency_limit_exceeded: e(429, 'rate_limit_error', true),

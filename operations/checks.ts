@@ -2,7 +2,7 @@ import type { Db } from '../db/knex';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { acquireLease, LEASE_TTL_MS, releaseLease, renewLease } from '../db/repositories/limits';
 import { findMode } from '../db/repositories/modes';
-import { keyAllowsMode, type Scope } from '../domain/api-keys';
+import { keyAllowsMode, type CallingKeyKind, type KeyKind, type Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import type { ModeRecord } from '../domain/modes';
 import type { ChatMessage } from '../domain/messages';
@@ -120,4 +120,14 @@ export function requireScope(auth: { scopes: readonly Scope[] }, scope: Scope): 
 /** The key's own per-call ceiling in micro-dollars, when the service set one. */
 export function keyCeilingMicros(auth: AuthContext): number | undefined {
   return auth.limits.maxCostMicros === null ? undefined : Number(auth.limits.maxCostMicros);
+}
+
+/** What an admin key is told where it would call (the gate refuses it first; this keeps the types honest). */
+export const ADMIN_KEY_CALLS_NOTHING =
+  'An admin key manages the organisation (its keys and activity log) and calls no mode; use a live or test key.';
+
+/** The kind of a key that calls a mode: live or test, never admin. */
+export function callingKeyKind(auth: { keyKind: KeyKind }): CallingKeyKind {
+  if (auth.keyKind === 'admin') throw new QuorumError('insufficient_scope', ADMIN_KEY_CALLS_NOTHING);
+  return auth.keyKind;
 }

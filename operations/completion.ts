@@ -10,7 +10,7 @@ import { microsToDecimal, usdToMicrosAtMost } from '../domain/money';
 import type { Outcome } from '../domain/outcome';
 import { assertPlanPermits, type PlanPayer } from '../domain/plan-rules';
 import type { CompletionInput } from './requests/common';
-import { checkInputTokens, resolveMode, withConcurrencySlot, withPersonSlot } from './checks';
+import { callingKeyKind, checkInputTokens, resolveMode, withConcurrencySlot, withPersonSlot } from './checks';
 import type { OperationDeps } from './deps';
 import {
   callerCeilingMicros,
@@ -23,6 +23,7 @@ import {
 } from './estimate';
 import { conductDeliberation } from './deliberation';
 import { capCreditToday } from './ledger';
+import { checkKeyBudget } from './api-keys';
 
 /** Far above any real ceiling; keeps the conversion of an absurd `max_cost_usd` exact. */
 const MAX_REQUESTED_USD = 1_000_000;
@@ -112,7 +113,7 @@ async function checkCapCreditLimit(
  * A chat completion, after the body was read: model and entitlement (404/403; a connected app's plan, 403
  * `tier_not_permitted`) → input tokens (413) → idempotency (409 / replay / 422, in conductDeliberation) → concurrency
  * (429; a connected app's person too, `too_many_concurrent_requests`) → the day's cap credit (402
- * `cap_credit_limit_reached`, Form B) → balance (402; a plan's allowance, `plan_limit_reached`) → run.
+ * `cap_credit_limit_reached`, Form B) → the key's monthly budget (402 `key_budget_exceeded`) → balance (402; a plan's allowance, `plan_limit_reached`) → run.
  */
 export async function createCompletion(
   deps: CompletionDeps,
@@ -134,6 +135,7 @@ export async function createCompletion(
     personId: auth.app.personId,
     holdMicros: planHoldMicros(deps, { mode, tier, messages: body.messages, promptTokens }),
   };
+  const ceilingMicros = callerCeilingMicros(form, auth, mode, requested);
   // Idempotency comes before concurrency (DESIGN §8): a key that already ran or is running replays or gets 409
   // even when every slot is taken, since it starts nothing new.
   const known = async (): Promise<boolean> => {
@@ -144,12 +146,14 @@ export async function createCompletion(
     // Beside the balance check: a replay, or a call already running, is answered as before whatever today's credits.
     if (requested !== undefined && !(await known()))
       await checkCapCreditLimit(deps, auth, { mode, tier, messages: body.messages, promptTokens, requested });
+    // A key's monthly budget is judged against the call's hold, as the balance is, and likewise spares a replay.
+    if (auth.monthlyBudgetMicros !== undefined && !(await known())) await checkKeyBudget(deps, auth, ceilingMicros);
     return conductDeliberation(
       { db, client },
       {
         orgId: auth.orgId,
         apiKeyId: auth.keyId,
-        keyKind: auth.keyKind,
+        keyKind: callingKeyKind(auth),
         idempotencyKey,
         fingerprint: canonicalHash({
           model: body.model,
@@ -164,7 +168,7 @@ export async function createCompletion(
         tier,
         messages: body.messages,
         promptTokens,
-        ceilingMicros: callerCeilingMicros(form, auth, mode, requested),
+        ceilingMicros,
         payer,
         onStarted: input.onStarted,
         options: body.options,

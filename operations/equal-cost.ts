@@ -1,3 +1,4 @@
+import { callingKeyKind } from './checks';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { recordedQuestionCosts } from '../db/repositories/runs';
 import { classifyHeuristic } from '../domain/classifier';
@@ -44,7 +45,7 @@ async function tierPlan(
     orgId: auth.orgId,
     modeId: mode.id,
     modeVersion: mode.version,
-    keyMode: auth.keyKind,
+    keyMode: callingKeyKind(auth),
     tier: lineup.tier,
   });
   const base = { tier: lineup.tier, engineId: baseline.engineId };

@@ -7,6 +7,7 @@ import {
   membersOf,
   pendingInvitations,
   recordSignIn,
+  removeMembership,
   setSessionOrg,
   signInAllowed,
   type Invitation,
@@ -19,6 +20,7 @@ import { startTrial, type OrganisationDeps } from './organisations';
 import { DECOY_HASH, hashPassword, passwordMatches } from './passwords';
 import { memberOrg, requireOwner, type Principal } from './principal';
 import type { StoreDeps } from './deps';
+import { recordActivity } from './activity';
 
 /** People (DESIGN §14): sign-up, sign-in, the organisation's members and invitations by link. */
 
@@ -78,7 +80,24 @@ export async function invite(deps: StoreDeps, principal: Principal & { via: 'per
   requireOwner(principal, 'Only the owner invites people.');
   const email = normaliseEmail(rawEmail);
   if (!email) throw new QuorumError('invalid_request', 'Enter an email address like name@example.com.', { param: 'email' });
-  return createInvitation(deps.db, { orgId: memberOrg(principal), email, invitedBy: principal.person.id });
+  const orgId = memberOrg(principal);
+  // The invitation's token is its secret: the record names the address only.
+  return deps.db.transaction(async (trx) => {
+    const token = await createInvitation(trx, { orgId, email, invitedBy: principal.person.id });
+    await recordActivity(trx, orgId, principal, { kind: 'member.invited', subject: email, detail: { email } });
+    return token;
+  });
+}
+
+/** The owner removes a member (never the owner); they lose the organisation at their next page. */
+export async function removeMember(deps: StoreDeps, principal: Principal & { via: 'person' }, personId: string): Promise<void> {
+  requireOwner(principal, 'Only the owner removes people.');
+  const orgId = memberOrg(principal);
+  await deps.db.transaction(async (trx) => {
+    const removed = await removeMembership(trx, orgId, personId);
+    if (!removed) throw new QuorumError('not_found', 'No such member, other than the owner, in this organisation.');
+    await recordActivity(trx, orgId, principal, { kind: 'member.removed', subject: removed.id, detail: { email: removed.email } });
+  });
 }
 
 /** The organisation's members and its invitations not yet accepted. */

@@ -1,9 +1,10 @@
-import { findPersonByEmail, type Person } from '../db/repositories/people';
+import { findPersonByEmail, membershipsOf, type Person } from '../db/repositories/people';
 import { assignPlan, listPlans, planOf, planUsage, type PlanUsage } from '../db/repositories/plans';
 import { QuorumError } from '../domain/errors';
 import type { Plan } from '../domain/plans';
 import type { Principal } from './principal';
 import type { StoreDeps } from './deps';
+import { recordActivity } from './activity';
 
 /** Billing plans of people signed in through connected apps (DESIGN §15): listed and assigned by the operator. */
 
@@ -30,11 +31,21 @@ export async function planUsageOf(
 /** Puts the person on a billing plan; their plan and this month's use. */
 export async function putOnPlan(
   deps: StoreDeps,
-  _principal: Principal & { via: 'operator' },
+  principal: Principal & { via: 'operator' },
   input: { email: string; planId: string },
 ): Promise<{ person: Person; usage: PlanUsage }> {
   const person = await personByEmail(deps, input.email);
-  await assignPlan(deps.db, { personId: person.id, planId: input.planId });
+  // A person's plan is theirs across organisations: each of their organisations' logs says it changed.
+  await deps.db.transaction(async (trx) => {
+    const before = await planOf(trx, person.id);
+    const plan = await assignPlan(trx, { personId: person.id, planId: input.planId });
+    for (const m of await membershipsOf(trx, person.id))
+      await recordActivity(trx, m.orgId, principal, {
+        kind: 'plan.changed',
+        subject: person.id,
+        detail: { person_id: person.id, email: person.email, from: before.id, to: plan.id },
+      });
+  });
   return { person, usage: await planUsage(deps.db, person.id) };
 }
 

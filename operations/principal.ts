@@ -6,7 +6,16 @@ import { QuorumError } from '../domain/errors';
  * has chosen, with their role there), or the operator at the CLI, who may act on any organisation. REST and MCP
  * operations take the caller's key (`AuthContext`) instead.
  */
-export type Principal = { via: 'person'; person: Person; orgId: string | null; role: Role | null } | { via: 'operator' };
+export type Principal =
+  | {
+      via: 'person';
+      person: Person;
+      orgId: string | null;
+      role: Role | null;
+      /** The client's address as the console saw it: the activity log's "from where" (issue 41). */
+      ip?: string;
+    }
+  | { via: 'operator' };
 
 /** A person acting in an organisation they belong to; the organisation's id. */
 export function memberOrg(principal: Principal & { via: 'person' }): string {

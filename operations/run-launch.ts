@@ -1,3 +1,4 @@
+import { callingKeyKind } from './checks';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { randomInt, randomUUID } from 'node:crypto';
 import type { AuthContext } from '../db/repositories/api-keys';
@@ -422,7 +423,7 @@ async function startLaunchWorkflow(
     workflowId,
     idempotencyKey: key,
     fingerprint: priced.fingerprint,
-    keyKind: auth.keyKind,
+    keyKind: callingKeyKind(auth),
     apiKeyId: auth.keyId,
     modeId: mode.id,
     modeVersion: mode.version,

@@ -1,6 +1,7 @@
 import { rotateSigningSecret, signingSecretState, type SigningSecretState } from '../db/repositories/webhook-secrets';
 import { orgActedOn, requireOwner, type Principal } from './principal';
 import type { StoreDeps } from './deps';
+import { recordActivity } from './activity';
 
 /** The secret that signs the organisation's run callbacks: its state is shown, and the owner rotates it. */
 
@@ -11,5 +12,10 @@ export async function signingSecretOf(deps: StoreDeps, principal: Principal): Pr
 /** A new signing secret, shown once. */
 export async function rotateSecret(deps: StoreDeps, principal: Principal): Promise<string> {
   requireOwner(principal, 'Only the organisation owner rotates the webhook signing secret.');
-  return rotateSigningSecret(deps.db, orgActedOn(principal));
+  const orgId = orgActedOn(principal);
+  return deps.db.transaction(async (trx) => {
+    const secret = await rotateSigningSecret(trx, orgId);
+    await recordActivity(trx, orgId, principal, { kind: 'webhook_secret.rotated' });
+    return secret;
+  });
 }

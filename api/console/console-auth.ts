@@ -15,7 +15,11 @@ export interface Authoring {
   author: Author;
 }
 
-/** The mode builder's core, as the console calls it: a person of `org` in the builder. */
-export function consoleAuthoring(deps: ConsoleDeps, org: Membership): Authoring {
-  return { deps: { db: deps.db, form: deps.form, engines: deps.engines, env: deps.env }, author: { via: 'console', orgId: org.orgId } };
+/** The mode builder's core, as the console calls it: a person of `org` in the builder (`user`: who, for the activity log). */
+export function consoleAuthoring(deps: ConsoleDeps, org: Membership, user?: ConsoleUser): Authoring {
+  const by = user && { kind: 'person' as const, id: user.session.person.id, edge: 'console' as const, ip: user.ip };
+  return {
+    deps: { db: deps.db, form: deps.form, engines: deps.engines, env: deps.env },
+    author: { via: 'console', orgId: org.orgId, ...(by && { by }) },
+  };
 }

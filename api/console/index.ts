@@ -8,6 +8,8 @@ import type { ConsoleDeps } from './deps';
 import { html } from '../http/html';
 import { page } from './layout';
 import { accountPages } from './pages/account';
+import { activityPages } from './pages/activity';
+import { keyPages } from './pages/keys';
 import { authPages } from './pages/auth';
 import { authorizePages } from './pages/authorize';
 import { connectedAppPages } from './pages/connected-apps';
@@ -106,6 +108,8 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   authorizePages(router, deps);
   connectedAppPages(router, deps);
   accountPages(router, deps);
+  keyPages(router, deps);
+  activityPages(router, deps);
   modePages(router, deps);
   receiptPages(router, deps);
   runPages(router, deps);

@@ -23,6 +23,8 @@ export interface ConsoleUser {
   memberships: Membership[];
   /** The organisation the console is showing, when the person belongs to one. */
   org: Membership | undefined;
+  /** The client's address (behind the proxy, as Koa reads it): where the activity log says a change came from. */
+  ip: string;
 }
 
 export interface ConsoleState {
@@ -82,6 +84,7 @@ export function consoleSession(deps: StoreDeps, opts: { secureCookies: boolean }
     const user: ConsoleUser | undefined = found && {
       ...found,
       org: found.memberships.find((m) => m.orgId === found.session.orgId) ?? found.memberships[0],
+      ip: ctx.ip,
     };
     let csrf = session?.csrfToken;
     if (!csrf) {
@@ -136,7 +139,7 @@ export function requireOrg(ctx: Context): { user: ConsoleUser; org: Membership }
 
 /** The signed-in person as the principal of the operations they call, in the organisation their session chose. */
 export function personOf(user: ConsoleUser): Principal & { via: 'person' } {
-  return { via: 'person', person: user.session.person, orgId: user.org?.orgId ?? null, role: user.org?.role ?? null };
+  return { via: 'person', person: user.session.person, orgId: user.org?.orgId ?? null, role: user.org?.role ?? null, ip: user.ip };
 }
 
 /** Thrown after a redirect is set, to stop the handler; the console's error handler lets it pass. */

@@ -2,10 +2,11 @@ import type { Db } from '../../db/knex';
 import { authenticate, type AuthContext } from '../../db/repositories/api-keys';
 import { authenticateApp, type AppGrant } from '../../db/repositories/app-principals';
 import { admitRequest } from '../../db/repositories/limits';
-import { isAccessTokenShaped, isApiKeyAttempt, type Scope } from '../../domain/api-keys';
+import { isAccessTokenShaped, isApiKeyAttempt, ORG_REQUESTS_PER_MINUTE, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { isDependencyOutage } from './errors';
-import { requireScope } from '../../operations/checks';
+import { ADMIN_KEY_CALLS_NOTHING, requireScope } from '../../operations/checks';
+import { requireAdminKey } from '../../operations/activity';
 
 /**
  * Who is calling, and may they: the checks every edge (REST and MCP) runs first, in DESIGN §8's order —
@@ -46,12 +47,16 @@ export interface AccessDeps {
   oauth: AccessTokens;
 }
 
-export const DEFAULT_REQUESTS_PER_MINUTE = 60;
+export const DEFAULT_REQUESTS_PER_MINUTE = ORG_REQUESTS_PER_MINUTE;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** What a route asks of its caller: a scope, or an admin key (`/v1/organization/…`). */
+export const ADMIN_SCOPE = 'admin';
+export type GateScope = Scope | typeof ADMIN_SCOPE;
+
 /** `scope` undefined: the caller checks each operation's own scope (`requireScope`), as the MCP server does per tool. */
-export async function authorize(deps: AccessDeps, credentials: Credentials, scope: Scope | undefined): Promise<AuthContext> {
+export async function authorize(deps: AccessDeps, credentials: Credentials, scope: GateScope | undefined): Promise<AuthContext> {
   // A browser sends Origin on cross-origin fetches; a real key seen there is treated as leaked (spec 01, Authentication 3).
   if (credentials.origin !== undefined)
     throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
@@ -71,7 +76,7 @@ async function admit(
   { db, oauth }: AccessDeps,
   { edge, onRate }: Credentials,
   bearer: string,
-  scope: Scope | undefined,
+  scope: GateScope | undefined,
 ): Promise<AuthContext> {
   // Our keys have a prefix of their own and access tokens a shape of their own (spec 01 item 7); anything else is a
   // key gone wrong, often a provider's key pasted here, and is answered as one (spec 01: a malformed key).
@@ -81,7 +86,10 @@ async function admit(
       "This is neither a Quorum API key (they begin qrm_live_ or qrm_test_) nor an access token Quorum issued. A provider's own key is set in the console, under provider keys, not sent here.",
     );
   const auth = isApiKeyAttempt(bearer) ? await authenticate(db, bearer) : await authenticateApp(db, await oauth.verify(bearer, edge));
-  if (scope !== undefined) requireScope(auth, scope);
+  // An admin key (issue 41) reaches the organisation's own routes only, and only it does.
+  if (scope === ADMIN_SCOPE) requireAdminKey(auth);
+  else if (auth.keyKind === 'admin') throw new QuorumError('insufficient_scope', ADMIN_KEY_CALLS_NOTHING);
+  else if (scope !== undefined) requireScope(auth, scope);
   await admitCalls(db, auth, 1, onRate);
   return auth;
 }

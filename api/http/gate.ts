@@ -2,10 +2,9 @@ import type { Context, Middleware, Next } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { AuthContext } from '../../db/repositories/api-keys';
-import type { Scope } from '../../domain/api-keys';
 import { recordRefusal } from '../../db/repositories/limits';
 import { QuorumError } from '../../domain/errors';
-import { authorize, type AccessDeps, type RateState } from './access';
+import { authorize, type AccessDeps, type GateScope, type RateState } from './access';
 
 /** What the gate leaves on `ctx.state` for the handlers behind it. */
 export interface ApiState {
@@ -54,7 +53,7 @@ function setRateHeaders(ctx: Context, rate: RateState): void {
  * The REST edge of `authorize`: it also gives the request its id and the start of its timing, and records refusals.
  * `scope` undefined: the operation checks the scopes of what it reads (GET /v1/runs).
  */
-export function gate(access: AccessDeps, scope: Scope | undefined, requestIdPrefix?: 'req' | 'est'): Middleware {
+export function gate(access: AccessDeps, scope: GateScope | undefined, requestIdPrefix?: 'req' | 'est'): Middleware {
   const { db } = access;
   return async (ctx: Context, next: Next): Promise<void> => {
     const state = ctx.state as ApiState;

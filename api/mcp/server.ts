@@ -80,6 +80,7 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
         deps,
         auth,
         baseUrl: baseUrlOf(ctx),
+        ip: ctx.ip,
         progress:
           token === undefined
             ? undefined

@@ -40,6 +40,8 @@ export interface ToolContext {
   auth: AuthContext;
   /** The base URL the caller reached, for status addresses. */
   baseUrl: string;
+  /** The client's address, for the activity log. */
+  ip?: string;
   /** Sends a progress notification; absent when the caller sent no `progressToken` (nothing is watched then). */
   progress?: (message: string) => Promise<void>;
 }
@@ -298,7 +300,13 @@ function authoring(ctx: ToolContext): { deps: AuthoringDeps; author: Author } {
   const { db, form, engines, env } = ctx.deps;
   return {
     deps: { db, form, engines, env },
-    author: { via: 'key', orgId: ctx.auth.orgId, keyKind: ctx.auth.keyKind, allowedModes: ctx.auth.allowedModes },
+    author: {
+      via: 'key',
+      orgId: ctx.auth.orgId,
+      keyKind: ctx.auth.keyKind,
+      allowedModes: ctx.auth.allowedModes,
+      by: { kind: 'key', id: ctx.auth.keyId, edge: 'mcp', ip: ctx.ip ?? null },
+    },
   };
 }
 

@@ -8,6 +8,17 @@ import { REFUSED } from '../../operations/requests/openai-params';
 import type { JsonObject } from '../forms/json';
 import { RUN_LIST_PARAMETERS, RunListSchema } from './run-list-resources';
 import {
+  ACTIVITY_PARAMETERS,
+  ActivityListSchema,
+  BudgetSchema,
+  KEY_ID_PARAMETER,
+  KeyCreateSchema,
+  NewOrganizationKeySchema,
+  OrganizationKeyListSchema,
+  OrganizationKeySchema,
+  OrganizationKeyWithSpendSchema,
+} from './organization-resources';
+import {
   AttemptSchema,
   CertifiedScopeSchema,
   CertifyPollSchema,
@@ -117,6 +128,11 @@ function components(): JsonObject {
       RunList: schemaOf(RunListSchema),
       RunQuestion: schemaOf(RunQuestionSchema),
       ModeCertification: schemaOf(ModeCertificationSchema),
+      OrganizationKey: schemaOf(OrganizationKeySchema),
+      NewOrganizationKey: schemaOf(NewOrganizationKeySchema),
+      OrganizationKeyWithSpend: schemaOf(OrganizationKeyWithSpendSchema),
+      OrganizationKeyList: schemaOf(OrganizationKeyListSchema),
+      ActivityList: schemaOf(ActivityListSchema),
       // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
       ModeSpec: schemaOf(ModeSpecDocSchema),
     },
@@ -309,6 +325,49 @@ function runPaths(serialiser: FormSerialiser): JsonObject {
   };
 }
 
+/** Issue 41 items 3 and 6, beyond the spec: the organisation's keys and activity log, for an admin key only (403 else). */
+function organizationPaths(): JsonObject {
+  const keyErrors = errors(...ALWAYS, 404);
+  return {
+    '/v1/organization/keys': {
+      post: {
+        operationId: 'createOrganizationKey',
+        requestBody: body(KeyCreateSchema),
+        responses: { '200': okOf('The new key, with its secret shown this once.', 'NewOrganizationKey'), ...errors(...ALWAYS, 400) },
+      },
+      get: {
+        operationId: 'listOrganizationKeys',
+        responses: { '200': okOf('Every key of the organisation, newest first.', 'OrganizationKeyList'), ...errors(...ALWAYS) },
+      },
+    },
+    '/v1/organization/keys/{key_id}': {
+      get: {
+        operationId: 'getOrganizationKey',
+        parameters: [KEY_ID_PARAMETER],
+        responses: { '200': okOf('The key and what its calls spent this month.', 'OrganizationKeyWithSpend'), ...keyErrors },
+      },
+      post: {
+        operationId: 'setOrganizationKeyBudget',
+        parameters: [KEY_ID_PARAMETER],
+        requestBody: body(BudgetSchema),
+        responses: { '200': okOf('The key with its new monthly budget.', 'OrganizationKey'), ...errors(...ALWAYS, 400, 404) },
+      },
+      delete: {
+        operationId: 'revokeOrganizationKey',
+        parameters: [KEY_ID_PARAMETER],
+        responses: { '200': ok('`{object: "organization.key.deleted", id, deleted: true, revoked_at}`.'), ...keyErrors },
+      },
+    },
+    '/v1/organization/activity': {
+      get: {
+        operationId: 'listOrganizationActivity',
+        parameters: ACTIVITY_PARAMETERS,
+        responses: { '200': okOf('The account’s changes, newest first.', 'ActivityList'), ...errors(...ALWAYS, 400) },
+      },
+    },
+  };
+}
+
 /** Issue 28 item 6: what a run POSTs to its `svc.callback_url` when it ends (docs/api-extensions.md). */
 function webhooks(): JsonObject {
   return {
@@ -341,7 +400,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
     info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
     security: [{ bearer: [] }],
     components: components(),
-    paths: { ...callPaths(serialiser), ...responsePaths(serialiser), ...runPaths(serialiser) },
+    paths: { ...callPaths(serialiser), ...responsePaths(serialiser), ...runPaths(serialiser), ...organizationPaths() },
     webhooks: webhooks(),
   };
 }

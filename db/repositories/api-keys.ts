@@ -25,6 +25,8 @@ export interface AuthContext {
   isOwner: boolean;
   /** Set when a connected app calls with an OAuth access token: the call bills the person's plan (payer `plan`). */
   app?: AppPrincipal;
+  /** The key's monthly budget (issue 41): a call that would take its spend this month past it is refused (402). */
+  monthlyBudgetMicros?: bigint;
 }
 
 export interface CreateApiKeyInput {
@@ -35,6 +37,8 @@ export interface CreateApiKeyInput {
   limits?: Partial<KeyLimits>;
   expiresAt?: Date | null;
   isOwner?: boolean;
+  label?: string | null;
+  monthlyBudgetMicros?: bigint | null;
 }
 
 const positiveInt = z.number().int().positive().nullable().default(null);
@@ -59,7 +63,9 @@ export async function createApiKey(db: DbOrTrx, input: CreateApiKeyInput): Promi
   const parsed = CreateInput.safeParse({ scopes: input.scopes, allowedModes: input.allowedModes ?? null, limits: input.limits ?? {} });
   if (!parsed.success)
     throw new QuorumError('invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-  const { scopes, allowedModes, limits } = parsed.data;
+  const { allowedModes, limits } = parsed.data;
+  // An admin key has no calling scope: the gate lets it reach the organisation's own routes only.
+  const scopes = input.keyKind === 'admin' ? [] : parsed.data.scopes;
   const apiKey = generateApiKey(input.keyKind);
   const keyId = `key_${randomBase62(20)}`;
   await unknownOrgAsNotFound(input.orgId, () =>
@@ -78,6 +84,8 @@ export async function createApiKey(db: DbOrTrx, input: CreateApiKeyInput): Promi
       max_input_tokens: limits.maxInputTokens,
       max_cost_micros: limits.maxCostMicros?.toString() ?? null,
       expires_at: input.expiresAt ?? null,
+      label: input.label ?? null,
+      monthly_budget_micros: input.monthlyBudgetMicros?.toString() ?? null,
     }),
   );
   return { keyId, apiKey };
@@ -97,6 +105,7 @@ interface KeyRow {
   max_cost_micros: bigint | null;
   revoked_at: Date | null;
   expires_at: Date | null;
+  monthly_budget_micros: string | null;
   org_status: 'active' | 'suspended';
 }
 
@@ -119,6 +128,7 @@ export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthCon
       'k.max_cost_micros',
       'k.revoked_at',
       'k.expires_at',
+      'k.monthly_budget_micros',
       'o.status as org_status',
     )) as KeyRow | undefined;
   if (!row) throw new QuorumError('invalid_api_key', 'The API key is not recognised.');
@@ -138,47 +148,151 @@ export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthCon
       maxCostMicros: row.max_cost_micros,
     },
     isOwner: row.is_owner,
+    ...(row.monthly_budget_micros !== null && { monthlyBudgetMicros: BigInt(row.monthly_budget_micros) }),
   };
 }
 
-/** Revocation is permanent; revoking twice keeps the first time. Unknown key → `not_found`. */
-export async function revokeApiKey(db: DbOrTrx, keyId: string): Promise<void> {
-  const updated = await db('api_keys')
-    .where({ id: keyId })
-    .update({ revoked_at: db.raw('coalesce(revoked_at, now())') });
-  if (updated === 0) throw new QuorumError('not_found', `no API key ${keyId}`);
+/**
+ * Revocation is permanent; revoking twice keeps the first time (`now` false). Unknown key, or one of another
+ * organisation than `orgId` when given → `not_found`.
+ */
+export async function revokeApiKey(db: DbOrTrx, keyId: string, orgId?: string): Promise<{ orgId: string; now: boolean }> {
+  const q = db('api_keys').where({ id: keyId });
+  if (orgId !== undefined) q.where({ org_id: orgId });
+  const rows = (await q
+    .update({ revoked_at: db.raw('coalesce(revoked_at, now())') })
+    // Read before the update: whether this statement is the one that revoked it.
+    .returning(['org_id', db.raw('(select k.revoked_at is null from api_keys k where k.id = api_keys.id) as now')])) as {
+    org_id: string;
+    now: boolean;
+  }[];
+  if (rows.length === 0) throw new QuorumError('not_found', `no API key ${keyId}`);
+  return { orgId: rows[0].org_id, now: rows[0].now };
 }
 
 export interface KeyListing {
   id: string;
   keyKind: KeyKind;
+  label: string | null;
   /** What the key looks like without its secret: `qrm_live_…abcd`. */
   display: string;
   scopes: Scope[];
+  /** null = every mode the organisation is entitled to. */
+  allowedModes: string[] | null;
+  requestsPerMinute: number | null;
+  monthlyBudgetMicros: bigint | null;
+  isOwner: boolean;
+  expiresAt: Date | null;
   createdAt: Date;
   revokedAt: Date | null;
 }
 
-/** An organisation's keys as the console lists them; never a secret, only the prefix and last four characters. */
+interface ListingRow {
+  id: string;
+  mode: KeyKind;
+  label: string | null;
+  prefix: string;
+  last4: string;
+  scopes: Scope[];
+  allowed_modes: string[] | null;
+  requests_per_minute: number | null;
+  monthly_budget_micros: string | null;
+  is_owner: boolean;
+  expires_at: Date | null;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+const LISTING_COLUMNS = [
+  'id',
+  'mode',
+  'label',
+  'prefix',
+  'last4',
+  'scopes',
+  'allowed_modes',
+  'requests_per_minute',
+  'monthly_budget_micros',
+  'is_owner',
+  'expires_at',
+  'created_at',
+  'revoked_at',
+];
+
+function toListing(r: ListingRow): KeyListing {
+  return {
+    id: r.id,
+    keyKind: r.mode,
+    label: r.label,
+    display: `${r.prefix}…${r.last4}`,
+    scopes: r.scopes,
+    allowedModes: r.allowed_modes,
+    requestsPerMinute: r.requests_per_minute,
+    monthlyBudgetMicros: r.monthly_budget_micros === null ? null : BigInt(r.monthly_budget_micros),
+    isOwner: r.is_owner,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  };
+}
+
+/** An organisation's keys, newest first; never a secret, only the prefix and last four characters. */
 export async function listApiKeys(db: DbOrTrx, orgId: string): Promise<KeyListing[]> {
   const rows = (await db('api_keys')
     .where({ org_id: orgId })
-    .orderBy('created_at', 'desc')
-    .select('id', 'mode', 'prefix', 'last4', 'scopes', 'created_at', 'revoked_at')) as {
-    id: string;
-    mode: KeyKind;
-    prefix: string;
-    last4: string;
-    scopes: Scope[];
-    created_at: Date;
-    revoked_at: Date | null;
-  }[];
-  return rows.map((r) => ({
-    id: r.id,
-    keyKind: r.mode,
-    display: `${r.prefix}…${r.last4}`,
-    scopes: r.scopes,
-    createdAt: r.created_at,
-    revokedAt: r.revoked_at,
-  }));
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .select(LISTING_COLUMNS)) as ListingRow[];
+  return rows.map(toListing);
+}
+
+/** One key of the organisation; another organisation's key is not found. */
+export async function findApiKey(db: DbOrTrx, orgId: string, keyId: string): Promise<KeyListing | undefined> {
+  const row = (await db('api_keys').where({ org_id: orgId, id: keyId }).first(LISTING_COLUMNS)) as ListingRow | undefined;
+  return row && toListing(row);
+}
+
+/** Sets (or with null clears) a key's monthly budget. */
+export async function setKeyBudget(db: DbOrTrx, keyId: string, budgetMicros: bigint | null): Promise<void> {
+  await db('api_keys')
+    .where({ id: keyId })
+    .update({ monthly_budget_micros: budgetMicros?.toString() ?? null });
+}
+
+/** What a key's calls of a month cost so far: billed (net of cap credit) and still held by calls in flight. */
+export interface KeySpend {
+  spentMicros: bigint;
+  heldMicros: bigint;
+}
+
+/**
+ * The key's calls made since `since` (the start of the month, UTC), from the ledger: a call's entries (hold, release,
+ * charge, cap credit) sum to what it took from the balance, and their reserved deltas to what it still holds.
+ */
+export async function keySpendSince(db: DbOrTrx, input: { orgId: string; keyId: string; since: Date }): Promise<KeySpend> {
+  const row = (await db('ledger_entries as e')
+    .join('requests as r', function () {
+      this.on('r.id', '=', 'e.request_id').andOn('r.org_id', '=', 'e.org_id');
+    })
+    .where('r.api_key_id', input.keyId)
+    .where('r.org_id', input.orgId)
+    .where('r.created_at', '>=', input.since)
+    .first(
+      db.raw('coalesce(-sum(e.amount_micros), 0)::text as spent'),
+      db.raw('coalesce(sum(e.reserved_delta_micros), 0)::text as held'),
+    )) as { spent: string; held: string };
+  return { spentMicros: BigInt(row.spent), heldMicros: BigInt(row.held) };
+}
+
+/** Keys not revoked whose expiry falls in [from, to): what a `key.expiring` alert reads. */
+export async function keysExpiringBetween(db: DbOrTrx, from: Date, to: Date): Promise<(KeyListing & { orgId: string })[]> {
+  const rows = (await db('api_keys')
+    .whereNull('revoked_at')
+    .where('expires_at', '>=', from)
+    .where('expires_at', '<', to)
+    .orderBy('expires_at')
+    .select([...LISTING_COLUMNS, 'org_id'])) as (ListingRow & { org_id: string })[];
+  return rows.map((r) => ({ ...toListing(r), orgId: r.org_id }));
 }

@@ -77,6 +77,17 @@ export async function membersOf(db: DbOrTrx, orgId: string): Promise<(Person & {
   return rows;
 }
 
+/** Removes a member who is not the owner; the removed person, or undefined when none such is a member. */
+export async function removeMembership(db: DbOrTrx, orgId: string, personId: string): Promise<Person | undefined> {
+  const removed = (await db('memberships as m')
+    .where({ 'm.org_id': orgId, 'm.person_id': personId })
+    .whereNot('m.role', 'owner')
+    .del()
+    .returning('m.person_id')) as { person_id: string }[];
+  if (removed.length === 0) return undefined;
+  return (await db('people').where({ id: personId }).first('id', 'email', 'name')) as Person;
+}
+
 export interface Session {
   tokenHash: string;
   person: Person;

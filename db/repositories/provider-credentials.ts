@@ -75,6 +75,11 @@ export async function setBedrockRole(db: DbOrTrx, input: { orgId: string; roleAr
   });
 }
 
+/** Removes the organisation's own access of a family; whether there was one. */
+export async function removeProviderCredential(db: DbOrTrx, orgId: string, family: string): Promise<boolean> {
+  return (await db('provider_credentials').where({ org_id: orgId, family }).del()) > 0;
+}
+
 /** The families an organisation has its own provider access for (never their secrets). */
 export async function ownProviderFamilies(db: DbOrTrx, orgId: string): Promise<Set<string>> {
   const rows = (await db('provider_credentials').where({ org_id: orgId }).select('family')) as { family: string }[];

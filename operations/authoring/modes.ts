@@ -1,7 +1,9 @@
 import type { StoreDeps } from '../deps';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { ActivityActor } from '../../domain/activity';
 import type { KeyKind } from '../../domain/api-keys';
+import { recordActivity } from '../activity';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../../domain/mode-spec';
@@ -48,10 +50,26 @@ export interface AuthoringDeps {
 }
 
 /** Who authors: a bearer key, a person in the builder, or an operator (who alone may author platform modes: `orgId` null). */
-export type Author =
+export type Author = (
   | { via: 'key'; orgId: string; keyKind: KeyKind; allowedModes: readonly string[] | null }
   | { via: 'console'; orgId: string | null }
-  | { via: 'operator'; orgId: string | null };
+  | { via: 'operator'; orgId: string | null }
+) & {
+  /** Who, for the activity log (issue 41): the key or person and where from; the operator when absent. */
+  by?: ActivityActor;
+};
+
+/** Records a release or listing of an organisation's mode in the activity log (a platform mode has no organisation). */
+async function recordModeChange(
+  trx: Knex.Transaction,
+  author: Author,
+  kind: 'mode.released' | 'mode.listed',
+  m: AuthoredMode,
+): Promise<void> {
+  if (m.orgId === null) return;
+  const by = author.by ?? { kind: 'operator', id: null, edge: 'cli', ip: null };
+  await recordActivity(trx, m.orgId, by, { kind, subject: m.id, detail: { ticker: m.ticker, version: m.currentVersion } });
+}
 
 /** The price floor when no operator set one: the cheapest the price slider goes. */
 export function configuredPriceFloor(env: NodeJS.ProcessEnv): PriceFloor {
@@ -290,7 +308,17 @@ export async function releaseMode(deps: AuthoringDeps, author: Author, modeId: s
   const part = result.mode.ticker ?? mode.ticker.split(':')[1];
   const ticker = `${mode.ticker.split(':')[0]}:${part}`;
   const released = await writing(() =>
-    releaseDraft(deps.db, { modeId: mode.id, revision: mode.draftRevision, spec: mode.draftSpec, mode: result.mode, ticker }),
+    deps.db.transaction(async (trx) => {
+      const done = await releaseDraft(trx, {
+        modeId: mode.id,
+        revision: mode.draftRevision,
+        spec: mode.draftSpec,
+        mode: result.mode,
+        ticker,
+      });
+      await recordModeChange(trx, author, 'mode.released', done);
+      return done;
+    }),
   );
   return view(deps, released);
 }
@@ -317,7 +345,10 @@ export async function listMode(deps: AuthoringDeps, author: Author, modeId: stri
       'published_version_uncertified',
       `${mode.ticker} is certified at version ${certified}; version ${mode.currentVersion} would be published without it. Certify it first.`,
     );
-  await writeListing(deps.db, { modeId: mode.id, revision: mode.listingRevision, state: 'listed', version: mode.currentVersion });
+  await deps.db.transaction(async (trx) => {
+    await writeListing(trx, { modeId: mode.id, revision: mode.listingRevision, state: 'listed', version: mode.currentVersion });
+    await recordModeChange(trx, author, 'mode.listed', mode);
+  });
   return view(deps, (await readAuthoredMode(deps.db, mode.id)) as AuthoredMode);
 }
 

@@ -3,13 +3,17 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { PlanUsage } from '../../../db/repositories/plans';
 import type { SigningSecretState } from '../../../db/repositories/webhook-secrets';
-import { issueKey, keysOf, revokeKey } from '../../../operations/api-keys';
 import { accountOverview, addBalance } from '../../../operations/ledger';
-import { invite, teamOf } from '../../../operations/people';
-import { KEY_FAMILIES, ownProviderKeysOf, setOwnBedrockRole, setOwnProviderKey } from '../../../operations/provider-keys';
+import { invite, removeMember, teamOf } from '../../../operations/people';
+import {
+  KEY_FAMILIES,
+  ownProviderKeysOf,
+  removeOwnProviderKey,
+  setOwnBedrockRole,
+  setOwnProviderKey,
+} from '../../../operations/provider-keys';
 import { chooseOrganisation } from '../../../operations/sessions';
-import { rotateSecret, signingSecretOf } from '../../../operations/webhook-secrets';
-import { SCOPES, isScope, type Scope } from '../../../domain/api-keys';
+import { rotateSecret } from '../../../operations/webhook-secrets';
 import { QuorumError } from '../../../domain/errors';
 import { usdToMicros } from '../../../domain/money';
 import { nameProblems } from '../../../domain/people';
@@ -22,10 +26,10 @@ import { csrfField, page } from '../layout';
 import { ConsoleRefusal, personOf, refusingPlainly, requireOrg, requireUser } from '../session';
 import { inviteUrl } from './auth';
 
-/** The organisation's account: overview (balance, ledger), API keys (shown once), team and invitations, own provider keys. */
+/** The organisation's account: overview (balance, ledger), team and invitations, own provider keys; keys are in keys.ts. */
 
 /** Copies the text of the element named by `data-copy` (no inline script: the CSP allows only our own files). */
-function copyButton(target: string): Html {
+export function copyButton(target: string): Html {
   return html`<button type="button" class="secondary" data-copy="${target}">Copy</button>`;
 }
 
@@ -58,7 +62,7 @@ function planSection(u: PlanUsage): Html {
 }
 
 /** The secret run completion callbacks are signed with (issue 28 item 6): its state, never its value, and Rotate. */
-function signingSecretSection(ctx: Context, state: SigningSecretState | null, owner: boolean): Html {
+export function signingSecretSection(ctx: Context, state: SigningSecretState | null, owner: boolean): Html {
   const said = !state
     ? 'None yet: one is made for the first callback delivered, or now.'
     : state.shownAt
@@ -81,7 +85,6 @@ function signingSecretSection(ctx: Context, state: SigningSecretState | null, ow
 
 export function accountPages(router: Router, deps: ConsoleDeps): void {
   overviewRoutes(router, deps);
-  keyRoutes(router, deps);
   webhookSecretRoutes(router, deps);
   teamRoutes(router, deps);
   providerKeyRoutes(router, deps);
@@ -203,119 +206,6 @@ function overviewRoutes(router: Router, deps: ConsoleDeps): void {
   });
 }
 
-/** API keys (issued shown once, revoked) and the webhook signing secret. */
-function keyRoutes(router: Router, deps: ConsoleDeps): void {
-  router.get('/keys', async (ctx) => {
-    const { user, org } = requireOrg(ctx);
-    const [keys, secret] = await Promise.all([keysOf(deps, personOf(user)), signingSecretOf(deps, personOf(user))]);
-    page(
-      ctx,
-      'API keys',
-      html`${ctx.query.welcome ? html`<p class="flash">Welcome. Issue a key to call the API; it is shown once.</p>` : ''}
-        <form method="post" action="/console/keys" class="stack">
-          ${csrfField(ctx)}
-          <fieldset>
-            <legend>Kind</legend>
-            <label
-              ><span><input type="radio" name="kind" value="live" checked /> Live: real engines, billed</span></label
-            >
-            <label
-              ><span><input type="radio" name="kind" value="test" /> Test: simulated engines, never billed</span></label
-            >
-          </fieldset>
-          <fieldset>
-            <legend>Scopes</legend>
-            ${SCOPES.map(
-              (s) =>
-                html`<label
-                  ><span><input type="checkbox" name="scopes" value="${s}" checked /> ${s}</span></label
-                >`,
-            )}
-          </fieldset>
-          <button>Create key</button>
-        </form>
-        <h2>Keys</h2>
-        <table>
-          <thead>
-            <tr>
-              <th>Key</th>
-              <th>Kind</th>
-              <th>Scopes</th>
-              <th>Created</th>
-              <th>State</th>
-              <th></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${keys.map(
-              (k) =>
-                html`<tr>
-                  <td><code>${k.display}</code></td>
-                  <td>${k.keyKind}</td>
-                  <td>${k.scopes.join(', ')}</td>
-                  <td>${when(k.createdAt)}</td>
-                  <td>${k.revokedAt ? `revoked ${when(k.revokedAt)}` : 'active'}</td>
-                  <td>
-                    ${
-                      k.revokedAt
-                        ? ''
-                        : html`<form method="post" action="/console/keys/${k.id}/revoke" class="inline">
-                            ${csrfField(ctx)}<button class="danger">Revoke</button>
-                          </form>`
-                    }
-                  </td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-        ${signingSecretSection(ctx, secret, org.role === 'owner')}`,
-    );
-  });
-
-  router.post('/keys', async (ctx) => {
-    const { user } = requireOrg(ctx);
-    const fields = fieldsOf(ctx, { kind: text(10) });
-    const raw = (ctx.request.body as { scopes?: unknown }).scopes;
-    const scopes = (Array.isArray(raw) ? raw : [raw]).filter((s): s is Scope => typeof s === 'string' && isScope(s));
-    if (fields.kind !== 'live' && fields.kind !== 'test') throw new ConsoleRefusal(400, 'Choose live or test.');
-    if (scopes.length === 0) throw new ConsoleRefusal(400, 'Choose at least one scope.');
-    const { apiKey } = await issueKey(deps, personOf(user), { keyKind: fields.kind, scopes });
-    const base = `${baseUrlOf(ctx)}/v1`;
-    // Shown once: this response is the only place the key exists in the clear; it is not cached.
-    ctx.set('Cache-Control', 'no-store');
-    page(
-      ctx,
-      'Your new API key',
-      html`<p class="flash" role="status">Copy it now: it is shown once. Only a hash of it is kept.</p>
-        <p class="secret" id="new-key">${apiKey}</p>
-        ${copyButton('new-key')}
-        <h2>Call it with the OpenAI SDKs</h2>
-        <p>Change the base URL and the model; nothing else.</p>
-        <pre id="snippet-py">
-from openai import OpenAI
-client = OpenAI(base_url="${base}", api_key="${apiKey}")
-reply = client.chat.completions.create(model="QRM:PANL", messages=[{"role": "user", "content": "Why is the sky blue?"}])
-print(reply.choices[0].message.content)</pre>
-        ${copyButton('snippet-py')}
-        <pre id="snippet-js">
-import OpenAI from 'openai';
-const client = new OpenAI({ baseURL: '${base}', apiKey: '${apiKey}' });
-const reply = await client.chat.completions.create({ model: 'QRM:PANL', messages: [{ role: 'user', content: 'Why is the sky blue?' }] });
-console.log(reply.choices[0].message.content);</pre>
-        ${copyButton('snippet-js')}
-        <p><a href="/console/keys">Back to keys</a></p>`,
-    );
-  });
-
-  router.post('/keys/:id/revoke', async (ctx) => {
-    const { user } = requireOrg(ctx);
-    await refusingPlainly(revokeKey(deps, personOf(user), ctx.params.id));
-    ctx.redirect('/console/keys');
-  });
-
-  /** The team page; right after an invitation, with its link (shown in that response only, never passed in a URL). */
-}
-
 /** Rotating the webhook signing secret (its state shows on the keys page). */
 function webhookSecretRoutes(router: Router, deps: ConsoleDeps): void {
   router.post('/webhook-secret', async (ctx) => {
@@ -351,6 +241,7 @@ function teamRoutes(router: Router, deps: ConsoleDeps): void {
               <th>Name</th>
               <th>Email</th>
               <th>Role</th>
+              <th></th>
             </tr>
           </thead>
           <tbody>
@@ -360,6 +251,15 @@ function teamRoutes(router: Router, deps: ConsoleDeps): void {
                   <td>${m.name}</td>
                   <td>${m.email}</td>
                   <td>${m.role}</td>
+                  <td>
+                    ${
+                      org.role === 'owner' && m.role !== 'owner'
+                        ? html`<form method="post" action="/console/team/${m.id}/remove" class="inline">
+                            ${csrfField(ctx)}<button class="danger">Remove</button>
+                          </form>`
+                        : ''
+                    }
+                  </td>
                 </tr>`,
             )}
           </tbody>
@@ -393,6 +293,12 @@ function teamRoutes(router: Router, deps: ConsoleDeps): void {
   }
   router.get('/team', (ctx) => teamPage(ctx));
 
+  router.post('/team/:person/remove', async (ctx) => {
+    const { user } = requireOrg(ctx);
+    await refusingPlainly(removeMember(deps, personOf(user), ctx.params.person));
+    ctx.redirect('/console/team');
+  });
+
   router.post('/team/invite', async (ctx) => {
     const { user } = requireOrg(ctx);
     const token = await refusingPlainly(invite(deps, personOf(user), fieldsOf(ctx, { email: text(400) }).email));
@@ -419,6 +325,7 @@ function providerKeyRoutes(router: Router, deps: ConsoleDeps): void {
             <tr>
               <th>Family</th>
               <th>State</th>
+              <th></th>
             </tr>
           </thead>
           <tbody>
@@ -427,6 +334,15 @@ function providerKeyRoutes(router: Router, deps: ConsoleDeps): void {
                 html`<tr>
                   <td>${f}</td>
                   <td>${configured.has(f) ? html`<span class="ok">configured</span>` : 'not set'}</td>
+                  <td>
+                    ${
+                      configured.has(f) && org.role === 'owner'
+                        ? html`<form method="post" action="/console/provider-keys/${f}/remove" class="inline">
+                            ${csrfField(ctx)}<button class="danger">Remove</button>
+                          </form>`
+                        : ''
+                    }
+                  </td>
                 </tr>`,
             )}
           </tbody>
@@ -470,6 +386,12 @@ function providerKeyRoutes(router: Router, deps: ConsoleDeps): void {
         refusedValues('That does not look like a provider API key.'),
       ),
     );
+    ctx.redirect('/console/provider-keys');
+  });
+
+  router.post('/provider-keys/:family/remove', async (ctx) => {
+    const { user } = requireOrg(ctx);
+    await refusingPlainly(removeOwnProviderKey(deps, personOf(user), { family: ctx.params.family }));
     ctx.redirect('/console/provider-keys');
   });
 

@@ -160,7 +160,7 @@ async function saveFromFields(ctx: Context, deps: ConsoleDeps, org: Membership, 
   const release = body.action === 'release';
   const posted = specFromFields(editorSections(deps.form), body);
   const { spec, refusal } = posted;
-  const a = consoleAuthoring(deps, org);
+  const a = consoleAuthoring(deps, org, requireOrg(ctx).user);
   const refused = (status: number, editor: Partial<EditorState>): Promise<void> => {
     ctx.status = status;
     const state = { spec, checked: true, ...editor };

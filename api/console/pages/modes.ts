@@ -149,9 +149,9 @@ function modeRoutes(router: Router, deps: ConsoleDeps): void {
  */
 function modeAction(deps: ConsoleDeps, done: Done, act: (ctx: Context, a: Authoring) => Promise<unknown>): (ctx: Context) => Promise<void> {
   return async (ctx) => {
-    const { org } = requireOrg(ctx);
+    const { user, org } = requireOrg(ctx);
     try {
-      await act(ctx, consoleAuthoring(deps, org));
+      await act(ctx, consoleAuthoring(deps, org, user));
       ctx.redirect(`/console/modes/${encodeURIComponent(ctx.params.id)}?done=${done}`);
     } catch (err) {
       if (!(err instanceof QuorumError)) throw err;

@@ -1,0 +1,340 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { call, EXPRESS, FORMS, PANEL, startApi, USER, type Api, type Reply } from '../api/helpers';
+import { Visitor } from '../console/helpers';
+import { startProductWorkers } from '../deliberation/helpers';
+import { quorumCli } from '../../harness/cli';
+import { stack } from '../../harness/stack';
+
+/**
+ * Issue 41 items 3 and 6 through HTTP, in both Forms: an admin key the owner makes in the console manages the
+ * organisation's keys over `/v1/organization/keys` (label, scopes, modes, expiry, a monthly budget, a requests-per-
+ * minute limit below the organisation's; the secret shown once), and `/v1/organization/activity` (and the console's
+ * page) shows every change with who, when and from where, and never a secret.
+ */
+
+const PASSWORD = 'correct horse battery staple';
+const ORG_RPM = 60;
+
+interface Owner {
+  visitor: Visitor;
+  orgId: string;
+  email: string;
+  /** The admin key, made on the console's key page by the owner. */
+  admin: string;
+}
+
+const secretOn = (pageBody: string, id: string): string => {
+  const m = new RegExp(`id="${id}">([^<]+)<`).exec(pageBody);
+  assert.ok(m, `no #${id} on the page: ${pageBody.slice(0, 500)}`);
+  return m[1].trim();
+};
+
+async function ownerOf(api: Api, secrets: string[]): Promise<Owner> {
+  const org = `Admin ${randomUUID().slice(0, 8)}`;
+  const email = `a-${randomUUID().slice(0, 8)}@example.com`;
+  const visitor = new Visitor(api);
+  await visitor.signUp({ email, password: PASSWORD, org });
+  const { id: orgId } = (await stack().db('organisations').where({ name: org }).first('id')) as { id: string };
+  await visitor.get('/console/keys');
+  const made = await visitor.post('/console/keys', { kind: 'admin', label: 'automation' });
+  assert.equal(made.status, 200, made.body.slice(0, 1000));
+  const admin = secretOn(made.body, 'new-key');
+  assert.match(admin, /^qrm_admin_[A-Za-z0-9]{32}$/);
+  secrets.push(admin);
+  return { visitor, orgId, email, admin };
+}
+
+function expectError(reply: Reply, status: number, code: string, param?: string): void {
+  assert.equal(reply.status, status, JSON.stringify(reply.body));
+  assert.equal(reply.body.error?.code, code, JSON.stringify(reply.body));
+  if (param !== undefined) assert.equal(reply.body.error?.param, param, JSON.stringify(reply.body));
+}
+
+const micros = (usd: unknown): bigint => BigInt(Math.round(Number(usd) * 1_000_000));
+const usd = (m: bigint): number => Number(m) / 1_000_000;
+
+for (const form of FORMS) {
+  describe(`Keys by API and the activity log, Form ${form} (issue 41 items 3 and 6)`, function () {
+    this.timeout(240_000);
+    let api: Api;
+    let workers: { stop(): Promise<void> };
+    let owner: Owner;
+    /** Every secret this suite made: none may appear in the activity log. */
+    const secrets: string[] = [];
+
+    before(async () => {
+      workers = await startProductWorkers();
+      api = await startApi(form);
+      owner = await ownerOf(api, secrets);
+    });
+    after(async () => {
+      await api.close();
+      await workers.stop();
+    });
+
+    const create = async (body: Record<string, unknown>): Promise<Reply> => {
+      const reply = await call(api, 'POST', '/v1/organization/keys', { key: owner.admin, body });
+      if (typeof reply.body.secret === 'string') secrets.push(reply.body.secret);
+      return reply;
+    };
+
+    it('an admin key creates a key whose secret is shown once, limited to a mode: it calls that mode and is refused another', async () => {
+      const reply = await create({ label: 'panel only', kind: 'live', modes: [PANEL[form]], scopes: ['completions', 'models'] });
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      assert.equal(reply.headers.get('cache-control'), 'no-store');
+      const secret = String(reply.body.secret);
+      assert.match(secret, /^qrm_live_[A-Za-z0-9]{32}$/);
+      assert.equal(reply.body.redacted_value, `qrm_live_…${secret.slice(-4)}`);
+      assert.deepEqual([reply.body.label, reply.body.modes, reply.body.scopes], ['panel only', [PANEL[form]], ['completions', 'models']]);
+      // Listed and read back without its secret.
+      const listed = await call(api, 'GET', '/v1/organization/keys', { key: owner.admin });
+      assert.equal(listed.status, 200);
+      assert.ok(!JSON.stringify(listed.body).includes(secret));
+      assert.ok((listed.body.data as { id: string }[]).some((k) => k.id === reply.body.id));
+      const one = await call(api, 'GET', `/v1/organization/keys/${String(reply.body.id)}`, { key: owner.admin });
+      assert.equal(one.status, 200);
+      assert.ok(!JSON.stringify(one.body).includes(secret));
+
+      const answered = await call(api, 'POST', '/v1/chat/completions', {
+        key: secret,
+        body: { model: PANEL[form], messages: USER(`Name a prime number. ${randomUUID()}`) },
+      });
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      // Spec 01 Authentication 4 and 6: a key lacking the scope for the mode is 403 insufficient_scope.
+      const before = await stack().db('requests').where({ org_id: owner.orgId }).count<{ count: string }[]>('* as count');
+      expectError(
+        await call(api, 'POST', '/v1/chat/completions', { key: secret, body: { model: EXPRESS[form], messages: USER('What is 2+2?') } }),
+        403,
+        'insufficient_scope',
+        'model',
+      );
+      const after = await stack().db('requests').where({ org_id: owner.orgId }).count<{ count: string }[]>('* as count');
+      assert.equal(after[0].count, before[0].count, 'nothing ran for the refused mode');
+    });
+
+    it('a key expires on time: answered before its expiry, 401 revoked_api_key after it', async () => {
+      const expiresAt = Math.floor(Date.now() / 1000) + 2;
+      const reply = await create({ label: 'short-lived', scopes: ['models'], expires_at: expiresAt });
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      assert.equal(reply.body.expires_at, expiresAt);
+      const key = String(reply.body.secret);
+      assert.equal((await call(api, 'GET', '/v1/models', { key })).status, 200);
+      await new Promise((r) => setTimeout(r, expiresAt * 1000 - Date.now() + 100));
+      expectError(await call(api, 'GET', '/v1/models', { key }), 401, 'revoked_api_key');
+      // An expiry already past is refused at creation, naming it.
+      expectError(await create({ expires_at: Math.floor(Date.now() / 1000) - 60 }), 400, 'invalid_request', 'expires_at');
+    });
+
+    it("a requests-per-minute limit is enforced, and must be below the organisation's", async () => {
+      const reply = await create({ scopes: ['models'], requests_per_minute: 2 });
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      const key = String(reply.body.secret);
+      assert.equal((await call(api, 'GET', '/v1/models', { key })).status, 200);
+      assert.equal((await call(api, 'GET', '/v1/models', { key })).status, 200);
+      const third = await call(api, 'GET', '/v1/models', { key });
+      expectError(third, 429, 'rate_limit_exceeded');
+      assert.equal(third.headers.get('x-ratelimit-limit-requests'), '2');
+      expectError(await create({ requests_per_minute: ORG_RPM }), 400, 'invalid_request', 'requests_per_minute');
+    });
+
+    it('a key stops at its monthly budget: a call whose hold would pass it is 402 key_budget_exceeded with nothing run', async () => {
+      const { db } = stack();
+      const made = await create({ label: 'budgeted', modes: [PANEL[form]], monthly_budget_usd: 100 });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const key = String(made.body.secret);
+      const keyId = String(made.body.id);
+      const ask = (): Promise<Reply> =>
+        call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(`Name a colour. ${randomUUID()}`) } });
+      const first = await ask();
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      // What the first call held and what it cost, read from Postgres: the figures the budget is judged against.
+      const [request] = (await db('requests').where({ api_key_id: keyId }).select('id')) as { id: string }[];
+      const { amount_micros: hold } = (await db('reservations')
+        .where({ org_id: owner.orgId, request_id: request.id })
+        .first('amount_micros')) as {
+        amount_micros: string;
+      };
+      const entries = (await db('ledger_entries').where({ org_id: owner.orgId, request_id: request.id }).select('amount_micros')) as {
+        amount_micros: string;
+      }[];
+      const spent = -entries.reduce((s, e) => s + BigInt(e.amount_micros), 0n);
+      assert.ok(spent > 0n, 'the first call was billed');
+      // The next call holds as much as the first did: one µ$ short of spent + hold refuses it.
+      const tight = await call(api, 'POST', `/v1/organization/keys/${keyId}`, {
+        key: owner.admin,
+        body: { monthly_budget_usd: usd(spent + BigInt(hold) - 1n) },
+      });
+      assert.equal(tight.status, 200, JSON.stringify(tight.body));
+      assert.equal(micros(tight.body.monthly_budget_usd), spent + BigInt(hold) - 1n);
+      const ledgerBefore = await db('ledger_entries').where({ org_id: owner.orgId }).count<{ count: string }[]>('* as count');
+      expectError(await ask(), 402, 'key_budget_exceeded');
+      const requests = await db('requests').where({ api_key_id: keyId }).count<{ count: string }[]>('* as count');
+      const ledgerAfter = await db('ledger_entries').where({ org_id: owner.orgId }).count<{ count: string }[]>('* as count');
+      assert.equal(Number(requests[0].count), 1, 'no request row for the refused call');
+      assert.equal(ledgerAfter[0].count, ledgerBefore[0].count, 'no ledger entry for the refused call');
+      // Exactly spent + hold admits it.
+      const exact = await call(api, 'POST', `/v1/organization/keys/${keyId}`, {
+        key: owner.admin,
+        body: { monthly_budget_usd: usd(spent + BigInt(hold)) },
+      });
+      assert.equal(exact.status, 200, JSON.stringify(exact.body));
+      const admitted = await ask();
+      assert.equal(admitted.status, 200, JSON.stringify(admitted.body));
+      const read = await call(api, 'GET', `/v1/organization/keys/${keyId}`, { key: owner.admin });
+      assert.equal(micros((read.body.spend as { held_usd: number }).held_usd), 0n);
+      assert.ok(micros((read.body.spend as { spent_usd: number }).spent_usd) > spent);
+    });
+
+    it('only an admin key reaches the routes (403), an admin key calls no mode (403), another organisation is 404, bad input 400 naming it', async () => {
+      const { ownerKey } = await (async () => {
+        const v = new Visitor(api);
+        const org = `Other ${randomUUID().slice(0, 8)}`;
+        await v.signUp({ email: `o-${randomUUID().slice(0, 8)}@example.com`, password: PASSWORD, org });
+        const { id } = (await stack().db('organisations').where({ name: org }).first('id')) as { id: string };
+        await v.get('/console/keys');
+        const made = await v.post('/console/keys', { kind: 'live', scopes: ['models'] });
+        const secret = secretOn(made.body, 'new-key');
+        secrets.push(secret);
+        return { ownerKey: secret, orgId: id };
+      })();
+      expectError(await call(api, 'GET', '/v1/organization/keys', { key: ownerKey }), 403, 'insufficient_scope');
+      expectError(await call(api, 'GET', '/v1/organization/activity', { key: ownerKey }), 403, 'insufficient_scope');
+      expectError(await call(api, 'POST', '/v1/organization/keys', { key: ownerKey, body: {} }), 403, 'insufficient_scope');
+      expectError(await call(api, 'GET', '/v1/models', { key: owner.admin }), 403, 'insufficient_scope');
+
+      const otherKeyId = (
+        (await stack().db('api_keys').whereNot({ org_id: owner.orgId }).whereNotNull('org_id').first('id')) as { id: string }
+      ).id;
+      expectError(await call(api, 'GET', `/v1/organization/keys/${otherKeyId}`, { key: owner.admin }), 404, 'not_found');
+      expectError(await call(api, 'DELETE', `/v1/organization/keys/${otherKeyId}`, { key: owner.admin }), 404, 'not_found');
+      expectError(
+        await call(api, 'POST', `/v1/organization/keys/${otherKeyId}`, { key: owner.admin, body: { monthly_budget_usd: 1 } }),
+        404,
+        'not_found',
+      );
+      assert.equal(
+        ((await stack().db('api_keys').where({ id: otherKeyId }).first('revoked_at')) as { revoked_at: Date | null }).revoked_at,
+        null,
+      );
+
+      const bad: [Record<string, unknown>, string, string][] = [
+        [{ label: 'x'.repeat(101) }, 'invalid_request', 'label'],
+        [{ scopes: ['nope'] }, 'invalid_request', 'scopes'],
+        [{ modes: [] }, 'invalid_request', 'modes'],
+        [{ monthly_budget_usd: -1 }, 'invalid_request', 'monthly_budget_usd'],
+        [{ monthly_budget_usd: 0.0000001 }, 'invalid_request', 'monthly_budget_usd'],
+        [{ requests_per_minute: 1.5 }, 'invalid_request', 'requests_per_minute'],
+        [{ expires_at: 'tomorrow' }, 'invalid_request', 'expires_at'],
+        [{ kind: 'admin' }, 'invalid_request', 'kind'],
+        [{ budget: 5 }, 'unknown_parameter', 'budget'],
+      ];
+      for (const [body, code, param] of bad) expectError(await create(body), 400, code, param);
+      for (const [query, param] of [
+        ['kind=nope', 'kind'],
+        ['after=xyz', 'after'],
+        ['limit=0', 'limit'],
+        ['since=yesterday', 'since'],
+      ])
+        expectError(await call(api, 'GET', `/v1/organization/activity?${query}`, { key: owner.admin }), 400, 'invalid_request', param);
+    });
+
+    it('the activity log shows each change with who, when and from where, pages by cursor, filters, and holds no secret', async () => {
+      const started = Math.floor(Date.now() / 1000) - 1;
+      const { visitor, admin } = owner;
+      // Revoked by API, twice: recorded once.
+      const made = await create({ label: 'to revoke', scopes: ['models'] });
+      const revokedId = String(made.body.id);
+      const gone = await call(api, 'DELETE', `/v1/organization/keys/${revokedId}`, { key: admin });
+      assert.deepEqual([gone.status, gone.body.deleted], [200, true]);
+      assert.equal((await call(api, 'DELETE', `/v1/organization/keys/${revokedId}`, { key: admin })).status, 200);
+      expectError(await call(api, 'GET', '/v1/models', { key: String(made.body.secret) }), 401, 'revoked_api_key');
+      // Console changes by the owner: webhook secret, own provider key set and removed, an invitation.
+      await visitor.get('/console/keys');
+      const rotated = await visitor.post('/console/webhook-secret', {});
+      secrets.push(secretOn(rotated.body, 'new-webhook-secret'));
+      const providerKey = `sk-test-${randomUUID()}`;
+      secrets.push(providerKey);
+      await visitor.get('/console/provider-keys');
+      assert.equal((await visitor.post('/console/provider-keys', { family: 'openai', api_key: providerKey })).status, 302);
+      assert.equal((await visitor.post('/console/provider-keys/openai/remove', {})).status, 302);
+      await visitor.get('/console/team');
+      const invitee = `i-${randomUUID().slice(0, 8)}@example.com`;
+      const invited = await visitor.post('/console/team/invite', { email: invitee });
+      const link = secretOn(invited.body, 'invite-link');
+      secrets.push(decodeURIComponent(link.split('token=')[1]));
+      // The operator changes the owner's plan at the CLI.
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-activity-'));
+      try {
+        const cli = await quorumCli(['plan', 'assign', owner.email, 'pro'], dataDir, { QUORUM_SECRET_KEY: process.env.QUORUM_SECRET_KEY });
+        assert.equal(cli.code, 0, cli.stderr);
+      } finally {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
+
+      const everything: Record<string, unknown>[] = [];
+      let after: string | undefined;
+      const texts: string[] = [];
+      for (let pages = 0; pages < 50; pages++) {
+        const page = await call(api, 'GET', `/v1/organization/activity?limit=3${after ? `&after=${after}` : ''}`, { key: admin });
+        assert.equal(page.status, 200, JSON.stringify(page.body));
+        texts.push(JSON.stringify(page.body));
+        everything.push(...(page.body.data as Record<string, unknown>[]));
+        if (!page.body.has_more) break;
+        after = String(page.body.last_id);
+      }
+      const ids = everything.map((r) => r.id);
+      assert.equal(new Set(ids).size, ids.length, 'the cursor repeats no record');
+      type Rec = {
+        kind: string;
+        subject: string | null;
+        at: number;
+        actor: { type: string; id: string | null; edge: string; ip: string | null };
+      };
+      const recs = everything as unknown as Rec[];
+      const one = (kind: string, subject?: string): Rec => {
+        const found = recs.filter((r) => r.kind === kind && (subject === undefined || r.subject === subject));
+        assert.equal(found.length, 1, `one ${kind} ${subject ?? ''}: ${JSON.stringify(recs.map((r) => [r.kind, r.subject]))}`);
+        return found[0];
+      };
+      const adminKeyId = (await stack().db('api_keys').where({ org_id: owner.orgId, mode: 'admin' }).first('id')) as { id: string };
+      const personId = (await stack().db('people').where({ email: owner.email }).first('id')) as { id: string };
+      const byAdmin = { type: 'key', id: adminKeyId.id, edge: 'api', ip: '127.0.0.1' };
+      const byOwner = { type: 'person', id: personId.id, edge: 'console', ip: '127.0.0.1' };
+      assert.deepEqual(one('key.created', adminKeyId.id).actor, byOwner);
+      assert.deepEqual(one('key.created', revokedId).actor, byAdmin);
+      assert.deepEqual(one('key.revoked', revokedId).actor, byAdmin);
+      assert.ok(recs.filter((r) => r.kind === 'key.budget_set').length >= 3, 'the budget set at creation and twice after');
+      assert.deepEqual(one('webhook_secret.rotated').actor, byOwner);
+      assert.deepEqual(one('provider_key.set', 'openai').actor, byOwner);
+      assert.deepEqual(one('provider_key.removed', 'openai').actor, byOwner);
+      assert.deepEqual(one('member.invited', invitee).actor, byOwner);
+      assert.deepEqual(one('plan.changed', personId.id).actor, { type: 'operator', id: null, edge: 'cli', ip: null });
+      for (const r of recs) assert.ok(r.at >= started - 600 && r.at <= Math.ceil(Date.now() / 1000), `when: ${r.at}`);
+
+      // Filters: by kind, and by time (nothing before the organisation existed, nothing in the future).
+      const revokes = await call(api, 'GET', '/v1/organization/activity?kind=key.revoked,webhook_secret.rotated', { key: admin });
+      assert.deepEqual((revokes.body.data as Rec[]).map((r) => r.kind).sort(), ['key.revoked', 'webhook_secret.rotated']);
+      const future = await call(api, 'GET', `/v1/organization/activity?since=${Math.floor(Date.now() / 1000) + 3600}`, { key: admin });
+      assert.deepEqual(future.body.data, []);
+
+      // The console's page lists the same records.
+      const consolePage = await visitor.get('/console/activity');
+      assert.equal(consolePage.status, 200);
+      for (const kind of ['key.revoked', 'provider_key.removed', 'member.invited', 'plan.changed'])
+        assert.ok(consolePage.body.includes(kind), `the console shows ${kind}`);
+      texts.push(consolePage.body, (await visitor.get('/console/activity?kind=key.created')).body);
+      // No secret made in this suite appears anywhere in what the log shows.
+      assert.ok(secrets.length >= 6);
+      for (const secret of secrets)
+        for (const text of texts) assert.ok(!text.includes(secret), `a secret (${secret.slice(0, 12)}…) is in the log`);
+      const stored = JSON.stringify(await stack().db('activity').where({ org_id: owner.orgId }), (_k, v: unknown) =>
+        typeof v === 'bigint' ? v.toString() : v,
+      );
+      for (const secret of secrets) assert.ok(!stored.includes(secret), 'no secret is stored in the log');
+    });
+  });
+}
