@@ -3,6 +3,10 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { modeTemplate } from '../../../domain/mode-spec';
 import { call, EXPRESS, FORMS, PANEL, startApi, USER, type Api, type Reply } from '../api/helpers';
 import { Visitor } from '../console/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
@@ -264,13 +268,56 @@ for (const form of FORMS) {
       await visitor.get('/console/team');
       const invitee = `i-${randomUUID().slice(0, 8)}@example.com`;
       const invited = await visitor.post('/console/team/invite', { email: invitee });
-      const link = secretOn(invited.body, 'invite-link');
-      secrets.push(decodeURIComponent(link.split('token=')[1]));
+      const invitationToken = decodeURIComponent(secretOn(invited.body, 'invite-link').split('token=')[1]);
+      secrets.push(invitationToken);
+      // The invited person joins, and the owner removes them.
+      const joiner = new Visitor(api);
+      await joiner.signUp({ email: invitee, password: PASSWORD, org: `Own ${randomUUID().slice(0, 8)}` });
+      await joiner.get(`/console/invite?token=${encodeURIComponent(invitationToken)}`);
+      assert.equal((await joiner.post('/console/invite', { token: invitationToken })).status, 302);
+      const { id: inviteeId } = (await stack().db('people').where({ email: invitee }).first('id')) as { id: string };
+      await visitor.get('/console/team');
+      assert.equal((await visitor.post(`/console/team/${inviteeId}/remove`, {})).status, 302);
       // The operator changes the owner's plan at the CLI.
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-activity-'));
+      const cli = (args: string[]): ReturnType<typeof quorumCli> =>
+        quorumCli(args, dataDir, { QUORUM_SECRET_KEY: process.env.QUORUM_SECRET_KEY, QUORUM_FORM: form });
+      let modeBy: { type: string; id: string | null; edge: string; ip: string | null };
+      let modeId: string;
       try {
-        const cli = await quorumCli(['plan', 'assign', owner.email, 'pro'], dataDir, { QUORUM_SECRET_KEY: process.env.QUORUM_SECRET_KEY });
-        assert.equal(cli.code, 0, cli.stderr);
+        const plan = await cli(['plan', 'assign', owner.email, 'pro']);
+        assert.equal(plan.code, 0, plan.stderr);
+        // A mode released and listed: by a key over MCP (Form B's tools), by the operator at the CLI (Form A).
+        const spec = { ...modeTemplate(), name: `Logged ${randomUUID().slice(0, 6)}`, ticker: 'LOGD' };
+        if (form === 'B') {
+          const author = await create({ label: 'builder', scopes: ['modes:write'] });
+          const client = new Client({ name: 'quorum-test', version: '1.0.0' });
+          await client.connect(
+            new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), {
+              requestInit: { headers: { authorization: `Bearer ${String(author.body.secret)}` } },
+            }),
+          );
+          const toolJson = async (name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> => {
+            const first = ((await client.callTool({ name, arguments: args })) as CallToolResult).content[0] as { text: string };
+            return JSON.parse(first.text) as Record<string, unknown>;
+          };
+          const saved = await toolJson('save_mode', { spec, release: true });
+          modeId = String(saved.mode_id);
+          assert.equal(saved.state, 'released', JSON.stringify(saved));
+          const listed = await toolJson('list_mode', { mode_id: modeId });
+          assert.deepEqual(listed.listing, { state: 'listed', version: 1 }, JSON.stringify(listed));
+          await client.close();
+          modeBy = { type: 'key', id: String(author.body.id), edge: 'mcp', ip: '127.0.0.1' };
+        } else {
+          const file = path.join(dataDir, 'mode.json');
+          fs.writeFileSync(file, JSON.stringify(spec));
+          const saved = await cli(['mode', 'save', file, '--org', owner.orgId, '--release', '--json']);
+          assert.equal(saved.code, 0, saved.stderr);
+          modeId = String((JSON.parse(saved.stdout) as { mode_id: string }).mode_id);
+          const listed = await cli(['mode', 'publish', modeId]);
+          assert.equal(listed.code, 0, listed.stderr);
+          modeBy = { type: 'operator', id: null, edge: 'cli', ip: null };
+        }
       } finally {
         fs.rmSync(dataDir, { recursive: true, force: true });
       }
@@ -313,6 +360,9 @@ for (const form of FORMS) {
       assert.deepEqual(one('provider_key.removed', 'openai').actor, byOwner);
       assert.deepEqual(one('member.invited', invitee).actor, byOwner);
       assert.deepEqual(one('plan.changed', personId.id).actor, { type: 'operator', id: null, edge: 'cli', ip: null });
+      assert.deepEqual(one('member.removed', inviteeId).actor, byOwner);
+      assert.deepEqual(one('mode.released', modeId).actor, modeBy);
+      assert.deepEqual(one('mode.listed', modeId).actor, modeBy);
       for (const r of recs) assert.ok(r.at >= started - 600 && r.at <= Math.ceil(Date.now() / 1000), `when: ${r.at}`);
 
       // Filters: by kind, and by time (nothing before the organisation existed, nothing in the future).
