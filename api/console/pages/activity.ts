@@ -54,7 +54,9 @@ export function activityPages(router: Router, deps: ConsoleDeps): void {
                   <td>${r.actor.kind === 'operator' ? 'operator' : html`${r.actor.kind} <code>${r.actor.id ?? ''}</code>`}</td>
                   <td>${r.actor.edge}${r.actor.ip ? html` (${r.actor.ip})` : ''}</td>
                   <td>${r.subject ?? ''}</td>
-                  <td><code>${JSON.stringify(r.detail)}</code></td>
+                  <td>
+                    ${Object.entries(r.detail).map(([k, v]) => html`<div><span class="muted">${k}</span> <code>${JSON.stringify(v)}</code></div>`)}
+                  </td>
                 </tr>`,
             )}
           </tbody>

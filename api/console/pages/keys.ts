@@ -111,8 +111,8 @@ function keyRow(ctx: Context, k: KeyListing): Html {
     <td><code>${k.display}</code>${k.label ? html`<br />${k.label}` : ''}</td>
     <td>${k.keyKind}</td>
     <td>${k.keyKind === 'admin' ? 'organisation' : k.scopes.join(', ')}</td>
-    <td>${k.allowedModes ? k.allowedModes.join(', ') : 'every mode'}</td>
-    <td>${k.requestsPerMinute ?? ORG_REQUESTS_PER_MINUTE}</td>
+    <td>${k.keyKind === 'admin' ? 'none' : k.allowedModes ? k.allowedModes.join(', ') : 'every mode'}</td>
+    <td class="num">${k.requestsPerMinute ?? ORG_REQUESTS_PER_MINUTE}</td>
     <td>
       ${k.monthlyBudgetMicros === null ? 'none' : usd(k.monthlyBudgetMicros)}
       ${
