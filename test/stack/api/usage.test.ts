@@ -6,6 +6,7 @@ import { createApiKey } from '../../../db/repositories/api-keys';
 import type { Form } from '../../../domain/form';
 import { stack } from '../../harness/stack';
 import { startProductWorkers } from '../deliberation/helpers';
+import { Visitor } from '../console/helpers';
 import { BalanceSchema, LedgerListSchema, ReceiptListSchema, UsagePageSchema } from '../../../api/v1/account-resources';
 import { call, EXPRESS, FORMS, newOrg, PANEL, startApi, USER, type Api, type TestOrg } from './helpers';
 
@@ -418,6 +419,19 @@ describe('usage, balance, the calls and the ledger by API (issue 41 items 1 and 
         assert.equal(micros(b.trial.unused_usd), Math.max(0, 5_000_000 - spent));
         assert.equal(b.trial.expires_at - b.trial.started_at, 30 * 86_400);
         assert.equal(b.trial.expired_at, null);
+      });
+
+      it('the console’s overview shows the trial credit /v1/balance reads', async () => {
+        const visitor = new Visitor(api);
+        const name = `Trial ${randomUUID().slice(0, 8)}`;
+        await visitor.signUp({ email: `t-${randomUUID().slice(0, 8)}@example.com`, password: 'correct horse battery staple', org: name });
+        const { id } = (await stack().db('organisations').where({ name }).first('id')) as { id: string };
+        const key = await liveKey(id);
+        await makeCall(api, key, { model: EXPRESS[form] });
+        const b = BalanceSchema.parse((await call(api, 'GET', '/v1/balance', { key: key.key })).body);
+        assert.ok(b.trial.unused_usd > 0 && b.trial.unused_usd < 5, 'the call came out of the trial credit');
+        const card = /id="trial-unused">\$([\d.]+)</.exec((await visitor.get('/console/overview')).body);
+        assert.equal(card?.[1], b.trial.unused_usd.toFixed(4));
       });
 
       it('another organisation sees none of it, and its cursors are 404', async () => {
