@@ -225,27 +225,23 @@ const NO_RECEIPT_REASON: Readonly<Record<RequestState, string>> = {
   cancelled: 'No receipt was recorded for this request.',
 };
 
-/** The receipt of a past call, scoped to the organisation: undefined when the id is not one of its requests. */
-export async function getReceipt(
-  db: DbOrTrx,
-  orgId: string,
-  requestId: string,
-): Promise<
-  (({ available: true; outcome: Outcome } | { available: false; reason: string; status: string }) & { caller: CallerFields }) | undefined
-> {
-  const row = (await db('requests as r')
-    .leftJoin('receipts as x', 'x.request_id', 'r.id')
-    .where({ 'r.id': requestId, 'r.org_id': orgId })
-    .first('r.state', 'r.error_code', 'x.outcome', 'r.end_user', 'r.metadata')) as
-    | {
-        state: RequestState;
-        error_code: string | null;
-        outcome: Outcome | null;
-        end_user: string | null;
-        metadata: Record<string, string> | null;
-      }
-    | undefined;
-  if (!row) return undefined;
+/** A call's receipt when it has one, else why not; and what its caller sent as `user` and `metadata`. */
+export type ReceiptRecord = ({ available: true; outcome: Outcome } | { available: false; reason: string; status: string }) & {
+  caller: CallerFields;
+};
+
+/** What `receiptRecord` reads of a request joined to its receipt (`r`, `x`). */
+export const RECEIPT_RECORD_COLUMNS = ['r.state', 'r.error_code', 'x.outcome', 'r.end_user', 'r.metadata'] as const;
+
+export interface ReceiptRecordRow {
+  state: RequestState;
+  error_code: string | null;
+  outcome: Outcome | null;
+  end_user: string | null;
+  metadata: Record<string, string> | null;
+}
+
+export function receiptRecord(row: ReceiptRecordRow): ReceiptRecord {
   const caller: CallerFields = { endUser: row.end_user, metadata: row.metadata };
   if (row.outcome) return { available: true, outcome: row.outcome, caller };
   return {
@@ -254,4 +250,13 @@ export async function getReceipt(
     reason: row.error_code ? `${NO_RECEIPT_REASON[row.state]} (${row.error_code})` : NO_RECEIPT_REASON[row.state],
     status: row.state,
   };
+}
+
+/** The receipt of a past call, scoped to the organisation: undefined when the id is not one of its requests. */
+export async function getReceipt(db: DbOrTrx, orgId: string, requestId: string): Promise<ReceiptRecord | undefined> {
+  const row = (await db('requests as r')
+    .leftJoin('receipts as x', 'x.request_id', 'r.id')
+    .where({ 'r.id': requestId, 'r.org_id': orgId })
+    .first(...RECEIPT_RECORD_COLUMNS)) as ReceiptRecordRow | undefined;
+  return row && receiptRecord(row);
 }
