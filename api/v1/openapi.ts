@@ -19,6 +19,17 @@ import {
   OrganizationKeyWithSpendSchema,
 } from './organization-resources';
 import {
+  BalanceSchema,
+  LEDGER_PARAMETERS,
+  LedgerEntrySchema,
+  LedgerListSchema,
+  RECEIPT_LIST_PARAMETERS,
+  ReceiptListEntrySchema,
+  ReceiptListSchema,
+  USAGE_PARAMETERS,
+  UsagePageSchema,
+} from './account-resources';
+import {
   AttemptSchema,
   CertifiedScopeSchema,
   CertifyPollSchema,
@@ -135,6 +146,12 @@ function components(): JsonObject {
       ActivityList: schemaOf(ActivityListSchema),
       // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
       ModeSpec: schemaOf(ModeSpecDocSchema),
+      UsagePage: schemaOf(UsagePageSchema),
+      Balance: schemaOf(BalanceSchema),
+      ReceiptList: schemaOf(ReceiptListSchema),
+      ReceiptListEntry: schemaOf(ReceiptListEntrySchema),
+      LedgerList: schemaOf(LedgerListSchema),
+      LedgerEntry: schemaOf(LedgerEntrySchema),
     },
   };
 }
@@ -368,6 +385,63 @@ function organizationPaths(): JsonObject {
   };
 }
 
+/** A list's page, or with `format=jsonl` / `csv` every entry (one a line; a header, then one row each). */
+const listOk = (description: string, ref: string, entry: string): JsonObject => ({
+  description,
+  headers: HEADERS,
+  content: {
+    ...json({ $ref: `#/components/schemas/${ref}` }),
+    'application/x-ndjson': { schema: { $ref: `#/components/schemas/${entry}` } },
+    'text/csv': { schema: { type: 'string' } },
+  },
+});
+
+/** Issue 41 items 1 and 2, beyond the spec (docs/api-extensions.md): the account's reads, with the `receipts` scope. */
+function accountPaths(): JsonObject {
+  return {
+    '/v1/usage': {
+      get: {
+        operationId: 'getUsage',
+        parameters: USAGE_PARAMETERS,
+        responses: {
+          '200': okOf('The calls per UTC day or hour and group; money from the ledger, exact to the micro-dollar.', 'UsagePage'),
+          ...errors(...ALWAYS, 400),
+        },
+      },
+    },
+    '/v1/balance': {
+      get: {
+        operationId: 'getBalance',
+        responses: { '200': okOf('The balance, what is held, what is available, and the trial credit.', 'Balance'), ...errors(...ALWAYS) },
+      },
+    },
+    '/v1/receipts': {
+      get: {
+        operationId: 'listReceipts',
+        parameters: RECEIPT_LIST_PARAMETERS,
+        responses: {
+          '200': listOk(
+            'The organisation’s calls, newest first, each as its receipt without transcripts.',
+            'ReceiptList',
+            'ReceiptListEntry',
+          ),
+          ...errors(...ALWAYS, 400, 404),
+        },
+      },
+    },
+    '/v1/ledger': {
+      get: {
+        operationId: 'listLedgerEntries',
+        parameters: LEDGER_PARAMETERS,
+        responses: {
+          '200': listOk('The organisation’s ledger entries, newest first.', 'LedgerList', 'LedgerEntry'),
+          ...errors(...ALWAYS, 400, 404),
+        },
+      },
+    },
+  };
+}
+
 /** Issue 28 item 6: what a run POSTs to its `svc.callback_url` when it ends (docs/api-extensions.md). */
 function webhooks(): JsonObject {
   return {
@@ -400,7 +474,13 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
     info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
     security: [{ bearer: [] }],
     components: components(),
-    paths: { ...callPaths(serialiser), ...responsePaths(serialiser), ...runPaths(serialiser), ...organizationPaths() },
+    paths: {
+      ...callPaths(serialiser),
+      ...responsePaths(serialiser),
+      ...runPaths(serialiser),
+      ...accountPaths(),
+      ...organizationPaths(),
+    },
     webhooks: webhooks(),
   };
 }

@@ -5,6 +5,7 @@ import { QuorumError } from '../../domain/errors';
 import type { Outcome, ReceiptStatus, Settlement } from '../../domain/outcome';
 import { storableJson } from '../../domain/storable-text';
 import * as ledger from './ledger';
+import { countSettledCall } from './mode-call-stats';
 import { settlePlanCharge } from './plans';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
 
@@ -44,7 +45,7 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
     throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
   await db
     .transaction(async (trx) => {
-      // The receipt, its seat passes and the request's end in one statement, the receipt first: its key says whether
+      // The receipt, its seat passes, the request's end and the mode's call count in one statement, the receipt first: its key says whether
       // this request was settled already (a retried settle changes nothing, and the rest is skipped with it).
       const receipt = trx('receipts')
         .insert({
@@ -109,10 +110,21 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
           seats_answered: o.seatsAnswered,
           completed_at: o.completedAt,
         });
+      const counted = countSettledCall(trx, {
+        requestId: o.requestId,
+        modeId: o.modeId,
+        configHash: o.configHash,
+        tier: o.tier,
+        promptTokens: o.usage.promptTokens,
+        completionTokens: o.usage.completionTokens,
+        modeFeeMicros: o.money.modeFeeMicros,
+        paidByPlan: o.payer === 'plan',
+      });
       const inserted = (await trx
         .with('receipt', receipt)
         .with('seats', seatRows)
         .with('ended', ended)
+        .with('counted', counted)
         .select('request_id')
         .from('receipt')) as {
         request_id: string;
