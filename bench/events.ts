@@ -55,8 +55,13 @@ interface CallLags {
   engine: number[];
   /** Stored to receipt, for steps with no engine call of their own (classified, grounded, critique, synthesising). */
   stored: number[];
+  /** Engine steps split: the worker's part (engine end to stored) and the API's (stored to receipt). */
+  worker: number[];
+  api: number[];
   id: string;
   gaps: number;
+  /** Steps stored before the stream's first event reached the client: not a notification's lag, left out. */
+  before: number;
 }
 
 /** One streamed background response, read to its end; each step's lag as the client received it. */
@@ -67,23 +72,38 @@ async function streamedCall(openai: OpenAI, i: number): Promise<CallLags> {
     background: true,
     stream: true,
   });
-  const lags: CallLags = { engine: [], stored: [], id: '', gaps: 0 };
+  const lags: CallLags = { engine: [], stored: [], worker: [], api: [], id: '', gaps: 0, before: 0 };
   let expected = 0;
+  let connected = Infinity;
   for await (const raw of stream) {
     const at = Date.now();
     const e = raw as unknown as StreamEvent;
     if (e.sequence_number !== expected) lags.gaps += 1;
     expected = e.sequence_number + 1;
-    if (e.type === 'response.created' && e.response) lags.id = e.response.id;
+    if (e.type === 'response.created' && e.response) {
+      lags.id = e.response.id;
+      connected = at;
+    }
     const q = e.type === 'response.in_progress' ? e.quorum : undefined;
     if (!q) continue;
-    if (q.ended_at) lags.engine.push(at - Date.parse(q.ended_at));
-    else lags.stored.push(at - Date.parse(q.recorded_at));
+    const stored = Date.parse(q.recorded_at);
+    if (stored < connected) {
+      lags.before += 1;
+      continue;
+    }
+    if (q.ended_at) {
+      lags.engine.push(at - Date.parse(q.ended_at));
+      lags.worker.push(stored - Date.parse(q.ended_at));
+      lags.api.push(at - stored);
+    } else lags.stored.push(at - stored);
   }
   return lags;
 }
 
-/** The progress query's lag on one background call: a seat's engine end to the first poll that counts it. */
+/**
+ * The progress query's lag on one background call: a first-round seat's engine end to the first poll that counts it.
+ * The query's `steps` grows by one when the seats are placed, then by one per seat that answers.
+ */
 async function queryCall(openai: OpenAI, orgId: string, i: number): Promise<number[]> {
   const idempotencyKey = randomUUID();
   await openai.responses.create(
@@ -95,15 +115,14 @@ async function queryCall(openai: OpenAI, orgId: string, i: number): Promise<numb
   for (;;) {
     const p = await handle.query(deliberationProgressQuery).catch(() => undefined);
     const at = Date.now();
-    if (p && (p.stage === 'seats' || p.stage === 'critique'))
-      for (let n = 1; n <= p.seatsAnswered; n++) if (!seen.has(`${p.round}/${n}`)) seen.set(`${p.round}/${n}`, at);
+    for (let n = 1; p && n + 1 <= p.steps; n++) if (!seen.has(`1/${n}`)) seen.set(`1/${n}`, at);
     if (p?.stage === 'done' || (await findResponse(stack().db, orgId, idempotencyKey))?.state !== 'running') break;
     await new Promise((resolve) => setTimeout(resolve, QUERY_POLL_MS));
   }
   const row = await findResponse(stack().db, orgId, idempotencyKey);
   const stored = row ? await readDeliberationEvents(stack().db, row.requestId) : [];
   return stored.flatMap(({ event: e }) => {
-    if (e.type !== 'seat_answered') return [];
+    if (e.type !== 'seat_answered' || e.round !== 1) return [];
     const at = seen.get(`${e.round}/${e.seatsAnswered}`);
     return at === undefined ? [] : [at - Date.parse(e.endedAt)];
   });
@@ -157,7 +176,14 @@ async function main(): Promise<void> {
     );
     console.log(`  engine steps (seat, judge) from the engine call's end: p50 ${ms(engine.p50)}  p99 ${ms(engine.p99)}  (${engine.n})`);
     console.log(`  other steps from the worker's write:                  p50 ${ms(stored.p50)}  p99 ${ms(stored.p99)}  (${stored.n})`);
-    console.log(`  sequence gaps or repeats seen by clients: ${gaps}`);
+    const worker = summary(calls.flatMap((c) => c.worker));
+    const apiPart = summary(calls.flatMap((c) => c.api));
+    console.log(
+      `    of which engine end to stored (worker): p50 ${ms(worker.p50)}  p99 ${ms(worker.p99)}; stored to client (API): p50 ${ms(apiPart.p50)}  p99 ${ms(apiPart.p99)}`,
+    );
+    console.log(
+      `  sequence gaps or repeats seen by clients: ${gaps}; steps stored before their stream opened (left out): ${calls.reduce((n, c) => n + c.before, 0)}`,
+    );
 
     const queryClients = clients.slice(0, QUERY_CALLS);
     const queried = summary((await Promise.all(queryClients.map((c, i) => queryCall(c, orgs[i].orgId, i)))).flat());
@@ -167,7 +193,7 @@ async function main(): Promise<void> {
     const cost = await writeCost((await readOwnRequest(orgs[0].orgId, calls[0].id)) ?? '');
     const perCall = round(all.n / CALLS, 1);
     console.log(`cost per call: ${perCall} step rows, each one insert + NOTIFY: p50 ${cost.p50} ms  p99 ${cost.p99} ms on this database`);
-    figures.lag = { all, engine, stored, gaps, targetP99Ms: 500 };
+    figures.lag = { all, engine, stored, worker, api: apiPart, gaps, targetP99Ms: 500 };
     figures.query = { ...queried, pollMs: QUERY_POLL_MS, calls: QUERY_CALLS };
     figures.cost = { rowsPerCall: perCall, writeMs: cost };
   } finally {
