@@ -9,8 +9,11 @@ import type { StoredEvent } from '../domain/deliberation-events';
  */
 export const EVENT_POLL_MS = 1_000;
 
-/** Waits for the next notification of the request (one already come returns at once), EVENT_POLL_MS, or `stop`. */
-export type Wait = () => Promise<void>;
+/**
+ * Waits for the next notification of the request (one already come returns at once), EVENT_POLL_MS, or `stop`;
+ * true when a notification woke it.
+ */
+export type Wait = () => Promise<boolean>;
 
 /** Runs `body` while listening for the request's events; `wait` is its way to sleep until something may have changed. */
 export async function listening<T>(db: Db, requestId: string, stop: AbortSignal, body: (wait: Wait) => Promise<T>): Promise<T> {
@@ -33,8 +36,10 @@ export async function listening<T>(db: Db, requestId: string, stop: AbortSignal,
         stop.addEventListener('abort', done);
       });
     }
+    const notified = pending;
     pending = false;
     wake = () => undefined;
+    return notified;
   };
   try {
     return await body(wait);

@@ -47,12 +47,16 @@ export async function openResponseStream(
     listening(deps.db, requestId, stop, async (wait) => {
       let last = startingAfter ?? -1;
       let endedSeenAt: number | null = null;
+      let row = first;
+      let notified = false;
       while (!stop.aborted) {
-        const row = (await findResponse(deps.db, auth.orgId, key)) ?? first;
+        const stored = await readDeliberationEvents(deps.db, requestId);
+        // A step's notification needs only the steps; the response is read again once the last index is stored (the
+        // request has ended by then) or when no notification came (one lost, or a call that ended without its last).
+        if (!notified || stored.some((s) => s.event.type === 'ended')) row = (await findResponse(deps.db, auth.orgId, key)) ?? row;
         const view = viewOfRow(id, row);
         const ended = row.state === 'running' ? null : { answered: view.status === 'completed' || view.status === 'incomplete' };
         if (ended) endedSeenAt ??= Date.now();
-        const stored = await readDeliberationEvents(deps.db, requestId);
         const plan = streamPlan({ stored, ended, giveUp: endedSeenAt !== null && Date.now() - endedSeenAt >= ENDED_GRACE_MS });
         for (const { seq, item } of plan.items) {
           if (seq <= last || stop.aborted) continue;
@@ -60,7 +64,7 @@ export async function openResponseStream(
           last = seq;
         }
         if (plan.finished) return;
-        await wait();
+        notified = await wait();
       }
     });
 }

@@ -58,7 +58,7 @@ describe('mcp: deliberate sends a progress note per step (1.5 s engines)', funct
     assert.equal(count(/^grounded/), receipt.staff.grounding.fired ? 1 : 0, messages.join(' | '));
     assert.equal(count(/^seats answering/), rounds[0].seats.length, messages.join(' | '));
     for (const r of rounds.slice(1)) {
-      assert.equal(count(new RegExp(`^critique round ${r.round}: \\d+ seats revised`)), r.seats.length, messages.join(' | '));
+      assert.equal(count(new RegExp(`^critique round ${r.round}: \\d+/\\d+ seats revised`)), r.seats.length, messages.join(' | '));
       assert.equal(count(new RegExp(`^critique round ${r.round}: \\d+ seats revising`)), 1, messages.join(' | '));
     }
     assert.equal(count(/^judged round/), rounds.filter((r) => r.converged !== null).length, messages.join(' | '));
