@@ -25,8 +25,9 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
   let api: Api;
 
   before(async () => {
-    // Engine steps of 1.5 s: the stream is cut while the deliberation runs.
-    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:1500' });
+    // Engine steps of 3 s: the stream is cut while the deliberation runs, and a cancel (which reaches the engine calls
+    // at the workflow task's next heartbeat, within about 4 s) lands before the panel's judge and synthesis are done.
+    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:3000' });
     api = await startApi('B');
   });
   after(async () => {
@@ -103,6 +104,34 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     const helper = await openai.responses.stream({ response_id: id }).finalResponse();
     assert.equal(helper.output_text, polled.output_text);
     assert.equal(helper.status, 'completed');
+  });
+
+  it('a response cancelled mid-stream ends its stream with response.incomplete, its status cancelled, and no answer events', async () => {
+    const org = await newOrg();
+    const openai = client(api, org.ownerKey);
+    const stream = await openai.responses.create({
+      model: PANEL.B,
+      input: `Compare caching strategies. Why? How? ${randomUUID()}`,
+      stream: true,
+    });
+    const seen: Event[] = [];
+    for await (const e of stream) {
+      const event = e as unknown as Event;
+      seen.push(event);
+      if (stepOf(event) === 'classified') {
+        const id = (seen[0] as Event & { response: { id: string } }).response.id;
+        await openai.responses.cancel(id);
+      }
+    }
+    assert.deepEqual(
+      seen.map((e) => e.sequence_number),
+      seen.map((_, i) => i),
+    );
+    const last = seen[seen.length - 1] as Event & { response: { status: string; output: unknown[] } };
+    assert.equal(last.type, 'response.incomplete');
+    assert.equal(last.response.status, 'cancelled');
+    assert.deepEqual(last.response.output, []);
+    assert.ok(!seen.some((e) => e.type.startsWith('response.output_')));
   });
 
   it('a stream of another organisation’s response is 404 before any event; starting_after without stream is 400', async () => {
