@@ -241,6 +241,28 @@ const pathResponseId = { name: 'response_id', in: 'path', required: true, schema
 const RESPONSE =
   'OpenAI’s response object (`object: response`, `status` queued / in_progress / completed / incomplete / failed / cancelled, `output` with the answer as `output_text`, `usage`, `error`, `incomplete_details`) with this Form’s chat-completion `svc`.';
 
+/** Issue 40 item 2: a response's server-sent events, with `stream: true` or `?stream=true`. */
+const EVENTS =
+  'With `stream`: `text/event-stream`, OpenAI’s events each with a `sequence_number` from 0: `response.created`, `response.in_progress`, one more `response.in_progress` per deliberation step with the step in `quorum` (`step`: classified, grounded, seat_answered, judged, critique_round, synthesising; `recorded_at`; a seat’s or judge’s `ended_at`), then `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.output_item.done` and `response.completed` (`response.failed`; `response.incomplete` when cut by its output limit or cancelled). Resume with `GET /v1/responses/{id}?stream=true&starting_after=N`.';
+const okOrEvents = (description: string): JsonObject => {
+  const plain = ok(description);
+  return {
+    ...plain,
+    description: `${description} ${EVENTS}`,
+    content: { ...(plain.content as JsonObject), 'text/event-stream': { schema: { type: 'string' } } },
+  };
+};
+const streamQuery = [
+  { name: 'stream', in: 'query', required: false, schema: { type: 'boolean' }, description: 'Answer with the response’s events.' },
+  {
+    name: 'starting_after',
+    in: 'query',
+    required: false,
+    schema: { type: 'integer', minimum: 0 },
+    description: 'With `stream=true`: only the events after this `sequence_number` (a dropped stream resumes).',
+  },
+];
+
 /** Issue 40 items 1 and 3, beyond the spec (docs/api-extensions.md): OpenAI’s Responses API over the deliberation. */
 function responsePaths(serialiser: FormSerialiser): JsonObject {
   return {
@@ -250,13 +272,17 @@ function responsePaths(serialiser: FormSerialiser): JsonObject {
         parameters: [idempotencyKeyHeader],
         requestBody: body(responseRequestDoc(serialiser.form)),
         responses: {
-          '200': ok(`${RESPONSE} With \`background\`, answered at once.`),
+          '200': okOrEvents(`${RESPONSE} With \`background\`, answered at once.`),
           ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
         },
       },
     },
     '/v1/responses/{response_id}': {
-      get: { operationId: 'getResponse', parameters: [pathResponseId], responses: { '200': ok(RESPONSE), ...errors(...ALWAYS, 404) } },
+      get: {
+        operationId: 'getResponse',
+        parameters: [pathResponseId, ...streamQuery],
+        responses: { '200': okOrEvents(RESPONSE), ...errors(...ALWAYS, 400, 404) },
+      },
       delete: {
         operationId: 'deleteResponse',
         parameters: [pathResponseId],

@@ -11,8 +11,9 @@ import { EXPRESS, newOrg, startApi, type Api } from './helpers';
 
 /**
  * Issue 40 item 1 through the official Python client, pinned from PyPI and installed by the project's own script
- * (stack/python-venv.ts, once per user): a background response created, polled to `completed`, cancelled once ended
- * (unchanged) and deleted, as a Python user would; billed once.
+ * (stack/python-venv.ts, once per user): a background response created, polled to `completed`, its events streamed
+ * from after the first (issue 40 item 2), cancelled once ended (unchanged) and deleted, as a Python user would; billed
+ * once.
  */
 const VERSION = '3.57.0';
 
@@ -27,6 +28,10 @@ while r.status in ("queued", "in_progress"):
     time.sleep(0.2)
     r = client.responses.retrieve(r.id)
 print(json.dumps({"step": "done", "status": r.status, "output_text": r.output_text, "metadata": r.metadata, "usage": r.usage.to_dict(), "svc": r.to_dict()["svc"]}))
+events = list(client.responses.retrieve(r.id, stream=True, starting_after=0))
+print(json.dumps({"step": "stream", "seq": [e.sequence_number for e in events], "types": [e.type for e in events],
+    "steps": [(e.model_extra or {}).get("quorum", {}).get("step") for e in events if e.type == "response.in_progress"],
+    "text": next(e.text for e in events if e.type == "response.output_text.done")}))
 c = client.responses.cancel(r.id)
 print(json.dumps({"step": "cancel", "status": c.status}))
 client.responses.delete(r.id)
@@ -64,7 +69,7 @@ describe('responses through the official openai Python client', function () {
     await workers.stop();
   });
 
-  it('create(background=True), retrieve until completed, cancel (unchanged), delete; billed once', async () => {
+  it('create(background=True), retrieve until completed, stream its events, cancel (unchanged), delete; billed once', async () => {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
     const r = await runPython(python, {
@@ -92,6 +97,17 @@ describe('responses through the official openai Python client', function () {
     assert.equal(done.status, 'completed');
     assert.ok(done.output_text.length > 0);
     assert.deepEqual(done.metadata, { via: 'python' });
+    const stream = steps.stream as unknown as { seq: number[]; types: string[]; steps: (string | null)[]; text: string };
+    assert.deepEqual(
+      stream.seq,
+      stream.seq.map((_, i) => i + 1),
+      'every event after starting_after=0, in order',
+    );
+    assert.equal(stream.types[0], 'response.in_progress');
+    assert.equal(stream.types[stream.types.length - 1], 'response.completed');
+    // The express lane's steps: classified, then its one seat; the first in_progress is OpenAI's own.
+    assert.deepEqual(stream.steps, [null, 'classified', 'seat_answered']);
+    assert.equal(stream.text, done.output_text);
     assert.equal(steps.cancel.status, 'completed');
     assert.deepEqual([steps['after-delete'].status, steps['after-delete'].code], [404, 'response_not_found']);
     await assertEachBilledOnce(org.orgId, [done.svc.request_id]);
