@@ -34,9 +34,15 @@ import { viewOf } from './run-poll';
 
 /** A task's lifetime from its creation when the caller asks for none (or for unlimited), and the most it may ask. */
 export const TASK_TTL_MS = { default: 24 * 3_600_000, max: 7 * 24 * 3_600_000, min: 60_000 };
-/** The poll interval a task suggests: a deliberation's steps take seconds, a run's questions minutes. */
-export const TASK_POLL_MS: Readonly<Record<TaskTool, number>> = { deliberate: 1_000, run_test: 5_000, certify_mode: 5_000 };
-/** Who may read a task: the key's scope its tool needs (a run's cancel checks the run's own, as `cancel_run` does). */
+/**
+ * The poll interval a task suggests: a deliberation's steps take seconds, a run's questions minutes. Each `tasks/get`
+ * is a request toward the key's requests per minute (60 by default), so a deliberation's polls take half of them.
+ */
+export const TASK_POLL_MS: Readonly<Record<TaskTool, number>> = { deliberate: 2_000, run_test: 5_000, certify_mode: 5_000 };
+/**
+ * Who else in the organisation may read a task: a key with the scope its tool needs (the key that created it always
+ * may). A run's cancel checks the run's own scope besides, as `cancel_run` does.
+ */
 const TASK_SCOPES: Readonly<Record<TaskTool, Scope>> = { deliberate: 'completions', run_test: 'tests', certify_mode: 'certify' };
 
 /** The edge's results, as the plain tool call answers them, and its words for a deliberation's progress. */
@@ -115,7 +121,7 @@ export async function noteTaskProgress(deps: TaskDeps, auth: AuthContext, taskId
 
 async function ownTask(deps: TaskDeps, auth: AuthContext, taskId: string): Promise<TaskRow | undefined> {
   const task = await findTask(deps.db, auth.orgId, taskId);
-  if (task) requireScope(auth, TASK_SCOPES[task.tool]);
+  if (task && task.apiKeyId !== auth.keyId) requireScope(auth, TASK_SCOPES[task.tool]);
   return task;
 }
 

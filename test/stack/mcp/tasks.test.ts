@@ -106,7 +106,7 @@ describe('mcp tasks: deliberate, run_test and certify_mode as tasks, with the of
       assert.equal(task.status, 'working');
       assert.match(task.taskId, /^task_[0-9a-f]{32}$/);
       assert.equal(task.ttl, 120_000);
-      assert.equal(task.pollInterval, 1_000);
+      assert.equal(task.pollInterval, 2_000);
 
       const { task: ended, messages: seen } = await pollToEnd(client, task.taskId);
       assert.equal(ended.status, 'completed', JSON.stringify(ended));
@@ -143,7 +143,7 @@ describe('mcp tasks: deliberate, run_test and certify_mode as tasks, with the of
     });
   }
 
-  it("another organisation's key finds no such task: tasks/get, tasks/result, tasks/cancel and tasks/list", async () => {
+  it("another organisation's key finds no such task (tasks/get, tasks/result, tasks/cancel, tasks/list); another key of the organisation needs the tool's scope", async () => {
     const mine = await connect(apis.B, org.ownerKey);
     const { task } = await callAsTask(mine, 'deliberate', { model: PANEL.B, messages: question() });
     const theirs = await connect(apis.B, stranger.ownerKey);
@@ -153,6 +153,15 @@ describe('mcp tasks: deliberate, run_test and certify_mode as tasks, with the of
     await assert.rejects(theirs.experimental.tasks.cancelTask(task.taskId), notFound);
     assert.ok(!(await theirs.experimental.tasks.listTasks()).tasks.some((t) => t.taskId === task.taskId));
     assert.ok((await mine.experimental.tasks.listTasks()).tasks.some((t) => t.taskId === task.taskId));
+    // Within the organisation, another key reads it only with the tool's scope.
+    const colleague = await connect(apis.B, await newKey(org.orgId, { scopes: ['completions'] }));
+    assert.equal((await colleague.experimental.tasks.getTask(task.taskId)).taskId, task.taskId);
+    const unscoped = await connect(apis.B, await newKey(org.orgId, { scopes: ['models'] }));
+    await assert.rejects(
+      unscoped.experimental.tasks.getTask(task.taskId),
+      (err: { code?: number; message?: string }) => err.code === -32602 && /completions/.test(err.message ?? ''),
+    );
+    await Promise.all([colleague.close(), unscoped.close()]);
     // Untouched by the stranger's cancel: it still ends by itself.
     assert.equal((await pollToEnd(mine, task.taskId)).task.status, 'completed');
     await Promise.all([mine.close(), theirs.close()]);
