@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AuthContext } from '../db/repositories/api-keys';
 import {
-  fillTaskResult,
   findTask,
   insertTask,
   listTasks,
@@ -47,7 +46,7 @@ const TASK_SCOPES: Readonly<Record<TaskTool, Scope>> = { deliberate: 'completion
 
 /** The edge's results, as the plain tool call answers them, and its words for a deliberation's progress. */
 export interface TaskResults {
-  answered(outcome: Outcome): StoredResult;
+  answered(outcome: Outcome, replayed: boolean): StoredResult;
   refused(err: QuorumError): StoredResult;
   progress(p: DeliberationProgress): string;
 }
@@ -57,6 +56,8 @@ export interface TaskWork {
   workflowId: string;
   requestId?: string;
   idempotencyKey?: string;
+  /** The deliberation replayed a stored answer: nothing ran. */
+  replayed?: boolean;
   batchId?: string;
 }
 
@@ -71,22 +72,17 @@ function ttlOf(requested: number | null | undefined): number {
 }
 
 /**
- * Records a task: working on `work` (a deliberation started, a run launched), or already ended with the plain call's
- * result when nothing was left running (a replay, a refusal, a dry run).
+ * Records a task, working on `work` (a deliberation started or replayed, a run launched), with the plain call's result
+ * when it is known and holds no transcript (an error, a launch). A task whose work ended before it was recorded (a
+ * refusal, a dry run) is `ended` at once; as the spec has every task, it is answered as created, `working`.
  */
 export async function openTask(
   deps: TaskDeps,
   auth: AuthContext,
-  input: {
-    tool: TaskTool;
-    ttl?: number | null;
-    work?: TaskWork;
-    ended?: { status: EndedTaskStatus; result: StoredResult };
-    result?: StoredResult;
-  },
+  input: { tool: TaskTool; ttl?: number | null; work?: TaskWork; result?: StoredResult; ended?: EndedTaskStatus },
 ): Promise<TaskRow> {
   const { work, ended } = input;
-  return insertTask(deps.db, {
+  const task = await insertTask(deps.db, {
     taskId: `task_${randomBytes(16).toString('hex')}`,
     orgId: auth.orgId,
     apiKeyId: auth.keyId,
@@ -94,22 +90,28 @@ export async function openTask(
     workflowId: work?.workflowId ?? null,
     requestId: work?.requestId ?? null,
     idempotencyKey: work?.idempotencyKey ?? null,
+    replayed: work?.replayed ?? false,
     batchId: work?.batchId ?? null,
-    status: ended?.status ?? 'working',
-    statusMessage: ended ? null : input.tool === 'deliberate' ? 'deliberating' : 'queued',
-    result: ended?.result ?? input.result ?? null,
+    status: 'working',
+    statusMessage: input.tool === 'deliberate' ? 'deliberating' : 'queued',
+    result: input.result ?? null,
     ttlMs: ttlOf(input.ttl),
     pollIntervalMs: TASK_POLL_MS[input.tool],
   });
+  if (ended) await updateTask(deps.db, auth.orgId, task.taskId, { status: ended, statusMessage: null });
+  return task;
 }
 
-/** The work's end as this process saw it (the plain call's own result); a task already ended keeps its end. */
+/**
+ * The work's end as this process saw it, with the plain call's result when it holds no transcript (an error); a task
+ * already ended keeps its end.
+ */
 export async function endTask(
   deps: TaskDeps,
   auth: AuthContext,
   taskId: string,
   status: EndedTaskStatus,
-  result: StoredResult,
+  result: StoredResult | undefined,
 ): Promise<void> {
   await updateTask(deps.db, auth.orgId, taskId, { status, result });
 }
@@ -132,7 +134,10 @@ async function deliberationEnd(
   row: ResponseRow,
   results: TaskResults,
 ): Promise<{ status: EndedTaskStatus; result: StoredResult } | undefined> {
-  if (row.outcome) return { status: row.outcome.status === 'cancelled' ? 'cancelled' : 'completed', result: results.answered(row.outcome) };
+  if (row.outcome) {
+    const status = row.outcome.status === 'cancelled' ? 'cancelled' : 'completed';
+    return { status, result: results.answered(row.outcome, task.replayed) };
+  }
   if (row.state === 'running') return undefined;
   const code = row.errorCode ?? 'internal_error';
   const err =
@@ -153,7 +158,11 @@ async function refresh(deps: TaskDeps, auth: AuthContext, task: TaskRow, results
     const row = task.idempotencyKey ? await findResponse(deps.db, auth.orgId, task.idempotencyKey) : undefined;
     if (!row) return task;
     const end = await deliberationEnd(deps, task, row, results);
-    if (end) return (await updateTask(deps.db, auth.orgId, task.taskId, end)) ?? task;
+    // Only an error is kept on the task: an answer is read from its receipt, whose retention holds for it.
+    if (end) {
+      const result = end.status === 'failed' ? end.result : undefined;
+      return (await updateTask(deps.db, auth.orgId, task.taskId, { status: end.status, result })) ?? task;
+    }
     // The process running the call notes its progress at least every KEEPALIVE_MS; only when it has gone quiet (it
     // died) is the workflow asked here. Asking beside it would take the query's one place in the server's buffer while
     // the workflow task runs, and its own query would fail.
@@ -180,26 +189,22 @@ export async function currentTask(deps: TaskDeps, auth: AuthContext, taskId: str
  * billed for what ran, the rest of its hold released), a run as `cancel_run` stops it; the task is `cancelled` from
  * then on, with the result the plain call would have returned for the cancelled work.
  */
-export async function cancelTask(deps: TaskDeps, auth: AuthContext, taskId: string, results: TaskResults): Promise<TaskRow | undefined> {
+export async function cancelTask(deps: TaskDeps, auth: AuthContext, taskId: string): Promise<TaskRow | undefined> {
   const task = await ownTask(deps, auth, taskId);
   if (!task || task.status !== 'working') return task;
-  let result: StoredResult | undefined;
-  if (task.tool === 'deliberate' && task.idempotencyKey) {
-    const view = await cancelResponse(deps, auth, responseIdOf(task.idempotencyKey));
-    if (view.outcome) result = results.answered(view.outcome);
-  } else if (task.batchId) {
-    await cancelOrgRun(deps, auth, { batchId: task.batchId });
-  }
+  if (task.tool === 'deliberate' && task.idempotencyKey) await cancelResponse(deps, auth, responseIdOf(task.idempotencyKey));
+  else if (task.batchId) await cancelOrgRun(deps, auth, { batchId: task.batchId });
   const statusMessage = 'Cancelled by the caller: billed only for what ran.';
-  return updateTask(deps.db, auth.orgId, task.taskId, { status: 'cancelled', statusMessage, result });
+  return updateTask(deps.db, auth.orgId, task.taskId, { status: 'cancelled', statusMessage });
 }
 
 const RESULT_WAIT_MS = 15_000;
 const RESULT_POLL_MS = 200;
 
 /**
- * `tasks/result` of an ended task: the plain call's result. A deliberation cancelled before it had settled has none
- * stored yet: it is read from its request once the workflow has settled it.
+ * `tasks/result` of an ended task: the plain call's result. A deliberation's answer is read from its receipt each time
+ * (as it stands: a transcript deleted or past its retention reads blank, as a response's poll does); one cancelled
+ * before it had settled is read once the workflow has settled it.
  */
 export async function taskResult(
   deps: TaskDeps,
@@ -213,10 +218,7 @@ export async function taskResult(
   for (const until = Date.now() + RESULT_WAIT_MS; Date.now() < until;) {
     const row = await findResponse(deps.db, auth.orgId, task.idempotencyKey);
     const end = row && (await deliberationEnd(deps, task, row, results));
-    if (end) {
-      await fillTaskResult(deps.db, auth.orgId, taskId, end.result);
-      return end.result;
-    }
+    if (end) return end.result;
     await new Promise((resolve) => setTimeout(resolve, RESULT_POLL_MS));
   }
   return undefined;

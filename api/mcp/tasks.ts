@@ -58,7 +58,7 @@ export class QuorumTaskStore implements TaskStore {
   ) {
     const deliberate = tools.get('deliberate') ?? { kind: 'forwarded' as const };
     this.results = {
-      answered: (outcome) => answer(ctx.deps.serialiser.completion(outcome, false)),
+      answered: (outcome, replayed) => answer(ctx.deps.serialiser.completion(outcome, replayed)),
       refused: (err) => errorResult(deliberate, err),
       progress: describeProgress,
     };
@@ -66,8 +66,8 @@ export class QuorumTaskStore implements TaskStore {
 
   /**
    * A task-augmented `tools/call`: the tool runs as its plain call would, and the task is answered as soon as its work
-   * has started (a deliberation) or launched (a run); a call that ends first (a replay, a refusal, a dry run) gives a
-   * task already ended with that result.
+   * has started (a deliberation, or the stored answer it replays) or launched (a run); a call that ends before any
+   * work (a refusal, a dry run) gives a task that ends at once with that result.
    */
   async createTask(params: CreateTaskOptions, _requestId: unknown, request: Request): Promise<Task> {
     const call = request.params as { name?: unknown; arguments?: Record<string, unknown> };
@@ -91,16 +91,18 @@ export class QuorumTaskStore implements TaskStore {
         taskId = row.taskId;
         // This process keeps the call's concurrency slot until it ends, as a background response does; were it to
         // die first, the next read of the task finds the end in the deliberation's request.
+        // Only an error is kept on the task; an answer is read from its receipt (operations/mcp-tasks.ts).
         void result
-          .then((r) => endTask(ctx.deps, ctx.auth, row.taskId, endedStatus(r), r as Result))
+          .then((r) => endTask(ctx.deps, ctx.auth, row.taskId, endedStatus(r), r.isError ? (r as Result) : undefined))
           .catch((err: unknown) => this.log.error('mcp task end not recorded', { taskId: row.taskId, err }));
         return taskOf(row);
       }
     }
+    // A run's launch (no transcript in it) is kept as the task's result; the task follows the run when one started.
     const r = await result;
-    const following = tool.task === 'run' && work !== undefined && !r.isError;
-    const ended = following ? undefined : { status: endedStatus(r), result: r as Result };
-    return taskOf(await openTask(ctx.deps, ctx.auth, { tool: name, ttl: params.ttl, work, ended, result: r as Result }));
+    const ended = tool.task === 'run' && work !== undefined && !r.isError ? undefined : endedStatus(r);
+    const kept = tool.task === 'run' || r.isError ? (r as Result) : undefined;
+    return taskOf(await openTask(ctx.deps, ctx.auth, { tool: name, ttl: params.ttl, work, ended, result: kept }));
   }
 
   async getTask(taskId: string): Promise<Task | null> {
@@ -122,7 +124,7 @@ export class QuorumTaskStore implements TaskStore {
   /** Only a cancel moves a task from outside (`tasks/cancel`); no tool here asks for input mid-way. */
   async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
     if (status !== 'cancelled') throw new McpError(ErrorCode.InvalidParams, `A task here moves to ${status} only by its own work.`);
-    const row = await guarded(() => cancelTask(this.ctx.deps, this.ctx.auth, taskId, this.results));
+    const row = await guarded(() => cancelTask(this.ctx.deps, this.ctx.auth, taskId));
     if (!row) throw new McpError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
   }
 

@@ -197,6 +197,8 @@ const deliberate = tool({
     const started = ctx.started;
     const onStarted = started && (async (requestId: string) => started({ workflowId, requestId, idempotencyKey }));
     const { outcome, replayed } = await withProgress(ctx, workflowId, createCompletion(deps, auth, { body, idempotencyKey, onStarted }));
+    // A replay started nothing: a task follows the stored answer it replays.
+    if (replayed) started?.({ workflowId, requestId: outcome.requestId, idempotencyKey, replayed });
     return deps.serialiser.completion(outcome, replayed);
   },
 });

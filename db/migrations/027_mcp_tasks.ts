@@ -4,8 +4,10 @@ import type { Knex } from 'knex';
  * MCP tasks (issue 40 item 5, protocol 2025-11-25): a task-augmented `deliberate`, `run_test` or `certify_mode` call,
  * one row per task, read only within the organisation that created it. The work's own record stays the source of
  * truth (the deliberation's request and receipt, the run's row and workflow): the row names it (`workflow_id`, and
- * a deliberation's `request_id` and `idempotency_key`, a run's `batch_id`) and keeps what the plain call answered or will answer (`result`, a CallToolResult) and the
- * task's status once it ended. `expires_at` is creation plus the task's ttl; past it the task is not found.
+ * a deliberation's `request_id` and `idempotency_key`, a run's `batch_id`) and the task's status once it ended. `result` keeps
+ * the plain call's result (a CallToolResult) only where it holds no transcript: an error, a run's launch. A deliberation's
+ * answer is read from its receipt, so the receipt's retention and deletion hold for it too (`replayed`: the call was
+ * a replay, which the plain call answers in the replay's shape). `expires_at` is creation plus the task's ttl; past it the task is not found.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('mcp_tasks', (t) => {
@@ -16,6 +18,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('workflow_id');
     t.text('request_id');
     t.text('idempotency_key');
+    t.boolean('replayed').notNullable().defaultTo(false);
     t.text('batch_id');
     t.text('status').notNullable();
     t.text('status_message');

@@ -18,9 +18,12 @@ export interface TaskRow {
   workflowId: string | null;
   requestId: string | null;
   idempotencyKey: string | null;
+  /** The deliberation was a replay of a stored answer (the plain call answers it in the replay's shape). */
+  replayed: boolean;
   batchId: string | null;
   status: TaskStatus;
   statusMessage: string | null;
+  /** The plain call's result where it holds no transcript (an error, a run's launch); a deliberation's answer is read from its receipt. */
   result: StoredResult | null;
   ttlMs: number;
   pollIntervalMs: number;
@@ -38,6 +41,7 @@ interface Raw {
   workflow_id: string | null;
   request_id: string | null;
   idempotency_key: string | null;
+  replayed: boolean;
   batch_id: string | null;
   status: TaskStatus;
   status_message: string | null;
@@ -57,6 +61,7 @@ function fromRaw(r: Raw): TaskRow {
     workflowId: r.workflow_id,
     requestId: r.request_id,
     idempotencyKey: r.idempotency_key,
+    replayed: r.replayed,
     batchId: r.batch_id,
     status: r.status,
     statusMessage: r.status_message,
@@ -80,6 +85,7 @@ export async function insertTask(db: DbOrTrx, task: NewTask): Promise<TaskRow> {
       workflow_id: task.workflowId,
       request_id: task.requestId,
       idempotency_key: task.idempotencyKey,
+      replayed: task.replayed,
       batch_id: task.batchId,
       status: task.status,
       status_message: task.statusMessage,
@@ -115,14 +121,6 @@ export async function updateTask(
   if (change.result) set.result = JSON.stringify(change.result);
   await db('mcp_tasks').where({ task_id: taskId, org_id: orgId, status: 'working' }).update(set);
   return findTask(db, orgId, taskId);
-}
-
-/** An ended task's result, written once when it was not known at its end (a cancel that answered before it settled). */
-export async function fillTaskResult(db: DbOrTrx, orgId: string, taskId: string, result: StoredResult): Promise<void> {
-  await db('mcp_tasks')
-    .where({ task_id: taskId, org_id: orgId })
-    .whereNull('result')
-    .update({ result: JSON.stringify(result) });
 }
 
 /** A page of the organisation's live tasks, newest first; `after` is the last task id of the page before. */

@@ -139,6 +139,15 @@ describe('mcp tasks: deliberate, run_test and certify_mode as tasks, with the of
       await assertEachBilledOnce(own.orgId, [body.svc.request_id, (plain.svc as { request_id: string }).request_id].sort());
       // A second read gives the same result.
       assert.deepEqual(json(await resultOf(client, task.taskId)), body);
+      // The answer is kept once, on its receipt: the task row holds no copy of it.
+      const row = (await stack().db('mcp_tasks').where({ task_id: task.taskId }).first('result')) as { result: unknown };
+      assert.equal(row.result, null);
+      // The same question as a task once more replays the stored answer, exactly as the plain call's replay.
+      const { task: replay } = await callAsTask(client, 'deliberate', { model: PANEL[form], messages });
+      assert.equal(replay.status, 'working');
+      assert.equal((await pollToEnd(client, replay.taskId)).task.status, 'completed');
+      assert.deepEqual(json(await resultOf(client, replay.taskId)), again);
+      await assertEachBilledOnce(own.orgId, [body.svc.request_id, (plain.svc as { request_id: string }).request_id].sort());
       await client.close();
     });
   }
@@ -197,7 +206,9 @@ describe('mcp tasks: deliberate, run_test and certify_mode as tasks, with the of
     const client = await connect(apis.A, org.ownerKey);
     const before = await moneySnapshot(org.orgId);
     const { task } = await callAsTask(client, 'certify_mode', { model: modes.weak.A, dry_run: true });
-    assert.equal(task.status, 'completed');
+    // Created `working`, as the spec has every task; ended with the call.
+    assert.equal(task.status, 'working');
+    assert.equal((await client.experimental.tasks.getTask(task.taskId)).status, 'completed');
     const plain = json(await client.callTool({ name: 'certify_mode', arguments: { model: modes.weak.A, dry_run: true } }));
     // The same answer but for the price, which follows the engines' recorded costs as calls come in.
     const result = json(await resultOf(client, task.taskId));
