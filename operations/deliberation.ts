@@ -140,7 +140,7 @@ async function settleAgain(db: Knex, unsettled: Settlement): Promise<{ outcome: 
 const PROGRESS_QUERY_MS = 250;
 
 /** The running call's stage, or undefined when its workflow cannot say (not started yet, gone, or its worker busy). */
-export async function progressOf(client: Client, workflowId: string): Promise<DeliberationProgress | undefined> {
+async function progressOf(client: Client, workflowId: string): Promise<DeliberationProgress | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, PROGRESS_QUERY_MS, undefined)));
   const asked = client.workflow

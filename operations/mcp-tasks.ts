@@ -10,16 +10,17 @@ import {
   type TaskRow,
   type TaskTool,
 } from '../db/repositories/mcp-tasks';
+import { readDeliberationEvents } from '../db/repositories/deliberation-events';
 import { findResponse, type ResponseRow } from '../db/repositories/responses';
+import { describeEvent, type StepEvent } from '../domain/deliberation-events';
 import { findRun } from '../db/repositories/runs';
 import type { Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import type { Outcome } from '../domain/outcome';
 import { ENDED_STATES, totalQuestions, type RunProgress } from '../domain/runs';
-import type { DeliberationProgress } from '../workflows/messages';
 import { requireScope } from './checks';
 import type { CompletionDeps } from './completion';
-import { failureOf, progressOf } from './deliberation';
+import { failureOf } from './deliberation';
 import { cancelResponse, responseIdOf } from './responses';
 import { cancelOrgRun } from './run-cancel';
 import { viewOf } from './run-poll';
@@ -44,11 +45,10 @@ export const TASK_POLL_MS: Readonly<Record<TaskTool, number>> = { deliberate: 2_
  */
 const TASK_SCOPES: Readonly<Record<TaskTool, Scope>> = { deliberate: 'completions', run_test: 'tests', certify_mode: 'certify' };
 
-/** The edge's results, as the plain tool call answers them, and its words for a deliberation's progress. */
+/** The edge's results, as the plain tool call answers them. */
 export interface TaskResults {
   answered(outcome: Outcome, replayed: boolean): StoredResult;
   refused(err: QuorumError): StoredResult;
-  progress(p: DeliberationProgress): string;
 }
 
 /** What a task's work is, once known: the deliberation's request, or the launched run. */
@@ -62,9 +62,6 @@ export interface TaskWork {
 }
 
 export type TaskDeps = CompletionDeps;
-
-/** Past this without a progress note from the process running a deliberation (it notes one every 10 s), it is gone. */
-const PROGRESS_QUIET_MS = 15_000;
 
 function ttlOf(requested: number | null | undefined): number {
   if (requested === undefined || requested === null) return TASK_TTL_MS.default;
@@ -116,11 +113,6 @@ export async function endTask(
   await updateTask(deps.db, auth.orgId, taskId, { status, result });
 }
 
-/** Where a working task's work is, as the process that runs it hears it (the plain call's progress notes). */
-export async function noteTaskProgress(deps: TaskDeps, auth: AuthContext, taskId: string, message: string): Promise<void> {
-  await updateTask(deps.db, auth.orgId, taskId, { statusMessage: message });
-}
-
 async function ownTask(deps: TaskDeps, auth: AuthContext, taskId: string): Promise<TaskRow | undefined> {
   const task = await findTask(deps.db, auth.orgId, taskId);
   if (task && task.apiKeyId !== auth.keyId) requireScope(auth, TASK_SCOPES[task.tool]);
@@ -163,12 +155,9 @@ async function refresh(deps: TaskDeps, auth: AuthContext, task: TaskRow, results
       const result = end.status === 'failed' ? end.result : undefined;
       return (await updateTask(deps.db, auth.orgId, task.taskId, { status: end.status, result })) ?? task;
     }
-    // The process running the call notes its progress at least every KEEPALIVE_MS; only when it has gone quiet (it
-    // died) is the workflow asked here. Asking beside it would take the query's one place in the server's buffer while
-    // the workflow task runs, and its own query would fail.
-    if (Date.now() - task.lastUpdatedAt.getTime() < PROGRESS_QUIET_MS) return task;
-    const p = await progressOf(deps.client, row.workflowId);
-    return p ? { ...task, statusMessage: results.progress(p) } : task;
+    // Its last stored step (issue 40 item 2), in the words of the plain call's progress notifications.
+    const last = (await readDeliberationEvents(deps.db, row.requestId)).filter((e) => e.event.type !== 'ended').at(-1);
+    return last ? { ...task, statusMessage: describeEvent(last.event as StepEvent) } : task;
   }
   const run = task.batchId ? await findRun(deps.db, auth.orgId, task.batchId) : undefined;
   if (!run) return task;
@@ -192,10 +181,12 @@ export async function currentTask(deps: TaskDeps, auth: AuthContext, taskId: str
 export async function cancelTask(deps: TaskDeps, auth: AuthContext, taskId: string): Promise<TaskRow | undefined> {
   const task = await ownTask(deps, auth, taskId);
   if (!task || task.status !== 'working') return task;
+  // Cancelled first: the work's own end, which the cancel brings about, is then not written over it.
+  const statusMessage = 'Cancelled by the caller: billed only for what ran.';
+  const cancelled = await updateTask(deps.db, auth.orgId, task.taskId, { status: 'cancelled', statusMessage });
   if (task.tool === 'deliberate' && task.idempotencyKey) await cancelResponse(deps, auth, responseIdOf(task.idempotencyKey));
   else if (task.batchId) await cancelOrgRun(deps, auth, { batchId: task.batchId });
-  const statusMessage = 'Cancelled by the caller: billed only for what ran.';
-  return updateTask(deps.db, auth.orgId, task.taskId, { status: 'cancelled', statusMessage });
+  return cancelled;
 }
 
 const RESULT_WAIT_MS = 15_000;

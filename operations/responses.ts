@@ -55,7 +55,7 @@ function endedStatus(o: Outcome): ResponseStatus {
   return o.finishReason === 'length' ? 'incomplete' : 'completed';
 }
 
-function viewOfRow(id: string, row: ResponseRow): ResponseView {
+export function viewOfRow(id: string, row: ResponseRow): ResponseView {
   const base = {
     id,
     requestId: row.requestId,
@@ -70,7 +70,8 @@ function viewOfRow(id: string, row: ResponseRow): ResponseView {
   return { ...base, status: 'failed', outcome: null, error: { code, message: `The deliberation ended without an answer (${code}).` } };
 }
 
-async function ownResponse(deps: CompletionDeps, auth: AuthContext, id: string): Promise<{ key: string; row: ResponseRow }> {
+/** The caller's own response (404 for any other), as stored. */
+export async function ownResponse(deps: CompletionDeps, auth: AuthContext, id: string): Promise<{ key: string; row: ResponseRow }> {
   requireScope(auth, 'completions');
   const key = keyOfResponseId(id);
   const row = await findResponse(deps.db, auth.orgId, key);
@@ -114,7 +115,8 @@ export async function createResponse(
     error: null,
     extras,
   });
-  if (!request.background) {
+  // A stream answers from what is stored (operations/response-stream.ts) as a background response is polled.
+  if (!request.background && !request.stream) {
     const { outcome, replayed } = await done;
     if (!request.store) await deleteStoredAnswer(deps.db, { requestId: outcome.requestId, orgId: auth.orgId });
     return view(outcome, replayed);

@@ -1,5 +1,14 @@
-import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Worker,
+  bundleWorkflowCode,
+  type InjectedSinks,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import { recordDeliberationEvent } from '../db/repositories/deliberation-events';
+import type { DeliberationSinks } from '../workflows/messages';
 import { runtimeModule } from '../infra/paths';
 import { TASK_QUEUES } from '../workflows/task-queues';
 import { metricsInterceptor } from './metrics';
@@ -37,6 +46,36 @@ const HEARTBEAT_THROTTLE = '1 second';
 /** Past the grace, cancelled activities get this long to hand back their attempt before the worker stops regardless. */
 const FORCE_AFTER_GRACE_MS = 2_000;
 
+/**
+ * The worker holds the workflow's activation until its sink calls return: a database that does not answer costs the
+ * deliberation at most this per step, and the step's event is lost (its stream ends without it).
+ */
+const EVENT_WRITE_MS = 1_000;
+
+/** A deliberation's step events (issue 40 item 2), stored as the workflow takes each step; never on replay. */
+function eventSinks(deps: ActivityDeps): InjectedSinks<DeliberationSinks> {
+  return {
+    deliberationEvents: {
+      record: {
+        fn: async (_info, requestId, index, event) => {
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`not stored within ${EVENT_WRITE_MS} ms`)), EVENT_WRITE_MS);
+          });
+          try {
+            await Promise.race([recordDeliberationEvent(deps.db, { requestId, index, event }), late]);
+          } catch (err) {
+            deps.log.warn('deliberation event not stored', { requestId, index, err });
+          } finally {
+            clearTimeout(timer);
+          }
+        },
+        callDuringReplay: false,
+      },
+    },
+  };
+}
+
 /** One worker per task queue, same workflows and activities; the deliberation queue is the hot one. */
 export async function createWorkers({
   connection,
@@ -59,6 +98,7 @@ export async function createWorkers({
         workflowBundle: workflows,
         activities,
         interceptors,
+        sinks: eventSinks(deps),
         maxCachedWorkflows,
         // A deliberation holds its workflow task while its engine calls run inside it (local activities): the tasks
         // at once are the deliberations in flight, bounded by the cache that must hold them all.

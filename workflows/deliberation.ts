@@ -4,6 +4,7 @@ import {
   isCancellation,
   patched,
   proxyLocalActivities,
+  proxySinks,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -13,6 +14,7 @@ import type { ClassifyResult, DeliberationActivities, PrepareRefusal } from '../
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
+import type { DeliberationEvent } from '../domain/deliberation-events';
 import { CostMeter } from '../domain/cost-meter';
 import type { ErrorCode } from '../domain/errors';
 import type { Form } from '../domain/form';
@@ -25,7 +27,7 @@ import { unavailableMessage } from '../domain/caller-errors';
 import { assembleCancelledOutcome, assembleOutcome } from '../domain/outcome-assembly';
 import { laneFor, type Seating } from '../domain/seat-assignment';
 import { failureReason } from './engine-chain';
-import { deliberationProgressQuery, type DeliberationProgress } from './messages';
+import { deliberationProgressQuery, type DeliberationProgress, type DeliberationSinks } from './messages';
 import { runPanel, type PanelRecord, type PanelStep } from './panel';
 import { QuorumLane, QuorumStatus } from './search-attributes';
 
@@ -90,6 +92,19 @@ function trackProgress(): (next: Step) => void {
   };
 }
 
+const { deliberationEvents } = proxySinks<DeliberationSinks>();
+
+type Emit = (event: DeliberationEvent) => void;
+
+/**
+ * The call's step events for its caller's stream (issue 40 item 2), numbered from 0 in the order the workflow takes
+ * them: a worker that takes the call over numbers a step it runs again as the first did. Adds nothing to the history.
+ */
+function eventsOf(requestId: string): Emit {
+  let index = 0;
+  return (event) => deliberationEvents.record(requestId, index++, event);
+}
+
 /** How a call ends without an answer once it has begun; each releases what it holds. */
 interface Abandoning {
   /** Ends the call without an answer: the hold is released, the request marked failed, nothing billed. */
@@ -98,9 +113,10 @@ interface Abandoning {
   orAbandon<T>(codeOf: (err: unknown) => AbandonCode, work: () => Promise<T>, unsettled?: Settlement): Promise<T>;
 }
 
-function abandoning({ orgId, requestId }: DeliberationInput): Abandoning {
+function abandoning({ orgId, requestId }: DeliberationInput, emit: Emit): Abandoning {
   const abandon = async (code: AbandonCode, message: string, unsettled?: Settlement): Promise<never> => {
     await CancellationScope.nonCancellable(() => failRequest({ orgId, requestId, code, unsettled }));
+    emit({ type: 'ended' });
     upsertSearchAttributes([{ key: QuorumStatus, value: 'failed' }]);
     throw ApplicationFailure.nonRetryable(message, code);
   };
@@ -232,13 +248,16 @@ interface Ran {
 export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
   const startedMs = Date.now();
   const ran: Ran = { panel: { passes: [], judge: null } };
+  const emit = eventsOf(input.requestId);
   try {
-    return await deliberate(input, startedMs, ran);
+    return await deliberate(input, startedMs, ran, emit);
   } catch (err) {
     // Nothing cancelled a deliberation before issue 40; the marker keeps any such history replaying as it ran.
     if (!isCancellation(err) || !ran.seating || !ran.meter || !ran.classified || !patched('cancel-settles-what-ran')) throw err;
     const { classified, seating, meter } = ran;
-    return CancellationScope.nonCancellable(() => endCancelled(input, { ...classified, seating, meter, panel: ran.panel }, startedMs));
+    return CancellationScope.nonCancellable(() =>
+      endCancelled(input, { ...classified, seating, meter, panel: ran.panel }, startedMs, emit),
+    );
   }
 }
 
@@ -247,6 +266,7 @@ async function endCancelled(
   input: DeliberationInput,
   ran: Required<Omit<Ran, 'classified'>> & NonNullable<Ran['classified']>,
   startedMs: number,
+  emit: Emit,
 ): Promise<Outcome> {
   const outcome = assembleCancelledOutcome({
     requestId: input.requestId,
@@ -268,17 +288,19 @@ async function endCancelled(
     startedMs,
     completedMs: Date.now(),
   });
-  await settleOutcome(input, outcome, abandoning(input));
+  await settleOutcome(input, outcome, abandoning(input, emit));
+  emit({ type: 'ended' });
   upsertSearchAttributes([{ key: QuorumStatus, value: 'cancelled' }]);
   return outcome;
 }
 
-async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran): Promise<Outcome> {
+async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran, emit: Emit): Promise<Outcome> {
   const { orgId, requestId, mode, tier, payer } = input;
   const step = trackProgress();
-  const ending = abandoning(input);
+  const ending = abandoning(input, emit);
 
   const { classification, lane, call } = await classifyCall(input);
+  emit({ type: 'classified', lane, depth: classification.depth });
   const seating = await holdAndSeat(input, lane, ending);
   step({ stage: 'seats', round: 1, seats: seating.seats.length, seatsAnswered: 0 });
 
@@ -307,6 +329,7 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran)
     meter,
     judgeSeed,
     onStep: step,
+    onEvent: emit,
     // Issue 31: the engine calls run inside the workflow's task; a deliberation begun before replays its activities.
     localCalls: patched('engine-calls-in-workflow-task'),
     record: ran.panel,
@@ -339,6 +362,7 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran)
   step({ stage: 'settling' });
   await settleOutcome(input, outcome, ending);
   step({ stage: 'done' });
+  emit({ type: 'ended' });
   markDone(outcome, lane, judgeSeed);
   return outcome;
 }

@@ -1,4 +1,5 @@
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, type Sinks } from '@temporalio/workflow';
+import type { DeliberationEvent } from '../domain/deliberation-events';
 import type { RunAdmission } from '../domain/run-admission';
 import type { RunProgress } from '../domain/runs';
 
@@ -29,3 +30,12 @@ export interface DeliberationProgress {
 }
 
 export const deliberationProgressQuery = defineQuery<DeliberationProgress>('deliberationProgress');
+
+/**
+ * How a deliberation hands its step events to its worker as they happen (issue 40 item 2): a sink call adds nothing to
+ * the history and is made at the end of the workflow activation that took the step, which a local activity's result
+ * starts at once, where a query waits for the task's heartbeat (about 4 s). The worker stores each (worker/workers.ts).
+ */
+export interface DeliberationSinks extends Sinks {
+  deliberationEvents: { record(requestId: string, index: number, event: DeliberationEvent): void };
+}

@@ -1,6 +1,7 @@
 import { isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
+import type { StepEvent } from '../domain/deliberation-events';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
 import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
@@ -69,6 +70,8 @@ export interface PanelInput {
   answer?: AnswerOptions;
   /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the panel. */
   onStep?: (step: PanelStep) => void;
+  /** Told of each step as it ends, for the caller's stream (issue 40 item 2); no effect on the panel. */
+  onEvent?: (event: StepEvent) => void;
   /** Where the panel records what answered as it answers: a deliberation cancelled mid-panel bills it (issue 40). */
   record?: PanelRecord;
 }
@@ -220,13 +223,15 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
 async function groundQuestion(input: PanelInput): Promise<Grounding> {
   const none: Grounding = { snippets: [], tokens: 0, staff: { fired: false, modelUsed: null } };
   if (!input.ground) return none;
+  let grounding = none;
   try {
     const g = await (input.localCalls ? groundLocally : ground)({ query: lastUserText(input.messages).slice(0, 500) });
-    return { snippets: g.snippets, tokens: g.tokens, staff: { fired: g.fired, modelUsed: g.source } };
+    grounding = { snippets: g.snippets, tokens: g.tokens, staff: { fired: g.fired, modelUsed: g.source } };
   } catch (err) {
     if (isCancellation(err)) throw err;
-    return none;
   }
+  input.onEvent?.({ type: 'grounded', fired: grounding.staff.fired, snippets: grounding.snippets.length });
+  return grounding;
 }
 
 /**
@@ -374,12 +379,10 @@ async function runSeat(
       panel.passes.push(pass);
       s.latest = pass;
       s.answerTokens = final.tokensOut;
-      input.onStep?.({
-        stage: round === 1 ? 'seats' : 'critique',
-        round,
-        seats: inRound,
-        seatsAnswered: panel.passes.filter((p) => p.round === round).length,
-      });
+      const seatsAnswered = panel.passes.filter((p) => p.round === round).length;
+      input.onStep?.({ stage: round === 1 ? 'seats' : 'critique', round, seats: inRound, seatsAnswered });
+      const { role } = s.assignment;
+      input.onEvent?.({ type: 'seat_answered', round, role, model: final.engineId, seatsAnswered, seats: inRound, endedAt: final.endedAt });
       return { answer: pass };
     },
     {
@@ -423,6 +426,7 @@ async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judg
   const labelled: LabelledAnswer[] = order.map((s, i) => ({ label: LABELS[i], text: s.latest?.content ?? '' }));
   const prompt = judgePrompt(input.messages, labelled);
   const tokensIn = readingAll(panel, answered);
+  let endedAt: string | null = null;
   const verdict = await firstAnswering(
     allowEngine ? input.seating.judge.chain : [],
     async (engine) => {
@@ -442,6 +446,7 @@ async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judg
         input.hedgeAfterMs,
       );
       input.meter.charge(r);
+      endedAt = r.endedAt;
       panel.judgeLatency += r.latencyMs;
       panel.judgeCall = staffCall(r, input.seating.judge.designed, panel.judgeLatency);
       if (input.record) input.record.judge = panel.judgeCall;
@@ -457,6 +462,13 @@ async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judg
   panel.judgedBy = verdict ? 'llm' : 'heuristic';
   panel.judgment = verdict ?? heuristicJudgment(labelled);
   recordRound(panel, panel.rounds, panel.judgment);
+  input.onEvent?.({
+    type: 'judged',
+    round: panel.rounds,
+    judgedBy: verdict ? 'llm' : 'heuristic',
+    converged: panel.judgment.converged,
+    endedAt,
+  });
   return panel.judgment;
 }
 
@@ -494,6 +506,7 @@ async function critiqueRounds(panel: PanelState): Promise<void> {
     const tokensIn = readingAll(panel, current) + panel.grounding.tokens;
     const step: ProjectedCall[] = current.map((s) => ({ engine: s.assignment.chain[s.at], tokensIn, maxOut: config.seatMaxOutputTokens }));
     if (!meter.affords(step)) return;
+    panel.input.onEvent?.({ type: 'critique_round', round: panel.rounds + 1, seats: current.length });
     const survivors = await seatRound(panel, panel.rounds + 1, current, prompts);
     // No seat could revise: the previous round's answers and judgment stand.
     if (survivors.length === 0) return;
@@ -545,6 +558,7 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
     .map((s) => ({ label: labels[s.assignment.role] ?? '?', text: s.latest?.content ?? '' }))
     .sort((a, b) => a.label.localeCompare(b.label));
   input.onStep?.({ stage: 'synthesising' });
+  input.onEvent?.({ type: 'synthesising' });
   const format = input.answer?.format;
   const prompt = withFormatInstruction(synthesisPrompt(input.messages, labelled, judgment.best, judgment.why), format);
   const tokensIn = readingAll(panel, answered);

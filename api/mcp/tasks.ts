@@ -8,14 +8,13 @@ import {
   currentTask,
   endTask,
   listOwnTasks,
-  noteTaskProgress,
   openTask,
   taskResult,
   type TaskResults,
   type TaskWork,
 } from '../../operations/mcp-tasks';
 import { answer, errorResult, toolResult } from './results';
-import { describeProgress, type Tool, type ToolContext } from './tools';
+import type { Tool, ToolContext } from './tools';
 
 /**
  * MCP tasks (issue 40 item 5, protocol 2025-11-25) through the SDK's own tasks support: the low-level server is given
@@ -60,7 +59,6 @@ export class QuorumTaskStore implements TaskStore {
     this.results = {
       answered: (outcome, replayed) => answer(ctx.deps.serialiser.completion(outcome, replayed)),
       refused: (err) => errorResult(deliberate, err),
-      progress: describeProgress,
     };
   }
 
@@ -76,24 +74,23 @@ export class QuorumTaskStore implements TaskStore {
     const name = tool.name as TaskTool;
     const { ctx } = this;
     let work: TaskWork | undefined;
-    let taskId: string | undefined;
     let told: (w: TaskWork) => void = () => undefined;
     const started = new Promise<TaskWork>((resolve) => (told = resolve));
-    // The plain call's progress notes become the task's status message, read by `tasks/get` from any process.
-    const progress = async (message: string): Promise<void> => {
-      if (taskId) await noteTaskProgress(ctx.deps, ctx.auth, taskId, message);
-    };
-    const result = toolResult(tool, call.arguments ?? {}, { ...ctx, progress, started: (w) => told((work = w)) }, this.log);
+    // No progress notifications: this request ends with the task's creation; `tasks/get` reads the stored steps.
+    const result = toolResult(tool, call.arguments ?? {}, { ...ctx, progress: undefined, started: (w) => told((work = w)) }, this.log);
     if (tool.task === 'deliberation') {
       const first = await Promise.race([result.then(() => undefined), started]);
       if (first) {
         const row = await openTask(ctx.deps, ctx.auth, { tool: name, ttl: params.ttl, work: first });
-        taskId = row.taskId;
         // This process keeps the call's concurrency slot until it ends, as a background response does; were it to
         // die first, the next read of the task finds the end in the deliberation's request.
-        // Only an error is kept on the task; an answer is read from its receipt (operations/mcp-tasks.ts).
+        // An error is kept on the task; an answer's end (completed, or cancelled) is read from its request, as any
+        // process reads it, and the answer itself from its receipt (operations/mcp-tasks.ts).
         void result
-          .then((r) => endTask(ctx.deps, ctx.auth, row.taskId, endedStatus(r), r.isError ? (r as Result) : undefined))
+          .then(async (r) => {
+            if (r.isError) await endTask(ctx.deps, ctx.auth, row.taskId, 'failed', r as Result);
+            else await currentTask(ctx.deps, ctx.auth, row.taskId, this.results);
+          })
           .catch((err: unknown) => this.log.error('mcp task end not recorded', { taskId: row.taskId, err }));
         return taskOf(row);
       }

@@ -6,8 +6,9 @@ import { TIERS } from '../../domain/modes';
 import { BATCH_STATES } from '../../domain/runs';
 import { proposeMode } from '../../operations/authoring/propose';
 import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../operations/authoring/modes';
+import { describeEvent } from '../../domain/deliberation-events';
+import { followSteps } from '../../operations/deliberation-events';
 import { workflowIds } from '../../domain/workflow-ids';
-import { deliberationProgressQuery, type DeliberationProgress } from '../../workflows/messages';
 import type { JsonObject } from '../forms/json';
 import { newRequestId } from '../http/gate';
 import { createCompletion, derivedIdempotencyKey } from '../../operations/completion';
@@ -41,10 +42,7 @@ export interface ToolContext {
   auth: AuthContext;
   /** The base URL the caller reached, for status addresses. */
   baseUrl: string;
-  /**
-   * Sends a progress notification (a task's: sets its status message); absent when the caller sent no `progressToken`
-   * (nothing is watched then).
-   */
+  /** Sends a progress notification; absent when the caller sent no `progressToken` (nothing is watched then). */
   progress?: (message: string) => Promise<void>;
   /** Told what the call set going (its workflow) once it has, for an MCP task to follow it (issue 40 item 5). */
   started?: (work: TaskWork) => void;
@@ -108,61 +106,42 @@ function checked<T>(schema: z.ZodType<T>, args: Record<string, unknown>): T {
 const anything = z.unknown();
 const Messages = z.array(z.object({ role: z.string(), content: anything })).describe('OpenAI-style chat messages: [{role, content}].');
 
-/** How often a waiting `deliberate` looks at its workflow, and the longest it stays silent (MCP clients time out). */
-const PROGRESS_POLL_MS = 500;
+/** The longest a waiting `deliberate` stays silent (MCP clients time out). */
 const KEEPALIVE_MS = 10_000;
+/** After its result, how long a call waits for its last steps' notes (stored before the result, so milliseconds). */
+const LAST_NOTES_MS = 1_000;
 
-export function describeProgress(p: DeliberationProgress): string {
-  switch (p.stage) {
-    case 'classifying':
-      return 'classifying the prompt';
-    case 'seats':
-      return `seats answering: ${p.seatsAnswered}/${p.seats}`;
-    case 'critique':
-      return `critique round ${p.round}: ${p.seatsAnswered}/${p.seats} seats revised`;
-    case 'judging':
-      return `judging round ${p.round}`;
-    case 'synthesising':
-      return 'synthesising the answer';
-    case 'settling':
-      return 'recording the receipt';
-    case 'done':
-      return 'done';
-  }
-}
-
-/** Reports the deliberation's steps while `work` runs, and a keep-alive when nothing changed for a while. */
-async function withProgress<T>(ctx: ToolContext, workflowId: string, work: Promise<T>): Promise<T> {
+/**
+ * Reports each of the deliberation's steps as it is stored (issue 40 item 2: the channel a response's stream reads,
+ * within milliseconds of the step), and a keep-alive when nothing happened for a while. `work` is told to start the
+ * following when its call has a request id.
+ */
+async function withProgress<T>(ctx: ToolContext, work: (onStarted?: (requestId: string) => Promise<void>) => Promise<T>): Promise<T> {
   const report = ctx.progress;
-  // Nobody listening: no queries against the workflow.
-  if (!report) return work;
-  let finished = false;
-  const watching = (async () => {
-    let seen = -1;
-    let lastSent = Date.now();
-    const started = Date.now();
-    while (!finished) {
-      await new Promise((resolve) => setTimeout(resolve, PROGRESS_POLL_MS));
-      if (finished) break;
-      const p = await ctx.deps.client.workflow
-        .getHandle(workflowId)
-        .query(deliberationProgressQuery)
-        .catch(() => undefined);
-      if (p && p.steps !== seen) {
-        seen = p.steps;
-        lastSent = Date.now();
-        await report(describeProgress(p));
-      } else if (Date.now() - lastSent >= KEEPALIVE_MS) {
-        lastSent = Date.now();
-        await report(`still deliberating (${Math.round((Date.now() - started) / 1000)} s)`);
-      }
-    }
-  })();
+  // Nobody listening: nothing followed.
+  if (!report) return work();
+  const stop = new AbortController();
+  const started = Date.now();
+  let lastSent = started;
+  let following: Promise<void> = Promise.resolve();
+  const keepAlive = setInterval(() => {
+    if (Date.now() - lastSent < KEEPALIVE_MS) return;
+    lastSent = Date.now();
+    report(`still deliberating (${Math.round((Date.now() - started) / 1000)} s)`).catch(() => undefined);
+  }, 1_000);
   try {
-    return await work;
+    return await work((requestId) => {
+      following = followSteps(ctx.deps.db, requestId, stop.signal, async ({ event }) => {
+        lastSent = Date.now();
+        await report(describeEvent(event));
+      }).catch(() => undefined);
+      return Promise.resolve();
+    });
   } finally {
-    finished = true;
-    await watching.catch(() => undefined);
+    clearInterval(keepAlive);
+    await Promise.race([following, new Promise((resolve) => setTimeout(resolve, LAST_NOTES_MS))]);
+    stop.abort();
+    await following;
   }
 }
 
@@ -195,8 +174,16 @@ const deliberate = tool({
     const idempotencyKey = derivedIdempotencyKey(auth.orgId, auth.keyId, body);
     const workflowId = workflowIds.deliberation(auth.orgId, idempotencyKey);
     const started = ctx.started;
-    const onStarted = started && (async (requestId: string) => started({ workflowId, requestId, idempotencyKey }));
-    const { outcome, replayed } = await withProgress(ctx, workflowId, createCompletion(deps, auth, { body, idempotencyKey, onStarted }));
+    const { outcome, replayed } = await withProgress(ctx, (following) =>
+      createCompletion(deps, auth, {
+        body,
+        idempotencyKey,
+        onStarted: async (requestId) => {
+          started?.({ workflowId, requestId, idempotencyKey });
+          await following?.(requestId);
+        },
+      }),
+    );
     // A replay started nothing: a task follows the stored answer it replays.
     if (replayed) started?.({ workflowId, requestId: outcome.requestId, idempotencyKey, replayed });
     return deps.serialiser.completion(outcome, replayed);

@@ -1,15 +1,55 @@
 import type { Context } from 'koa';
 import { readJsonObject } from '../http/body';
+import { streamEventJson } from '../forms/response-events';
 import { authOf } from '../http/gate';
 import { responseJson } from '../forms/responses';
 import { cancelResponse, createResponse, deleteResponse, retrieveResponse } from '../../operations/responses';
 import { parseIdempotencyKey } from '../../operations/requests/common';
-import { parseResponseRequest } from '../../operations/requests/responses';
+import { parseResponseRequest, parseRetrieveQuery } from '../../operations/requests/responses';
+import { openResponseStream, type Send } from '../../operations/response-stream';
 import type { RouteDeps } from '../http/context';
 
 /** The `{response_id}` of a route. */
 function responseId(ctx: Context): string {
   return String((ctx.params as Record<string, string | undefined>).response_id ?? '');
+}
+
+/** A comment line now and then keeps a quiet stream (a long seat) from being cut by a proxy's idle timeout. */
+const KEEPALIVE_MS = 15_000;
+
+/**
+ * Answers with the response's server-sent events (issue 40 item 2); a refusal (404, 400) was answered before, as
+ * JSON. The events stop when the caller hangs up; the deliberation does not (resume with `starting_after`).
+ */
+async function sendEvents(ctx: Context, deps: RouteDeps, id: string, startingAfter: number | null): Promise<void> {
+  const run = await openResponseStream(deps, authOf(ctx), id, startingAfter);
+  const stop = new AbortController();
+  const { res } = ctx;
+  res.on('close', () => stop.abort());
+  // Written here, not piped by Koa: a caller that hangs up mid-stream is how a stream ends, not an error to log.
+  ctx.status = 200;
+  ctx.respond = false;
+  res.writeHead(200, { ...ctx.response.headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const write = async (text: string): Promise<void> => {
+    if (!stop.signal.aborted && !res.write(text))
+      await new Promise((resolve) => {
+        res.once('drain', resolve);
+        res.once('close', resolve);
+      });
+  };
+  let quiet = setInterval(() => void write(': keep-alive\n\n'), KEEPALIVE_MS);
+  const send: Send = async (frame) => {
+    const { type, data } = streamEventJson(frame, deps.serialiser);
+    await write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+    clearInterval(quiet);
+    quiet = setInterval(() => void write(': keep-alive\n\n'), KEEPALIVE_MS);
+  };
+  void run(send, stop.signal)
+    .catch((err: unknown) => deps.log.error('response stream failed', { responseId: id, err }))
+    .finally(() => {
+      clearInterval(quiet);
+      res.end();
+    });
 }
 
 /** POST /v1/responses (issue 40 item 1): the body (400) → the response operation → OpenAI's response object. */
@@ -18,13 +58,16 @@ export function createResponseRoute(deps: RouteDeps) {
     const { serialiser } = deps;
     const request = parseResponseRequest(serialiser.form, serialiser.requests, await readJsonObject(ctx));
     const view = await createResponse(deps, authOf(ctx), { request, idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']) });
+    if (request.stream) return sendEvents(ctx, deps, view.id, null);
     ctx.body = responseJson(view, serialiser);
   };
 }
 
-/** GET /v1/responses/{id}: a poll. */
+/** GET /v1/responses/{id}: a poll, or with `stream=true` its events (after `starting_after`). */
 export function retrieveResponseRoute(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
+    const { stream, startingAfter } = parseRetrieveQuery(ctx.query);
+    if (stream) return sendEvents(ctx, deps, responseId(ctx), startingAfter);
     ctx.body = responseJson(await retrieveResponse(deps, authOf(ctx), responseId(ctx)), deps.serialiser);
   };
 }

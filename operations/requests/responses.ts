@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import { isStorableText } from '../../domain/storable-text';
+import { invalidParam, singleParam } from '../query-params';
 import { ModelSchema, parseRequest, TierSchema, type CompletionInput, type RequestSchemas } from './common';
 
 /**
@@ -15,6 +16,8 @@ export interface ResponseRequest {
   metadata: Record<string, string> | null;
   background: boolean;
   store: boolean;
+  /** Answer with server-sent events (issue 40 item 2, operations/response-stream.ts). */
+  stream: boolean;
 }
 
 /** Keys read here, in every Form; Form B also reads `tier` (and both `svc`, as chat completions do). */
@@ -65,11 +68,7 @@ function asChatParameters(body: Record<string, unknown>): Record<string, unknown
 /** Where a chat parameter's problem came from in a response request. */
 const RESPONSE_PARAMS: Readonly<Record<string, string>> = { response_format: 'text.format', max_tokens: 'max_output_tokens' };
 
-/**
- * OpenAI request parameters not honoured on responses yet: each is refused by name unless absent or `null`.
- * MERGE POINT (issue 40 item 2): `stream: true` is refused while progress events are not built (`stream: false` is
- * accepted).
- */
+/** OpenAI request parameters not honoured on responses: each is refused by name unless absent or `null`. */
 const REFUSED = [
   'top_logprobs',
   'tools',
@@ -90,10 +89,6 @@ const REFUSED = [
 ] as const;
 
 function refuseUnsupported(body: Record<string, unknown>): void {
-  if (body.stream === true)
-    throw new QuorumError('unsupported_parameter', '`stream: true` is not supported on responses yet; poll with `background: true`.', {
-      param: 'stream',
-    });
   for (const key of REFUSED) {
     if (body[key] !== undefined && body[key] !== null)
       throw new QuorumError('unsupported_parameter', `\`${key}\` is not supported on responses; leave it out.`, { param: key });
@@ -154,13 +149,12 @@ export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: 
     body.metadata === undefined || body.metadata === null ? null : field(Metadata, body.metadata, 'metadata', 'invalid_request');
   const background = flag(body, 'background', false);
   const store = flag(body, 'store', true);
-  if (background && !store)
+  const stream = flag(body, 'stream', false);
+  if ((background || stream) && !store)
     throw new QuorumError(
       'invalid_request',
-      'A background response is stored until it is read: `store: false` cannot be combined with it.',
-      {
-        param: 'store',
-      },
+      `A ${background ? 'background' : 'streamed'} response is stored until it is read (a stream resumes from it): \`store: false\` cannot be combined with it.`,
+      { param: 'store' },
     );
   const { model, tier, svc } = body;
   const offset = instructions ? 1 : 0;
@@ -170,7 +164,7 @@ export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: 
       { model, messages, tier, svc, ...asChatParameters(body) },
       { model: 'invalid_model' },
     );
-    return { completion, instructions, metadata, background, store };
+    return { completion, instructions, metadata, background, store, stream };
   } catch (err) {
     // A problem names the field as this request spelt it: a chat parameter by its Responses name, a message by where
     // in `input` (after `instructions`) it came from.
@@ -200,7 +194,12 @@ export function responseRequestDoc(form: Form): z.ZodType {
     metadata: Metadata.nullish().describe('Stored with the response and shown on it.'),
     background: z.boolean().nullish().describe('Answer at once (`queued`); poll `GET /v1/responses/{id}`.'),
     store: z.boolean().nullish().describe('Default true; false removes the stored answer once it is given (not with `background`).'),
-    stream: z.literal(false).nullish().describe('Only false: streamed events are not supported yet.'),
+    stream: z
+      .boolean()
+      .nullish()
+      .describe(
+        'Answer with server-sent events (`text/event-stream`): the steps as `quorum.*` events, then the answer (docs/api-extensions.md).',
+      ),
     text: z
       .object({ format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) }).nullish() })
       .nullish()
@@ -213,4 +212,17 @@ export function responseRequestDoc(form: Form): z.ZodType {
     svc: z.looseObject({}).optional().describe('Per-call overrides, as on chat completions.'),
     ...refused,
   });
+}
+
+/** `GET /v1/responses/{id}`'s query: `stream=true` answers with the response's events, after `starting_after` when given. */
+export function parseRetrieveQuery(query: Readonly<Record<string, unknown>>): { stream: boolean; startingAfter: number | null } {
+  const stream = singleParam(query, 'stream');
+  if (stream !== undefined && stream !== 'true' && stream !== 'false') throw invalidParam('stream', '`stream` is `true` or `false`.');
+  const after = singleParam(query, 'starting_after');
+  const n = after !== undefined && /^\d{1,9}$/.test(after) ? Number(after) : null;
+  if (after !== undefined && n === null)
+    throw invalidParam('starting_after', '`starting_after` is a sequence number (a whole number from 0).');
+  if (n !== null && stream !== 'true')
+    throw invalidParam('starting_after', '`starting_after` resumes a stream: send it with `stream=true`.');
+  return { stream: stream === 'true', startingAfter: n };
 }

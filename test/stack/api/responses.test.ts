@@ -169,12 +169,13 @@ describe('responses through the official openai client (sim engines)', function 
         assert.deepEqual(await getBalance(stack().db, org.orgId), paid);
       });
 
-      it('refuses what it does not honour, by name: unknown keys, stream, tools, text.verbosity; text.format and max_output_tokens are honoured', async () => {
+      it('refuses what it does not honour, by name: unknown keys, tools, text.verbosity, a stream not stored; text.format and max_output_tokens are honoured', async () => {
         const org = await newOrg();
         const openai = client(apis[form], org.ownerKey);
         const cases: [Record<string, unknown>, string, string][] = [
           [{ bogus_parameter: 1 }, 'unknown_parameter', 'bogus_parameter'],
-          [{ stream: true }, 'unsupported_parameter', 'stream'],
+          [{ stream: 'yes' }, 'invalid_request', 'stream'],
+          [{ stream: true, store: false }, 'invalid_request', 'store'],
           [{ tools: [{ type: 'web_search' }] }, 'unsupported_parameter', 'tools'],
           [{ previous_response_id: 'resp_x' }, 'unsupported_parameter', 'previous_response_id'],
           [{ text: { verbosity: 'low' } }, 'unsupported_parameter', 'text.verbosity'],

@@ -22,10 +22,7 @@ import { connect, json } from './helpers';
  * `certify_mode` called as tasks answer a task id at once; `tasks/get` follows the work, `tasks/result` is what the
  * plain call returns, `tasks/cancel` stops it; another organisation finds no such task.
  */
-/**
- * Engine steps of 2 s: a panel outlasts its workflow task's first heartbeat (at 4 s), when its progress query is
- * answered (starters/deliberation.ts), so a task has a step to report.
- */
+/** Engine steps of 2 s: a deliberation works long enough for a few polls of its task. */
 const ENGINE_MS = 2_000;
 const question = (): { role: string; content: string }[] => [
   { role: 'user', content: `Compare two approaches to caching and explain the trade-offs, step by step. Why? ${randomUUID()}` },
@@ -112,7 +109,7 @@ describe('mcp tasks: deliberate, run_test and certify_mode as tasks, with the of
       assert.equal(ended.status, 'completed', JSON.stringify(ended));
       // tasks/get said where the deliberation was, in the words of the plain call's progress notifications.
       assert.ok(
-        seen.some((m) => /seats answering: \d\/3|critique round \d|judging round \d|synthesising/.test(m)),
+        seen.some((m) => /seats answering: \d\/3|critique round \d|judged round \d|synthesising/.test(m)),
         JSON.stringify(seen),
       );
       const result = await resultOf(client, task.taskId);

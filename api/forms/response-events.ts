@@ -1,0 +1,90 @@
+import type { StepEvent } from '../../domain/deliberation-events';
+import type { AnswerPart } from '../../domain/response-stream';
+import type { StreamFrame } from '../../operations/response-stream';
+import type { ResponseStatus } from '../../operations/responses';
+import type { JsonObject } from './json';
+import { responseJson } from './responses';
+import type { FormSerialiser } from './shared';
+
+/**
+ * A response's server-sent events as OpenAI's Responses API streams them (issue 40 item 2). Each deliberation step is
+ * one more `response.in_progress`, its step in a `quorum` field: the Node SDK's stream helper (`responses.stream()`,
+ * openai-node's ResponseAccumulator) throws on an event type it does not know, so a `quorum.*` type would end its
+ * stream; every SDK takes another `response.in_progress` and keeps the field (docs/api-extensions.md).
+ */
+export function streamEventJson(frame: StreamFrame, serialiser: FormSerialiser): { type: string; data: JsonObject } {
+  const { seq, item, view } = frame;
+  const at = (type: string, fields: JsonObject): { type: string; data: JsonObject } => ({
+    type,
+    data: { type, sequence_number: seq, ...fields },
+  });
+  switch (item.kind) {
+    case 'created':
+      return at('response.created', { response: responseJson(view, serialiser) });
+    case 'in_progress':
+      return at('response.in_progress', { response: responseJson(view, serialiser) });
+    case 'step':
+      return at('response.in_progress', {
+        response: responseJson(view, serialiser),
+        quorum: { step: item.event.type, ...stepFields(item.event), recorded_at: item.recordedAt.toISOString() },
+      });
+    case 'answer':
+      return answerEvent(item.part, view.outcome?.answer ?? '', responseJson(view, serialiser), at);
+    case 'ended':
+      return at(endedType(view.status), { response: responseJson(view, serialiser) });
+  }
+}
+
+/**
+ * The last event: OpenAI's lifecycle events, which the SDKs' helpers know. A cancelled response ends
+ * `response.incomplete` (it ended without its answer, and no SDK knows a `response.cancelled`), its status `cancelled`.
+ */
+function endedType(status: ResponseStatus): string {
+  if (status === 'completed' || status === 'failed') return `response.${status}`;
+  return 'response.incomplete';
+}
+
+/** A step's fields under OpenAI's spelling (snake case); its `type` is the event's. */
+function stepFields(e: StepEvent): JsonObject {
+  switch (e.type) {
+    case 'classified':
+      return { lane: e.lane, depth: e.depth };
+    case 'grounded':
+      return { fired: e.fired, snippets: e.snippets };
+    case 'seat_answered':
+      return { round: e.round, seat: e.role, model: e.model, seats_answered: e.seatsAnswered, seats: e.seats, ended_at: e.endedAt };
+    case 'judged':
+      return { round: e.round, judged_by: e.judgedBy, converged: e.converged, ended_at: e.endedAt };
+    case 'critique_round':
+      return { round: e.round, seats: e.seats };
+    case 'synthesising':
+      return {};
+  }
+}
+
+/** The answer as one output message with one text part, in OpenAI's order of events. */
+function answerEvent(
+  part: AnswerPart,
+  text: string,
+  response: JsonObject,
+  at: (type: string, fields: JsonObject) => { type: string; data: JsonObject },
+): { type: string; data: JsonObject } {
+  const message = ((response.output as JsonObject[] | undefined) ?? [])[0] ?? {};
+  const itemId = String(message.id ?? '');
+  const place = { item_id: itemId, output_index: 0, content_index: 0 };
+  const textPart = (t: string): JsonObject => ({ type: 'output_text', text: t, annotations: [] });
+  switch (part) {
+    case 'item_added':
+      return at('response.output_item.added', { output_index: 0, item: { ...message, status: 'in_progress', content: [] } });
+    case 'part_added':
+      return at('response.content_part.added', { ...place, part: textPart('') });
+    case 'delta':
+      return at('response.output_text.delta', { ...place, delta: text, logprobs: [] });
+    case 'text_done':
+      return at('response.output_text.done', { ...place, text, logprobs: [] });
+    case 'part_done':
+      return at('response.content_part.done', { ...place, part: textPart(text) });
+    case 'item_done':
+      return at('response.output_item.done', { output_index: 0, item: message });
+  }
+}

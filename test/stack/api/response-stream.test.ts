@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { startProductWorkers } from '../deliberation/helpers';
+import { newOrg, PANEL, startApi, type Api } from './helpers';
+
+/**
+ * Issue 40 item 2: a response's server-sent events through the official `openai` Node client. A stream is cut after
+ * its first seat answered, the API that served it is restarted, and the stream is resumed on the new one with
+ * `starting_after`: together the two carry every sequence number once, in order, and the answer they carry is the one
+ * a plain retrieve returns.
+ */
+type Step = { step: string; round?: number; seats_answered?: number };
+type Event = { type: string; sequence_number: number; quorum?: Step } & Record<string, unknown>;
+/** A step's event is a `response.in_progress` with its step in `quorum` (docs/api-extensions.md). */
+const stepOf = (e: Event): string | undefined => (e.type === 'response.in_progress' ? e.quorum?.step : undefined);
+
+function client(api: Api, key: string): OpenAI {
+  return new OpenAI({ baseURL: `${api.url}/v1`, apiKey: key, maxRetries: 0, timeout: 120_000 });
+}
+
+describe('response streams: cut, resumed with starting_after on a restarted API (sim engines)', function () {
+  this.timeout(180_000);
+  let workers: { stop(): Promise<void> };
+  let api: Api;
+
+  before(async () => {
+    // Engine steps of 1.5 s: the stream is cut while the deliberation runs.
+    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:1500' });
+    api = await startApi('B');
+  });
+  after(async () => {
+    await api.close();
+    await workers.stop();
+  });
+
+  it('the cut stream and its resumption carry every event once, in order, ending with the answer a retrieve gives', async () => {
+    const org = await newOrg();
+    const input = `Compare two approaches to caching and explain the trade-offs, step by step. Why? How? ${randomUUID()}`;
+    const first: Event[] = [];
+    const stream = await client(api, org.ownerKey).responses.create({ model: PANEL.B, input, stream: true });
+    for await (const e of stream) {
+      first.push(e as unknown as Event);
+      // Cut once a seat has answered: the deliberation is mid-way.
+      if (stepOf(e as unknown as Event) === 'seat_answered') break;
+    }
+    const created = first[0] as Event & { response: { id: string; status: string } };
+    assert.equal(created.type, 'response.created');
+    assert.equal(first[1].type, 'response.in_progress');
+    const id = created.response.id;
+
+    // Another API process answers the resumption: nothing of the first stream lives in memory.
+    await api.close();
+    api = await startApi('B');
+    const openai = client(api, org.ownerKey);
+    const last = first[first.length - 1].sequence_number;
+    const rest: Event[] = [];
+    const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: last });
+    for await (const e of resumed) rest.push(e as unknown as Event);
+
+    const all = [...first, ...rest];
+    assert.deepEqual(
+      all.map((e) => e.sequence_number),
+      all.map((_, i) => i),
+      `no gap and no repeat: ${all.map((e) => `${e.sequence_number}:${e.type}`).join(' ')}`,
+    );
+    assert.ok(rest[0].sequence_number === last + 1);
+    const types = all.map((e) => e.type);
+    assert.equal(types[types.length - 1], 'response.completed');
+    const steps = all.map(stepOf);
+    assert.equal(steps[2], 'classified');
+    assert.ok(steps.includes('judged'));
+    assert.equal(all[1].quorum, undefined, 'the first in_progress is OpenAI’s, before any step');
+    const answerTypes = types.slice(types.indexOf('response.output_item.added'));
+    assert.deepEqual(answerTypes, [
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+
+    const polled = (await openai.responses.retrieve(id)) as OpenAI.Responses.Response & { svc: { seats_answered: number } };
+    assert.equal(polled.status, 'completed');
+    const delta = all.find((e) => e.type === 'response.output_text.delta') as Event & { delta: string };
+    const done = all.find((e) => e.type === 'response.output_text.done') as Event & { text: string };
+    assert.equal(delta.delta, polled.output_text);
+    assert.equal(done.text, polled.output_text);
+    const completed = all[all.length - 1] as Event & { response: { output: unknown; usage: unknown } };
+    assert.deepEqual(completed.response.output, polled.output);
+    assert.deepEqual(completed.response.usage, polled.usage);
+    // One event per seat that answered the first round, as the receipt counts them.
+    const round1 = all.flatMap((e) => (stepOf(e) === 'seat_answered' && e.quorum?.round === 1 ? [e.quorum] : []));
+    assert.equal(round1.length, polled.svc.seats_answered);
+    assert.deepEqual(
+      round1.map((e) => e.seats_answered),
+      round1.map((_, i) => i + 1),
+    );
+
+    // The SDK's own stream helper reads the whole stream again, from the start, to the same response.
+    const helper = await openai.responses.stream({ response_id: id }).finalResponse();
+    assert.equal(helper.output_text, polled.output_text);
+    assert.equal(helper.status, 'completed');
+  });
+
+  it('a stream of another organisation’s response is 404 before any event; starting_after without stream is 400', async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const openai = client(api, org.ownerKey);
+    const r = await openai.responses.create({ model: PANEL.B, input: `What is 2+2? ${randomUUID()}`, background: true });
+    const notFound = await client(api, other.ownerKey)
+      .responses.retrieve(r.id, { stream: true })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    assert.ok(notFound instanceof OpenAI.APIError && notFound.status === 404, String(notFound));
+    const res = await fetch(`${api.url}/v1/responses/${r.id}?starting_after=3`, { headers: { authorization: `Bearer ${org.ownerKey}` } });
+    assert.equal(res.status, 400);
+    assert.equal(((await res.json()) as { error: { param: string } }).error.param, 'starting_after');
+  });
+});
