@@ -192,10 +192,12 @@ export async function currentTask(deps: TaskDeps, auth: AuthContext, taskId: str
 export async function cancelTask(deps: TaskDeps, auth: AuthContext, taskId: string): Promise<TaskRow | undefined> {
   const task = await ownTask(deps, auth, taskId);
   if (!task || task.status !== 'working') return task;
+  // Cancelled first: the work's own end, which the cancel brings about, is then not written over it.
+  const statusMessage = 'Cancelled by the caller: billed only for what ran.';
+  const cancelled = await updateTask(deps.db, auth.orgId, task.taskId, { status: 'cancelled', statusMessage });
   if (task.tool === 'deliberate' && task.idempotencyKey) await cancelResponse(deps, auth, responseIdOf(task.idempotencyKey));
   else if (task.batchId) await cancelOrgRun(deps, auth, { batchId: task.batchId });
-  const statusMessage = 'Cancelled by the caller: billed only for what ran.';
-  return updateTask(deps.db, auth.orgId, task.taskId, { status: 'cancelled', statusMessage });
+  return cancelled;
 }
 
 const RESULT_WAIT_MS = 15_000;

@@ -91,9 +91,13 @@ export class QuorumTaskStore implements TaskStore {
         taskId = row.taskId;
         // This process keeps the call's concurrency slot until it ends, as a background response does; were it to
         // die first, the next read of the task finds the end in the deliberation's request.
-        // Only an error is kept on the task; an answer is read from its receipt (operations/mcp-tasks.ts).
+        // An error is kept on the task; an answer's end (completed, or cancelled) is read from its request, as any
+        // process reads it, and the answer itself from its receipt (operations/mcp-tasks.ts).
         void result
-          .then((r) => endTask(ctx.deps, ctx.auth, row.taskId, endedStatus(r), r.isError ? (r as Result) : undefined))
+          .then(async (r) => {
+            if (r.isError) await endTask(ctx.deps, ctx.auth, row.taskId, 'failed', r as Result);
+            else await currentTask(ctx.deps, ctx.auth, row.taskId, this.results);
+          })
           .catch((err: unknown) => this.log.error('mcp task end not recorded', { taskId: row.taskId, err }));
         return taskOf(row);
       }
