@@ -99,6 +99,27 @@ function toQuorumError(err: WorkflowFailedError, requestId: string): QuorumError
   });
 }
 
+/**
+ * The error a failed call's caller was given, read again from its workflow (an MCP task's result, issue 40 item 5);
+ * undefined when the workflow cannot say within `waitMs` (gone, or not failed after all).
+ */
+export async function failureOf(client: Client, workflowId: string, requestId: string, waitMs = 2_000): Promise<QuorumError | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
+  const read = client.workflow
+    .getHandle(workflowId)
+    .result()
+    .then(
+      () => undefined,
+      (err: unknown) => (err instanceof WorkflowFailedError ? toQuorumError(err, requestId) : undefined),
+    );
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A stored outcome settled now, once; a database that still refuses it is 502 again, and nothing ran. */
 async function settleAgain(db: Knex, unsettled: Settlement): Promise<{ outcome: Outcome; replayed: boolean }> {
   const requestId = unsettled.outcome.requestId;

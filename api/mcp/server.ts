@@ -6,17 +6,17 @@ import {
   ListToolsRequestSchema,
   McpError,
   type CallToolResult,
+  type CreateTaskResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Context } from 'koa';
 import { QuorumError } from '../../domain/errors';
 import type { Logger } from '../../infra/log';
-import { requireScope } from '../../operations/checks';
 import { admitMore, authorize } from '../http/access';
 import { readJson } from '../http/body';
-import { asQuorumError } from '../http/errors';
 import type { RunDeps } from '../../operations/run-settings';
 import { baseUrlOf, type RouteDeps } from '../http/context';
-import { failedShape, toolErrorShape } from './errors';
+import { toolResult } from './results';
+import { QuorumTaskStore } from './tasks';
 import { toolsFor, type Tool, type ToolContext } from './tools';
 
 /**
@@ -48,14 +48,21 @@ function refuseLargeBatch(body: unknown, tools: readonly Tool[]): void {
     );
 }
 
-function text(value: unknown): CallToolResult['content'] {
-  return [{ type: 'text', text: JSON.stringify(value) }];
-}
+/**
+ * Issue 40 item 5: `deliberate`, `run_test` and `certify_mode` may be called as tasks (protocol 2025-11-25); the
+ * others may not. `tasks/list` and `tasks/cancel` are answered too (api/mcp/tasks.ts).
+ */
+const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 
 export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
   const tools = toolsFor(deps.form);
   const byName = new Map(tools.map((t) => [t.name, t]));
-  const listed = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as { type: 'object' } }));
+  const listed = tools.map((t) => ({
+    name: t.name,
+    description: t.description,
+    inputSchema: t.inputSchema as { type: 'object' },
+    ...(t.task && { execution: { taskSupport: 'optional' as const } }),
+  }));
 
   return async (ctx: Context): Promise<void> => {
     const auth = await authorize(
@@ -68,19 +75,23 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
     // Each call of a batch is a request to the rate limit (spec 02: "per key"); the gate counted the first.
     if (Array.isArray(body) && body.length > 1) await admitMore(deps, auth, body.length - 1);
 
-    const server = new Server({ name: 'quorum', version: '1.0.0' }, { capabilities: { tools: {} } });
+    const base: ToolContext = { deps, auth, baseUrl: baseUrlOf(ctx), ip: ctx.ip };
+    const taskStore = new QuorumTaskStore(base, byName, log);
+    const server = new Server({ name: 'quorum', version: '1.0.0' }, { capabilities: { tools: {}, tasks: TASKS_CAPABILITY }, taskStore });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
       const tool = byName.get(request.params.name);
       if (!tool)
         throw new McpError(ErrorCode.InvalidParams, `No tool named ${JSON.stringify(request.params.name)}; tools/list names them.`);
+      // A task-augmented call (issue 40 item 5): its task at once; spec: a tool not offered as a task is -32601.
+      if (request.params.task) {
+        if (!tool.task) throw new McpError(ErrorCode.MethodNotFound, `Tool ${tool.name} does not run as a task (execution.taskSupport).`);
+        return { task: await taskStore.createTask(request.params.task, extra.requestId, request) };
+      }
       const token = request.params._meta?.progressToken;
       let sent = 0;
       const toolCtx: ToolContext = {
-        deps,
-        auth,
-        baseUrl: baseUrlOf(ctx),
-        ip: ctx.ip,
+        ...base,
         progress:
           token === undefined
             ? undefined
@@ -92,17 +103,7 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
                 });
               },
       };
-      try {
-        if (tool.scope) requireScope(auth, tool.scope);
-        const result = await tool.run(request.params.arguments ?? {}, toolCtx);
-        return { content: text(result), structuredContent: result };
-      } catch (thrown) {
-        const err = asQuorumError(thrown);
-        if (thrown instanceof QuorumError || err.code === 'service_unavailable')
-          return { isError: true, content: text(toolErrorShape(tool.kind, err)) };
-        log.error('mcp tool failed', { tool: tool.name, err: thrown });
-        return { isError: true, content: text(failedShape()) };
-      }
+      return toolResult(tool, request.params.arguments ?? {}, toolCtx, log);
     });
 
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

@@ -8,6 +8,7 @@ import { proposeMode } from '../../operations/authoring/propose';
 import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../operations/authoring/modes';
 import { describeEvent } from '../../domain/deliberation-events';
 import { followSteps } from '../../operations/deliberation-events';
+import { workflowIds } from '../../domain/workflow-ids';
 import type { JsonObject } from '../forms/json';
 import { newRequestId } from '../http/gate';
 import { createCompletion, derivedIdempotencyKey } from '../../operations/completion';
@@ -17,7 +18,8 @@ import { askAdvisor } from '../../operations/advisor';
 import { approveQuote } from '../../operations/quotes';
 import { readReceipt } from '../../operations/receipt';
 import type { QuoteRecord } from '../../db/repositories/quotes';
-import { launchCertification, launchTestRun } from '../../operations/run-launch';
+import { launchCertification, launchTestRun, type LaunchView } from '../../operations/run-launch';
+import type { TaskWork } from '../../operations/mcp-tasks';
 import type { RouteDeps } from '../http/context';
 import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey, parseRequest } from '../../operations/requests/common';
@@ -44,7 +46,15 @@ export interface ToolContext {
   ip?: string;
   /** Sends a progress notification; absent when the caller sent no `progressToken` (nothing is watched then). */
   progress?: (message: string) => Promise<void>;
+  /** Told what the call set going (its workflow) once it has, for an MCP task to follow it (issue 40 item 5). */
+  started?: (work: TaskWork) => void;
 }
+
+/**
+ * How a tool runs as an MCP task (issue 40 item 5): `deliberation` answers the task at once and its result when the
+ * deliberation ends; `run` answers with the launch (the plain call's result) and ends when the run does.
+ */
+export type TaskKind = 'deliberation' | 'run';
 
 export interface Tool {
   name: string;
@@ -54,6 +64,8 @@ export interface Tool {
   scope: Scope | null;
   kind: ToolKind;
   forms: readonly Form[];
+  /** Absent: the tool is not offered as a task (`execution.taskSupport` forbidden). */
+  task?: TaskKind;
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<JsonObject>;
 }
 
@@ -64,6 +76,7 @@ interface ToolSpec<T> {
   scope: Scope | null;
   kind: ToolKind;
   forms?: readonly Form[];
+  task?: TaskKind;
   run(args: T, ctx: ToolContext): Promise<JsonObject>;
 }
 
@@ -77,6 +90,7 @@ function tool<T>(spec: ToolSpec<T>): Tool {
     scope: spec.scope,
     kind: spec.kind,
     forms: spec.forms ?? ['A', 'B'],
+    task: spec.task,
     // Forwarded tools: the schema documents, and the REST parsers inside `run` check, so a bad value gets the REST
     // code. Self-answered tools have no REST twin: their schema is the check (shape 2, `invalid_request`).
     run: (args, ctx) => spec.run(spec.kind === 'forwarded' ? (args as T) : checked(spec.input, args), ctx),
@@ -145,6 +159,7 @@ const deliberate = tool({
   }),
   scope: 'completions',
   kind: 'forwarded',
+  task: 'deliberation',
   async run(args, ctx) {
     const { deps, auth } = ctx;
     const body = parseRequest(
@@ -159,7 +174,20 @@ const deliberate = tool({
     );
     // The REST path derives the same key from the same body, so an agent's retry replays instead of billing again.
     const idempotencyKey = derivedIdempotencyKey(auth.orgId, auth.keyId, body);
-    const { outcome, replayed } = await withProgress(ctx, (onStarted) => createCompletion(deps, auth, { body, idempotencyKey, onStarted }));
+    const workflowId = workflowIds.deliberation(auth.orgId, idempotencyKey);
+    const started = ctx.started;
+    const { outcome, replayed } = await withProgress(ctx, (following) =>
+      createCompletion(deps, auth, {
+        body,
+        idempotencyKey,
+        onStarted: async (requestId) => {
+          started?.({ workflowId, requestId, idempotencyKey });
+          await following?.(requestId);
+        },
+      }),
+    );
+    // A replay started nothing: a task follows the stored answer it replays.
+    if (replayed) started?.({ workflowId, requestId: outcome.requestId, idempotencyKey, replayed });
     return deps.serialiser.completion(outcome, replayed);
   },
 });
@@ -224,6 +252,12 @@ const IDEMPOTENCY_KEY_ARG = z
   .optional()
   .describe('Optional: a retry with the same key returns the same batch. Without one, identical arguments the same day do.');
 
+/** A launch as the tool answers it; a run that started is told to a task that follows it. */
+function launched(ctx: ToolContext, view: LaunchView): JsonObject {
+  if (view.run) ctx.started?.({ workflowId: view.run.workflowId, batchId: view.run.id });
+  return ctx.deps.serialiser.runs.launch(view, ctx.baseUrl);
+}
+
 const runTest = tool({
   name: 'run_test',
   description:
@@ -252,10 +286,11 @@ const runTest = tool({
   }),
   scope: 'tests',
   kind: 'forwarded',
+  task: 'run',
   async run(args, ctx) {
     const request = parseTestRunRequest(ctx.deps.form, args as Record<string, unknown>);
     const idempotencyKey = parseIdempotencyKey(args.idempotency_key);
-    return ctx.deps.serialiser.runs.launch(await launchTestRun(ctx.deps, ctx.auth, { request, idempotencyKey }), ctx.baseUrl);
+    return launched(ctx, await launchTestRun(ctx.deps, ctx.auth, { request, idempotencyKey }));
   },
 });
 
@@ -266,10 +301,11 @@ const certifyMode = tool({
   input: z.object({ model: z.string().describe('A mode you own.'), dry_run: z.boolean().optional(), idempotency_key: IDEMPOTENCY_KEY_ARG }),
   scope: 'certify',
   kind: 'forwarded',
+  task: 'run',
   async run(args, ctx) {
     const request = parseCertifyRequest(args as Record<string, unknown>);
     const idempotencyKey = parseIdempotencyKey(args.idempotency_key);
-    return ctx.deps.serialiser.runs.launch(await launchCertification(ctx.deps, ctx.auth, { ...request, idempotencyKey }), ctx.baseUrl);
+    return launched(ctx, await launchCertification(ctx.deps, ctx.auth, { ...request, idempotencyKey }));
   },
 });
 

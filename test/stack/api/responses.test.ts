@@ -2,20 +2,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import OpenAI, { APIError } from 'openai';
 import { getBalance, listLedger } from '../../../db/repositories/ledger';
-import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
-import {
-  OPENAI_TEST_KEY,
-  openAiReply,
-  startOpenAiLoopback,
-  type Loopback,
-  type RecordedRequest,
-  type Reply,
-} from '../../fixtures/providers';
+import { JUDGE_TAG } from '../../../domain/prompts';
+import { OPENAI_TEST_KEY, startOpenAiLoopback, type Loopback, type RecordedRequest } from '../../fixtures/providers';
 import { until } from '../../harness/faults';
 import { stack } from '../../harness/stack';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { assertEachBilledOnce, customMode, recordHistory, startProductWorkers } from '../deliberation/helpers';
 import { call, EXPRESS, FORMS, newOrg, startApi, type Api } from './helpers';
+import { isStaff, modelOf, script, servedBill, SLOW_CRITIQUE, SLOW_SEAT_MS, slowSeatPanel } from './slow-seat';
 
 /**
  * `POST /v1/responses` and its poll, cancel and delete (issue 40 items 1 and 3) through the official `openai` client,
@@ -222,47 +216,6 @@ describe('responses through the official openai client (sim engines)', function 
   }
 });
 
-/** The large seat answers after a long while (it is cancelled first); everything else at once. */
-const SLOW_SEAT_MS = 60_000;
-const SEAT_USAGE = { prompt: 100, completion: 40 };
-/** Published prices, USD per million tokens (micro-dollars per token): docs/money.md. */
-const PRICES: Record<string, { input: number; output: number }> = {
-  'gpt-4.1': { input: 2, output: 8 },
-  'gpt-4.1-mini': { input: 0.4, output: 1.6 },
-};
-/** The panel mode's Form B fee: $0.5 per Mtok in, output at 4x; Form A's per-answer surcharge is not charged on a cancel. */
-const MODE_FEE_B = { input: 0.5, output: 2 };
-/** Marks a question whose large seat is slow only in the critique round (round 1 and the judge answer at once). */
-const SLOW_CRITIQUE = '[[slow-critique]]';
-/** How a critique prompt starts its quotes of the other answers (domain/prompts.ts). */
-const CRITIQUE = 'Other panelists answered';
-
-const isStaff = (req: RecordedRequest): boolean => req.bodyText.includes(JUDGE_TAG) || req.bodyText.includes(SYNTHESIS_TAG);
-const modelOf = (req: RecordedRequest): string => (req.body as { model: string }).model;
-
-/** A usable verdict (the seats split, so a critique round follows), or a seat's answer. */
-function replyText(req: RecordedRequest): string {
-  if (!req.bodyText.includes(JUDGE_TAG)) return `${modelOf(req)}: Rayleigh scattering.`;
-  const labels = [...new Set([...req.bodyText.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))];
-  return JSON.stringify({
-    scores: Object.fromEntries(labels.map((l) => [l, 7])),
-    best: labels[0],
-    why: 'Both partial.',
-    divergence: 0.6,
-    converged: false,
-  });
-}
-
-function script(req: RecordedRequest): Reply {
-  const reply = openAiReply({
-    text: replyText(req),
-    promptTokens: SEAT_USAGE.prompt,
-    completionTokens: SEAT_USAGE.completion,
-  });
-  const slowHere = !req.bodyText.includes(SLOW_CRITIQUE) || req.bodyText.includes(CRITIQUE);
-  return modelOf(req) === 'gpt-4.1' && !isStaff(req) && slowHere ? { ...reply, delayMs: SLOW_SEAT_MS } : reply;
-}
-
 describe('responses: cancel stops the engine calls and bills what ran (loopback engines)', function () {
   this.timeout(180_000);
   let openai: Loopback;
@@ -287,13 +240,7 @@ describe('responses: cancel stops the engine calls and bills what ran (loopback 
    */
   async function cancelMidway(form: 'A' | 'B', critique: boolean, history?: string): Promise<{ receipt: Svc; served: RecordedRequest[] }> {
     const org = await newOrg(10);
-    const mode = await customMode(org.orgId, 'quorum-panel', {
-      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini'] } },
-      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
-      rounds: critique ? 2 : 1,
-      critique: critique ? 'always' : 'never',
-      express: 'never',
-    });
+    const mode = await customMode(org.orgId, 'quorum-panel', slowSeatPanel(critique));
     const before = await getBalance(stack().db, org.orgId);
     const sdk = client(apis[form], org.ownerKey);
     const seen = openai.requests.length;
@@ -320,16 +267,8 @@ describe('responses: cancel stops the engine calls and bills what ran (loopback 
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     assert.equal(mine().length, calls, 'no engine call after the cancel');
 
-    // What the provider served (answered, not aborted), at the published prices, by hand.
     const served = mine().filter((r) => r.abortedAt === undefined);
-    const engines = served.reduce(
-      (n, r) => n + SEAT_USAGE.prompt * PRICES[modelOf(r)].input + SEAT_USAGE.completion * PRICES[modelOf(r)].output,
-      0,
-    );
-    const platformFee = Math.round(engines * 0.05);
-    const tokens = { in: served.length * SEAT_USAGE.prompt, out: served.length * SEAT_USAGE.completion };
-    const modeFee = form === 'B' ? Math.round(tokens.in * MODE_FEE_B.input + tokens.out * MODE_FEE_B.output) : 0;
-    const expected = engines + platformFee + modeFee;
+    const { expected, tokens } = servedBill(served, form);
 
     assert.equal(micros(cancelled.svc.billed_usd), expected);
     assert.deepEqual([cancelled.usage?.input_tokens, cancelled.usage?.output_tokens], [tokens.in, tokens.out]);
