@@ -24,7 +24,7 @@ import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { cancelRoute, launchCertify, launchTests, listRunsRoute, poll } from './v1/runs';
 import { httpMetrics, metricsEndpoint, statusOf } from './http/metrics';
-import type { Edge } from './http/access';
+import { ACCOUNT_READ_SCOPE, type Edge } from './http/access';
 import { OAuthServer } from './oauth/server';
 import { loadConfig } from '../infra/config';
 import { runSettingsFromEnv, type RunSettings } from '../operations/run-settings';
@@ -158,10 +158,10 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/v1/models/:id', gate(routeDeps, 'models'), model(routeDeps));
   router.get('/v1/receipts/:request_id', gate(routeDeps, 'receipts'), receipt(routeDeps));
   // Additive (issue 41 items 1 and 2): the account's reads; the `receipts` scope reads what its calls cost (docs/api-extensions.md).
-  router.get('/v1/receipts', gate(routeDeps, 'receipts'), receiptListRoute(routeDeps));
-  router.get('/v1/usage', gate(routeDeps, 'receipts'), usageRoute(routeDeps));
-  router.get('/v1/balance', gate(routeDeps, 'receipts'), balanceRoute(routeDeps));
-  router.get('/v1/ledger', gate(routeDeps, 'receipts'), ledgerRoute(routeDeps));
+  router.get('/v1/receipts', gate(routeDeps, ACCOUNT_READ_SCOPE), receiptListRoute(routeDeps));
+  router.get('/v1/usage', gate(routeDeps, ACCOUNT_READ_SCOPE), usageRoute(routeDeps));
+  router.get('/v1/balance', gate(routeDeps, ACCOUNT_READ_SCOPE), balanceRoute(routeDeps));
+  router.get('/v1/ledger', gate(routeDeps, ACCOUNT_READ_SCOPE), ledgerRoute(routeDeps));
   router.post('/v1/tests', gate(routeDeps, 'tests'), launchTests(routeDeps));
   router.get('/v1/tests', gate(routeDeps, 'tests'), poll(routeDeps, 'test'));
   router.post('/v1/certify', gate(routeDeps, 'certify'), launchCertify(routeDeps));

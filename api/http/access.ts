@@ -53,7 +53,12 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** What a route asks of its caller: a scope, or an admin key (`/v1/organization/…`). */
 export const ADMIN_SCOPE = 'admin';
-export type GateScope = Scope | typeof ADMIN_SCOPE;
+/**
+ * The account reads (`/v1/usage`, `/v1/balance`, `/v1/receipts`, `/v1/ledger`): a key with the `receipts` scope, or
+ * the organisation's admin key, which runs the account from code (as OpenAI's admin keys read its Usage API).
+ */
+export const ACCOUNT_READ_SCOPE = 'account_read';
+export type GateScope = Scope | typeof ADMIN_SCOPE | typeof ACCOUNT_READ_SCOPE;
 
 /** `scope` undefined: the caller checks each operation's own scope (`requireScope`), as the MCP server does per tool. */
 export async function authorize(deps: AccessDeps, credentials: Credentials, scope: GateScope | undefined): Promise<AuthContext> {
@@ -86,9 +91,11 @@ async function admit(
       "This is neither a Quorum API key (they begin qrm_live_ or qrm_test_) nor an access token Quorum issued. A provider's own key is set in the console, under provider keys, not sent here.",
     );
   const auth = isApiKeyAttempt(bearer) ? await authenticate(db, bearer) : await authenticateApp(db, await oauth.verify(bearer, edge));
-  // An admin key (issue 41) reaches the organisation's own routes only, and only it does.
+  // An admin key (issue 41) reaches the organisation's own routes, and only it does, and reads the account; it calls nothing.
   if (scope === ADMIN_SCOPE) requireAdminKey(auth);
-  else if (auth.keyKind === 'admin') throw new QuorumError('insufficient_scope', ADMIN_KEY_CALLS_NOTHING);
+  else if (scope === ACCOUNT_READ_SCOPE) {
+    if (auth.keyKind !== 'admin') requireScope(auth, 'receipts');
+  } else if (auth.keyKind === 'admin') throw new QuorumError('insufficient_scope', ADMIN_KEY_CALLS_NOTHING);
   else if (scope !== undefined) requireScope(auth, scope);
   await admitCalls(db, auth, 1, onRate);
   return auth;

@@ -209,6 +209,12 @@ for (const form of FORMS) {
       expectError(await call(api, 'GET', '/v1/organization/activity', { key: ownerKey }), 403, 'insufficient_scope');
       expectError(await call(api, 'POST', '/v1/organization/keys', { key: ownerKey, body: {} }), 403, 'insufficient_scope');
       expectError(await call(api, 'GET', '/v1/models', { key: owner.admin }), 403, 'insufficient_scope');
+      // It reads the account, as a key with the receipts scope does; the models-only key does not.
+      for (const path of ['/v1/usage?start_time=0', '/v1/balance', '/v1/receipts', '/v1/ledger']) {
+        const read = await call(api, 'GET', path, { key: owner.admin });
+        assert.equal(read.status, 200, `${path}: ${JSON.stringify(read.body)}`);
+        expectError(await call(api, 'GET', path, { key: ownerKey }), 403, 'insufficient_scope');
+      }
 
       const otherKeyId = (
         (await stack().db('api_keys').whereNot({ org_id: owner.orgId }).whereNotNull('org_id').first('id')) as { id: string }
