@@ -64,7 +64,12 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
           prompt_tokens: o.usage.promptTokens,
           completion_tokens: o.usage.completionTokens,
           latency_ms: o.latencyMs,
-          outcome: JSON.stringify(o),
+          // An organisation that keeps no transcripts (issue 41 item 5) has the texts blanked as they are written.
+          outcome: trx.raw(
+            "(select case when z then blank_transcript(j, 'zero_retention') else j end from (select cast(? as jsonb) j, zero_retention(?) z) v)",
+            [JSON.stringify(o), o.orgId],
+          ),
+          transcript_deleted_at: trx.raw('case when zero_retention(?) then now() end', [o.orgId]),
           created_at: o.createdAt,
           completed_at: o.completedAt,
         })
@@ -91,11 +96,13 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
         fee_micros: p.feeMicros,
         content: p.content,
       }));
-      const seatColumns = Object.keys(seats[0] ?? { request_id: null }).join(', ');
+      const columns = Object.keys(seats[0] ?? { request_id: null });
+      const selected = columns.map((c) => (c === 'content' ? "case when zero_retention(:orgId) then '' else content end" : c));
       const seatRows = trx.raw(
-        `insert into receipt_seats (${seatColumns})
-         select ${seatColumns} from jsonb_populate_recordset(null::receipt_seats, cast(? as jsonb)) where exists (select 1 from receipt)`,
-        [JSON.stringify(seats)],
+        `insert into receipt_seats (${columns.join(', ')})
+         select ${selected.join(', ')} from jsonb_populate_recordset(null::receipt_seats, cast(:seats as jsonb))
+          where exists (select 1 from receipt)`,
+        { seats: JSON.stringify(seats), orgId: o.orgId },
       );
       const ended = trx('requests')
         .where({ id: o.requestId })
