@@ -18,6 +18,7 @@ import { model, models } from './v1/models';
 import { openApiDocument } from './v1/openapi';
 import { missingRequestId } from '../operations/receipt';
 import { receipt } from './v1/receipts';
+import { deleteTranscriptRoute, exportRoute } from './v1/organization';
 import { cancelResponseRoute, createResponseRoute, deleteResponseRoute, retrieveResponseRoute } from './v1/responses';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
@@ -156,6 +157,9 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/v1/models', gate(routeDeps, 'models'), models(routeDeps));
   router.get('/v1/models/:id', gate(routeDeps, 'models'), model(routeDeps));
   router.get('/v1/receipts/:request_id', gate(routeDeps, 'receipts'), receipt(routeDeps));
+  // Additive (issue 41 item 5): a call's texts deleted, its figures kept; the organisation's rows as JSONL.
+  router.delete('/v1/receipts/:request_id/transcript', gate(routeDeps, 'receipts'), deleteTranscriptRoute(routeDeps));
+  router.get('/v1/organization/export', gate(routeDeps, undefined), exportRoute(routeDeps));
   router.get('/v1/receipts', gate(routeDeps, 'receipts'), () => {
     throw missingRequestId();
   });

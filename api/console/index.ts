@@ -8,6 +8,7 @@ import type { ConsoleDeps } from './deps';
 import { html } from '../http/html';
 import { page } from './layout';
 import { accountPages } from './pages/account';
+import { alertPages } from './pages/alerts';
 import { authPages } from './pages/auth';
 import { authorizePages } from './pages/authorize';
 import { connectedAppPages } from './pages/connected-apps';
@@ -106,6 +107,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   authorizePages(router, deps);
   connectedAppPages(router, deps);
   accountPages(router, deps);
+  alertPages(router, deps);
   modePages(router, deps);
   receiptPages(router, deps);
   runPages(router, deps);

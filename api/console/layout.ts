@@ -12,6 +12,7 @@ const NAV: readonly [string, string][] = [
   ['/console/receipts', 'Receipts'],
   ['/console/team', 'Team'],
   ['/console/provider-keys', 'Provider keys'],
+  ['/console/alerts', 'Alerts'],
   ['/console/apps', 'Connected apps'],
 ];
 
