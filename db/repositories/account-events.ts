@@ -166,6 +166,7 @@ export async function trialsEndingWithin(
 ): Promise<{ orgId: string; endsAt: Date; creditMicros: bigint }[]> {
   const rows = (await db('organisations')
     .whereNull('trial_expired_at')
+    .where('trial_credit_micros', '>', 0)
     .whereRaw("trial_started_at + (? * interval '1 millisecond') <= now() + (? * interval '1 millisecond')", [
       input.periodMs,
       input.withinMs,
