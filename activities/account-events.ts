@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { eventForDelivery, raiseAccountEvent, recordAttempt, trialsEndingWithin } from '../db/repositories/account-events';
 import { PURGE_BATCH, purgeExpiredTranscripts } from '../db/repositories/retention';
 import { signingSecret } from '../db/repositories/webhook-secrets';
-import { TRIAL_ALERT_DAYS, trialAlertDue, type AccountEventState } from '../domain/account-events';
+import { EXPIRY_ALERT_DAYS, expiryAlertDue, type AccountEventState } from '../domain/account-events';
 import { microsToUsd } from '../domain/money';
 import { TRIAL_PERIOD_MS } from '../domain/trial';
 import type { Db } from '../db/knex';
@@ -23,10 +23,10 @@ export interface AccountEventDelivery {
 
 /** `trial.expiring` for every trial whose next alert is due: 7 days before its end, then 1 day before; once each. */
 async function raiseTrialAlerts(db: Db): Promise<number> {
-  const longest = Math.max(...TRIAL_ALERT_DAYS) * 86_400_000;
+  const longest = Math.max(...EXPIRY_ALERT_DAYS) * 86_400_000;
   let raised = 0;
   for (const trial of await trialsEndingWithin(db, { withinMs: longest, periodMs: TRIAL_PERIOD_MS })) {
-    const days = trialAlertDue(trial.endsAt.getTime() - Date.now());
+    const days = expiryAlertDue(trial.endsAt.getTime() - Date.now());
     if (days === null) continue;
     const id = await raiseAccountEvent(db, {
       orgId: trial.orgId,

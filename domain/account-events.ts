@@ -30,12 +30,15 @@ export interface AccountEventBody {
   data: Record<string, string | number | boolean | null>;
 }
 
-/** The trial alerts' lead times, nearest last: each fires once, and only the nearest one still ahead is raised. */
-export const TRIAL_ALERT_DAYS = [7, 1] as const;
+/**
+ * The expiry alerts' lead times (`trial.expiring`, `key.expiring`), nearest last: each fires once, and only the
+ * nearest one still ahead is raised (dedupe key `…:<days>d`).
+ */
+export const EXPIRY_ALERT_DAYS = [7, 1] as const;
 
-/** Which trial alert is due `msLeft` before the end (null: none, or the trial already ended). */
-export function trialAlertDue(msLeft: number): (typeof TRIAL_ALERT_DAYS)[number] | null {
+/** Which expiry alert is due `msLeft` before the end (null: none, or it already ended). */
+export function expiryAlertDue(msLeft: number): (typeof EXPIRY_ALERT_DAYS)[number] | null {
   if (msLeft <= 0) return null;
-  const due = TRIAL_ALERT_DAYS.filter((d) => msLeft <= d * 86_400_000);
+  const due = EXPIRY_ALERT_DAYS.filter((d) => msLeft <= d * 86_400_000);
   return due.length > 0 ? due[due.length - 1] : null;
 }
