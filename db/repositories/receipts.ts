@@ -97,10 +97,12 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
         content: p.content,
       }));
       const columns = Object.keys(seats[0] ?? { request_id: null });
-      const selected = columns.map((c) => (c === 'content' ? "case when zero_retention(:orgId) then '' else content end" : c));
+      // The organisation's retention read once for all the seats, not per row.
+      const selected = columns.map((c) => (c === 'content' ? "case when zr.zero then '' else content end" : c));
       const seatRows = trx.raw(
         `insert into receipt_seats (${columns.join(', ')})
-         select ${selected.join(', ')} from jsonb_populate_recordset(null::receipt_seats, cast(:seats as jsonb))
+         select ${selected.join(', ')} from jsonb_populate_recordset(null::receipt_seats, cast(:seats as jsonb)),
+                (select zero_retention(:orgId) as zero) zr
           where exists (select 1 from receipt)`,
         { seats: JSON.stringify(seats), orgId: o.orgId },
       );
