@@ -202,6 +202,16 @@ describe('accounts: transcript retention, deletion and export (issue 41 item 5)'
         await untilEnded(api, testKey, 'tests', launched.body.batch_id as string);
       }
 
+      if (launched) {
+        const answered = (await stack()
+          .db('run_questions')
+          .where({ run_id: launched.body.batch_id as string })
+          .select('result')) as {
+          result: { modeAnswer: string };
+        }[];
+        assert.ok(answered.length === 1 && answered[0].result.modeAnswer.length > 0, 'kept within the retention');
+      }
+
       // A day passes for the call and the run's questions, then the upkeep's pass.
       await upkeep();
       assert.equal((await receiptRow(requestId)).transcript_deleted_at, null, 'not before its retention');
@@ -275,6 +285,27 @@ describe('accounts: transcript retention, deletion and export (issue 41 item 5)'
       const again = await ask(api, o.key, form, `Repeat this word: ${marker}. Why is the sky blue?`, idem);
       const replayNote = (again.body.svc as Json).transcript_deleted as Json | undefined;
       assert.equal(replayNote?.note, TRANSCRIPT_DELETED_NOTE.zero_retention);
+
+      // A run's answers are blanked as each question is recorded (its verdicts kept).
+      const modes = await demoModes(o.orgId);
+      const testKey = await newKey(o.orgId, { keyKind: 'test' });
+      const launched = await call(api, 'POST', '/v1/tests', {
+        key: testKey,
+        body: form === 'B' ? { model: modes.strong.B, questions: { easy: 1 } } : { model: modes.strong.A, buckets: { light: 1 } },
+      });
+      assert.equal(launched.status, 200, JSON.stringify(launched.body));
+      await untilEnded(api, testKey, 'tests', launched.body.batch_id as string);
+      const questions = (await stack()
+        .db('run_questions')
+        .where({ run_id: launched.body.batch_id as string })
+        .select('result', 'answers_deleted_at')) as {
+        result: { modeAnswer: string; baselineAnswer: string; modeCorrect: boolean };
+        answers_deleted_at: Date | null;
+      }[];
+      assert.equal(questions.length, 1);
+      assert.deepEqual([questions[0].result.modeAnswer, questions[0].result.baselineAnswer], ['', '']);
+      assert.equal(typeof questions[0].result.modeCorrect, 'boolean');
+      assert.ok(questions[0].answers_deleted_at instanceof Date);
       await auditClean(o.orgId);
     });
   }
