@@ -88,14 +88,21 @@ export async function retentionDaysOf(db: DbOrTrx, orgId: string): Promise<numbe
  * Blanked calls whose workflow history is still to be deleted from Temporal (the worker's sweep does it): the
  * request's workflow id, and whether a later run under its key took the id over (then its history is not this call's).
  */
-export async function historiesToForget(db: DbOrTrx, limit: number): Promise<{ requestId: string; workflowId: string; superseded: boolean }[]> {
+export async function historiesToForget(
+  db: DbOrTrx,
+  limit: number,
+): Promise<{ requestId: string; workflowId: string; superseded: boolean }[]> {
   const rows = (await db('receipts as x')
     .join('requests as r', 'r.id', 'x.request_id')
     .whereNotNull('x.transcript_deleted_at')
     .whereNull('x.history_deleted_at')
     .orderBy('x.transcript_deleted_at')
     .limit(limit)
-    .select('x.request_id', 'r.workflow_id', 'r.superseded_at')) as { request_id: string; workflow_id: string; superseded_at: Date | null }[];
+    .select('x.request_id', 'r.workflow_id', 'r.superseded_at')) as {
+    request_id: string;
+    workflow_id: string;
+    superseded_at: Date | null;
+  }[];
   return rows.map((r) => ({ requestId: r.request_id, workflowId: r.workflow_id, superseded: r.superseded_at !== null }));
 }
 
