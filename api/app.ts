@@ -16,9 +16,9 @@ import { completions } from './v1/completions';
 import { estimate } from './v1/estimate';
 import { model, models } from './v1/models';
 import { openApiDocument } from './v1/openapi';
-import { missingRequestId } from '../operations/receipt';
 import { receipt } from './v1/receipts';
 import { deleteTranscriptRoute, exportRoute } from './v1/organization';
+import { balanceRoute, ledgerRoute, receiptListRoute, usageRoute } from './v1/account';
 import { cancelResponseRoute, createResponseRoute, deleteResponseRoute, retrieveResponseRoute } from './v1/responses';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
@@ -160,9 +160,11 @@ export function createApp(deps: AppDeps): Koa {
   // Additive (issue 41 item 5): a call's texts deleted, its figures kept; the organisation's rows as JSONL.
   router.delete('/v1/receipts/:request_id/transcript', gate(routeDeps, 'receipts'), deleteTranscriptRoute(routeDeps));
   router.get('/v1/organization/export', gate(routeDeps, undefined), exportRoute(routeDeps));
-  router.get('/v1/receipts', gate(routeDeps, 'receipts'), () => {
-    throw missingRequestId();
-  });
+  // Additive (issue 41 items 1 and 2): the account's reads; the `receipts` scope reads what its calls cost (docs/api-extensions.md).
+  router.get('/v1/receipts', gate(routeDeps, 'receipts'), receiptListRoute(routeDeps));
+  router.get('/v1/usage', gate(routeDeps, 'receipts'), usageRoute(routeDeps));
+  router.get('/v1/balance', gate(routeDeps, 'receipts'), balanceRoute(routeDeps));
+  router.get('/v1/ledger', gate(routeDeps, 'receipts'), ledgerRoute(routeDeps));
   router.post('/v1/tests', gate(routeDeps, 'tests'), launchTests(routeDeps));
   router.get('/v1/tests', gate(routeDeps, 'tests'), poll(routeDeps, 'test'));
   router.post('/v1/certify', gate(routeDeps, 'certify'), launchCertify(routeDeps));

@@ -35,6 +35,8 @@ export const INVARIANTS = {
     'No verdict, no charge (issue 38 item 7): an ended certification kept its charge (billed − refunded = billed) when it ended completed with a verdict, and kept nothing otherwise.',
   plan_usage_mismatch:
     "A plan's usage equals its receipts: each settled row of plan_usage charged exactly its receipt's billed amount, and each plan call's receipt has its settled row.",
+  mode_stats_mismatch:
+    "A mode's running call count (the basis of its recorded fee rate, issue 42 item 3) equals its receipts recounted: per configuration and tier, the live API-key calls not paid by a plan, their tokens and their mode fees.",
 } as const;
 
 export type Invariant = keyof typeof INVARIANTS;

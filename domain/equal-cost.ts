@@ -56,7 +56,7 @@ export interface QuestionArms {
   addedMicros: number;
   /** Null when no sample answered or the aggregation call failed. */
   selfMoa: ArmAnswer | null;
-  /** Null when no sample gave an answer the checker can read. */
+  /** Null when no sample answered; with none readable, the first sample with no votes (so wrong, as any arm's unreadable answer is). */
   majorityVote: (ArmAnswer & { votes: number }) | null;
 }
 
@@ -70,17 +70,22 @@ export interface QuestionCosts {
   baselineLatencyMs: number;
 }
 
-/** The most common answer among the samples (by the checker's key), the earliest on a tie; null when none can be read. */
+/**
+ * The most common answer among the samples (by the checker's key), the earliest on a tie. With none readable, the
+ * first sample and no votes: the arm then answers (wrongly) on every question where a sample came back, so its
+ * accuracy has the same denominator as the other arms'. Null only when there is no sample.
+ */
 export function majorityVote(
   samples: readonly string[],
   asked: Pick<Question, 'answerKind' | 'choices'>,
 ): { index: number; votes: number } | null {
+  if (samples.length === 0) return null;
   const keys = samples.map((s) => answerKey(s, asked));
-  let best: { index: number; votes: number } | null = null;
+  let best = { index: 0, votes: 0 };
   keys.forEach((key, index) => {
     if (key === undefined || keys.indexOf(key) !== index) return;
     const votes = keys.filter((k) => k === key).length;
-    if (!best || votes > best.votes) best = { index, votes };
+    if (votes > best.votes) best = { index, votes };
   });
   return best;
 }

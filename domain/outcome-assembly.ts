@@ -95,12 +95,8 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     isBest: !p.late && p.role === bestRole && p.round === best.round,
     ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}),
   }));
-  const modeFee = meter.modeFeeMicros();
-  const parts = a.billed
-    ? { gatewayMicros: meter.gatewayMicros, platformFeeMicros: meter.platformFeeMicros, modeFeeMicros: modeFee }
-    : { gatewayMicros: 0, platformFeeMicros: 0, modeFeeMicros: 0 };
-  const billed = bill(a.form, { ...parts, ceilingMicros: a.ceilingMicros });
-  const capped = a.form === 'A' ? meter.capped || billed.capped : billed.capped;
+  const { money, capped: billCapped } = moneyOf(a, meter.modeFeeMicros());
+  const capped = a.form === 'A' ? meter.capped || billCapped : billCapped;
   return {
     requestId: a.requestId,
     orgId: a.orgId,
@@ -133,11 +129,24 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     staff: a.classifierCall ? { ...panel.staff, classifier: a.classifierCall } : panel.staff,
     seatPasses: passes,
     usage: { promptTokens: meter.tokensIn, completionTokens: meter.tokensOut, reasoningTokens: meter.reasoningTokens },
-    money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },
+    money,
     payer: a.onPlan ? 'plan' : passes.some((p) => p.source === 'own_key') ? 'own_keys' : 'service',
     latencyMs: a.completedMs - a.startedMs,
     createdAt: a.createdAt,
     completedAt: new Date(a.completedMs).toISOString(),
+  };
+}
+
+/** What an outcome bills from its meter: every part zero on a test key's call. */
+function moneyOf(a: Omit<AssemblyInput, 'panel'>, modeFeeMicros: number): { money: Outcome['money']; capped: boolean } {
+  const { meter } = a;
+  const parts = a.billed
+    ? { gatewayMicros: meter.gatewayMicros, platformFeeMicros: meter.platformFeeMicros, modeFeeMicros }
+    : { gatewayMicros: 0, platformFeeMicros: 0, modeFeeMicros: 0 };
+  const billed = bill(a.form, { ...parts, ceilingMicros: a.ceilingMicros });
+  return {
+    money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },
+    capped: billed.capped,
   };
 }
 
@@ -159,11 +168,7 @@ export interface CancelledInput extends Omit<AssemblyInput, 'panel'> {
  */
 export function assembleCancelledOutcome(a: CancelledInput): Outcome {
   const { meter } = a;
-  const modeFee = a.form === 'B' ? meter.modeFeeMicros() : 0;
-  const parts = a.billed
-    ? { gatewayMicros: meter.gatewayMicros, platformFeeMicros: meter.platformFeeMicros, modeFeeMicros: modeFee }
-    : { gatewayMicros: 0, platformFeeMicros: 0, modeFeeMicros: 0 };
-  const billed = bill(a.form, { ...parts, ceilingMicros: a.ceilingMicros });
+  const { money } = moneyOf(a, a.form === 'B' ? meter.modeFeeMicros() : 0);
   const passes = a.passes.map((p) => ({ ...p, isBest: false, ...(a.onPlan ? { feeRatePpm: 0, feeMicros: 0 } : {}) }));
   return {
     requestId: a.requestId,
@@ -202,7 +207,7 @@ export function assembleCancelledOutcome(a: CancelledInput): Outcome {
     },
     seatPasses: passes,
     usage: { promptTokens: meter.tokensIn, completionTokens: meter.tokensOut, reasoningTokens: meter.reasoningTokens },
-    money: { ...parts, capCreditMicros: billed.capCreditMicros, billedMicros: billed.billedMicros, ceilingMicros: a.ceilingMicros },
+    money,
     payer: a.onPlan ? 'plan' : passes.some((p) => p.source === 'own_key') ? 'own_keys' : 'service',
     latencyMs: a.completedMs - a.startedMs,
     createdAt: a.createdAt,

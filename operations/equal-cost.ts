@@ -8,12 +8,11 @@ import type { ModeRecord } from '../domain/modes';
 import { engineCostMicros, type TokenPrices } from '../domain/pricing';
 import { aggregationPrompt } from '../domain/prompts';
 import type { Question } from '../domain/questions/types';
-import { lineUpRun, type TierLineup } from '../domain/run-lineup';
+import type { RunLineup, TierLineup } from '../domain/run-lineup';
 import { dealTiers, runQuestionPriceMicros, type RunSpec } from '../domain/runs';
 import { countMessagesTokens } from '../domain/tokens';
-import { runSeatingContext } from '../engines/seating-context';
 import type { OperationDeps } from './deps';
-import { catalogPrices, ownKeyFamilies } from './estimate';
+import { catalogPrices } from './estimate';
 
 /**
  * The equal-cost arms of a run (issue 39 item 2), chosen and priced at launch: per tier, how many samples of the
@@ -75,13 +74,14 @@ async function tierPlan(
 function questionArmsPrice(
   mode: ModeRecord,
   q: Question,
+  promptTokens: number,
   plan: SamplePlan,
   lineup: TierLineup,
   synthesis: TokenPrices | undefined,
 ): number {
   const out = expectedOutput(mode);
   const asked = [{ role: 'user' as const, content: q.question }];
-  const sample = engineCostMicros(countMessagesTokens(asked), out, lineup.baseline);
+  const sample = engineCostMicros(promptTokens, out, lineup.baseline);
   const shown = Array.from({ length: plan.samples }, (_, i) => ({ label: String.fromCharCode(65 + i), text: '' }));
   const aggregation = synthesis
     ? engineCostMicros(countMessagesTokens(aggregationPrompt(asked, shown)) + plan.samples * out, out, synthesis)
@@ -94,16 +94,17 @@ function questionArmsPrice(
   return runQuestionPriceMicros(billed);
 }
 
-/** The arms' plans and prices for a run's questions; none when the run's engines cannot be lined up (its launch is refused). */
+/**
+ * The arms' plans and prices for a run's questions, on the launch's lineup; none when its engines cannot be lined up
+ * (the launch is then refused). `promptTokens`: each question's prompt by id, as the launch counted it.
+ */
 export async function equalCostQuote(
   deps: OperationDeps,
   auth: AuthContext,
   mode: ModeRecord,
-  spec: RunSpec,
-  questions: readonly Question[],
+  run: { spec: RunSpec; lineup: RunLineup; questions: readonly Question[]; promptTokens: ReadonlyMap<string, number> },
 ): Promise<EqualCostQuote> {
-  const own = await ownKeyFamilies(deps.db, auth);
-  const lineup = lineUpRun(mode.config, spec, runSeatingContext(deps.engines, own, auth.keyKind === 'test'));
+  const { spec, lineup, questions, promptTokens } = run;
   if (!lineup.ok) return { plans: [], questionPrices: {} };
   const dealt = dealTiers(questions, spec.tiers);
   const plans: SamplePlan[] = [];
@@ -111,13 +112,12 @@ export async function equalCostQuote(
   for (const tier of lineup.tiers) {
     const asked = dealt.filter((q) => q.tier === tier.tier);
     if (asked.length === 0) continue;
-    const meanPrompt = Math.round(
-      asked.reduce((n, q) => n + countMessagesTokens([{ role: 'user', content: q.question }]), 0) / asked.length,
-    );
+    const meanPrompt = Math.round(asked.reduce((n, q) => n + (promptTokens.get(q.id) ?? 0), 0) / asked.length);
     const plan = await tierPlan(deps, auth, mode, tier, meanPrompt);
     plans.push(plan);
     const synthesis = tier.plan.synthesis.chain[0] ?? catalogPrices(deps.engines)(mode.config.staff.synthesis.engine);
-    for (const q of asked) questionPrices[q.id] = auth.keyKind === 'test' ? 0 : questionArmsPrice(mode, q, plan, tier, synthesis);
+    for (const q of asked)
+      questionPrices[q.id] = auth.keyKind === 'test' ? 0 : questionArmsPrice(mode, q, promptTokens.get(q.id) ?? 0, plan, tier, synthesis);
   }
   return { plans, questionPrices };
 }

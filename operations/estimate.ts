@@ -3,7 +3,7 @@ import type { AuthContext } from '../db/repositories/api-keys';
 import type { Db } from '../db/knex';
 import { recordEstimate } from '../db/repositories/limits';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
-import { recordedCallStats } from '../db/repositories/requests';
+import { recordedCallStats } from '../db/repositories/mode-call-stats';
 import { latestRunSummary } from '../db/repositories/runs';
 import { runEvidence } from '../domain/run-summary';
 import type { Classification } from '../domain/classifier';
@@ -15,7 +15,7 @@ import { classifyHeuristic } from '../domain/classifier';
 import { classifierPrompt } from '../domain/prompts';
 import { countMessagesTokens } from '../domain/tokens';
 import { assertPlanPermits } from '../domain/plan-rules';
-import { TIERS, type ModeRecord, type Tier } from '../domain/modes';
+import type { ModeRecord, Tier } from '../domain/modes';
 import type { TokenPrices } from '../domain/pricing';
 import { classifyPrompt } from '../engines/classify';
 import type { EstimateInput } from './requests/common';
@@ -54,10 +54,9 @@ export function classifierPromptTokens(mode: ModeRecord, messages: readonly Chat
   return mode.config.staff.classifier ? countMessagesTokens(classifierPrompt(messages)) : undefined;
 }
 
-/** The mode version's fee rate per tier, from its configuration's recorded calls (one query per tier, in parallel). */
+/** The mode version's fee rate per tier, from its configuration's recorded calls (one row per tier). */
 export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
-  const stats = await Promise.all(TIERS.map((tier) => recordedCallStats(db, mode, tier)));
-  return tierRates(mode.config, { experience: stats[0], plus: stats[1], pro: stats[2] });
+  return tierRates(mode.config, await recordedCallStats(db, mode));
 }
 
 /**

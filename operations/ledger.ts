@@ -1,5 +1,7 @@
 import { capCreditSince, getBalance, listLedger, topUp, type Balance, type LedgerEntry } from '../db/repositories/ledger';
+import { trialStanding, type TrialStanding } from '../db/repositories/trial-credit';
 import { usdToMicros } from '../domain/money';
+import { trialEndsAt } from '../domain/trial';
 import { planUsage, type PlanUsage } from '../db/repositories/plans';
 import { orgActedOn, type Principal } from './principal';
 import type { StoreDeps } from './deps';
@@ -15,6 +17,18 @@ export async function balanceOf(
   const orgId = orgActedOn(principal, input.orgId);
   const [balance, entries] = await Promise.all([getBalance(deps.db, orgId), listLedger(deps.db, orgId, input.limit)]);
   return { balance, entries };
+}
+
+/** What the organisation holds: its balance (held and available) and its trial credit, with when the trial ends. */
+export interface AccountBalance {
+  balance: Balance;
+  trial: TrialStanding & { endsAt: Date };
+}
+
+/** `GET /v1/balance` and the console's overview read it the same way. */
+export async function accountBalance(deps: StoreDeps, orgId: string): Promise<AccountBalance> {
+  const [balance, trial] = await Promise.all([getBalance(deps.db, orgId), trialStanding(deps.db, orgId)]);
+  return { balance, trial: { ...trial, endsAt: trialEndsAt(trial.startedAt) } };
 }
 
 /** The cap credit an organisation may receive per UTC day unless QUORUM_CAP_CREDIT_DAILY_USD says otherwise. */
@@ -38,19 +52,21 @@ export async function capCreditToday(deps: StoreDeps & { env?: NodeJS.ProcessEnv
 }
 
 /**
- * A signed-in person's account overview: the organisation's balance and ledger, the cap credit it received today,
+ * A signed-in person's account overview: the organisation's balance, trial and ledger, the cap credit it received today,
  * and the person's own billing plan's usage.
  */
 export async function accountOverview(
   deps: StoreDeps & { env?: NodeJS.ProcessEnv },
   principal: Principal & { via: 'person' },
-): Promise<{ balance: Balance; entries: LedgerEntry[]; capCredit: CapCreditDay; usage: PlanUsage }> {
-  const [{ balance, entries }, capCredit, usage] = await Promise.all([
-    balanceOf(deps, principal, { limit: 50 }),
-    capCreditToday(deps, orgActedOn(principal)),
+): Promise<AccountBalance & { entries: LedgerEntry[]; capCredit: CapCreditDay; usage: PlanUsage }> {
+  const orgId = orgActedOn(principal);
+  const [{ balance, trial }, entries, capCredit, usage] = await Promise.all([
+    accountBalance(deps, orgId),
+    listLedger(deps.db, orgId, 50),
+    capCreditToday(deps, orgId),
     planUsage(deps.db, principal.person.id),
   ]);
-  return { balance, entries, capCredit, usage };
+  return { balance, trial, entries, capCredit, usage };
 }
 
 /**

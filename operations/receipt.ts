@@ -1,6 +1,6 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { isEstimate, refusalCode } from '../db/repositories/limits';
-import { getReceipt, type CallerFields } from '../db/repositories/requests';
+import { getReceipt, type CallerFields, type ReceiptRecord } from '../db/repositories/requests';
 import { QuorumError } from '../domain/errors';
 import type { Outcome } from '../domain/outcome';
 import { isStorableText } from '../domain/storable-text';
@@ -29,6 +29,12 @@ export function parseIncludeTranscript(raw: unknown): boolean {
   throw new QuorumError('invalid_request', '`include_transcript` must be `true` or `false`.', { param: 'include_transcript' });
 }
 
+/** A call's record as the receipt's readers show it. */
+export function receiptView(requestId: string, found: ReceiptRecord, includeTranscript: boolean): ReceiptView {
+  if (found.available) return { available: true, outcome: found.outcome, includeTranscript, caller: found.caller };
+  return { available: false, requestId, reason: found.reason, status: found.status, caller: found.caller };
+}
+
 /** A past call's receipt, scoped to the caller's organisation: another one's id is simply not found. */
 export async function readReceipt(
   deps: OperationDeps,
@@ -48,8 +54,7 @@ export async function readReceipt(
   // Looked up exactly as sent (`req_… ` is not `req_…`); text no id can hold (a NUL) is not found without asking.
   if (!isStorableText(requestId)) throw notFound;
   const found = await getReceipt(deps.db, auth.orgId, requestId);
-  if (found?.available) return { available: true, outcome: found.outcome, includeTranscript, caller: found.caller };
-  if (found) return { available: false, requestId, reason: found.reason, status: found.status, caller: found.caller };
+  if (found) return receiptView(requestId, found, includeTranscript);
   if (await isEstimate(deps.db, auth.orgId, requestId)) return { available: false, requestId, reason: ESTIMATE_REASON, status: 'estimate' };
   const refused = await refusalCode(deps.db, auth.orgId, requestId);
   if (refused) {

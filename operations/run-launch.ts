@@ -25,7 +25,7 @@ import type { SamplePlan } from '../domain/equal-cost';
 import type { ModeRecord } from '../domain/modes';
 import { REAL_MIX } from '../domain/questions/benchmark-sets';
 import type { Question } from '../domain/questions/types';
-import { lineUpRun } from '../domain/run-lineup';
+import { lineUpRun, type RunLineup } from '../domain/run-lineup';
 import {
   BUCKET_DEPTH,
   CERTIFICATION,
@@ -191,22 +191,21 @@ async function testRunPrices(
   deps: OperationDeps,
   auth: AuthContext,
   mode: ModeRecord,
-  spec: RunSpec,
-  questions: Question[],
+  run: { spec: RunSpec; questions: Question[]; promptTokens: ReadonlyMap<string, number>; ownFamilies: ReadonlySet<string> },
 ): Promise<Record<string, number>> {
-  const [rates, ownFamilies] = await Promise.all([ratesOf(deps.db, mode), ownKeyFamilies(deps.db, auth)]);
+  const { spec, questions, promptTokens, ownFamilies } = run;
+  const rates = await ratesOf(deps.db, mode);
   const base = classifyHeuristic([{ role: 'user', content: '' }]);
   const prices: Record<string, number> = {};
   for (const q of dealTiers(questions, spec.tiers)) {
     const classification = { ...base, depth: BUCKET_DEPTH[q.bucket], lane: 'panel' as const };
     const messages = [{ role: 'user' as const, content: q.question }];
-    const promptTokens = countMessagesTokens(messages);
     // What the live call would bill, its classifier model's call included (issue 38 item 9).
     const asked = {
       mode,
       tier: q.tier,
       classification,
-      promptTokens,
+      promptTokens: promptTokens.get(q.id) ?? countMessagesTokens(messages),
       rates,
       ownFamilies,
       classifierPromptTokens: classifierPromptTokens(mode, messages),
@@ -221,10 +220,7 @@ async function testRunPrices(
   return prices;
 }
 
-async function assertEnginesRun(deps: OperationDeps, auth: AuthContext, mode: ModeRecord, spec: RunSpec): Promise<void> {
-  // A connected app's run seats the service's keys, as its calls do: never the organisation's own provider account.
-  const own = await ownKeyFamilies(deps.db, auth);
-  const lineup = lineUpRun(mode.config, spec, runSeatingContext(deps.engines, own, auth.keyKind === 'test'));
+function assertEnginesRun(deps: OperationDeps, lineup: RunLineup): void {
   if (!lineup.ok)
     throw refusal(
       deps.form,
@@ -361,10 +357,15 @@ async function priceLaunch(
       : { ...testRunSpec(request, seed), ...(paired && { ...paired, sameQuestionsAs: request.sameQuestionsAs }) };
   assertPlanPermitsRun(auth, mode, request.model, drawn);
   const questions = await runQuestions(deps, auth, drawn);
+  // A connected app's run seats the service's keys, as its calls do: never the organisation's own provider account.
+  const ownFamilies = await ownKeyFamilies(deps.db, auth);
+  const lineup = lineUpRun(mode.config, drawn, runSeatingContext(deps.engines, ownFamilies, auth.keyKind === 'test'));
+  const promptTokens = new Map(questions.map((q) => [q.id, countMessagesTokens([{ role: 'user', content: q.question }])]));
+  const priced = { spec: drawn, questions, promptTokens };
   // The equal-cost arms (issue 39 item 2): a certification always runs them, a test run unless told not to.
-  const arms = request.equalCostArms === false ? null : await equalCostQuote(deps, auth, mode, drawn, questions);
+  const arms = request.equalCostArms === false ? null : await equalCostQuote(deps, auth, mode, { ...priced, lineup });
   const questionPrices =
-    kind === 'test' || auth.app ? withArmPrices(await testRunPrices(deps, auth, mode, drawn, questions), arms) : undefined;
+    kind === 'test' || auth.app ? withArmPrices(await testRunPrices(deps, auth, mode, { ...priced, ownFamilies }), arms) : undefined;
   const spec: RunSpec = {
     ...(kind === 'certification' ? drawn : { ...drawn, questionPrices }),
     ...(arms && { samplePlans: arms.plans }),
@@ -377,7 +378,7 @@ async function priceLaunch(
     throw new QuorumError('requoted', 'The run now costs more than the approved price; nothing was launched or charged.', {
       detail: { price_micros: billed },
     });
-  await assertEnginesRun(deps, auth, mode, spec);
+  assertEnginesRun(deps, lineup);
   const listed = deps.form === 'A' || kind === 'test' || (await isListed(deps.db, mode.id));
   const total = totalQuestions(spec.counts);
   const view: LaunchView = {

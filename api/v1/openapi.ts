@@ -9,6 +9,17 @@ import { REFUSED } from '../../operations/requests/openai-params';
 import type { JsonObject } from '../forms/json';
 import { RUN_LIST_PARAMETERS, RunListSchema } from './run-list-resources';
 import {
+  BalanceSchema,
+  LEDGER_PARAMETERS,
+  LedgerEntrySchema,
+  LedgerListSchema,
+  RECEIPT_LIST_PARAMETERS,
+  ReceiptListEntrySchema,
+  ReceiptListSchema,
+  USAGE_PARAMETERS,
+  UsagePageSchema,
+} from './account-resources';
+import {
   AttemptSchema,
   CertifiedScopeSchema,
   CertifyPollSchema,
@@ -120,6 +131,12 @@ function components(): JsonObject {
       ModeCertification: schemaOf(ModeCertificationSchema),
       // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
       ModeSpec: schemaOf(ModeSpecDocSchema),
+      UsagePage: schemaOf(UsagePageSchema),
+      Balance: schemaOf(BalanceSchema),
+      ReceiptList: schemaOf(ReceiptListSchema),
+      ReceiptListEntry: schemaOf(ReceiptListEntrySchema),
+      LedgerList: schemaOf(LedgerListSchema),
+      LedgerEntry: schemaOf(LedgerEntrySchema),
     },
   };
 }
@@ -260,7 +277,7 @@ const AccountEventSchema = z.object({
 });
 
 /** Issue 41 item 5, beyond the spec (docs/retention.md): a call's transcript deleted; the organisation exported. */
-function accountPaths(): JsonObject {
+function retentionPaths(): JsonObject {
   return {
     '/v1/receipts/{request_id}/transcript': {
       delete: {
@@ -367,6 +384,63 @@ const DELIVERY_ANSWERS: JsonObject = {
   '200': { description: 'Any 2xx ends the delivery; a 4xx but 408 and 429 ends it undelivered; else it is retried.' },
 };
 
+/** A list's page, or with `format=jsonl` / `csv` every entry (one a line; a header, then one row each). */
+const listOk = (description: string, ref: string, entry: string): JsonObject => ({
+  description,
+  headers: HEADERS,
+  content: {
+    ...json({ $ref: `#/components/schemas/${ref}` }),
+    'application/x-ndjson': { schema: { $ref: `#/components/schemas/${entry}` } },
+    'text/csv': { schema: { type: 'string' } },
+  },
+});
+
+/** Issue 41 items 1 and 2, beyond the spec (docs/api-extensions.md): the account's reads, with the `receipts` scope. */
+function accountPaths(): JsonObject {
+  return {
+    '/v1/usage': {
+      get: {
+        operationId: 'getUsage',
+        parameters: USAGE_PARAMETERS,
+        responses: {
+          '200': okOf('The calls per UTC day or hour and group; money from the ledger, exact to the micro-dollar.', 'UsagePage'),
+          ...errors(...ALWAYS, 400),
+        },
+      },
+    },
+    '/v1/balance': {
+      get: {
+        operationId: 'getBalance',
+        responses: { '200': okOf('The balance, what is held, what is available, and the trial credit.', 'Balance'), ...errors(...ALWAYS) },
+      },
+    },
+    '/v1/receipts': {
+      get: {
+        operationId: 'listReceipts',
+        parameters: RECEIPT_LIST_PARAMETERS,
+        responses: {
+          '200': listOk(
+            'The organisation’s calls, newest first, each as its receipt without transcripts.',
+            'ReceiptList',
+            'ReceiptListEntry',
+          ),
+          ...errors(...ALWAYS, 400, 404),
+        },
+      },
+    },
+    '/v1/ledger': {
+      get: {
+        operationId: 'listLedgerEntries',
+        parameters: LEDGER_PARAMETERS,
+        responses: {
+          '200': listOk('The organisation’s ledger entries, newest first.', 'LedgerList', 'LedgerEntry'),
+          ...errors(...ALWAYS, 400, 404),
+        },
+      },
+    },
+  };
+}
+
 /** Issue 28 item 6: what a run POSTs to its `svc.callback_url` when it ends (docs/api-extensions.md). */
 function webhooks(): JsonObject {
   return {
@@ -397,7 +471,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
     info: { title: `Quorum deliberation API (Form ${serialiser.form})`, version: '1.0.0' },
     security: [{ bearer: [] }],
     components: components(),
-    paths: { ...callPaths(serialiser), ...responsePaths(serialiser), ...runPaths(serialiser), ...accountPaths() },
+    paths: { ...callPaths(serialiser), ...responsePaths(serialiser), ...runPaths(serialiser), ...accountPaths(), ...retentionPaths() },
     webhooks: webhooks(),
   };
 }

@@ -1,4 +1,5 @@
 import type { AuditScope, Invariant, Violation } from '../../domain/audit';
+import { RECOUNTED_CALL_STATS } from './mode-call-stats';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -325,6 +326,22 @@ const CHECKS: readonly Check[] = [
              format('a plan''s call billed %s µ$, but its plan usage is %s', x.billed_micros, coalesce(u.state, 'missing'))
         from receipts x left join plan_usage u on u.request_id = x.request_id
        where $scope(x.org_id) and x.outcome->>'payer' = 'plan' and (u.request_id is null or u.state <> 'settled')`,
+  },
+  {
+    // A system mode (no owner) is audited with every organisation: its count holds the calls of all of them.
+    invariant: 'mode_stats_mismatch',
+    sql: `
+      with recount as (${RECOUNTED_CALL_STATS})
+      select m.org_id, coalesce(k.mode_id, r.mode_id) as mode_id,
+             format('%s (configuration %s) at %s: counted %s calls, %s tokens in, %s out, %s µ$ mode fee; its receipts hold %s, %s, %s, %s µ$',
+                    coalesce(k.mode_id, r.mode_id), coalesce(k.config_hash, r.config_hash), coalesce(k.tier, r.tier),
+                    coalesce(k.n, 0), coalesce(k.input_tokens, 0), coalesce(k.output_tokens, 0), coalesce(k.mode_fee_micros, 0),
+                    coalesce(r.n, 0), coalesce(r.input_tokens, 0), coalesce(r.output_tokens, 0), coalesce(r.mode_fee_micros, 0)) as detail
+        from mode_call_stats k
+        full join recount r on r.mode_id = k.mode_id and r.config_hash = k.config_hash and r.tier = k.tier
+        left join modes m on m.id = coalesce(k.mode_id, r.mode_id)
+       where $scope(m.org_id)
+         and (k.n, k.input_tokens, k.output_tokens, k.mode_fee_micros) is distinct from (r.n, r.input_tokens, r.output_tokens, r.mode_fee_micros)`,
   },
 ];
 

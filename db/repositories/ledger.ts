@@ -459,10 +459,25 @@ export async function getBalance(db: DbOrTrx, orgId: string): Promise<Balance> {
   return toBalance(row);
 }
 
-/** The organisation's most recent entries, newest first. */
-export async function listLedger(db: DbOrTrx, orgId: string, limit = 20): Promise<LedgerEntry[]> {
-  const rows = (await db('ledger_entries')
-    .where({ org_id: orgId })
+/** Which of an organisation's entries a page lists (`GET /v1/ledger`): kinds, a time window, and entries before one. */
+export interface LedgerFilter {
+  kinds?: readonly LedgerKind[];
+  /** Inclusive. */
+  start?: Date;
+  /** Exclusive. */
+  end?: Date;
+  /** Only entries older than this one (the last id of the page before). */
+  beforeId?: string;
+}
+
+/** The organisation's most recent entries, newest first (those the filter admits). */
+export async function listLedger(db: DbOrTrx, orgId: string, limit = 20, filter: LedgerFilter = {}): Promise<LedgerEntry[]> {
+  const query = db('ledger_entries').where({ org_id: orgId });
+  if (filter.kinds) query.whereIn('kind', filter.kinds);
+  if (filter.start) query.where('created_at', '>=', filter.start);
+  if (filter.end) query.where('created_at', '<', filter.end);
+  if (filter.beforeId !== undefined) query.where('id', '<', filter.beforeId);
+  const rows = (await query
     .orderBy('id', 'desc')
     .limit(limit)
     .select('id', 'kind', 'amount_micros', 'reserved_delta_micros', 'request_id', 'note', 'created_at')) as {
@@ -483,6 +498,11 @@ export async function listLedger(db: DbOrTrx, orgId: string, limit = 20): Promis
     note: r.note,
     createdAt: r.created_at,
   }));
+}
+
+/** Whether the organisation has a ledger entry of this id (a page's cursor). */
+export async function hasLedgerEntry(db: DbOrTrx, orgId: string, id: string): Promise<boolean> {
+  return (await db('ledger_entries').where({ org_id: orgId, id }).first('id')) !== undefined;
 }
 
 /** The cap credit (Form B's excess over a call's ceiling, credited back) the organisation received since `since`. */

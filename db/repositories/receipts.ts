@@ -5,6 +5,7 @@ import { QuorumError } from '../../domain/errors';
 import type { Outcome, ReceiptStatus, Settlement } from '../../domain/outcome';
 import { storableJson } from '../../domain/storable-text';
 import * as ledger from './ledger';
+import { countSettledCall } from './mode-call-stats';
 import { settlePlanCharge } from './plans';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
 
@@ -29,6 +30,43 @@ function unreadableAmounts(o: Outcome): string[] {
 }
 
 /**
+ * The statement inserting a call's seat rows, once its receipt was (the `receipt` CTE of the settle); an organisation
+ * that keeps no transcripts (issue 41 item 5) has their texts written blank.
+ */
+function seatRowsInsert(trx: Knex.Transaction, o: Outcome): Knex.Raw {
+  const seats = o.seatPasses.map((p) => ({
+    request_id: o.requestId,
+    role: p.role,
+    round_number: p.round,
+    model_used: p.modelUsed,
+    original_model: p.originalModel,
+    fallback_used: p.fallbackUsed,
+    tokens_in: p.tokensIn,
+    tokens_out: p.tokensOut,
+    started_at: p.startedAt,
+    ended_at: p.endedAt,
+    latency_ms: p.latencyMs,
+    judge_score: p.judgeScore,
+    is_best_seat: p.isBest,
+    source: p.source,
+    real_cost_micros: p.realCostMicros,
+    fee_rate_ppm: p.feeRatePpm,
+    fee_micros: p.feeMicros,
+    content: p.content,
+  }));
+  const columns = Object.keys(seats[0] ?? { request_id: null });
+  // The organisation's retention read once for all the seats, not per row.
+  const selected = columns.map((c) => (c === 'content' ? "case when zr.zero then '' else content end" : c));
+  return trx.raw(
+    `insert into receipt_seats (${columns.join(', ')})
+     select ${selected.join(', ')} from jsonb_populate_recordset(null::receipt_seats, cast(:seats as jsonb)),
+            (select zero_retention(:orgId) as zero) zr
+      where exists (select 1 from receipt)`,
+    { seats: JSON.stringify(seats), orgId: o.orgId },
+  );
+}
+
+/**
  * Charge, receipt, seat passes and the request's final state in one transaction; idempotent by request id, so a
  * retried settle never charges twice. A live key is charged (Form B in full with the excess credited back, Form A
  * held at the ceiling); a connected app's call on a plan charges its real cost to the plan's ledger and leaves the
@@ -44,7 +82,7 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
     throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
   await db
     .transaction(async (trx) => {
-      // The receipt, its seat passes and the request's end in one statement, the receipt first: its key says whether
+      // The receipt, its seat passes, the request's end and the mode's call count in one statement, the receipt first: its key says whether
       // this request was settled already (a retried settle changes nothing, and the rest is skipped with it).
       const receipt = trx('receipts')
         .insert({
@@ -76,36 +114,7 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
         .onConflict('request_id')
         .ignore()
         .returning('request_id');
-      const seats = o.seatPasses.map((p) => ({
-        request_id: o.requestId,
-        role: p.role,
-        round_number: p.round,
-        model_used: p.modelUsed,
-        original_model: p.originalModel,
-        fallback_used: p.fallbackUsed,
-        tokens_in: p.tokensIn,
-        tokens_out: p.tokensOut,
-        started_at: p.startedAt,
-        ended_at: p.endedAt,
-        latency_ms: p.latencyMs,
-        judge_score: p.judgeScore,
-        is_best_seat: p.isBest,
-        source: p.source,
-        real_cost_micros: p.realCostMicros,
-        fee_rate_ppm: p.feeRatePpm,
-        fee_micros: p.feeMicros,
-        content: p.content,
-      }));
-      const columns = Object.keys(seats[0] ?? { request_id: null });
-      // The organisation's retention read once for all the seats, not per row.
-      const selected = columns.map((c) => (c === 'content' ? "case when zr.zero then '' else content end" : c));
-      const seatRows = trx.raw(
-        `insert into receipt_seats (${columns.join(', ')})
-         select ${selected.join(', ')} from jsonb_populate_recordset(null::receipt_seats, cast(:seats as jsonb)),
-                (select zero_retention(:orgId) as zero) zr
-          where exists (select 1 from receipt)`,
-        { seats: JSON.stringify(seats), orgId: o.orgId },
-      );
+      const seatRows = seatRowsInsert(trx, o);
       const ended = trx('requests')
         .where({ id: o.requestId })
         .whereExists(trx.select(trx.raw('1')).from('receipt'))
@@ -118,10 +127,21 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
           seats_answered: o.seatsAnswered,
           completed_at: o.completedAt,
         });
+      const counted = countSettledCall(trx, {
+        requestId: o.requestId,
+        modeId: o.modeId,
+        configHash: o.configHash,
+        tier: o.tier,
+        promptTokens: o.usage.promptTokens,
+        completionTokens: o.usage.completionTokens,
+        modeFeeMicros: o.money.modeFeeMicros,
+        paidByPlan: o.payer === 'plan',
+      });
       const inserted = (await trx
         .with('receipt', receipt)
         .with('seats', seatRows)
         .with('ended', ended)
+        .with('counted', counted)
         .select('request_id')
         .from('receipt')) as {
         request_id: string;

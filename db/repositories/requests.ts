@@ -225,27 +225,23 @@ const NO_RECEIPT_REASON: Readonly<Record<RequestState, string>> = {
   cancelled: 'No receipt was recorded for this request.',
 };
 
-/** The receipt of a past call, scoped to the organisation: undefined when the id is not one of its requests. */
-export async function getReceipt(
-  db: DbOrTrx,
-  orgId: string,
-  requestId: string,
-): Promise<
-  (({ available: true; outcome: Outcome } | { available: false; reason: string; status: string }) & { caller: CallerFields }) | undefined
-> {
-  const row = (await db('requests as r')
-    .leftJoin('receipts as x', 'x.request_id', 'r.id')
-    .where({ 'r.id': requestId, 'r.org_id': orgId })
-    .first('r.state', 'r.error_code', 'x.outcome', 'r.end_user', 'r.metadata')) as
-    | {
-        state: RequestState;
-        error_code: string | null;
-        outcome: Outcome | null;
-        end_user: string | null;
-        metadata: Record<string, string> | null;
-      }
-    | undefined;
-  if (!row) return undefined;
+/** A call's receipt when it has one, else why not; and what its caller sent as `user` and `metadata`. */
+export type ReceiptRecord = ({ available: true; outcome: Outcome } | { available: false; reason: string; status: string }) & {
+  caller: CallerFields;
+};
+
+/** What `receiptRecord` reads of a request joined to its receipt (`r`, `x`). */
+export const RECEIPT_RECORD_COLUMNS = ['r.state', 'r.error_code', 'x.outcome', 'r.end_user', 'r.metadata'] as const;
+
+export interface ReceiptRecordRow {
+  state: RequestState;
+  error_code: string | null;
+  outcome: Outcome | null;
+  end_user: string | null;
+  metadata: Record<string, string> | null;
+}
+
+export function receiptRecord(row: ReceiptRecordRow): ReceiptRecord {
   const caller: CallerFields = { endUser: row.end_user, metadata: row.metadata };
   if (row.outcome) return { available: true, outcome: row.outcome, caller };
   return {
@@ -256,34 +252,11 @@ export async function getReceipt(
   };
 }
 
-/**
- * Recorded calls of a mode's configuration at a tier: the basis of Form B's per-Mtok quote once there are enough. Only
- * calls of this configuration (`config_hash`, which its fees are part of) count (issue 38 item 10): a release with
- * another fee starts its own observed rate instead of blending into the last one's. Only live, billed
- * API-key calls count (spec 01 `basis: api_calls`, DESIGN §7): a test key's call bills nothing and a connected app's
- * call on a plan pays no mode fee, so counting them would pull the published rate toward zero. A call's key is its
- * request's `api_key_id`; a connected app's (`app:…`) and a console's (`console:…`) name no row of `api_keys`.
- */
-export async function recordedCallStats(
-  db: DbOrTrx,
-  mode: { id: string; configHash: string },
-  tier: string,
-): Promise<{ n: number; inputTokens: number; outputTokens: number; modeFeeMicros: number }> {
-  const row = (await db('receipts as x')
-    .join('requests as r', 'r.id', 'x.request_id')
-    .join('api_keys as k', 'k.id', 'r.api_key_id')
-    .where({ 'x.mode_id': mode.id, 'x.config_hash': mode.configHash, 'x.tier': tier, 'k.mode': 'live' })
-    .whereRaw("x.outcome->>'payer' is distinct from 'plan'")
-    .first(
-      db.raw('count(*)::int as n'),
-      db.raw('coalesce(sum(x.prompt_tokens),0)::bigint as input'),
-      db.raw('coalesce(sum(x.completion_tokens),0)::bigint as output'),
-      db.raw('coalesce(sum(x.mode_fee_micros),0)::bigint as fee'),
-    )) as {
-    n: number;
-    input: bigint;
-    output: bigint;
-    fee: bigint;
-  };
-  return { n: row.n, inputTokens: Number(row.input), outputTokens: Number(row.output), modeFeeMicros: Number(row.fee) };
+/** The receipt of a past call, scoped to the organisation: undefined when the id is not one of its requests. */
+export async function getReceipt(db: DbOrTrx, orgId: string, requestId: string): Promise<ReceiptRecord | undefined> {
+  const row = (await db('requests as r')
+    .leftJoin('receipts as x', 'x.request_id', 'r.id')
+    .where({ 'r.id': requestId, 'r.org_id': orgId })
+    .first(...RECEIPT_RECORD_COLUMNS)) as ReceiptRecordRow | undefined;
+  return row && receiptRecord(row);
 }

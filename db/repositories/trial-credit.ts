@@ -1,5 +1,5 @@
 import { QuorumError } from '../../domain/errors';
-import { trialExpiryDeductionMicros } from '../../domain/trial';
+import { trialExpiryDeductionMicros, unusedTrialCreditMicros } from '../../domain/trial';
 import { postEntries } from './ledger';
 import type { DbOrTrx } from './shared';
 
@@ -37,11 +37,7 @@ export async function expireTrialCredit(db: DbOrTrx, orgId: string): Promise<Tri
       balance_micros: bigint;
       reserved_micros: bigint;
     };
-    const spent = await trx.raw<{ rows: { spent: bigint }[] }>(
-      `select coalesce(-sum(amount_micros), 0)::bigint as spent from ledger_entries
-        where org_id = ? and kind in ('charge', 'test_run_charge', 'cap_credit', 'run_refund') and created_at >= ?`,
-      [orgId, org.trial_started_at],
-    );
+    const spentMicros = await spentSince(trx, orgId, org.trial_started_at);
     const holds = (await trx('reservations').where({ org_id: orgId, state: 'held' }).select('request_id', 'amount_micros')) as {
       request_id: string;
       amount_micros: bigint;
@@ -51,7 +47,6 @@ export async function expireTrialCredit(db: DbOrTrx, orgId: string): Promise<Tri
       .whereIn('state', RUNNING_RUN_STATES)
       .where('billed_micros', '>', 0)
       .select('id', 'billed_micros')) as { id: string; billed_micros: bigint }[];
-    const spentMicros = spent.rows[0].spent;
     const deduction = trialExpiryDeductionMicros({
       trialCreditMicros: org.trial_credit_micros,
       spentSinceStartMicros: spentMicros,
@@ -75,6 +70,39 @@ export async function expireTrialCredit(db: DbOrTrx, orgId: string): Promise<Tri
     await trx('organisations').where({ id: orgId }).update({ trial_expired_at: trx.fn.now() });
     return { deductedMicros: deduction, alreadyExpired: false };
   });
+}
+
+/** Net spend since `since`: charges less cap credits and refunds (domain/trial.ts). */
+async function spentSince(db: DbOrTrx, orgId: string, since: Date): Promise<bigint> {
+  const { rows } = await db.raw<{ rows: { spent: bigint }[] }>(
+    `select coalesce(-sum(amount_micros), 0)::bigint as spent from ledger_entries
+      where org_id = ? and kind in ('charge', 'test_run_charge', 'cap_credit', 'run_refund') and created_at >= ?`,
+    [orgId, since],
+  );
+  return rows[0].spent;
+}
+
+/** An organisation's trial as it stands: the credit granted, when it began and ended, and what of it is unused. */
+export interface TrialStanding {
+  creditMicros: bigint;
+  startedAt: Date;
+  /** When the expiry ran (its deduction is in the ledger); null while the trial lasts. */
+  expiredAt: Date | null;
+  /** The unused credit (domain/trial.ts) while the trial lasts; 0 once it has expired. */
+  unusedMicros: bigint;
+}
+
+export async function trialStanding(db: DbOrTrx, orgId: string): Promise<TrialStanding> {
+  const org = (await db('organisations').where({ id: orgId }).first('trial_credit_micros', 'trial_started_at', 'trial_expired_at')) as
+    { trial_credit_micros: bigint; trial_started_at: Date; trial_expired_at: Date | null } | undefined;
+  if (!org) throw new QuorumError('not_found', `no organisation ${orgId}`);
+  const unused = org.trial_expired_at
+    ? 0n
+    : unusedTrialCreditMicros({
+        trialCreditMicros: org.trial_credit_micros,
+        spentSinceStartMicros: await spentSince(db, orgId, org.trial_started_at),
+      });
+  return { creditMicros: org.trial_credit_micros, startedAt: org.trial_started_at, expiredAt: org.trial_expired_at, unusedMicros: unused };
 }
 
 /** Organisations whose trial timer may not exist yet (created while Temporal was unreachable). */

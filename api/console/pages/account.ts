@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import type { PlanUsage } from '../../../db/repositories/plans';
 import type { SigningSecretState } from '../../../db/repositories/webhook-secrets';
 import { issueKey, keysOf, revokeKey } from '../../../operations/api-keys';
-import { accountOverview, addBalance } from '../../../operations/ledger';
+import { accountOverview, addBalance, type AccountBalance } from '../../../operations/ledger';
 import { invite, teamOf } from '../../../operations/people';
 import { KEY_FAMILIES, ownProviderKeysOf, setOwnBedrockRole, setOwnProviderKey } from '../../../operations/provider-keys';
 import { chooseOrganisation } from '../../../operations/sessions';
@@ -79,6 +79,18 @@ function signingSecretSection(ctx: Context, state: SigningSecretState | null, ow
     }`;
 }
 
+/** The trial credit as `GET /v1/balance` reads it (issue 41 item 1): what is unused, and when the rest is deducted. */
+function trialCard(trial: AccountBalance['trial']): Html {
+  return html`<div class="card">
+    <div class="muted">Trial credit unused</div>
+    <div class="big" id="trial-unused">${usd(trial.unusedMicros)}</div>
+    <div class="muted">
+      of ${usd(trial.creditMicros)};
+      ${trial.expiredAt ? html`ended ${when(trial.expiredAt)}` : html`the unused part is deducted ${when(trial.endsAt)}`}
+    </div>
+  </div>`;
+}
+
 export function accountPages(router: Router, deps: ConsoleDeps): void {
   overviewRoutes(router, deps);
   keyRoutes(router, deps);
@@ -101,7 +113,7 @@ function overviewRoutes(router: Router, deps: ConsoleDeps): void {
             ><button>Create organisation</button>
           </form>`,
       );
-    const { balance, entries: ledger, capCredit, usage } = await accountOverview(deps, personOf(user));
+    const { balance, trial, entries: ledger, capCredit, usage } = await accountOverview(deps, personOf(user));
     page(
       ctx,
       user.org.orgName,
@@ -118,6 +130,7 @@ function overviewRoutes(router: Router, deps: ConsoleDeps): void {
             <div class="muted">Available</div>
             <div class="big">${usd(balance.availableMicros)}</div>
           </div>
+          ${trialCard(trial)}
           <div class="card">
             <div class="muted">Cap credit received today (UTC)</div>
             <div class="big" id="cap-credit-today">${usd(capCredit.receivedMicros)}</div>

@@ -292,7 +292,7 @@ for (const form of FORMS) {
 
     it('missing_request_id', async () => {
       expectError(await call(api, 'GET', '/v1/receipts/', { key }), 400, 'invalid_request_error', 'missing_request_id', 'request_id');
-      expectError(await call(api, 'GET', '/v1/receipts', { key }), 400, 'invalid_request_error', 'missing_request_id', 'request_id');
+      // `/v1/receipts` without the slash lists the calls (issue 41; test/stack/api/usage.test.ts).
       expectError(await call(api, 'GET', '/v1/receipts/%20', { key }), 400, 'invalid_request_error', 'missing_request_id', 'request_id');
     });
 

@@ -39,14 +39,16 @@ describe('domain: equal-cost arms (issue 39 item 2)', () => {
     );
   });
 
-  it('the majority vote takes the most common answer, the earliest on a tie, and ignores unreadable samples', () => {
+  it('the majority vote takes the most common answer, the earliest on a tie, and ignores unreadable samples unless all are', () => {
     assert.deepEqual(majorityVote(['Final answer: 7', 'Final answer: 8', 'seven', 'Final answer: 8.0', 'Final answer: 8'], {}), {
       index: 1,
       votes: 3,
     });
     assert.deepEqual(majorityVote(['Final answer: 7', 'Final answer: 8'], {}), { index: 0, votes: 1 });
     assert.deepEqual(majorityVote(['7 or 8', 'Final answer: 9'], {}), { index: 1, votes: 1 });
-    assert.equal(majorityVote(['7 or 8', ''], {}), null);
+    // None readable: the first sample, no votes; the checker then marks it wrong, as it would any arm's.
+    assert.deepEqual(majorityVote(['7 or 8', ''], {}), { index: 0, votes: 0 });
+    assert.equal(majorityVote([], {}), null);
   });
 
   it('summarises each arm: accuracy with Wilson’s interval, mean cost, median latency, the paired difference by cluster', () => {

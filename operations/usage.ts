@@ -1,0 +1,124 @@
+import type { AuthContext } from '../db/repositories/api-keys';
+import { usageRows, type UsageDimension, type UsageRow } from '../db/repositories/usage';
+import { isStorableText } from '../domain/storable-text';
+import type { StoreDeps } from './deps';
+import { invalidParam, onlyParams, singleParam, timeWindow } from './query-params';
+
+/**
+ * `GET /v1/usage` (issue 41 item 1): the organisation's calls summed per UTC day or hour and per group, in the names
+ * OpenAI's Usage API uses (`start_time`, `end_time`, `bucket_width`, `group_by`, `limit`, `page`).
+ */
+
+export type BucketWidth = '1d' | '1h';
+const WIDTH_MS: Readonly<Record<BucketWidth, number>> = { '1d': 86_400_000, '1h': 3_600_000 };
+/** Buckets per page unless asked, and the most (OpenAI's for these widths). */
+const BUCKETS: Readonly<Record<BucketWidth, { default: number; max: number }>> = {
+  '1d': { default: 7, max: 31 },
+  '1h': { default: 24, max: 168 },
+};
+
+export const USAGE_DIMENSIONS = ['mode', 'key', 'tier', 'lane', 'user'] as const;
+/** `metadata.<key>`: a key as OpenAI allows one in `metadata` (at most 64 characters). */
+const METADATA_DIMENSION = /^metadata\.(.{1,64})$/s;
+const MAX_GROUPS = 8;
+
+export interface UsageRequest {
+  start: Date;
+  end: Date;
+  width: BucketWidth;
+  /** How many buckets this page holds at most. */
+  limit: number;
+  /** Where this page begins: `start`, or the `page` the one before returned. */
+  pageStart: Date;
+  groupBy: UsageDimension[];
+}
+
+const USAGE_PARAMS = ['start_time', 'end_time', 'bucket_width', 'group_by', 'limit', 'page'];
+
+/** The query of `GET /v1/usage`; every bad value is 400 naming its parameter. */
+export function parseUsageQuery(query: Readonly<Record<string, unknown>>, now: Date = new Date()): UsageRequest {
+  onlyParams(query, USAGE_PARAMS);
+  const { start, end: sent } = timeWindow(query);
+  if (!start) throw invalidParam('start_time', '`start_time` is required: the window’s start in Unix seconds.');
+  const end = sent ?? now;
+  if (end <= start) throw invalidParam('end_time', '`end_time` (default: now) must be after `start_time`.');
+  const widthText = singleParam(query, 'bucket_width') ?? '1d';
+  if (widthText !== '1d' && widthText !== '1h') throw invalidParam('bucket_width', '`bucket_width` is `1d` or `1h`.');
+  const width: BucketWidth = widthText;
+  const limitText = singleParam(query, 'limit');
+  const size = BUCKETS[width];
+  const limit = limitText === undefined ? size.default : /^\d{1,4}$/.test(limitText) ? Number(limitText) : NaN;
+  if (!(limit >= 1 && limit <= size.max))
+    throw invalidParam('limit', `\`limit\` is a number of buckets from 1 to ${size.max} for \`${width}\` (default ${size.default}).`);
+  return { start, end, width, limit, pageStart: pageOf(query, { start, end, width }), groupBy: parseGroupBy(query.group_by) };
+}
+
+/** `page`: the `next_page` a page returned, the start of a bucket inside the window. */
+function pageOf(query: Readonly<Record<string, unknown>>, w: { start: Date; end: Date; width: BucketWidth }): Date {
+  const raw = singleParam(query, 'page');
+  if (raw === undefined) return w.start;
+  const ms = /^\d{1,12}$/.test(raw) ? Number(raw) * 1000 : NaN;
+  if (!(ms > w.start.getTime() && ms < w.end.getTime() && ms % WIDTH_MS[w.width] === 0))
+    throw invalidParam('page', '`page` is the `next_page` of the page before, for the same window and `bucket_width`.');
+  return new Date(ms);
+}
+
+/** `group_by`: comma-separated, or sent more than once (as OpenAI's clients send an array). */
+function parseGroupBy(raw: unknown): UsageDimension[] {
+  if (raw === undefined) return [];
+  const items = (Array.isArray(raw) ? (raw as unknown[]) : [raw]).flatMap((v) => String(v).split(','));
+  const dims = items.map((item): UsageDimension => {
+    if ((USAGE_DIMENSIONS as readonly string[]).includes(item)) return { by: item as (typeof USAGE_DIMENSIONS)[number] };
+    const meta = METADATA_DIMENSION.exec(item);
+    if (meta && isStorableText(meta[1])) return { by: 'metadata', key: meta[1] };
+    throw invalidParam('group_by', `\`group_by\` takes ${USAGE_DIMENSIONS.join(', ')} or metadata.<key>; not \`${item.slice(0, 80)}\`.`);
+  });
+  const names = dims.map((d) => (d.by === 'metadata' ? `metadata.${d.key}` : d.by));
+  if (new Set(names).size !== names.length || dims.length > MAX_GROUPS)
+    throw invalidParam('group_by', `\`group_by\` names each grouping once, at most ${MAX_GROUPS}.`);
+  return dims;
+}
+
+export interface UsageBucket {
+  start: Date;
+  end: Date;
+  rows: UsageRow[];
+}
+
+export interface UsagePage {
+  buckets: UsageBucket[];
+  /** The next page's `page`, when the window goes on past this one. */
+  nextPage: string | null;
+}
+
+/** The page's buckets: the first from `pageStart` to the next UTC boundary, the rest whole, the last cut at `end`. */
+function bucketsOf(req: UsageRequest): { start: Date; end: Date }[] {
+  const w = WIDTH_MS[req.width];
+  const out: { start: Date; end: Date }[] = [];
+  let at = req.pageStart.getTime();
+  while (out.length < req.limit && at < req.end.getTime()) {
+    const next = Math.min((Math.floor(at / w) + 1) * w, req.end.getTime());
+    out.push({ start: new Date(at), end: new Date(next) });
+    at = next;
+  }
+  return out;
+}
+
+/** A page of the organisation's usage: every bucket of it, those without calls empty. */
+export async function usageOf(deps: StoreDeps, auth: AuthContext, req: UsageRequest): Promise<UsagePage> {
+  const spans = bucketsOf(req);
+  const pageEnd = spans[spans.length - 1].end;
+  const rows = await usageRows(deps.db, {
+    orgId: auth.orgId,
+    start: req.pageStart,
+    end: pageEnd,
+    width: req.width === '1d' ? 'day' : 'hour',
+    groupBy: req.groupBy,
+  });
+  // A row's bucket is the UTC boundary before its calls; the page's first bucket may begin after it.
+  const buckets = spans.map((span) => ({
+    ...span,
+    rows: rows.filter((r) => Math.max(r.bucket.getTime(), req.pageStart.getTime()) === span.start.getTime()),
+  }));
+  return { buckets, nextPage: pageEnd < req.end ? String(pageEnd.getTime() / 1000) : null };
+}
