@@ -1,4 +1,5 @@
 // activities/: all the I/O the workflows need (engines, Postgres, search), one factory per workflow family.
+import { createAccountEventActivities } from './account-events';
 import { createAccountActivities } from './accounts';
 import { createBenchmarkActivities } from './benchmark';
 import { createCallbackActivities } from './callbacks';
@@ -14,6 +15,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createDeliberationActivities(deps),
     ...createBenchmarkActivities(deps),
     ...createCallbackActivities(deps),
+    ...createAccountEventActivities(deps),
   };
 }
 

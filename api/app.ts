@@ -18,6 +18,7 @@ import { model, models } from './v1/models';
 import { openApiDocument } from './v1/openapi';
 import { receipt } from './v1/receipts';
 import { organizationRoutes } from './v1/organization';
+import { deleteTranscriptRoute, exportRoute } from './v1/retention';
 import { balanceRoute, ledgerRoute, receiptListRoute, usageRoute } from './v1/account';
 import { cancelResponseRoute, createResponseRoute, deleteResponseRoute, retrieveResponseRoute } from './v1/responses';
 import { consoleRouter } from './console';
@@ -157,6 +158,9 @@ export function createApp(deps: AppDeps): Koa {
   router.get('/v1/models', gate(routeDeps, 'models'), models(routeDeps));
   router.get('/v1/models/:id', gate(routeDeps, 'models'), model(routeDeps));
   router.get('/v1/receipts/:request_id', gate(routeDeps, 'receipts'), receipt(routeDeps));
+  // Additive (issue 41 item 5): a call's texts deleted, its figures kept; the organisation's rows as JSONL.
+  router.delete('/v1/receipts/:request_id/transcript', gate(routeDeps, 'receipts'), deleteTranscriptRoute(routeDeps));
+  router.get('/v1/organization/export', gate(routeDeps, ACCOUNT_READ_SCOPE), exportRoute(routeDeps));
   // Additive (issue 41 items 1 and 2): the account's reads; the `receipts` scope reads what its calls cost (docs/api-extensions.md).
   router.get('/v1/receipts', gate(routeDeps, ACCOUNT_READ_SCOPE), receiptListRoute(routeDeps));
   router.get('/v1/usage', gate(routeDeps, ACCOUNT_READ_SCOPE), usageRoute(routeDeps));

@@ -2,6 +2,7 @@ import type { Classification, Lane } from './classifier';
 import type { Form } from './form';
 import type { Judgment } from './judge';
 import type { SeatTuning, Tier } from './modes';
+import type { TranscriptDeletedReason } from './retention';
 
 /**
  * What one deliberation produced: the single domain model both Form serialisers, the receipt and the
@@ -151,6 +152,8 @@ export interface Outcome {
   latencyMs: number;
   createdAt: string;
   completedAt: string;
+  /** Set once the texts were blanked (issue 41 item 5, migration 030's blank_transcript); the figures stay. */
+  transcriptDeleted?: { at: string; reason: TranscriptDeletedReason };
 }
 
 /** One seat across the deliberation: what the mode designed there, its latest answer, and why engines failed it. */

@@ -7,6 +7,11 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
  */
 export const SIGNATURE_HEADER = 'Quorum-Signature';
 export const EVENT_ID_HEADER = 'Quorum-Event-Id';
+/**
+ * A signed delivery's first retry waits 10 s, doubling to an hour between tries (workflows/run-callback.ts): a
+ * receiver back within minutes hears at once. Run callbacks and account events alike.
+ */
+export const DEFAULT_CALLBACK_RETRY_MS = 10_000;
 /** What a receiver should accept between the signed time and its clock (Stripe's default tolerance). */
 export const SIGNATURE_TOLERANCE_S = 300;
 

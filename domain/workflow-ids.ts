@@ -20,4 +20,6 @@ export const workflowIds = {
    * quote that definitely failed (credited back), so a later approval never collides with a half-started one.
    */
   quote: (quoteId: string, attempt: number): string => `quote/${quoteId}/${attempt}`,
+  /** The delivery of one account event (issue 41 item 4): one per event id. */
+  accountEvent: (eventId: string): string => `account-event/${eventId}`,
 } as const;

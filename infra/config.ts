@@ -143,6 +143,8 @@ const EnvSchema = z.object({
   QUORUM_RUN_HEDGE_MS: optionalNumber(z.coerce.number().int().nonnegative()),
   /** A run's completion callback: the wait before its first retry. */
   QUORUM_CALLBACK_RETRY_MS: optionalNumber(z.coerce.number().int().positive()),
+  /** How often each worker starts the deliveries of newly raised account events (worker/account-events.ts). */
+  QUORUM_ACCOUNT_EVENTS_POLL_MS: optionalNumber(z.coerce.number().int().positive()),
 
   // ---- npm start's launcher (stack/) only: read by its entry points (stack/supervisor.ts, stack/temporal-binary.ts,
   // stack/local-model.ts) and handed down (stack/tool-env.ts); the product's processes never read them.

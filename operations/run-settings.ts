@@ -1,3 +1,4 @@
+import { DEFAULT_CALLBACK_RETRY_MS } from '../domain/webhook-signature';
 import { DEFAULT_RUN_WINDOW } from '../domain/runs';
 import type { OperationDeps } from './deps';
 
@@ -34,8 +35,7 @@ export const DEFAULT_RUN_SETTINGS: RunSettings = {
 };
 export const LAUNCH_RETRY_AFTER_S = 3_600;
 export const DEFAULT_QUOTE_TTL_S = 86_400;
-/** 10 s, doubling to an hour between tries (workflows/run-callback.ts): a receiver back within minutes hears at once. */
-export const DEFAULT_CALLBACK_RETRY_MS = 10_000;
+export { DEFAULT_CALLBACK_RETRY_MS };
 
 export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
   const positive = (name: string, fallback: number): number => {

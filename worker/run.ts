@@ -10,6 +10,9 @@ import { freePort } from '../infra/free-port';
 import type { Logger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
 import { DEFAULT_HOLD_SWEEP_S, startHoldSweep } from './hold-sweep';
+import { DEFAULT_ACCOUNT_EVENTS_POLL_MS, startAccountEventDispatch } from './account-events';
+import { ensureUpkeepSchedule } from '../starters/account-events';
+import { DEFAULT_CALLBACK_RETRY_MS } from '../domain/webhook-signature';
 import { ensureTrialTimers } from '../starters/trial-credit';
 import { bundleInChild } from './bundle';
 import { serveWorkerMetrics } from './metrics';
@@ -75,6 +78,15 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
   const started = await ensureTrialTimers(db, client);
   if (started > 0) log.info('trial timers started', { count: started });
   const sweep = startHoldSweep({ db, client, log }, (config.QUORUM_HOLD_SWEEP_S ?? DEFAULT_HOLD_SWEEP_S) * 1000);
+  // Account events (issue 41 item 4): raised events to their delivery workflows; the hourly upkeep's schedule.
+  await ensureUpkeepSchedule(client);
+  const dispatch = startAccountEventDispatch(
+    { db, client, log },
+    {
+      everyMs: config.QUORUM_ACCOUNT_EVENTS_POLL_MS ?? DEFAULT_ACCOUNT_EVENTS_POLL_MS,
+      retryInitialMs: config.QUORUM_CALLBACK_RETRY_MS ?? DEFAULT_CALLBACK_RETRY_MS,
+    },
+  );
 
   const metricsPort = config.QUORUM_WORKER_METRICS_PORT;
   if (metricsPort && corePort) {
@@ -104,6 +116,6 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
       stopRequested = true;
       for (const w of workers) w.shutdown();
     },
-    stopped: running.finally(() => sweep.stop()).finally(() => db.destroy()),
+    stopped: running.finally(() => Promise.all([sweep.stop(), dispatch.stop()])).finally(() => db.destroy()),
   };
 }

@@ -4,3 +4,4 @@ export * from './deliberation';
 export * from './benchmark';
 export * from './question';
 export { runCallbackWorkflow } from './run-callback';
+export { accountEventWorkflow, accountUpkeepWorkflow } from './account-events';

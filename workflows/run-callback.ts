@@ -1,4 +1,12 @@
-import { isCancellation, log, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
+import {
+  isCancellation,
+  log,
+  ParentClosePolicy,
+  proxyActivities,
+  startChild,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
 import type { CallbackActivities, Delivery, RunCallback } from '../activities/callbacks';
 import { workflowIds } from '../domain/workflow-ids';
 
@@ -16,21 +24,26 @@ export interface RunCallbackInput extends RunCallback {
 /** Stripe retries for days; the issue bounds a delivery at one day of tries. */
 const DELIVERY_DEADLINE = '24 hours';
 
-export async function runCallbackWorkflow(input: RunCallbackInput): Promise<Delivery | { eventId: null; refused: string }> {
-  const { deliverRunCallback } = proxyActivities<CallbackActivities>({
+/** How a signed delivery's attempts are timed and retried: run callbacks and account events alike. */
+export function deliveryActivityOptions(retryInitialMs: number): ActivityOptions {
+  return {
     // One attempt: the DNS lookup and connection plus the receiver's 10 s to answer (CALLBACK_ATTEMPT_TIMEOUT_MS),
     // with room for a database read; an attempt stuck past this is abandoned and retried.
     startToCloseTimeout: '30 seconds',
     // Every attempt and every wait between them, from the first: past a day the delivery gives up.
     scheduleToCloseTimeout: DELIVERY_DEADLINE,
     retry: {
-      initialInterval: input.retryInitialMs,
+      initialInterval: retryInitialMs,
       backoffCoefficient: 2,
       // From 10 s, doubling reaches an hour after about 9 tries; hourly after that, some 30 tries in the day.
       maximumInterval: '1 hour',
       nonRetryableErrorTypes: ['callback_refused', 'callback_address_refused'],
     },
-  });
+  };
+}
+
+export async function runCallbackWorkflow(input: RunCallbackInput): Promise<Delivery | { eventId: null; refused: string }> {
+  const { deliverRunCallback } = proxyActivities<CallbackActivities>(deliveryActivityOptions(input.retryInitialMs));
   try {
     return await deliverRunCallback({ runId: input.runId, orgId: input.orgId, url: input.url });
   } catch (err) {

@@ -10,6 +10,7 @@ import { page } from './layout';
 import { accountPages } from './pages/account';
 import { activityPages } from './pages/activity';
 import { keyPages } from './pages/keys';
+import { alertPages } from './pages/alerts';
 import { authPages } from './pages/auth';
 import { authorizePages } from './pages/authorize';
 import { connectedAppPages } from './pages/connected-apps';
@@ -110,6 +111,7 @@ export function consoleRouter(deps: ConsoleDeps): Router {
   accountPages(router, deps);
   keyPages(router, deps);
   activityPages(router, deps);
+  alertPages(router, deps);
   modePages(router, deps);
   receiptPages(router, deps);
   runPages(router, deps);

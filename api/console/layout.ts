@@ -13,6 +13,7 @@ const NAV: readonly [string, string][] = [
   ['/console/team', 'Team'],
   ['/console/provider-keys', 'Provider keys'],
   ['/console/activity', 'Activity'],
+  ['/console/alerts', 'Alerts'],
   ['/console/apps', 'Connected apps'],
 ];
 

@@ -1,4 +1,5 @@
 import type { Form } from '../../domain/form';
+import { TRANSCRIPT_DELETED_NOTE } from '../../domain/retention';
 import type { Outcome, SeatPass, StaffCall } from '../../domain/outcome';
 import type { TierRate, TierRates } from '../../domain/estimate';
 import type { EstimateView } from '../../operations/estimate';
@@ -126,9 +127,23 @@ export function lateSeatsJson(o: Outcome): JsonObject[] | undefined {
   return late.length > 0 ? late.map((p) => ({ role: p.role, round: p.round, model_used: p.modelUsed, reason: p.late ?? '' })) : undefined;
 }
 
-/** Fields present only on an idempotent replay (spec 01 replay rules). */
+/** Fields present only on an idempotent replay (spec 01 replay rules); a replay whose texts are gone says so. */
 export function replayFields(o: Outcome): JsonObject {
-  return { replayed: true, seats_answered: o.seatsAnswered, answer_truncated: o.finishReason === 'length' };
+  return {
+    replayed: true,
+    seats_answered: o.seatsAnswered,
+    answer_truncated: o.finishReason === 'length',
+    transcript_deleted: transcriptDeletedJson(o),
+  };
+}
+
+/**
+ * Beyond the spec (issue 41 item 5): when and why the call's texts were deleted, with a note saying so; absent
+ * while they are kept. The figures are the call's as billed.
+ */
+export function transcriptDeletedJson(o: Outcome): JsonObject | undefined {
+  const gone = o.transcriptDeleted;
+  return gone && { at: gone.at, reason: gone.reason, note: TRANSCRIPT_DELETED_NOTE[gone.reason] };
 }
 
 function seatRow(row: SeatPass, includeTranscript: boolean, extra: JsonObject): JsonObject {
@@ -214,6 +229,7 @@ export function receiptShape(
     },
     ...opts.extra,
     late_seats: lateSeatsJson(o),
+    transcript_deleted: transcriptDeletedJson(o),
     latency_ms: o.latencyMs,
     created_at: o.createdAt,
     completed_at: o.completedAt,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ACCOUNT_EVENT_TYPES, type AccountEventType } from '../../domain/account-events';
 import { ERROR_TABLE } from '../../domain/errors';
 import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
@@ -228,7 +229,7 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         ],
         responses: {
           '200': ok(
-            '`{ok, receipt_available, reason?, receipt?}`; the call’s `user` and `metadata` in `receipt` (or beside `reason`) when sent; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`.',
+            '`{ok, receipt_available, reason?, receipt?}`; the call’s `user` and `metadata` in `receipt` (or beside `reason`) when sent; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`; a receipt whose texts were deleted has `transcript_deleted` (`at`, `reason`, `note`).',
           ),
           ...errors(...ALWAYS, 400, 404),
         },
@@ -299,6 +300,49 @@ function responsePaths(serialiser: FormSerialiser): JsonObject {
         responses: {
           '200': ok(`${RESPONSE} \`cancelled\` once stopped (what ran billed, the rest of the hold released); an ended one unchanged.`),
           ...errors(...ALWAYS, 404),
+        },
+      },
+    },
+  };
+}
+
+/** What the organisation's webhook URL receives (issue 41 item 4, docs/retention.md). */
+const AccountEventSchema = z.object({
+  id: z.string().describe('`evt_…`: the same on every attempt of a delivery, and in `Quorum-Event-Id`.'),
+  object: z.literal('event'),
+  type: z.enum(Object.keys(ACCOUNT_EVENT_TYPES) as [AccountEventType, ...AccountEventType[]]),
+  created: z.number().int().describe('Unix seconds: when the event was raised.'),
+  organization: z.string(),
+  data: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]))
+    .describe('`balance.low`: `balance_usd`, `threshold_usd`; `trial.expiring`: `expires_at`, `days_before` (7 or 1), `trial_credit_usd`.'),
+});
+
+/** Issue 41 item 5, beyond the spec (docs/retention.md): a call's transcript deleted; the organisation exported. */
+function retentionPaths(): JsonObject {
+  return {
+    '/v1/receipts/{request_id}/transcript': {
+      delete: {
+        operationId: 'deleteTranscript',
+        parameters: [{ name: 'request_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 } }],
+        responses: {
+          '200': ok(
+            '`{request_id, object: transcript, deleted: true}`: the call’s texts blanked and its workflow history deleted; its figures kept.',
+          ),
+          ...errors(...ALWAYS, 404, 409),
+        },
+      },
+    },
+    '/v1/organization/export': {
+      get: {
+        operationId: 'exportOrganization',
+        responses: {
+          '200': {
+            description: 'Every row the organisation owns, one JSON object a line named by its `object`; no secret. The owner’s key only.',
+            headers: HEADERS,
+            content: { 'application/jsonl': { schema: { type: 'string' } } },
+          },
+          ...errors(...ALWAYS),
         },
       },
     },
@@ -410,6 +454,19 @@ function organizationPaths(): JsonObject {
     },
   };
 }
+const SIGNED_HEADERS = [
+  { name: 'Quorum-Event-Id', in: 'header', required: true, schema: { type: 'string' }, description: 'The body’s `id`.' },
+  {
+    name: 'Quorum-Signature',
+    in: 'header',
+    required: true,
+    schema: { type: 'string' },
+    description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` under the organisation’s signing secret.',
+  },
+];
+const DELIVERY_ANSWERS: JsonObject = {
+  '200': { description: 'Any 2xx ends the delivery; a 4xx but 408 and 429 ends it undelivered; else it is retried.' },
+};
 
 /** A list's page, or with `format=jsonl` / `csv` every entry (one a line; a header, then one row each). */
 const listOk = (description: string, ref: string, entry: string): JsonObject => ({
@@ -474,20 +531,18 @@ function webhooks(): JsonObject {
     'run.ended': {
       post: {
         operationId: 'runEnded',
-        parameters: [
-          { name: 'Quorum-Event-Id', in: 'header', required: true, schema: { type: 'string' }, description: 'The body’s `id`.' },
-          {
-            name: 'Quorum-Signature',
-            in: 'header',
-            required: true,
-            schema: { type: 'string' },
-            description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` under the organisation’s signing secret.',
-          },
-        ],
+        parameters: SIGNED_HEADERS,
         requestBody: { required: true, content: json(schemaOf(RunEndedEventSchema)) },
-        responses: {
-          '200': { description: 'Any 2xx ends the delivery; a 4xx but 408 and 429 ends it undelivered; else it is retried.' },
-        },
+        responses: DELIVERY_ANSWERS,
+      },
+    },
+    // Issue 41 item 4: account events, to the organisation's webhook URL, signed and retried alike.
+    'account.event': {
+      post: {
+        operationId: 'accountEvent',
+        parameters: SIGNED_HEADERS,
+        requestBody: { required: true, content: json(schemaOf(AccountEventSchema)) },
+        responses: DELIVERY_ANSWERS,
       },
     },
   };
@@ -506,6 +561,7 @@ export function openApiDocument(serialiser: FormSerialiser): JsonObject {
       ...runPaths(serialiser),
       ...accountPaths(),
       ...organizationPaths(),
+      ...retentionPaths(),
     },
     webhooks: webhooks(),
   };

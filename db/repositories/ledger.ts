@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
 import { trialCatchUpMicros } from '../../domain/trial';
+import { raiseLowBalance } from './account-events';
 import { asRefusal, billingRefusal, billingRefusalError } from './billing';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
@@ -87,6 +88,16 @@ export async function postEntries(
 ): Promise<Balance | undefined> {
   const row = await applyEntries(trx, orgId, entries, admitMicros);
   if (!row) return undefined;
+  // Issue 41 item 4: the charge that takes the balance below its threshold raises `balance.low`, once per fall. The
+  // threshold and the flag come back from the same UPDATE: no round trip unless this charge is the one.
+  const charge = entries.find((e) => e.amountMicros < 0n && e.requestId);
+  if (charge?.requestId && !row.low_alerted && row.balance_micros < row.low_balance_micros)
+    await raiseLowBalance(trx, {
+      orgId,
+      requestId: charge.requestId,
+      balanceMicros: row.balance_micros,
+      thresholdMicros: row.low_balance_micros,
+    });
   if (row.trial_due_micros === null) return toBalance(row);
   return settleTrialCommitments(trx, orgId, entries, { ...row, trial_due_micros: row.trial_due_micros });
 }
@@ -94,6 +105,9 @@ export async function postEntries(
 interface PostedRow extends BalanceRow {
   /** Set while an expired trial has open commitments (migration 017). */
   trial_due_micros: bigint | null;
+  /** The `balance.low` threshold and whether this fall was alerted already (migration 030). */
+  low_balance_micros: bigint;
+  low_alerted: boolean;
 }
 
 /** `postEntries` itself: the conditional UPDATE and the appended entries, under the balance row's lock. */
@@ -124,13 +138,14 @@ function posting(
   const admitted = admitMicros === undefined ? '' : 'and billing_refusal(org_id, :admit) is null';
   const sql = `with posted as (
        update balances
-          set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros + :rd, updated_at = now()
+          set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros + :rd, updated_at = now(),
+              low_alerted = low_alerted and balance_micros + :bd < low_balance_micros
         where org_id = :orgId
           and reserved_micros + :rd >= 0
           and balance_micros + :bd >= reserved_micros + :rd
           ${admitted}
           and not (:holds and exists (select 1 from reservations where org_id = :orgId and request_id = :holdId))
-        returning balance_micros, reserved_micros, trial_due_micros),
+        returning balance_micros, reserved_micros, trial_due_micros, low_balance_micros, low_alerted),
      appended as (
        insert into ledger_entries (org_id, kind, amount_micros, reserved_delta_micros, request_id, note)
        select :orgId, e.kind, e.amount, e.reserved, e.request_id, e.note

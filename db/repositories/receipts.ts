@@ -30,6 +30,43 @@ function unreadableAmounts(o: Outcome): string[] {
 }
 
 /**
+ * The statement inserting a call's seat rows, once its receipt was (the `receipt` CTE of the settle); an organisation
+ * that keeps no transcripts (issue 41 item 5) has their texts written blank.
+ */
+function seatRowsInsert(trx: Knex.Transaction, o: Outcome): Knex.Raw {
+  const seats = o.seatPasses.map((p) => ({
+    request_id: o.requestId,
+    role: p.role,
+    round_number: p.round,
+    model_used: p.modelUsed,
+    original_model: p.originalModel,
+    fallback_used: p.fallbackUsed,
+    tokens_in: p.tokensIn,
+    tokens_out: p.tokensOut,
+    started_at: p.startedAt,
+    ended_at: p.endedAt,
+    latency_ms: p.latencyMs,
+    judge_score: p.judgeScore,
+    is_best_seat: p.isBest,
+    source: p.source,
+    real_cost_micros: p.realCostMicros,
+    fee_rate_ppm: p.feeRatePpm,
+    fee_micros: p.feeMicros,
+    content: p.content,
+  }));
+  const columns = Object.keys(seats[0] ?? { request_id: null });
+  // The organisation's retention read once for all the seats, not per row.
+  const selected = columns.map((c) => (c === 'content' ? "case when zr.zero then '' else content end" : c));
+  return trx.raw(
+    `insert into receipt_seats (${columns.join(', ')})
+     select ${selected.join(', ')} from jsonb_populate_recordset(null::receipt_seats, cast(:seats as jsonb)),
+            (select zero_retention(:orgId) as zero) zr
+      where exists (select 1 from receipt)`,
+    { seats: JSON.stringify(seats), orgId: o.orgId },
+  );
+}
+
+/**
  * Charge, receipt, seat passes and the request's final state in one transaction; idempotent by request id, so a
  * retried settle never charges twice. A live key is charged (Form B in full with the excess credited back, Form A
  * held at the ceiling); a connected app's call on a plan charges its real cost to the plan's ledger and leaves the
@@ -65,39 +102,19 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
           prompt_tokens: o.usage.promptTokens,
           completion_tokens: o.usage.completionTokens,
           latency_ms: o.latencyMs,
-          outcome: JSON.stringify(o),
+          // An organisation that keeps no transcripts (issue 41 item 5) has the texts blanked as they are written.
+          outcome: trx.raw(
+            "(select case when z then blank_transcript(j, 'zero_retention') else j end from (select cast(? as jsonb) j, zero_retention(?) z) v)",
+            [JSON.stringify(o), o.orgId],
+          ),
+          transcript_deleted_at: trx.raw('case when zero_retention(?) then now() end', [o.orgId]),
           created_at: o.createdAt,
           completed_at: o.completedAt,
         })
         .onConflict('request_id')
         .ignore()
         .returning('request_id');
-      const seats = o.seatPasses.map((p) => ({
-        request_id: o.requestId,
-        role: p.role,
-        round_number: p.round,
-        model_used: p.modelUsed,
-        original_model: p.originalModel,
-        fallback_used: p.fallbackUsed,
-        tokens_in: p.tokensIn,
-        tokens_out: p.tokensOut,
-        started_at: p.startedAt,
-        ended_at: p.endedAt,
-        latency_ms: p.latencyMs,
-        judge_score: p.judgeScore,
-        is_best_seat: p.isBest,
-        source: p.source,
-        real_cost_micros: p.realCostMicros,
-        fee_rate_ppm: p.feeRatePpm,
-        fee_micros: p.feeMicros,
-        content: p.content,
-      }));
-      const seatColumns = Object.keys(seats[0] ?? { request_id: null }).join(', ');
-      const seatRows = trx.raw(
-        `insert into receipt_seats (${seatColumns})
-         select ${seatColumns} from jsonb_populate_recordset(null::receipt_seats, cast(? as jsonb)) where exists (select 1 from receipt)`,
-        [JSON.stringify(seats)],
-      );
+      const seatRows = seatRowsInsert(trx, o);
       const ended = trx('requests')
         .where({ id: o.requestId })
         .whereExists(trx.select(trx.raw('1')).from('receipt'))

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { Outcome } from '../../domain/outcome';
-import { storableJson } from '../../domain/storable-text';
 import type { RequestState } from './requests';
 import type { DbOrTrx } from './shared';
 
@@ -16,7 +15,8 @@ export async function recordResponse(db: DbOrTrx, input: { requestId: string; or
     .insert({
       request_id: input.requestId,
       org_id: input.orgId,
-      instructions: input.instructions,
+      // An organisation that keeps no transcripts (issue 41 item 5) never has the instructions stored.
+      instructions: db.raw('case when zero_retention(?) then null else ? end', [input.orgId, input.instructions]),
       metadata: input.metadata === null ? null : JSON.stringify(input.metadata),
       background: input.background,
     })
@@ -86,17 +86,6 @@ export async function findResponse(db: DbOrTrx, orgId: string, idempotencyKey: s
   };
 }
 
-/** The outcome with every text of the answer removed; its figures (tokens, money, seats, times) stay. */
-function withoutTexts(o: Outcome): Outcome {
-  return {
-    ...o,
-    answer: '',
-    bestSeat: o.bestSeat && { ...o.bestSeat, content: '' },
-    contestedPassage: o.contestedPassage && { ...o.contestedPassage, quote: '' },
-    seatPasses: o.seatPasses.map((p) => ({ ...p, content: '' })),
-  };
-}
-
 /**
  * `DELETE /v1/responses/{id}`, and a response sent with `store: false` once answered: the stored answer's texts are
  * removed from its receipt (figures kept: the call was billed) and the response is marked deleted, in one transaction.
@@ -107,12 +96,10 @@ export async function deleteStoredAnswer(db: Knex, input: { requestId: string; o
       .insert({ request_id: input.requestId, org_id: input.orgId, background: false, deleted_at: trx.fn.now() })
       .onConflict('request_id')
       .merge({ deleted_at: trx.fn.now() });
-    const row = (await trx('receipts').where({ request_id: input.requestId }).forUpdate().first('outcome')) as
-      { outcome: Outcome } | undefined;
-    if (!row) return;
+    // The texts blanked as a transcript DELETE blanks them (migration 030's blank_transcript), the figures kept.
     await trx('receipts')
       .where({ request_id: input.requestId })
-      .update({ outcome: JSON.stringify(storableJson(withoutTexts(row.outcome))) });
+      .update({ outcome: trx.raw("blank_transcript(outcome, 'deleted')"), transcript_deleted_at: trx.fn.now() });
     await trx('receipt_seats').where({ request_id: input.requestId }).update({ content: '' });
   });
 }

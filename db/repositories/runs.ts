@@ -370,7 +370,12 @@ export async function recordQuestionResult(db: Knex, runId: string, result: Ques
         bucket: result.bucket,
         tier: result.tier,
         cluster: result.cluster,
-        result: JSON.stringify(result),
+        // An organisation that keeps no transcripts (issue 41 item 5): the answers blanked as they are written.
+        result: trx.raw(
+          '(select case when z then blank_run_answers(j) else j end from (select cast(? as jsonb) j, zero_retention(r.org_id) z from runs r where r.id = ?) v)',
+          [JSON.stringify(result), runId],
+        ),
+        answers_deleted_at: trx.raw('(select case when zero_retention(r.org_id) then now() end from runs r where r.id = ?)', [runId]),
       })
       .onConflict(['run_id', 'question_id'])
       .ignore()
