@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { eventForDelivery, raiseAccountEvent, recordAttempt, trialsEndingWithin } from '../db/repositories/account-events';
+import { keysExpiringBetween } from '../db/repositories/api-keys';
 import { PURGE_BATCH, purgeExpiredTranscripts } from '../db/repositories/retention';
 import { signingSecret } from '../db/repositories/webhook-secrets';
 import { EXPIRY_ALERT_DAYS, expiryAlertDue, type AccountEventState } from '../domain/account-events';
@@ -33,6 +34,24 @@ async function raiseTrialAlerts(db: Db): Promise<number> {
       type: 'trial.expiring',
       dedupeKey: `trial.expiring:${days}d`,
       data: { expires_at: trial.endsAt.toISOString(), days_before: days, trial_credit_usd: microsToUsd(trial.creditMicros) },
+    });
+    if (id) raised++;
+  }
+  return raised;
+}
+
+/** `key.expiring` for every unrevoked key whose next alert is due: 7 days before its expiry, then 1 day before; once each. */
+async function raiseKeyExpiryAlerts(db: Db): Promise<number> {
+  const now = Date.now();
+  let raised = 0;
+  for (const key of await keysExpiringBetween(db, new Date(now), new Date(now + Math.max(...EXPIRY_ALERT_DAYS) * 86_400_000))) {
+    const days = key.expiresAt && expiryAlertDue(key.expiresAt.getTime() - now);
+    if (!days) continue;
+    const id = await raiseAccountEvent(db, {
+      orgId: key.orgId,
+      type: 'key.expiring',
+      dedupeKey: `key.expiring:${key.id}:${days}d`,
+      data: { key_id: key.id, key: key.display, label: key.label, expires_at: key.expiresAt?.toISOString() ?? null, days_before: days },
     });
     if (id) raised++;
   }
@@ -78,8 +97,9 @@ export function createAccountEventActivities(deps: Pick<ActivityDeps, 'db' | 'lo
     },
 
     /** The hourly upkeep: time-based alerts raised (a new kind adds its scan here), transcripts past retention blanked. */
-    async accountUpkeep(): Promise<{ trialAlerts: number; receiptsBlanked: number; questionsBlanked: number }> {
+    async accountUpkeep(): Promise<{ trialAlerts: number; keyAlerts: number; receiptsBlanked: number; questionsBlanked: number }> {
       const trialAlerts = await raiseTrialAlerts(db);
+      const keyAlerts = await raiseKeyExpiryAlerts(db);
       let receiptsBlanked = 0;
       let questionsBlanked = 0;
       // In batches, so one statement never holds many rows' locks; until a batch comes back short.
@@ -89,9 +109,9 @@ export function createAccountEventActivities(deps: Pick<ActivityDeps, 'db' | 'lo
         questionsBlanked += purged.questions;
         if (purged.receipts < PURGE_BATCH && purged.questions < PURGE_BATCH) break;
       }
-      if (trialAlerts + receiptsBlanked + questionsBlanked > 0)
-        deps.log.info('account upkeep', { trialAlerts, receiptsBlanked, questionsBlanked });
-      return { trialAlerts, receiptsBlanked, questionsBlanked };
+      if (trialAlerts + keyAlerts + receiptsBlanked + questionsBlanked > 0)
+        deps.log.info('account upkeep', { trialAlerts, keyAlerts, receiptsBlanked, questionsBlanked });
+      return { trialAlerts, keyAlerts, receiptsBlanked, questionsBlanked };
     },
   };
 }

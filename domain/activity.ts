@@ -15,6 +15,7 @@ export const ACTIVITY_KINDS = [
   'mode.listed',
   'webhook_secret.rotated',
   'retention.changed',
+  'alerts.changed',
   'plan.changed',
 ] as const;
 export type ActivityKind = (typeof ACTIVITY_KINDS)[number];

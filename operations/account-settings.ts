@@ -1,10 +1,11 @@
 import { accountSettings, saveAccountSettings } from '../db/repositories/account-settings';
 import { recentAccountEvents, type AccountEventLine } from '../db/repositories/account-events';
 import { QuorumError } from '../domain/errors';
-import { usdToMicros } from '../domain/money';
+import { microsToUsd, usdToMicros } from '../domain/money';
 import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../domain/retention';
 import { assertPublicCallbackHost, CallbackAddressRefused } from '../infra/callback-address';
 import { orgActedOn, requireOwner, type Principal } from './principal';
+import { recordActivity } from './activity';
 import type { StoreDeps } from './deps';
 
 /**
@@ -82,7 +83,21 @@ export async function changeAccountSettings(
       param: 'transcript_retention_days',
     });
   const orgId = orgActedOn(principal);
-  await saveAccountSettings(deps.db, orgId, { webhookUrl, lowBalanceMicros, retentionDays: days });
+  await deps.db.transaction(async (trx) => {
+    const before = await accountSettings(trx, orgId);
+    await saveAccountSettings(trx, orgId, { webhookUrl, lowBalanceMicros, retentionDays: days });
+    if (before?.retentionDays !== days)
+      await recordActivity(trx, orgId, principal, {
+        kind: 'retention.changed',
+        detail: { from_days: before?.retentionDays ?? null, to_days: days, default_days: DEFAULT_RETENTION_DAYS },
+      });
+    // The URL's host only: a receiver's path or query may carry a token of its own.
+    if (before?.webhookUrl !== webhookUrl || before.lowBalanceMicros !== lowBalanceMicros)
+      await recordActivity(trx, orgId, principal, {
+        kind: 'alerts.changed',
+        detail: { webhook_host: webhookUrl === null ? null : new URL(webhookUrl).host, balance_low_usd: microsToUsd(lowBalanceMicros) },
+      });
+  });
   return accountSettingsOf(deps, principal);
 }
 

@@ -9,6 +9,7 @@ import {
   type KeyListing,
   type KeySpend,
 } from '../db/repositories/api-keys';
+import { raiseAccountEvent } from '../db/repositories/account-events';
 import { ORG_REQUESTS_PER_MINUTE } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import { microsToDecimal, microsToUsd } from '../domain/money';
@@ -173,6 +174,18 @@ export async function checkKeyBudget(deps: StoreDeps, auth: AuthContext, holdMic
   const state = await keyBudgetState(deps, { orgId: auth.orgId, keyId: auth.keyId, budgetMicros: budget });
   const hold = BigInt(holdMicros ?? 0);
   if (state.spentMicros + state.heldMicros + hold <= budget) return;
+  // The owner hears of it once a month per key, from the first call the budget refuses (issue 41 item 4).
+  await raiseAccountEvent(deps.db, {
+    orgId: auth.orgId,
+    type: 'key.budget_reached',
+    dedupeKey: `key.budget_reached:${auth.keyId}:${monthStartUtc(new Date()).toISOString().slice(0, 7)}`,
+    data: {
+      key_id: auth.keyId,
+      monthly_budget_usd: microsToUsd(budget),
+      spent_usd: microsToUsd(state.spentMicros),
+      held_usd: microsToUsd(state.heldMicros),
+    },
+  });
   const usd = microsToDecimal;
   throw new QuorumError(
     'key_budget_exceeded',

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createApiKey } from '../../../db/repositories/api-keys';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { createLogger } from '../../../infra/log';
 import { ensureUpkeepSchedule, UPKEEP_SCHEDULE_ID } from '../../../starters/account-events';
@@ -225,6 +226,67 @@ describe('accounts: alerts on the signed webhook (issue 41 item 4)', function ()
         [e1.id, 'delivered'],
       ],
     );
+  });
+
+  it("key.expiring and key.budget_reached: each once per key, signed, with the key's figures", async () => {
+    const api = apis.B as Api;
+    const path = '/keys';
+    const o = await owner(api, { path, lowUsd: '0' });
+    const upkeep = async (): Promise<void> => {
+      await stack().env.client.workflow.execute('accountUpkeepWorkflow', {
+        taskQueue: TASK_QUEUES.deliberation,
+        workflowId: `test-upkeep-${randomUUID()}`,
+        args: [],
+      });
+    };
+    // A key expiring in 6.5 days with a budget of 1 µ$: its 7-day alert is due, once however often the upkeep runs.
+    const expiresAt = new Date(Date.now() + 6.5 * DAY_MS);
+    const key = await createApiKey(stack().db, { orgId: o.orgId, keyKind: 'live', expiresAt, monthlyBudgetMicros: 1n });
+    await upkeep();
+    await upkeep();
+    const [d] = await receiver.until(path, 1);
+    const expiry = parsed(d, o.secret);
+    assert.equal(expiry.type, 'key.expiring');
+    assert.deepEqual([expiry.data.key_id, expiry.data.expires_at, expiry.data.days_before], [key.keyId, expiresAt.toISOString(), 7]);
+
+    // The first call is refused (402) and raises the alert; the second is refused and raises none.
+    for (let i = 0; i < 2; i++) {
+      const r = await call(api, 'POST', '/v1/chat/completions', {
+        key: key.apiKey,
+        body: { model: PANEL.B, messages: USER('Over budget?') },
+      });
+      assert.equal(r.status, 402, JSON.stringify(r.body));
+      assert.equal(r.body.error?.code, 'key_budget_exceeded');
+    }
+    const [, b] = await receiver.until(path, 2);
+    const budget = parsed(b, o.secret);
+    assert.equal(budget.type, 'key.budget_reached');
+    assert.deepEqual([budget.data.key_id, budget.data.monthly_budget_usd, budget.data.spent_usd], [key.keyId, 0.000001, 0]);
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(receiver.of(path).length, 2, 'each once');
+  });
+
+  it('a settings change is on the activity log: retention from and to, the webhook host and threshold, no path or query', async () => {
+    const o = await owner(apis.B as Api, { path: '/activity?token=receiver-secret', lowUsd: '3' });
+    await o.visitor.get('/console/alerts');
+    const saved = await o.visitor.post('/console/alerts', {
+      webhook_url: `${receiver.url}/activity?token=receiver-secret`,
+      balance_low_usd: '3',
+      transcript_retention_days: '0',
+    });
+    assert.equal(saved.status, 302, saved.body.slice(0, 500));
+    const rows = (await stack().db('activity').where({ org_id: o.orgId }).orderBy('at').select('kind', 'detail')) as {
+      kind: string;
+      detail: Record<string, unknown>;
+    }[];
+    assert.deepEqual(
+      rows.filter((r) => r.kind === 'retention.changed' || r.kind === 'alerts.changed').map((r) => [r.kind, r.detail]),
+      [
+        ['alerts.changed', { webhook_host: new URL(receiver.url).host, balance_low_usd: 3 }],
+        ['retention.changed', { from_days: null, to_days: 0, default_days: 30 }],
+      ],
+    );
+    assert.doesNotMatch(JSON.stringify(rows), /receiver-secret/);
   });
 
   it('the console refuses a wrong webhook URL, threshold or retention, and saves nothing', async () => {
