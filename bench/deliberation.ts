@@ -16,6 +16,7 @@ import { createWorkers } from '../worker/workers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { machine, round, writeResults } from './results';
 import { fmt, summary } from './stats';
+import { pool } from './pool';
 
 /**
  * DESIGN §13 on the real stack (Temporal dev server + Postgres) with sim engines: throughput with zero-latency
@@ -73,20 +74,6 @@ function enginePathMs(o: Outcome): number {
   const rounds = new Map<number, number>();
   for (const r of o.seatPasses) rounds.set(r.round, Math.max(rounds.get(r.round) ?? 0, Date.parse(r.endedAt) - Date.parse(r.startedAt)));
   return [...rounds.values()].reduce((a, b) => a + b, 0) + (o.staff.judge?.latencyMs ?? 0) + (o.staff.synthesis?.latencyMs ?? 0);
-}
-
-async function pool<T>(n: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array<T>(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
 }
 
 /** Built once, in a child process, as the worker does in production: the bundler stays out of this process. */

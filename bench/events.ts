@@ -14,6 +14,7 @@ import { newOrg, PANEL, startApi } from '../test/stack/api/helpers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
+import { pool } from './pool';
 
 /**
  * Issue 40 item 2: how late a response's stream tells its client of each deliberation step. `CALLS` background
@@ -35,20 +36,6 @@ const PROMPT = 'Compare two approaches to caching and explain the trade-offs, st
 
 type Quorum = { step: string; round?: number; seats_answered?: number; ended_at?: string | null; recorded_at: string };
 type StreamEvent = { type: string; sequence_number: number; quorum?: Quorum; response?: { id: string } };
-
-async function pool<T>(n: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array<T>(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
 
 interface CallLags {
   /** Engine end (seats, judges) to receipt. */

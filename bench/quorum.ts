@@ -22,6 +22,7 @@ import { stack, startStack, stopStack } from '../test/harness/stack';
 import { uniqueTicker } from '../test/harness/unique';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
+import { pool } from './pool';
 
 /**
  * Issue 40 item 6: how much of a panel's tail a quorum removes when one seat is slow. Three seats on a loopback
@@ -111,20 +112,6 @@ async function modeFor(orgId: string, quorum: ModeConfig['quorum'], n: number): 
       ...(quorum && { quorum }),
     },
   });
-}
-
-async function pool<T>(n: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array<T>(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
 }
 
 /** One call's wall time and outcome, or why it failed (counted and printed, never fatal to the bench). */

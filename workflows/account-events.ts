@@ -33,7 +33,12 @@ export async function accountEventWorkflow(input: AccountEventInput): Promise<Ac
  * The hourly upkeep, started by the Temporal Schedule `account-upkeep` (starters/account-upkeep.ts): raises the
  * time-based alerts (`trial.expiring`) and blanks the transcripts past their organisation's retention.
  */
-export async function accountUpkeepWorkflow(): Promise<{ trialAlerts: number; keyAlerts: number; receiptsBlanked: number; questionsBlanked: number }> {
+export async function accountUpkeepWorkflow(): Promise<{
+  trialAlerts: number;
+  keyAlerts: number;
+  receiptsBlanked: number;
+  questionsBlanked: number;
+}> {
   const { accountUpkeep } = proxyActivities<AccountEventActivities>({
     startToCloseTimeout: '10 minutes',
     retry: { initialInterval: '10 seconds', maximumInterval: '5 minutes', maximumAttempts: 5 },

@@ -78,6 +78,15 @@ describe('accounts: alerts on the signed webhook (issue 41 item 4)', function ()
     return { visitor, orgId: row.id, secret };
   }
 
+  /** One pass of the hourly upkeep, as the schedule starts it. */
+  const upkeep = async (): Promise<void> => {
+    await stack().env.client.workflow.execute('accountUpkeepWorkflow', {
+      taskQueue: TASK_QUEUES.deliberation,
+      workflowId: `test-upkeep-${randomUUID()}`,
+      args: [],
+    });
+  };
+
   const balanceOf = async (orgId: string): Promise<bigint> =>
     ((await stack().db('balances').where({ org_id: orgId }).first('balance_micros')) as { balance_micros: bigint }).balance_micros;
 
@@ -190,13 +199,6 @@ describe('accounts: alerts on the signed webhook (issue 41 item 4)', function ()
     const api = apis.B as Api;
     const path = '/trial';
     const o = await owner(api, { path, lowUsd: '0' });
-    const upkeep = async (): Promise<void> => {
-      await stack().env.client.workflow.execute('accountUpkeepWorkflow', {
-        taskQueue: TASK_QUEUES.deliberation,
-        workflowId: `test-upkeep-${randomUUID()}`,
-        args: [],
-      });
-    };
     // The trial ends 30 days after it began: begun 23.5 days ago, it ends in 6.5 days.
     const endsIn = async (ms: number): Promise<Date> => {
       const startedAt = new Date(Date.now() + ms - 30 * DAY_MS);
@@ -232,13 +234,6 @@ describe('accounts: alerts on the signed webhook (issue 41 item 4)', function ()
     const api = apis.B as Api;
     const path = '/keys';
     const o = await owner(api, { path, lowUsd: '0' });
-    const upkeep = async (): Promise<void> => {
-      await stack().env.client.workflow.execute('accountUpkeepWorkflow', {
-        taskQueue: TASK_QUEUES.deliberation,
-        workflowId: `test-upkeep-${randomUUID()}`,
-        args: [],
-      });
-    };
     // A key expiring in 6.5 days with a budget of 1 µ$: its 7-day alert is due, once however often the upkeep runs.
     const expiresAt = new Date(Date.now() + 6.5 * DAY_MS);
     const key = await createApiKey(stack().db, { orgId: o.orgId, keyKind: 'live', expiresAt, monthlyBudgetMicros: 1n });
