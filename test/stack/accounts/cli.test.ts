@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { authenticate } from '../../../db/repositories/api-keys';
-import { getProviderCredential } from '../../../db/repositories/provider-credentials';
 import { randomBase62 } from '../../../domain/api-keys';
 import { QuorumError } from '../../../domain/errors';
+import { createSecretBox, parseMasterKey } from '../../../infra/secret-box';
 import { quorumCli, type CliRun } from '../../harness/cli';
 import { stack } from '../../harness/stack';
 import { dumpDatabase, encodingsOf } from './fixtures/helpers';
@@ -135,7 +135,15 @@ describe('accounts: the quorum operator CLI', () => {
       for (const text of [run.stdout, run.stderr]) assert.ok(!text.includes(providerKey), 'provider key printed by the CLI');
     const dump = await dumpDatabase(db);
     for (const form of encodingsOf(providerKey)) assert.ok(!dump.includes(form), 'provider key in the database');
-    assert.deepEqual(await getProviderCredential(db, orgId, 'anthropic'), { kind: 'api_key', apiKey: providerKey });
+    // Opened with the key the CLI was given: this process's own box may have been built earlier, by another suite,
+    // from the local development key, so the test does not depend on which suite used it first.
+    const sealed = (await db('provider_credentials').where({ org_id: orgId, family: 'anthropic' }).first('ciphertext', 'iv', 'tag')) as {
+      ciphertext: Buffer;
+      iv: Buffer;
+      tag: Buffer;
+    };
+    const cliBox = createSecretBox(parseMasterKey(String(process.env.QUORUM_SECRET_KEY)));
+    assert.equal(cliBox.open(sealed, `provider_credentials:${orgId}:anthropic`), providerKey);
 
     // Development without QUORUM_SECRET_KEY: a local key is made once under the data folder, with a warning.
     const dev = await quorum(['byok', 'set', '--org', orgId, '--family', 'openai', '--key-file', keyFile, '--json'], {
