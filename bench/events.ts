@@ -4,17 +4,13 @@ import OpenAI from 'openai';
 import { readDeliberationEvents, recordDeliberationEvent } from '../db/repositories/deliberation-events';
 import { findResponse } from '../db/repositories/responses';
 import { workflowIds } from '../domain/workflow-ids';
-import { createEngines } from '../engines';
-import { loadConfig } from '../infra/config';
-import { createLogger } from '../infra/log';
-import { bundleInChild } from '../worker/bundle';
-import { createWorkers } from '../worker/workers';
 import { deliberationProgressQuery } from '../workflows/messages';
 import { newOrg, PANEL, startApi } from '../test/stack/api/helpers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
 import { pool } from './pool';
+import { startBenchWorkers } from './workers';
 
 /**
  * Issue 40 item 2: how late a response's stream tells its client of each deliberation step. `CALLS` background
@@ -132,17 +128,8 @@ async function main(): Promise<void> {
   const loadAtStart = os.loadavg();
   const date = new Date().toISOString();
   await startStack();
-  const { env, db, namespace } = stack();
-  const log = createLogger('bench', () => undefined);
   const engineEnv = { QUORUM_SIM_LATENCY: `fixed:${ENGINE_MS}` };
-  const workers = await createWorkers({
-    connection: env.nativeConnection,
-    namespace,
-    bundlePath: bundleInChild(),
-    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
-    deps: { db, engines: createEngines({ env: engineEnv, logger: log }), log, env: process.env },
-  });
-  const running = Promise.all(workers.map((w) => w.run()));
+  const workers = await startBenchWorkers(engineEnv);
   const api = await startApi('B');
   const figures: Record<string, unknown> = {};
   try {
@@ -185,8 +172,7 @@ async function main(): Promise<void> {
     figures.cost = { rowsPerCall: perCall, writeMs: cost };
   } finally {
     await api.close();
-    for (const w of workers) w.shutdown();
-    await running;
+    await workers.stop();
     await stopStack();
   }
   writeResults('events', {

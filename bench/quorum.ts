@@ -11,18 +11,14 @@ import { simLatencyMs } from '../domain/sim-latency';
 import { countMessagesTokens, warmTokenizer } from '../domain/tokens';
 import { findMode, upsertMode } from '../db/repositories/modes';
 import { createOrganisation } from '../db/repositories/organisations';
-import { createEngines } from '../engines';
-import { loadConfig } from '../infra/config';
-import { createLogger } from '../infra/log';
 import { conductDeliberation } from '../operations/deliberation';
-import { bundleInChild } from '../worker/bundle';
-import { createWorkers } from '../worker/workers';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback, type RecordedRequest, type Reply } from '../test/fixtures/providers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { uniqueTicker } from '../test/harness/unique';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
 import { pool } from './pool';
+import { startBenchWorkers } from './workers';
 
 /**
  * Issue 40 item 6: how much of a panel's tail a quorum removes when one seat is slow. Three seats on a loopback
@@ -151,22 +147,14 @@ async function main(): Promise<void> {
   const openai = await startOpenAiLoopback(script);
   const file = enginesFile(openai.baseUrl);
   await startStack();
-  const { env, db, namespace } = stack();
-  const log = createLogger('bench', () => undefined);
+  const { db } = stack();
   const engineEnv = {
     QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY,
     QUORUM_OPENAI_BASE_URL: openai.baseUrl,
     QUORUM_ENGINES_FILE: file,
     BENCH_SLOW_KEY: OPENAI_TEST_KEY,
   };
-  const workers = await createWorkers({
-    connection: env.nativeConnection,
-    namespace,
-    bundlePath: bundleInChild(),
-    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
-    deps: { db, engines: createEngines({ env: engineEnv, logger: log }), log, env: process.env },
-  });
-  const running = Promise.all(workers.map((w) => w.run()));
+  const workers = await startBenchWorkers(engineEnv);
   const org = await createOrganisation(db, { name: 'Bench quorum', creditMicros: 100_000_000_000n });
   const arms: { name: string; quorum: ModeConfig['quorum'] }[] = [
     { name: 'every seat waited for', quorum: undefined },
@@ -195,8 +183,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    for (const w of workers) w.shutdown();
-    await running;
+    await workers.stop();
     await stopStack();
     await openai.close();
     fs.rmSync(path.dirname(file), { recursive: true, force: true });

@@ -1,0 +1,29 @@
+import { createEngines } from '../engines';
+import { loadConfig } from '../infra/config';
+import { createLogger } from '../infra/log';
+import { stack } from '../test/harness/stack';
+import { bundleInChild } from '../worker/bundle';
+import { createWorkers } from '../worker/workers';
+
+/**
+ * The product's workers on the bench's stack, as `npm start` runs them (the workflow bundle built in a child, the
+ * configured cache), their engines from `engineEnv`; `stop` shuts them down and waits.
+ */
+export async function startBenchWorkers(engineEnv: NodeJS.ProcessEnv): Promise<{ stop(): Promise<void> }> {
+  const { env, db, namespace } = stack();
+  const log = createLogger('bench', () => undefined);
+  const workers = await createWorkers({
+    connection: env.nativeConnection,
+    namespace,
+    bundlePath: bundleInChild(),
+    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
+    deps: { db, engines: createEngines({ env: engineEnv, logger: log }), log, env: process.env },
+  });
+  const running = Promise.all(workers.map((w) => w.run()));
+  return {
+    stop: async () => {
+      for (const w of workers) w.shutdown();
+      await running;
+    },
+  };
+}
