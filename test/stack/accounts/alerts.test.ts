@@ -8,7 +8,7 @@ import { startAccountEventDispatch } from '../../../worker/account-events';
 import { TASK_QUEUES } from '../../../workflows/task-queues';
 import { call, FORMS, newKey, PANEL, startApi, USER, type Api } from '../api/helpers';
 import { Visitor } from '../console/helpers';
-import { startProductWorkers } from '../deliberation/helpers';
+import { recordHistory, startProductWorkers } from '../deliberation/helpers';
 import { stack } from '../../harness/stack';
 import { Receiver, verifies, type Delivery } from '../../harness/webhook-receiver';
 
@@ -80,11 +80,9 @@ describe('accounts: alerts on the signed webhook (issue 41 item 4)', function ()
 
   /** One pass of the hourly upkeep, as the schedule starts it. */
   const upkeep = async (): Promise<void> => {
-    await stack().env.client.workflow.execute('accountUpkeepWorkflow', {
-      taskQueue: TASK_QUEUES.deliberation,
-      workflowId: `test-upkeep-${randomUUID()}`,
-      args: [],
-    });
+    const workflowId = `test-upkeep-${randomUUID()}`;
+    await stack().env.client.workflow.execute('accountUpkeepWorkflow', { taskQueue: TASK_QUEUES.deliberation, workflowId, args: [] });
+    await recordHistory('account-upkeep', workflowId);
   };
 
   const balanceOf = async (orgId: string): Promise<bigint> =>
@@ -242,6 +240,9 @@ describe('accounts: alerts on the signed webhook (issue 41 item 4)', function ()
     const [d] = await receiver.until(path, 1);
     const expiry = parsed(d, o.secret);
     assert.equal(expiry.type, 'key.expiring');
+    const delivery = workflowIds.accountEvent(expiry.id);
+    await stack().env.client.workflow.getHandle(delivery).result();
+    await recordHistory('account-event', delivery);
     assert.deepEqual([expiry.data.key_id, expiry.data.expires_at, expiry.data.days_before], [key.keyId, expiresAt.toISOString(), 7]);
 
     // The first call is refused (402) and raises the alert; the second is refused and raises none.
