@@ -118,7 +118,13 @@ async function checkCapCreditLimit(
 export async function createCompletion(
   deps: CompletionDeps,
   auth: AuthContext,
-  input: { body: CompletionInput; idempotencyKey?: string; onStarted?: (requestId: string) => Promise<void> },
+  input: {
+    body: CompletionInput;
+    idempotencyKey?: string;
+    onStarted?: (requestId: string) => Promise<void>;
+    /** false: the caller cannot watch the call's steps (a chat completion), so none are stored. */
+    stepEvents?: false;
+  },
 ): Promise<{ outcome: Outcome; replayed: boolean }> {
   const { db, client, form } = deps;
   const { body } = input;
@@ -171,6 +177,7 @@ export async function createCompletion(
         ceilingMicros,
         payer,
         onStarted: input.onStarted,
+        stepEvents: input.stepEvents,
         options: body.options,
       },
     );

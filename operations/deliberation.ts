@@ -58,6 +58,8 @@ export interface DeliberationRequest {
   payer?: PlanPayer;
   /** Told once this call's workflow has started, with its request id (a background response answers then, issue 40). */
   onStarted?: (requestId: string) => Promise<void>;
+  /** false: no one can watch this call, so its workflow stores no step events (DeliberationInput.stepEvents). */
+  stepEvents?: false;
   /** OpenAI's options (issue 40): the answer's go to the workflow, `user` and `metadata` onto the request row. */
   options?: CallOptions;
 }
@@ -293,6 +295,7 @@ export async function conductDeliberation(
         classification: input.mode.config.staff.classifier ? undefined : classifyHeuristic(input.messages),
         createdAt: new Date().toISOString(),
         ...(input.options?.answer && { answer: input.options.answer }),
+        ...(input.stepEvents === false && { stepEvents: false }),
       },
       { idempotencyKey: input.idempotencyKey, model: input.model },
     );

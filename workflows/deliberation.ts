@@ -58,6 +58,11 @@ export interface DeliberationInput {
   createdAt: string;
   /** What the caller asked of the answer (OpenAI's `response_format`, `max_tokens`, sampling; issue 40); absent: nothing. */
   answer?: AnswerOptions;
+  /**
+   * false: no one can watch this call (a chat completion has no stream and no later `GET`), so its step events are not
+   * stored. Absent: they are (a response, an MCP call, and every execution begun before issue 42 added the field).
+   */
+  stepEvents?: false;
 }
 
 // Short steps (Postgres, and the classifier's small model, capped at 8 s) run as local activities: no extra server
@@ -99,8 +104,10 @@ type Emit = (event: DeliberationEvent) => void;
 /**
  * The call's step events for its caller's stream (issue 40 item 2), numbered from 0 in the order the workflow takes
  * them: a worker that takes the call over numbers a step it runs again as the first did. Adds nothing to the history.
+ * A call no one can watch stores none: the worker holds each activation until its events are written (issue 42).
  */
-function eventsOf(requestId: string): Emit {
+function eventsOf({ requestId, stepEvents }: DeliberationInput): Emit {
+  if (stepEvents === false) return () => undefined;
   let index = 0;
   return (event) => deliberationEvents.record(requestId, index++, event);
 }
@@ -248,7 +255,7 @@ interface Ran {
 export async function deliberationWorkflow(input: DeliberationInput): Promise<Outcome> {
   const startedMs = Date.now();
   const ran: Ran = { panel: { passes: [], judge: null } };
-  const emit = eventsOf(input.requestId);
+  const emit = eventsOf(input);
   try {
     return await deliberate(input, startedMs, ran, emit);
   } catch (err) {

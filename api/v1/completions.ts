@@ -16,6 +16,8 @@ export function completions(deps: RouteDeps) {
     const { outcome, replayed } = await createCompletion(deps, authOf(ctx), {
       body,
       idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']),
+      // A chat completion has no stream and no later read of its steps: its workflow stores none (issue 42).
+      stepEvents: false,
     });
     ctx.body = serialiser.completion(outcome, replayed);
   };

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
+import { stack } from '../../harness/stack';
 import { startProductWorkers } from '../deliberation/helpers';
-import { newOrg, PANEL, startApi, type Api } from './helpers';
+import { EXPRESS, newOrg, PANEL, startApi, USER, type Api } from './helpers';
 
 /**
  * Issue 40 item 2: a response's server-sent events through the official `openai` Node client. A stream is cut after
@@ -132,6 +133,28 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     assert.equal(last.response.status, 'cancelled');
     assert.deepEqual(last.response.output, []);
     assert.ok(!seen.some((e) => e.type.startsWith('response.output_')));
+  });
+
+  it('a chat completion, which no one can watch, stores no step events; the same question as a response stores its steps (issue 42)', async () => {
+    const org = await newOrg();
+    const openai = client(api, org.ownerKey);
+    const question = `Name one prime number. ${randomUUID()}`;
+    await openai.chat.completions.create({ model: EXPRESS.B, messages: USER(question) });
+    const response = await openai.responses.create({ model: EXPRESS.B, input: question });
+    assert.equal(response.status, 'completed');
+    const rows = (await stack()
+      .db('requests as r')
+      .leftJoin('deliberation_events as e', 'e.request_id', 'r.id')
+      .where('r.org_id', org.orgId)
+      .groupBy('r.id', 'r.created_at')
+      .orderBy('r.created_at')
+      .select('r.id')
+      .count({ events: 'e.step' })) as { id: string; events: string }[];
+    assert.equal(rows.length, 2, 'one request per call');
+    const [completion, asResponse] = rows.map((r) => Number(r.events));
+    assert.equal(completion, 0, 'the chat completion stored no step event');
+    // classified, the seat's answer, ended (the events the express lane takes; domain/deliberation-events.ts).
+    assert.ok(asResponse >= 3, `the response stored its steps: ${asResponse}`);
   });
 
   it('a stream of another organisation’s response is 404 before any event; starting_after without stream is 400', async () => {
