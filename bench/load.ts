@@ -22,7 +22,7 @@ import { TEMPORAL_SERVER } from '../stack/temporal-cluster';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback } from '../test/fixtures/providers/openai';
 import type { RecordedRequest, Reply } from '../test/fixtures/providers/loopback';
 import { startCluster } from '../test/harness/cluster';
-import { parseExposition } from '../test/harness/prometheus';
+import { parseExposition, type Exposition } from '../test/harness/prometheus';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { stackProcessEnv } from '../test/harness/worker';
 import { criticalPathMs, drive as driveCalls, statusCounts, type Call } from './drive';
@@ -32,6 +32,7 @@ import { peerTable, targetText, type PeerInput, type PeerRow, type PhaseFigures 
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
+import { waitFigures, waitsText, type WaitFigures } from './waits';
 import { loadConfig } from '../infra/config';
 import { toolEnv } from '../stack/tool-env';
 
@@ -180,6 +181,8 @@ interface PhaseResult extends PhaseSpec {
     /** Mean latency of each operation in the phase, ms (on this shared machine, CPU queueing included). */
     meanMsByOperation: Record<string, number>;
   } | null;
+  /** Where the phase's calls waited, from the worker's own counters (bench/waits.ts); null where the target serves none. */
+  waits: WaitFigures | null;
 }
 
 /** The all-OpenAI panel: every seat and the staff on the loopback, so no `sim` stand-in runs anywhere. */
@@ -254,6 +257,8 @@ interface StackTarget {
   pgTransactions(): Promise<{ quorum: number; temporal: number | null }>;
   /** The Temporal server's persistence requests so far by operation, with their summed latency; null where it serves no metrics (the dev server). */
   persistenceRequests(): Promise<Record<string, { requests: number; seconds: number }> | null>;
+  /** The worker's `/metrics` (ours and the Temporal SDK's); null where the bench does not read them (the cluster). */
+  workerMetrics(): Promise<Exposition | null>;
   stop(): Promise<void>;
 }
 
@@ -289,9 +294,15 @@ async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget
       return child.pid ?? -1;
     };
     const port = await freePort();
+    const metricsPort = await freePort();
+    const withMetrics = { ...engineEnv, QUORUM_WORKER_METRICS_PORT: String(metricsPort) };
     // `npm start`'s one process (QUORUM_ROLE=all), or BENCH_LOAD_ROLE=split: production's worker and API apart.
-    const worker = ROLE === 'split' ? await fork('worker/main', engineEnv) : undefined;
-    const api = await fork('api/main', { ...engineEnv, PORT: String(port), QUORUM_ROLE: ROLE === 'split' ? 'api' : 'all' });
+    const worker = ROLE === 'split' ? await fork('worker/main', withMetrics) : undefined;
+    const api = await fork('api/main', {
+      ...(ROLE === 'split' ? engineEnv : withMetrics),
+      PORT: String(port),
+      QUORUM_ROLE: ROLE === 'split' ? 'api' : 'all',
+    });
     const pgPort = new URL(dbUrl).port;
     const temporalPort = env.connection.options.address.split(':').pop() ?? '';
     const groups: Record<Group, number[]> = {
@@ -310,6 +321,7 @@ async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget
       groups,
       pgTransactions: async () => ({ quorum: await committed((sql) => db.raw(sql)), temporal: null }),
       persistenceRequests: () => Promise.resolve(null),
+      workerMetrics: async () => parseExposition(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()),
       stop: () => stopAll(stops),
     };
   } catch (err) {
@@ -366,6 +378,7 @@ async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv)
         quorum: await committed((sql) => db.raw(sql)),
         temporal: await committed((sql) => temporalPg.query<{ n: string }>(sql)),
       }),
+      workerMetrics: () => Promise.resolve(null),
       persistenceRequests: async () => {
         const exposition = parseExposition(await (await fetch(metricsUrl)).text());
         const byOperation: Record<string, { requests: number; seconds: number }> = {};
@@ -474,11 +487,14 @@ async function measure(
     loopback.requests.length = 0;
     const samples: Sample[] = [];
     const [xactsBefore, persistenceBefore] = [await target.pgTransactions(), await target.persistenceRequests()];
+    // Scraped last before the phase: the event-loop lag histogram restarts at each scrape.
+    const metricsBefore = await target.workerMetrics();
     const before = sampleCpu(groups);
     const t0 = performance.now();
     const result = await drive(spec, (s) => samples.push(s));
     const seconds = (performance.now() - t0) / 1000;
     const cpu = cpuDelta(before, sampleCpu(groups));
+    const metricsAfter = metricsBefore && (await target.workerMetrics());
     await new Promise((resolve) => setTimeout(resolve, COUNTERS_SETTLE_MS));
     const [xacts, persistence] = [await target.pgTransactions(), await target.persistenceRequests()];
     const ok = samples.filter((s) => s.status === 200);
@@ -533,6 +549,7 @@ async function measure(
         xacts.temporal === null || xactsBefore.temporal === null ? null : perCall(xacts.temporal - xactsBefore.temporal, calls),
       temporalPersistencePerCall,
       cpuMsPerCall: Object.fromEntries(Object.entries({ ...cpu, stack: stackMs }).map(([k, v]) => [k, perCall(v, calls, 2)])),
+      waits: metricsBefore && metricsAfter ? waitFigures(metricsBefore, metricsAfter, calls) : null,
     };
   };
 
@@ -716,6 +733,11 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
       ].join(' '),
     );
   }
+  for (const r of phases)
+    if (r.waits)
+      console.log(
+        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; ${waitsText(r.waits)}`,
+      );
   for (const r of phases) {
     const ops = Object.entries(r.temporalPersistencePerCall?.byOperation ?? {}).slice(0, 10);
     if (ops.length > 0)

@@ -1,0 +1,107 @@
+import type { Exposition, Sample } from '../test/harness/prometheus';
+import { round } from './results';
+
+/**
+ * Where a phase's calls waited (issue 42 item 2), read from the worker's `/metrics` before and after the phase: each
+ * figure has a counter of its own, so a tail can be put down to what made it.
+ *   - Workflow tasks queued at the server before the worker took them (Core's `workflow_task_schedule_to_start_latency`):
+ *     slot waits and the dev server's dispatch.
+ *   - Local activities (the engine calls, prepare, settle) queued inside the worker before they ran
+ *     (`local_activity_…` has no schedule-to-start in Core, so: their execution time against the calls' own).
+ *   - The process's event loop held up (prom-client's `nodejs_eventloop_lag_*`, whose histogram resets at each scrape,
+ *     so the figure after a phase is that phase's): activities, the API and Core's callbacks share that loop.
+ *   - Garbage collection (`nodejs_gc_duration_seconds`): the pauses' sum per call, by kind.
+ */
+export interface WaitFigures {
+  workflowTaskScheduleToStart: { tasks: number; meanMs: number; p99AtMostMs: number | null };
+  workflowTaskExecution: { tasks: number; meanMs: number; p99AtMostMs: number | null };
+  localActivityExecution: { runs: number; meanMs: number };
+  eventLoopLag: { p50Ms: number; p99Ms: number; maxMs: number } | null;
+  gc: { msPerCall: number; byKind: Record<string, { pauses: number; ms: number }> };
+}
+
+const matching = (e: Exposition, fragment: string): Sample[] => e.samples.filter((s) => s.name.includes(fragment));
+
+/** Sum of a family's samples whose name ends so (`_sum`, `_count`), over every label set. */
+function total(e: Exposition, fragment: string, suffix: string): number {
+  return matching(e, fragment)
+    .filter((s) => s.name.endsWith(suffix))
+    .reduce((n, s) => n + s.value, 0);
+}
+
+/**
+ * A histogram's change over the phase: count, mean and the least bucket bound under which 99% of the phase's
+ * observations fell (a bucket bound, so "at most"; null when the last 1% lies past the last finite bound).
+ */
+function histogramDelta(
+  before: Exposition,
+  after: Exposition,
+  fragment: string,
+): { n: number; meanMs: number; p99AtMostMs: number | null } {
+  const n = total(after, fragment, '_count') - total(before, fragment, '_count');
+  const sum = total(after, fragment, '_sum') - total(before, fragment, '_sum');
+  const buckets = new Map<number, number>();
+  for (const [e, sign] of [
+    [after, 1],
+    [before, -1],
+  ] as const)
+    for (const s of matching(e, fragment).filter((x) => x.name.endsWith('_bucket'))) {
+      const le = s.labels.le === '+Inf' ? Infinity : Number(s.labels.le);
+      buckets.set(le, (buckets.get(le) ?? 0) + sign * s.value);
+    }
+  const bound = [...buckets.entries()].sort((a, b) => a[0] - b[0]).find(([, count]) => count >= 0.99 * n)?.[0];
+  return {
+    n,
+    meanMs: n > 0 ? round((sum * 1000) / n, 2) : 0,
+    p99AtMostMs: n === 0 || bound === undefined || bound === Infinity ? null : round(bound * 1000, 1),
+  };
+}
+
+function gauge(e: Exposition, name: string): number | undefined {
+  return e.samples.find((s) => s.name === name)?.value;
+}
+
+export function waitFigures(before: Exposition, after: Exposition, calls: number): WaitFigures {
+  const scheduleToStart = histogramDelta(before, after, 'workflow_task_schedule_to_start_latency');
+  const execution = histogramDelta(before, after, 'workflow_task_execution_latency');
+  const local = histogramDelta(before, after, 'local_activity_execution_latency');
+  const lag = (name: string): number | undefined => gauge(after, `nodejs_eventloop_lag_${name}_seconds`);
+  const [p50, p99, max] = [lag('p50'), lag('p99'), lag('max')];
+  const byKind: Record<string, { pauses: number; ms: number }> = {};
+  for (const s of matching(after, 'nodejs_gc_duration_seconds')) {
+    const kind = s.labels.kind ?? 'all';
+    const was =
+      matching(before, 'nodejs_gc_duration_seconds').find((b) => b.name === s.name && b.labels.kind === s.labels.kind)?.value ?? 0;
+    const entry = (byKind[kind] ??= { pauses: 0, ms: 0 });
+    if (s.name.endsWith('_count')) entry.pauses += s.value - was;
+    if (s.name.endsWith('_sum')) entry.ms = round(entry.ms + (s.value - was) * 1000, 1);
+  }
+  const gcMs = Object.values(byKind).reduce((n, k) => n + k.ms, 0);
+  return {
+    workflowTaskScheduleToStart: { tasks: scheduleToStart.n, meanMs: scheduleToStart.meanMs, p99AtMostMs: scheduleToStart.p99AtMostMs },
+    workflowTaskExecution: { tasks: execution.n, meanMs: execution.meanMs, p99AtMostMs: execution.p99AtMostMs },
+    localActivityExecution: { runs: local.n, meanMs: local.meanMs },
+    eventLoopLag:
+      p50 === undefined || p99 === undefined || max === undefined
+        ? null
+        : { p50Ms: round(p50 * 1000, 1), p99Ms: round(p99 * 1000, 1), maxMs: round(max * 1000, 1) },
+    gc: { msPerCall: round(gcMs / Math.max(1, calls), 2), byKind },
+  };
+}
+
+/** One line for the table under the phases. */
+export function waitsText(w: WaitFigures): string {
+  const p99 = (v: number | null): string => (v === null ? '> last bucket' : `≤ ${v}`);
+  const lag = w.eventLoopLag
+    ? `event loop lag p50 ${w.eventLoopLag.p50Ms}, p99 ${w.eventLoopLag.p99Ms}, max ${w.eventLoopLag.maxMs} ms`
+    : 'event loop lag —';
+  return [
+    `wf tasks ${w.workflowTaskScheduleToStart.tasks}: queued mean ${w.workflowTaskScheduleToStart.meanMs} ms (p99 ${p99(w.workflowTaskScheduleToStart.p99AtMostMs)}), ran mean ${w.workflowTaskExecution.meanMs} ms (p99 ${p99(w.workflowTaskExecution.p99AtMostMs)})`,
+    `local activities ${w.localActivityExecution.runs}, mean ${w.localActivityExecution.meanMs} ms`,
+    lag,
+    `GC ${w.gc.msPerCall} ms a call (${Object.entries(w.gc.byKind)
+      .filter(([, k]) => k.pauses > 0)
+      .map(([kind, k]) => `${kind} ${k.pauses}× ${k.ms} ms`)
+      .join(', ')})`,
+  ].join('; ');
+}
