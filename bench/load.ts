@@ -683,7 +683,7 @@ async function main(): Promise<void> {
         "cpuMsPerCall sums utime+stime over each process tree: api, worker (every worker), temporal (the dev server, or the cluster's Temporal server), temporalPg (the cluster's Postgres for Temporal with its backends; the dev server keeps SQLite in its own process), postgres (Quorum's, with its backends); stack = their sum; bench = autocannon + the loopback engine",
         'the cluster targets run 1 API each, so they differ only in their worker count; on 2 shared cores a second worker cannot give linear gains (the Temporal server, both Postgres and the API share the same cores)',
         'pg transactions from pg_stat_database (each backend reports at most once a second, so a phase edge can shift a few); Temporal persistence requests from the server Prometheus counters persistence_requests and visibility_persistence_requests, summed over services',
-        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). peerTables: issue 31's targets, Quorum / gateway ratios and floor / gateway beside them, all from this run",
+        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). peerTables: issue 42's targets, Quorum / gateway, Quorum / floor and floor / gateway, all from this run",
       ],
       targets: results,
       gateway,
@@ -864,12 +864,15 @@ function peerInput(result: TargetResult, gateway: GatewayResult | { error: strin
       : null;
   };
   const { memory } = result;
+  // No engine on an estimate: its latency is its overhead.
+  const estimate = result.phases.find((x) => x.target === 'estimate' && x.concurrency === 1);
   return {
     quorum: {
       express1: quorum('express', 0, 1),
       express16: quorum('express', 0, 16),
       panelSlow16: quorum('panel', SLOW_ENGINE_MS, 16),
       panelInstant16: quorum('panel', 0, 16),
+      estimate1: estimate ? { ...quorumFigures(estimate), overheadP50Ms: estimate.latencyMs.p50 } : null,
       memory: memory ? { peakMb: memory.peakMb.sum, inFlight: memory.inFlight, ok: quorumFigures(memory.phase).ok } : null,
     },
     gateway: { one: gatewayAt(1), sixteen: gatewayAt(16) },
@@ -894,7 +897,7 @@ function quorumFigures(p: PhaseResult): PhaseFigures {
   };
 }
 
-/** The gateway's and the floor's own figures, then issue 31's targets side by side for each target. */
+/** The gateway's and the floor's own figures, then issue 42's targets side by side for each target. */
 function printPeers(
   gateway: GatewayResult | { error: string } | null,
   floor: FloorResult | null,
@@ -938,16 +941,17 @@ function printPeers(
   for (const { target, rows } of tables) {
     const result = results.find((r) => r.target === target);
     console.log(
-      `\nIssue 31 targets, ${STACKS[target].label}: Quorum beside LiteLLM's proxy and Temporal's floor (${FLOOR_PHASE}, SQLite WAL), one run; load average at start ${result?.loadAverage.start.join(' ') ?? '—'}`,
+      `\nIssue 42 targets, ${STACKS[target].label}: Quorum beside LiteLLM's proxy and Temporal's floor (${FLOOR_PHASE}, SQLite WAL), one run; load average at start ${result?.loadAverage.start.join(' ') ?? '—'}`,
     );
     const lines = [
-      ['', 'Quorum', 'gateway', 'floor', 'Quorum/gw', 'floor/gw', 'target', ''],
+      ['', 'Quorum', 'gateway', 'floor', 'Quorum/gw', 'Quorum/floor', 'floor/gw', 'target', ''],
       ...rows.map((r) => [
         `${r.label} (${r.unit})`,
         f(r.quorum),
         f(r.gateway),
         f(r.floor),
         ratio(r.ratio),
+        ratio(r.floorMultiple),
         ratio(r.floorRatio),
         targetText(r.target, r.unit),
         r.mark ?? '',
