@@ -97,6 +97,11 @@ describe('SQL per call: one round trip to claim, one transaction to settle', fun
       assert.equal(hold[0].tx, undefined);
       const [reservation] = await stack().db('reservations').where({ org_id: org.orgId });
       assert.equal((reservation as { state: string }).state, 'settled');
+      // A chat completion's steps are stored for no one (issue 42): no statement writes a step event.
+      assert.deepEqual(
+        first.worker.filter((s) => names(s, 'deliberation_events')).map((s) => s.sql.slice(0, 80)),
+        [],
+      );
 
       // The same key again: the stored answer, from the one statement that found the key's row (nothing claimed).
       const again = await traceCall(key, body, idem);
