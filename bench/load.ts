@@ -60,6 +60,7 @@ import { toolEnv } from '../stack/tool-env';
  * The memory phase (issue 42 item 4) prints what one deliberation in flight costs, (peak − idle) / in flight, and
  * where: the dev target's API and worker start with bench/heap-probe.cjs preloaded, so each of their V8 isolates (the
  * main thread's and the SDK's workflow threads') reports its heap, and the rest of their anonymous memory is native.
+ * BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=4' starts them (and only them) with such V8 flags: a lever's run.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
@@ -114,6 +115,7 @@ const IDLE_WINDOW_MS = 10_000;
 /** How long a phase's counters are given to reach their readers (the Temporal server reports its metrics and a Postgres backend its statistics about once a second). */
 const COUNTERS_SETTLE_MS = 2_000;
 const CPU_PROF = process.env.BENCH_LOAD_CPU_PROF;
+const NODE_OPTIONS = process.env.BENCH_LOAD_NODE_OPTIONS;
 /** BENCH_LOAD_PEERS=off skips the gateway and the floor (issue 31), which no change to Quorum moves: for back-to-back lever runs. */
 const PEERS = process.env.BENCH_LOAD_PEERS !== 'off';
 /** Calls per floor phase at scale 1 (the tool's own default); its 16-concurrent phases make twice as many. */
@@ -131,7 +133,8 @@ const heapProbeArgs: readonly string[] = ['--require', path.join(repoRoot, 'benc
 function forkProduct(module: string, env: NodeJS.ProcessEnv): { child: ChildProcess; ready: Promise<void> } {
   const child = fork(path.join(repoRoot, 'dist', `${module}.js`), [], {
     execArgv: [...profileArgs, ...heapProbeArgs],
-    env: { ...PROCESS_ENV_DEFAULTS, ...env },
+    // BENCH_LOAD_NODE_OPTIONS: V8 flags for the product's processes alone (a heap cap in NODE_OPTIONS would reach the build's tsc too).
+    env: { ...PROCESS_ENV_DEFAULTS, ...env, ...(NODE_OPTIONS ? { NODE_OPTIONS } : {}) },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     detached: true,
   });
@@ -775,7 +778,7 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
   );
   if (!memory) return;
   console.log(
-    `memory: API + worker resident idle ${memory.idleMb.sum} MB (api ${memory.idleMb.api}, worker ${memory.idleMb.worker}); with ${memory.inFlight} panel deliberations in flight (500 ms engines) peak ${memory.peakMb.sum} MB (api ${memory.peakMb.api}, worker ${memory.peakMb.worker}), ${memory.perCallMb} MB a deliberation in flight; target < 400 MB`,
+    `memory: API + worker resident idle ${memory.idleMb.sum} MB (api ${memory.idleMb.api}, worker ${memory.idleMb.worker}); with ${memory.inFlight} panel deliberations in flight (500 ms engines) peak ${memory.peakMb.sum} MB (api ${memory.peakMb.api}, worker ${memory.peakMb.worker}), ${memory.perCallMb} MB a deliberation in flight; target < 400 MB; ${statusText(memory.phase)} in ${memory.phase.seconds} s, latency p50 ${f(memory.phase.latencyMs.p50)} ms`,
   );
   const { split } = memory;
   if (!split) return;
