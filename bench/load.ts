@@ -30,6 +30,7 @@ import { runFloor, type FloorResult } from './floor';
 import { measureGateway, type GatewayResult } from './gateway';
 import { peerTable, targetText, type PeerInput, type PeerRow, type PhaseFigures } from './peer-table';
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
+import { perCallKb, readMemorySplit, splitText, type MemorySplit } from './memory-split';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
 import { waitFigures, waitsText, type WaitFigures } from './waits';
@@ -56,6 +57,10 @@ import { toolEnv } from '../stack/tool-env';
  * loopback engine, one call at a time and 16 concurrent, before any target starts; Temporal's floor (bench/floor.ts)
  * after everything stopped; then a table of issue 31's targets, Quorum's figure beside theirs with the ratios
  * (bench/peer-table.ts). BENCH_LOAD_PEERS=off skips both.
+ * The memory phase (issue 42 item 4) prints what one deliberation in flight costs, (peak − idle) / in flight, and
+ * where: the dev target's API and worker start with bench/heap-probe.cjs preloaded, so each of their V8 isolates (the
+ * main thread's and the SDK's workflow threads') reports its heap, and the rest of their anonymous memory is native.
+ * BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=4' starts them (and only them) with such V8 flags: a lever's run.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
@@ -110,6 +115,7 @@ const IDLE_WINDOW_MS = 10_000;
 /** How long a phase's counters are given to reach their readers (the Temporal server reports its metrics and a Postgres backend its statistics about once a second). */
 const COUNTERS_SETTLE_MS = 2_000;
 const CPU_PROF = process.env.BENCH_LOAD_CPU_PROF;
+const NODE_OPTIONS = process.env.BENCH_LOAD_NODE_OPTIONS;
 /** BENCH_LOAD_PEERS=off skips the gateway and the floor (issue 31), which no change to Quorum moves: for back-to-back lever runs. */
 const PEERS = process.env.BENCH_LOAD_PEERS !== 'off';
 /** Calls per floor phase at scale 1 (the tool's own default); its 16-concurrent phases make twice as many. */
@@ -117,14 +123,18 @@ const FLOOR_N = 300;
 /** Node refuses --cpu-prof in NODE_OPTIONS: it goes on the command line. */
 const profileArgs: readonly string[] = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [];
 
+/** Each isolate of a process so started reports its heap (bench/heap-probe.cjs): the memory phase's split. */
+const heapProbeArgs: readonly string[] = ['--require', path.join(repoRoot, 'bench', 'heap-probe.cjs')];
+
 /**
  * An entry point as its own process, compiled, as `npm start` runs it (under tsx a process carries the transpiler
- * and its caches too, ~40 MB more resident), with `profileArgs` added.
+ * and its caches too, ~40 MB more resident), with `profileArgs` and the heap probe added.
  */
 function forkProduct(module: string, env: NodeJS.ProcessEnv): { child: ChildProcess; ready: Promise<void> } {
   const child = fork(path.join(repoRoot, 'dist', `${module}.js`), [], {
-    execArgv: [...profileArgs],
-    env: { ...PROCESS_ENV_DEFAULTS, ...env },
+    execArgv: [...profileArgs, ...heapProbeArgs],
+    // BENCH_LOAD_NODE_OPTIONS: V8 flags for the product's processes alone (a heap cap in NODE_OPTIONS would reach the build's tsc too).
+    env: { ...PROCESS_ENV_DEFAULTS, ...env, ...(NODE_OPTIONS ? { NODE_OPTIONS } : {}) },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     detached: true,
   });
@@ -259,6 +269,8 @@ interface StackTarget {
   persistenceRequests(): Promise<Record<string, { requests: number; seconds: number }> | null>;
   /** The worker's `/metrics` (ours and the Temporal SDK's); null where the bench does not read them (the cluster). */
   workerMetrics(): Promise<Exposition | null>;
+  /** Where the API's and worker's isolates report their heaps (bench/heap-probe.cjs); null where the bench did not start them. */
+  heapProbeDir: string | null;
   stop(): Promise<void>;
 }
 
@@ -283,8 +295,10 @@ async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget
     // Temporal's SQLite in a file with `npm start`'s settings, not the tests' in-memory one.
     await startStack({ dbFile: path.join(dataDir, 'temporal.db') });
     const { db, dbUrl, env } = stack();
+    const heapProbeDir = path.join(dataDir, 'heap-probe');
+    fs.mkdirSync(heapProbeDir);
     const fork = async (module: string, extra: NodeJS.ProcessEnv): Promise<number> => {
-      const { child, ready } = forkProduct(module, stackProcessEnv(dataDir, extra));
+      const { child, ready } = forkProduct(module, stackProcessEnv(dataDir, { ...extra, BENCH_HEAP_PROBE_DIR: heapProbeDir }));
       stops.push(async () => {
         const exited = new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
         child.kill('SIGTERM');
@@ -322,6 +336,7 @@ async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget
       pgTransactions: async () => ({ quorum: await committed((sql) => db.raw(sql)), temporal: null }),
       persistenceRequests: () => Promise.resolve(null),
       workerMetrics: async () => parseExposition(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()),
+      heapProbeDir,
       stop: () => stopAll(stops),
     };
   } catch (err) {
@@ -379,6 +394,7 @@ async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv)
         temporal: await committed((sql) => temporalPg.query<{ n: string }>(sql)),
       }),
       workerMetrics: () => Promise.resolve(null),
+      heapProbeDir: null,
       persistenceRequests: async () => {
         const exposition = parseExposition(await (await fetch(metricsUrl)).text());
         const byOperation: Record<string, { requests: number; seconds: number }> = {};
@@ -411,6 +427,10 @@ interface MemoryResult {
   inFlight: number;
   idleMb: Record<string, number>;
   peakMb: Record<string, number>;
+  /** (peak − idle) / in flight, MB a deliberation: what one in flight costs the API and worker. */
+  perCallMb: number;
+  /** Where it is, idle and at the peak, and the difference per call in kB (null without the heap probe). */
+  split: { idle: MemorySplit; peak: MemorySplit; perCallKb: Record<string, number> } | null;
   phase: PhaseResult;
 }
 
@@ -558,6 +578,9 @@ async function measure(
     await runPhase({ target: kind, engineMs: 0, concurrency: 4, calls: scaledCalls(40, 4) });
   const residentOf = (group: Group): number => groups[group].reduce((sum, pid) => sum + treeRss(pid), 0);
   const idle = { apiBytes: residentOf('api'), workerBytes: residentOf('worker') };
+  const productPids = [...groups.api, ...groups.worker];
+  const probeDir = target.heapProbeDir;
+  const idleSplit = probeDir === null ? null : readMemorySplit(productPids, probeDir);
   // After the warm-up's own trailing work (the last workflows' closing tasks, a collection) has settled.
   await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS / 2));
   const idleBefore = sampleCpu(groups);
@@ -603,10 +626,13 @@ async function measure(
   // Memory with IN_FLIGHT deliberations in flight at once on 500 ms engines: peak resident, sampled every 200 ms.
   const measureMemory = async (): Promise<MemoryResult> => {
     let peak = { apiBytes: 0, workerBytes: 0, sumBytes: 0 };
+    let peakSplit: MemorySplit | null = null;
     const sampler = setInterval(() => {
       const a = residentOf('api');
       const w = residentOf('worker');
-      if (a + w > peak.sumBytes) peak = { apiBytes: a, workerBytes: w, sumBytes: a + w };
+      if (a + w <= peak.sumBytes) return;
+      peak = { apiBytes: a, workerBytes: w, sumBytes: a + w };
+      peakSplit = probeDir === null ? null : readMemorySplit(productPids, probeDir);
     }, 200);
     const inFlight = await runPhase({ target: 'panel', engineMs: SLOW_ENGINE_MS, concurrency: IN_FLIGHT, calls: IN_FLIGHT });
     clearInterval(sampler);
@@ -615,6 +641,8 @@ async function measure(
       inFlight: IN_FLIGHT,
       idleMb: { api: mb(idle.apiBytes), worker: mb(idle.workerBytes), sum: mb(idle.apiBytes + idle.workerBytes) },
       peakMb: { api: mb(peak.apiBytes), worker: mb(peak.workerBytes), sum: mb(peak.sumBytes) },
+      perCallMb: round((peak.sumBytes - idle.apiBytes - idle.workerBytes) / 2 ** 20 / IN_FLIGHT, 2),
+      split: idleSplit && peakSplit ? { idle: idleSplit, peak: peakSplit, perCallKb: perCallKb(idleSplit, peakSplit, IN_FLIGHT) } : null,
       phase: inFlight,
     };
   };
@@ -750,7 +778,15 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
   );
   if (!memory) return;
   console.log(
-    `memory: API + worker resident idle ${memory.idleMb.sum} MB (api ${memory.idleMb.api}, worker ${memory.idleMb.worker}); with ${memory.inFlight} panel deliberations in flight (500 ms engines) peak ${memory.peakMb.sum} MB (api ${memory.peakMb.api}, worker ${memory.peakMb.worker}); target < 400 MB`,
+    `memory: API + worker resident idle ${memory.idleMb.sum} MB (api ${memory.idleMb.api}, worker ${memory.idleMb.worker}); with ${memory.inFlight} panel deliberations in flight (500 ms engines) peak ${memory.peakMb.sum} MB (api ${memory.peakMb.api}, worker ${memory.peakMb.worker}), ${memory.perCallMb} MB a deliberation in flight; target < 400 MB; ${statusText(memory.phase)} in ${memory.phase.seconds} s, latency p50 ${f(memory.phase.latencyMs.p50)} ms`,
+  );
+  const { split } = memory;
+  if (!split) return;
+  console.log(`  idle: ${splitText(split.idle)}\n  peak: ${splitText(split.peak)}`);
+  console.log(
+    `  per deliberation in flight, kB: ${Object.entries(split.perCallKb)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
   );
 }
 
