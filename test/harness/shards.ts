@@ -13,7 +13,8 @@ import { toolEnv } from '../../stack/tool-env';
  *
  * Files are assigned greedily, longest first, to the shard with the least recorded time so far, from the seconds per
  * file in test/shard-times.json (a file not listed counts DEFAULT_SECONDS); test/stack/zz-audit.test.ts runs last in
- * every shard, over that shard's database. Each shard's output goes to test-output/shards/shard-N.log and is printed
+ * every shard, over that shard's database. The files in ALONE run after the shards, in a last process alone on the
+ * machine (with the audit too). Each shard's output goes to test-output/shards/shard-N.log and is printed
  * whole when the shard ends; a line per shard every minute shows progress; the last lines are one mocha-style summary
  * of all shards (what .ci/run reads). Each run writes the seconds it measured per file to
  * test-output/shards/times.json, the same shape as test/shard-times.json.
@@ -22,11 +23,18 @@ import { toolEnv } from '../../stack/tool-env';
 const TIMES_FILE = path.join(repoRoot, 'test', 'shard-times.json');
 const OUT_DIR = path.join(repoRoot, 'test-output', 'shards');
 const AUDIT = 'test/stack/zz-audit.test.ts';
+/**
+ * Files run after the shards, alone on the machine, in a last mocha process of their own: the launcher's tests run
+ * `npm start`'s local model, llama.cpp on 2 threads, whose threads wait on each other spinning, so a call that takes
+ * 50 s alone ran past undici's 300 s header timeout beside another shard.
+ */
+const ALONE = ['test/stack/launcher/supervisor.test.ts'];
 const DEFAULT_SECONDS = 5;
 const PROGRESS_EVERY_MS = 60_000;
 
 interface Shard {
   index: number;
+  name: string;
   files: string[];
   seconds: number;
   log: string;
@@ -52,7 +60,7 @@ export function assign(files: readonly string[], seconds: Readonly<Record<string
   const load = Array.from({ length: count }, () => 0);
   const shards: string[][] = Array.from({ length: count }, () => []);
   const timeOf = (f: string): number => seconds[f] ?? DEFAULT_SECONDS;
-  const ordered = files.filter((f) => f !== AUDIT).sort((a, b) => timeOf(b) - timeOf(a) || a.localeCompare(b));
+  const ordered = files.filter((f) => f !== AUDIT && !ALONE.includes(f)).sort((a, b) => timeOf(b) - timeOf(a) || a.localeCompare(b));
   for (const file of ordered) {
     const least = load.indexOf(Math.min(...load));
     shards[least]?.push(file);
@@ -87,11 +95,12 @@ function outcomeOf(log: string, code: number | null): Outcome {
 
 function progress(shards: readonly Shard[], done: ReadonlyMap<number, Outcome>, started: number): string {
   const parts = shards.map((s) => {
-    if (done.has(s.index)) return `shard ${s.index}: done`;
-    const text = fs.existsSync(s.log) ? fs.readFileSync(s.log, 'utf8') : '';
+    if (done.has(s.index)) return `${s.name}: done`;
+    if (!fs.existsSync(s.log)) return `${s.name}: waiting`;
+    const text = fs.readFileSync(s.log, 'utf8');
     const passed = (text.match(/✔/g) ?? []).length;
     const failed = (text.match(/^ +\d+\) (?!.*:$)/gm) ?? []).length;
-    return `shard ${s.index}: ${passed} passed, ${failed} failed`;
+    return `${s.name}: ${passed} passed, ${failed} failed`;
   });
   return `shards [${minutes(Date.now() - started)}] ${parts.join(' · ')}`;
 }
@@ -147,8 +156,11 @@ async function main(argv: readonly string[]): Promise<number> {
   const files = folders.flatMap(testFiles).sort();
   fs.rmSync(OUT_DIR, { recursive: true, force: true });
   fs.mkdirSync(OUT_DIR, { recursive: true });
-  const shards: Shard[] = assign(files, recorded, count).map((f, i) => ({
+  const alone = files.filter((f) => ALONE.includes(f));
+  const groups = [...assign(files, recorded, count), ...(alone.length > 0 ? [[...alone, ...files.filter((f) => f === AUDIT)]] : [])];
+  const shards: Shard[] = groups.map((f, i) => ({
     index: i + 1,
+    name: i < count ? `shard ${i + 1}/${count}` : 'the tail (alone)',
     files: f,
     seconds: Math.round(f.reduce((sum, file) => sum + (recorded[file] ?? DEFAULT_SECONDS), 0)),
     log: path.join(OUT_DIR, `shard-${i + 1}.log`),
@@ -157,18 +169,18 @@ async function main(argv: readonly string[]): Promise<number> {
   prepare();
   const started = Date.now();
   for (const s of shards)
-    console.log(`shard ${s.index}/${count}: ${s.files.length} files, ${s.seconds} s recorded, log ${path.relative(repoRoot, s.log)}`);
+    console.log(`${s.name}: ${s.files.length} files, ${s.seconds} s recorded, log ${path.relative(repoRoot, s.log)}: ${s.files.join(' ')}`);
   const done = new Map<number, Outcome>();
   const ticker = setInterval(() => console.log(progress(shards, done, started)), PROGRESS_EVERY_MS);
-  await Promise.all(
-    shards.map(async (s) => {
-      const outcome = outcomeOf(s.log, await runShard(s, mochaArgs));
-      done.set(s.index, outcome);
-      console.log(`\n===== shard ${s.index}/${count} (exit ${outcome.code}, ${minutes(Date.now() - started)}): its whole output =====`);
-      process.stdout.write(fs.readFileSync(s.log, 'utf8'));
-      console.log(`===== end of shard ${s.index}/${count} =====\n`);
-    }),
-  );
+  const run = async (s: Shard): Promise<void> => {
+    const outcome = outcomeOf(s.log, await runShard(s, mochaArgs));
+    done.set(s.index, outcome);
+    console.log(`\n===== ${s.name} (exit ${outcome.code}, ${minutes(Date.now() - started)}): its whole output =====`);
+    process.stdout.write(fs.readFileSync(s.log, 'utf8'));
+    console.log(`===== end of ${s.name} =====\n`);
+  };
+  await Promise.all(shards.slice(0, count).map(run));
+  for (const tail of shards.slice(count)) await run(tail);
   clearInterval(ticker);
   mergeTimes(shards);
   return summarize(shards, done, started);
@@ -179,9 +191,9 @@ function summarize(shards: readonly Shard[], done: ReadonlyMap<number, Outcome>,
   const all = shards.map((s) => ({ s, o: done.get(s.index) ?? { failing: 0, pending: 0, code: null } }));
   const broken = all.filter(({ o }) => o.code !== 0 || o.passing === undefined);
   for (const { s, o } of all)
-    console.log(`shard ${s.index}: ${o.passing ?? 'no'} passing, ${o.failing} failing, ${o.pending} pending, exit ${o.code}`);
+    console.log(`${s.name}: ${o.passing ?? 'no'} passing, ${o.failing} failing, ${o.pending} pending, exit ${o.code}`);
   for (const { s } of broken)
-    console.log(`shard ${s.index} failed or printed no summary: see its output above (${path.relative(repoRoot, s.log)})`);
+    console.log(`${s.name} failed or printed no summary: see its output above (${path.relative(repoRoot, s.log)})`);
   const sum = (f: (o: Outcome) => number): number => all.reduce((n, { o }) => n + f(o), 0);
   console.log(`\n  ${sum((o) => o.passing ?? 0)} passing (${minutes(Date.now() - started)})`);
   if (sum((o) => o.failing) > 0) console.log(`  ${sum((o) => o.failing)} failing`);
