@@ -49,7 +49,50 @@ export function ensureVenv(spec: VenvSpec, tools: ToolEnv): Venv {
   const pythonIn = (d: string): string => path.join(d, 'bin', 'python');
   const ready = (d: string): boolean => fs.existsSync(pythonIn(d)) && (spec.complete?.(d) ?? true);
   if (ready(dir)) return { dir, python: pythonIn(dir) };
+  return withInstallLock(`${dir}.lock`, () => install(spec, tools, dir, pythonIn, ready));
+}
 
+/** Another live process's install of the same venv ends before ours starts: `npm test`'s shards may ask at once. */
+function withInstallLock(lock: string, work: () => Venv): Venv {
+  const waitUntil = Date.now() + INSTALL_TIMEOUT_MS;
+  fs.mkdirSync(path.dirname(lock), { recursive: true });
+  for (;;) {
+    try {
+      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder: number;
+    try {
+      holder = Number(fs.readFileSync(lock, 'utf8'));
+    } catch {
+      continue; // released while we looked
+    }
+    if (!alive(holder)) fs.rmSync(lock, { force: true });
+    else if (Date.now() > waitUntil) throw new Error(`${lock}: process ${holder} has been installing for too long`);
+    else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  }
+  try {
+    return work();
+  } finally {
+    fs.rmSync(lock, { force: true });
+  }
+}
+
+/** Whether `pid` runs (0 or unreadable: a lock file caught between its creation and its pid being written counts as live). */
+function alive(pid: number): boolean {
+  if (!(pid > 0)) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function install(spec: VenvSpec, tools: ToolEnv, dir: string, pythonIn: (d: string) => string, ready: (d: string) => boolean): Venv {
+  if (ready(dir)) return { dir, python: pythonIn(dir) };
   const log = spec.log ?? ((line: string) => console.error(line));
   const started = Date.now();
   log(`Installing ${spec.packages.join(', ')} from PyPI into ${dir} (once per user)...`);

@@ -18,11 +18,14 @@ async function postgresPids(db: Db): Promise<number[]> {
   return [postmaster, ...children];
 }
 
-/** The test Temporal dev server's process (the one server this run started). */
+/**
+ * The test Temporal dev server's process: the one this mocha process started (its child), not another test run's on
+ * the same machine (a sharded `npm test` runs one per shard).
+ */
 function temporalPids(): number[] {
-  return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+  return execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' })
     .split('\n')
-    .filter((l) => /temporal server start-dev/.test(l) && l.includes(String(process.pid)) === false)
+    .filter((l) => /temporal server start-dev/.test(l))
     .map((l) => Number(l.trim().split(/\s+/)[0]))
     .filter((n) => n > 0);
 }

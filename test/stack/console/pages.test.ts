@@ -182,7 +182,8 @@ describe('console: receipts and run pages', function () {
     const svg = element(done.body, 'svg', 'win-rate-chart');
     const chart = tagWith(done.body, 'svg', 'id', 'win-rate-chart');
     assert.equal(chart?.role, 'img');
-    assert.match(chart['aria-label'], /^Win rate against the baseline with 95% intervals: easy 0\.\d{3} \[/);
+    // Each launch draws fresh questions (a random seed), so two easy ones may both be won: 1.000 is a win rate too.
+    assert.match(chart['aria-label'], /^Win rate against the baseline with 95% intervals: easy (0\.\d{3}|1\.000) \[/);
     assert.match(svg, /<title>Win rate against the baseline/);
     const reference = tagWith(svg, 'line', 'class', 'reference');
     assert.equal(reference?.['stroke-dasharray'], '5 4', 'dashed');
