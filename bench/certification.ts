@@ -6,13 +6,10 @@ import { getRun, questionResults } from '../db/repositories/runs';
 import { createOrganisation } from '../db/repositories/organisations';
 import { seedDemoModes } from '../db/seed';
 import { SPEC_LATENCY_MU } from '../domain/sim-latency';
-import { createEngines } from '../engines';
-import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
-import { bundleInChild } from '../worker/bundle';
-import { createWorkers } from '../worker/workers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { summary } from './stats';
+import { startBenchWorkers } from './workers';
 
 /**
  * DESIGN §13: a 150-question certification with engines as slow as the spec's (the `spec` latency model: p50
@@ -31,15 +28,7 @@ async function main(): Promise<void> {
   await startStack();
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
-  const workers = await createWorkers({
-    connection: env.nativeConnection,
-    namespace,
-    bundlePath: bundleInChild(),
-    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
-    maxConcurrentActivities: loadConfig().QUORUM_MAX_CONCURRENT_ACTIVITIES,
-    deps: { db, engines: createEngines({ env: {}, simLatency: `spec:${SPEEDUP}`, logger: log }), log, env: process.env },
-  });
-  const running = Promise.all(workers.map((w) => w.run()));
+  const workers = await startBenchWorkers({ env: {}, simLatency: `spec:${SPEEDUP}` });
   const app = createApp({
     db,
     temporal: env.connection,
@@ -91,8 +80,7 @@ async function main(): Promise<void> {
     );
   } finally {
     server.close();
-    for (const w of workers) w.shutdown();
-    await running;
+    await workers.stop();
     await stopStack();
   }
 }

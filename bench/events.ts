@@ -129,7 +129,7 @@ async function main(): Promise<void> {
   const date = new Date().toISOString();
   await startStack();
   const engineEnv = { QUORUM_SIM_LATENCY: `fixed:${ENGINE_MS}` };
-  const workers = await startBenchWorkers(engineEnv);
+  const workers = await startBenchWorkers({ env: engineEnv });
   const api = await startApi('B');
   const figures: Record<string, unknown> = {};
   try {

@@ -154,7 +154,7 @@ async function main(): Promise<void> {
     QUORUM_ENGINES_FILE: file,
     BENCH_SLOW_KEY: OPENAI_TEST_KEY,
   };
-  const workers = await startBenchWorkers(engineEnv);
+  const workers = await startBenchWorkers({ env: engineEnv });
   const org = await createOrganisation(db, { name: 'Bench quorum', creditMicros: 100_000_000_000n });
   const arms: { name: string; quorum: ModeConfig['quorum'] }[] = [
     { name: 'every seat waited for', quorum: undefined },

@@ -1,4 +1,4 @@
-import { createEngines } from '../engines';
+import { createEngines, type EnginesOptions } from '../engines';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { stack } from '../test/harness/stack';
@@ -7,17 +7,20 @@ import { createWorkers } from '../worker/workers';
 
 /**
  * The product's workers on the bench's stack, as `npm start` runs them (the workflow bundle built in a child, the
- * configured cache), their engines from `engineEnv`; `stop` shuts them down and waits.
+ * configured cache and activity slots), their engines from `engines` (a provider's environment, or sim engines at a
+ * latency); `stop` shuts them down and waits.
  */
-export async function startBenchWorkers(engineEnv: NodeJS.ProcessEnv): Promise<{ stop(): Promise<void> }> {
+export async function startBenchWorkers(engines: Omit<EnginesOptions, 'logger'>): Promise<{ stop(): Promise<void> }> {
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
+  const config = loadConfig();
   const workers = await createWorkers({
     connection: env.nativeConnection,
     namespace,
     bundlePath: bundleInChild(),
-    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
-    deps: { db, engines: createEngines({ env: engineEnv, logger: log }), log, env: process.env },
+    maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
+    maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
+    deps: { db, engines: createEngines({ ...engines, logger: log }), log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   return {
