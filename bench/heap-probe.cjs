@@ -23,7 +23,6 @@ if (dir) {
       physicalBytes: h.total_physical_size,
       newSpaceBytes: newSpace ? newSpace.physical_space_size : 0,
       externalBytes: h.external_memory,
-      mallocedBytes: h.malloced_memory,
     };
     // Renamed into place, so that a reader never sees half a file.
     fs.writeFileSync(`${file}.tmp`, JSON.stringify(figures));

@@ -47,9 +47,7 @@ function probes(pids: readonly number[], probeDir: string): Probe[] {
   const files = fs.existsSync(probeDir) ? fs.readdirSync(probeDir) : [];
   return files
     .filter((name) => name.endsWith('.json') && pids.some((pid) => name.startsWith(`${pid}-`)))
-    .flatMap((name) => {
-      return [JSON.parse(fs.readFileSync(path.join(probeDir, name), 'utf8')) as Probe];
-    });
+    .map((name) => JSON.parse(fs.readFileSync(path.join(probeDir, name), 'utf8')) as Probe);
 }
 
 function heapOf(list: readonly Probe[]): HeapFigures {
