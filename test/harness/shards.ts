@@ -56,7 +56,7 @@ function testFiles(folder: string): string[] {
 }
 
 /** Longest first to the least loaded shard; ties go to the lower index and names order equal times: deterministic. */
-export function assign(files: readonly string[], seconds: Readonly<Record<string, number>>, count: number): string[][] {
+function assign(files: readonly string[], seconds: Readonly<Record<string, number>>, count: number): string[][] {
   const load = Array.from({ length: count }, () => 0);
   const shards: string[][] = Array.from({ length: count }, () => []);
   const timeOf = (f: string): number => seconds[f] ?? DEFAULT_SECONDS;
