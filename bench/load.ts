@@ -780,6 +780,7 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
   console.log(
     `memory: API + worker resident idle ${memory.idleMb.sum} MB (api ${memory.idleMb.api}, worker ${memory.idleMb.worker}); with ${memory.inFlight} panel deliberations in flight (500 ms engines) peak ${memory.peakMb.sum} MB (api ${memory.peakMb.api}, worker ${memory.peakMb.worker}), ${memory.perCallMb} MB a deliberation in flight; target < 400 MB; ${statusText(memory.phase)} in ${memory.phase.seconds} s, latency p50 ${f(memory.phase.latencyMs.p50)} ms`,
   );
+  if (memory.phase.waits) console.log(`  waits: ${waitsText(memory.phase.waits)}`);
   const { split } = memory;
   if (!split) return;
   console.log(`  idle: ${splitText(split.idle)}\n  peak: ${splitText(split.peak)}`);

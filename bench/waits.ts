@@ -15,7 +15,8 @@ import { round } from './results';
 export interface WaitFigures {
   workflowTaskScheduleToStart: { tasks: number; meanMs: number; p99AtMostMs: number | null };
   workflowTaskExecution: { tasks: number; meanMs: number; p99AtMostMs: number | null };
-  localActivityExecution: { runs: number; meanMs: number };
+  /** Runs a call: a panel's are 11 (prepare, 9 engine calls, settle); more are runs again after a workflow task timed out. */
+  localActivityExecution: { runs: number; perCall: number; meanMs: number };
   eventLoopLag: { p50Ms: number; p99Ms: number; maxMs: number } | null;
   gc: { msPerCall: number; byKind: Record<string, { pauses: number; ms: number }> };
 }
@@ -80,7 +81,7 @@ export function waitFigures(before: Exposition, after: Exposition, calls: number
   return {
     workflowTaskScheduleToStart: { tasks: scheduleToStart.n, meanMs: scheduleToStart.meanMs, p99AtMostMs: scheduleToStart.p99AtMostMs },
     workflowTaskExecution: { tasks: execution.n, meanMs: execution.meanMs, p99AtMostMs: execution.p99AtMostMs },
-    localActivityExecution: { runs: local.n, meanMs: local.meanMs },
+    localActivityExecution: { runs: local.n, perCall: round(local.n / Math.max(1, calls), 2), meanMs: local.meanMs },
     eventLoopLag:
       p50 === undefined || p99 === undefined || max === undefined
         ? null
@@ -97,7 +98,7 @@ export function waitsText(w: WaitFigures): string {
     : 'event loop lag —';
   return [
     `wf tasks ${w.workflowTaskScheduleToStart.tasks}: queued mean ${w.workflowTaskScheduleToStart.meanMs} ms (p99 ${p99(w.workflowTaskScheduleToStart.p99AtMostMs)}), ran mean ${w.workflowTaskExecution.meanMs} ms (p99 ${p99(w.workflowTaskExecution.p99AtMostMs)})`,
-    `local activities ${w.localActivityExecution.runs}, mean ${w.localActivityExecution.meanMs} ms`,
+    `local activities ${w.localActivityExecution.runs} (${w.localActivityExecution.perCall} a call), mean ${w.localActivityExecution.meanMs} ms`,
     lag,
     `GC ${w.gc.msPerCall} ms a call (${Object.entries(w.gc.byKind)
       .filter(([, k]) => k.pauses > 0)

@@ -20,6 +20,7 @@ export async function startBenchWorkers(engines: Omit<EnginesOptions, 'logger'>)
     bundlePath: bundleInChild(),
     maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
     maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
+    workflowSlots: { minimum: config.QUORUM_MIN_WORKFLOW_SLOTS, targetCpu: config.QUORUM_WORKER_TARGET_CPU },
     deps: { db, engines: createEngines({ ...engines, logger: log }), log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));

@@ -16,6 +16,9 @@ const optionalNumber = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (
  * Temporal's own client variables (its "environment configuration", as its CLI and SDKs read them), so an existing
  * cluster's or Temporal Cloud's settings carry over: infra/temporal-connection.ts turns them into connection options.
  */
+/** QUORUM_MIN_WORKFLOW_SLOTS' and QUORUM_WORKER_TARGET_CPU's defaults; also a worker's started without a configuration. */
+export const WORKFLOW_SLOTS_DEFAULT: { readonly minimum: number; readonly targetCpu: number } = { minimum: 32, targetCpu: 0.8 };
+
 const TemporalClientEnv = {
   TEMPORAL_ADDRESS: envText,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
@@ -61,11 +64,22 @@ const EnvSchema = z.object({
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   /**
    * Workflows a worker keeps in memory between tasks. Beyond it the least recent is evicted and replayed from history
-   * when its next task comes: CPU for memory. Also the deliberations one worker runs at once: each holds its workflow
-   * task, and so its place in the cache, while its engine calls run inside it (local activities); more wait in
-   * Temporal's task queue, costing nothing here.
+   * when its next task comes: CPU for memory. Also the most deliberations one worker runs at once: each holds its
+   * workflow task, and so its place in the cache, while its engine calls run inside it (local activities); more wait
+   * in Temporal's task queue, costing nothing here.
    */
   QUORUM_MAX_CACHED_WORKFLOWS: z.coerce.number().int().positive().default(250),
+  /**
+   * Deliberations a worker takes on at once whatever its machine's load, per task queue. Past it the worker takes
+   * another only while the machine's CPU is under QUORUM_WORKER_TARGET_CPU, one more every 100 ms at most, up to
+   * QUORUM_MAX_CACHED_WORKFLOWS (Temporal's resource-based tuner); the rest wait in Temporal's task queue, which
+   * costs this process nothing. A fixed count would hold either too few for slow engines or too many for a busy CPU:
+   * past what the CPU serves, each deliberation's workflow task misses its 5 s deadline, is replayed, and runs its
+   * engine calls again (docs/performance.md, "Overload").
+   */
+  QUORUM_MIN_WORKFLOW_SLOTS: z.coerce.number().int().positive().default(WORKFLOW_SLOTS_DEFAULT.minimum),
+  /** The machine's CPU use, 0–1, over which a worker takes no deliberation beyond QUORUM_MIN_WORKFLOW_SLOTS. */
+  QUORUM_WORKER_TARGET_CPU: z.coerce.number().gt(0).max(1).default(WORKFLOW_SLOTS_DEFAULT.targetCpu),
   /**
    * Activities one worker runs at once, per task queue. Engine calls spend their time waiting on a provider, so a
    * slot costs a socket and a little memory, not CPU: a 150-question run at 16 in flight keeps ~100 calls open, and

@@ -68,6 +68,7 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
     bundlePath,
     maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
     maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
+    workflowSlots: { minimum: config.QUORUM_MIN_WORKFLOW_SLOTS, targetCpu: config.QUORUM_WORKER_TARGET_CPU },
     shutdownGraceMs: config.QUORUM_SHUTDOWN_GRACE_MS,
   });
   // The workers hold the code now; a bundle built for this start only is not kept.

@@ -1,14 +1,17 @@
 import {
   DefaultLogger,
   NativeConnection,
+  ResourceBasedController,
   Worker,
   bundleWorkflowCode,
   type InjectedSinks,
+  type WorkerTuner,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { recordDeliberationEvent } from '../db/repositories/deliberation-events';
 import type { DeliberationSinks } from '../workflows/messages';
+import { WORKFLOW_SLOTS_DEFAULT } from '../infra/config';
 import { runtimeModule } from '../infra/paths';
 import { TASK_QUEUES } from '../workflows/task-queues';
 import { metricsInterceptor } from './metrics';
@@ -33,6 +36,8 @@ export interface WorkerOptions {
   maxCachedWorkflows?: number;
   /** See QUORUM_MAX_CONCURRENT_ACTIVITIES; the SDK's default when absent. */
   maxConcurrentActivities?: number;
+  /** See QUORUM_MIN_WORKFLOW_SLOTS and QUORUM_WORKER_TARGET_CPU; the configuration's defaults when absent. */
+  workflowSlots?: { minimum: number; targetCpu: number };
   /** See QUORUM_SHUTDOWN_GRACE_MS; absent, activities in flight are cancelled as soon as shutdown starts (the SDK's default). */
   shutdownGraceMs?: number;
 }
@@ -76,6 +81,45 @@ function eventSinks(deps: ActivityDeps): InjectedSinks<DeliberationSinks> {
   };
 }
 
+/** The SDK's defaults where we set none: its maximum workflow slots, and its activity slots without a tuner. */
+const SDK_MAX_WORKFLOW_SLOTS = 1000;
+const SDK_ACTIVITY_SLOTS = 100;
+
+/**
+ * Past the minimum, a workflow slot (a deliberation taken on) only while the machine's CPU is under target, and at
+ * most one every this long: about what two cores finish a second, so a burst does not take on slots faster than the
+ * CPU reading can answer.
+ */
+const WORKFLOW_SLOT_RAMP = '100 ms';
+
+/**
+ * How many workflow tasks the process's workers take on at once: Temporal's resource-based tuner over the machine's
+ * CPU (QUORUM_MIN_WORKFLOW_SLOTS says why), one controller for both task queues' workers so they share the target.
+ * Activities and local activities keep a fixed count: engine calls wait on providers, not on this CPU.
+ */
+function workerTuner(
+  controller: ResourceBasedController,
+  slots: { minimum: number; targetCpu: number },
+  maxCachedWorkflows: number | undefined,
+  maxConcurrentActivities: number | undefined,
+): WorkerTuner {
+  const maximumSlots = maxCachedWorkflows ?? SDK_MAX_WORKFLOW_SLOTS;
+  const activities = { type: 'fixed-size' as const, numSlots: maxConcurrentActivities ?? SDK_ACTIVITY_SLOTS };
+  return {
+    workflowTaskSlotSupplier: {
+      type: 'resource-based',
+      controller,
+      minimumSlots: Math.min(slots.minimum, maximumSlots),
+      maximumSlots,
+      rampThrottle: WORKFLOW_SLOT_RAMP,
+    },
+    activityTaskSlotSupplier: activities,
+    localActivityTaskSlotSupplier: activities,
+    // No Nexus services are registered, so none is ever polled for.
+    nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+  };
+}
+
 /** One worker per task queue, same workflows and activities; the deliberation queue is the hot one. */
 export async function createWorkers({
   connection,
@@ -84,11 +128,15 @@ export async function createWorkers({
   bundlePath,
   maxCachedWorkflows,
   maxConcurrentActivities,
+  workflowSlots = WORKFLOW_SLOTS_DEFAULT,
   shutdownGraceMs,
 }: WorkerOptions): Promise<Worker[]> {
   const workflows = bundlePath ? { codePath: bundlePath } : await workflowBundle();
   const activities = createActivities(deps);
   const interceptors = { activity: [metricsInterceptor(deps.engines)] };
+  // The machine's memory is not what binds a worker here (its own heap is bounded by the slots): only the CPU target acts.
+  const controller = ResourceBasedController.create({ targetCpuUsage: workflowSlots.targetCpu, targetMemoryUsage: 0.95 });
+  const tuner = workerTuner(controller, workflowSlots, maxCachedWorkflows, maxConcurrentActivities);
   return Promise.all(
     Object.values(TASK_QUEUES).map((taskQueue) =>
       Worker.create({
@@ -101,10 +149,8 @@ export async function createWorkers({
         sinks: eventSinks(deps),
         maxCachedWorkflows,
         // A deliberation holds its workflow task while its engine calls run inside it (local activities): the tasks
-        // at once are the deliberations in flight, bounded by the cache that must hold them all.
-        maxConcurrentWorkflowTaskExecutions: maxCachedWorkflows,
-        maxConcurrentActivityTaskExecutions: maxConcurrentActivities,
-        maxConcurrentLocalActivityExecutions: maxConcurrentActivities,
+        // at once are the deliberations in flight, bounded by the cache that must hold them all and by the CPU.
+        tuner,
         maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
         // The SDK takes a present-but-undefined option for a value (and refuses it): set only when given.
         ...(shutdownGraceMs === undefined
