@@ -19,7 +19,7 @@ import { findMode, upsertMode } from '../../../db/repositories/modes';
 import { createOrganisation } from '../../../db/repositories/organisations';
 import { createEngines } from '../../../engines';
 import { createLogger } from '../../../infra/log';
-import { createWorkers } from '../../../worker/workers';
+import { createWorkers, type WorkerOptions } from '../../../worker/workers';
 import { historiesDir } from '../../harness/histories';
 import { stack } from '../../harness/stack';
 import { uniqueTicker } from '../../harness/unique';
@@ -35,12 +35,14 @@ export interface WorkerTarget {
 
 /**
  * The product's own workers on the test server, with engines configured from `env` (loopback providers or none);
- * `logTo` receives their log lines (default: dropped).
+ * `logTo` receives their log lines (default: dropped); `slots` sizes them as QUORUM_MAX_CACHED_WORKFLOWS and
+ * QUORUM_MIN_WORKFLOW_SLOTS do (default: createWorkers' own).
  */
 export async function startProductWorkers(
   env: NodeJS.ProcessEnv = {},
   on?: WorkerTarget,
   logTo: (line: string) => void = () => undefined,
+  slots: Pick<WorkerOptions, 'maxCachedWorkflows' | 'workflowSlots'> = {},
 ): Promise<{ stop(): Promise<void> }> {
   const { nativeConnection, namespace, db } = on ?? { ...stack(), nativeConnection: stack().env.nativeConnection };
   const log = createLogger('test-worker', logTo);
@@ -48,6 +50,7 @@ export async function startProductWorkers(
     connection: nativeConnection,
     namespace,
     deps: { db, engines: createEngines({ env, logger: log }), log, env },
+    ...slots,
   });
   const running = Promise.all(workers.map((w) => w.run()));
   return {
