@@ -18,9 +18,16 @@ export interface DevServerOptions {
  *   activity task to matching) at most 20 times a second by default. Once a burst (three parallel seats) spends
  *   the limiter's tokens, every later hop of a deliberation waits ~45 ms for the next read: ~450 ms on a panel.
  *   The reader only reads when notified of a new task, so a higher limit costs nothing when idle.
+ * - matching.numTaskqueue{Read,Write}Partitions: a task queue is split in 4 partitions by default. A task written to
+ *   a partition with no poll waiting there waits about 2 s for one: 0.2% of starts that are not eager (an API apart
+ *   from its workers; every run's activities) one at a time, 3% four at a time, took 2.0 s instead of 25–70 ms; with
+ *   one partition none of 8,000 did (docs/performance.md). One partition serves far more tasks a second than a worker
+ *   fleet of this size hands it; raise both together for a task queue that outgrows it (cluster-operations.md).
  */
 export const TEMPORAL_DYNAMIC_CONFIG: Readonly<Record<string, number>> = {
   'history.transferProcessorMaxPollRPS': 1000,
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
 };
 
 /**
