@@ -14,7 +14,7 @@ import { SYSTEM_MODES, type ModeConfig } from '../domain/modes';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../domain/prompts';
 import { workflowIds } from '../domain/workflow-ids';
 import { repoRoot } from '../infra/paths';
-import { PROCESS_ENV_DEFAULTS } from '../infra/entry-point';
+import { PROCESS_ENV_DEFAULTS, PROCESS_V8_FLAGS } from '../infra/entry-point';
 import { freePort } from '../infra/free-port';
 import { readStackFile } from '../infra/stack-file';
 import { resolveTemporalBinary } from '../stack/temporal-binary';
@@ -60,7 +60,8 @@ import { toolEnv } from '../stack/tool-env';
  * The memory phase (issue 42 item 4) prints what one deliberation in flight costs, (peak − idle) / in flight, and
  * where: the dev target's API and worker start with bench/heap-probe.cjs preloaded, so each of their V8 isolates (the
  * main thread's and the SDK's workflow threads') reports its heap, and the rest of their anonymous memory is native.
- * BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=4' starts them (and only them) with such V8 flags: a lever's run.
+ * They start with the product's V8 flags (PROCESS_V8_FLAGS); BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=8' starts
+ * them (and only them) with those instead, '' with none: a lever's run.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
@@ -132,8 +133,10 @@ const heapProbeArgs: readonly string[] = ['--require', path.join(repoRoot, 'benc
  */
 function forkProduct(module: string, env: NodeJS.ProcessEnv): { child: ChildProcess; ready: Promise<void> } {
   const child = fork(path.join(repoRoot, 'dist', `${module}.js`), [], {
-    execArgv: [...profileArgs, ...heapProbeArgs],
-    // BENCH_LOAD_NODE_OPTIONS: V8 flags for the product's processes alone (a heap cap in NODE_OPTIONS would reach the build's tsc too).
+    // The product's own V8 flags, unless BENCH_LOAD_NODE_OPTIONS gives others ('' for none): flags on the command line
+    // win over NODE_OPTIONS. Those options reach the product's processes alone (in NODE_OPTIONS a heap cap would reach
+    // the build's tsc too).
+    execArgv: [...(NODE_OPTIONS === undefined ? PROCESS_V8_FLAGS : []), ...profileArgs, ...heapProbeArgs],
     env: { ...PROCESS_ENV_DEFAULTS, ...env, ...(NODE_OPTIONS ? { NODE_OPTIONS } : {}) },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     detached: true,
