@@ -22,7 +22,7 @@ import { DEFAULT_HEDGE_AFTER_MS } from '../operations/run-settings';
 import { startRun } from '../starters/runs';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { bundleInChild } from '../worker/bundle';
-import { createWorkers } from '../worker/workers';
+import { configuredSlots, createWorkers } from '../worker/workers';
 import { machine, round, writeResults } from './results';
 
 /**
@@ -333,8 +333,7 @@ async function main(): Promise<void> {
     connection: env.nativeConnection,
     namespace,
     bundlePath: bundleInChild(),
-    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
-    maxConcurrentActivities: loadConfig().QUORUM_MAX_CONCURRENT_ACTIVITIES,
+    ...configuredSlots(loadConfig()),
     deps: { db, engines, log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));

@@ -12,7 +12,7 @@ import { createEngines } from '../engines';
 import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { bundleInChild } from '../worker/bundle';
-import { createWorkers } from '../worker/workers';
+import { configuredSlots, createWorkers } from '../worker/workers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { machine, round, writeResults } from './results';
 import { fmt, summary } from './stats';
@@ -86,7 +86,7 @@ async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promi
     connection: env.nativeConnection,
     namespace,
     bundlePath,
-    maxCachedWorkflows: loadConfig().QUORUM_MAX_CACHED_WORKFLOWS,
+    ...configuredSlots(loadConfig()),
     deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));

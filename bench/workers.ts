@@ -3,7 +3,7 @@ import { loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { stack } from '../test/harness/stack';
 import { bundleInChild } from '../worker/bundle';
-import { createWorkers } from '../worker/workers';
+import { configuredSlots, createWorkers } from '../worker/workers';
 
 /**
  * The product's workers on the bench's stack, as `npm start` runs them (the workflow bundle built in a child, the
@@ -13,14 +13,11 @@ import { createWorkers } from '../worker/workers';
 export async function startBenchWorkers(engines: Omit<EnginesOptions, 'logger'>): Promise<{ stop(): Promise<void> }> {
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
-  const config = loadConfig();
   const workers = await createWorkers({
     connection: env.nativeConnection,
     namespace,
     bundlePath: bundleInChild(),
-    maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
-    maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
-    workflowSlots: { minimum: config.QUORUM_MIN_WORKFLOW_SLOTS, targetCpu: config.QUORUM_WORKER_TARGET_CPU },
+    ...configuredSlots(loadConfig()),
     deps: { db, engines: createEngines({ ...engines, logger: log }), log, env: process.env },
   });
   const running = Promise.all(workers.map((w) => w.run()));

@@ -12,13 +12,13 @@ const envText = z.string().min(1).optional();
 /** An optional number, where an empty value means unset (as `VAR= cmd` leaves it) rather than 0. */
 const optionalNumber = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
+/** QUORUM_MIN_WORKFLOW_SLOTS' and QUORUM_WORKER_TARGET_CPU's defaults; also a worker's started without a configuration. */
+export const WORKFLOW_SLOTS_DEFAULT: { readonly minimum: number; readonly targetCpu: number } = { minimum: 32, targetCpu: 0.8 };
+
 /**
  * Temporal's own client variables (its "environment configuration", as its CLI and SDKs read them), so an existing
  * cluster's or Temporal Cloud's settings carry over: infra/temporal-connection.ts turns them into connection options.
  */
-/** QUORUM_MIN_WORKFLOW_SLOTS' and QUORUM_WORKER_TARGET_CPU's defaults; also a worker's started without a configuration. */
-export const WORKFLOW_SLOTS_DEFAULT: { readonly minimum: number; readonly targetCpu: number } = { minimum: 32, targetCpu: 0.8 };
-
 const TemporalClientEnv = {
   TEMPORAL_ADDRESS: envText,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),

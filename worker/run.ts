@@ -16,7 +16,7 @@ import { DEFAULT_CALLBACK_RETRY_MS } from '../domain/webhook-signature';
 import { ensureTrialTimers } from '../starters/trial-credit';
 import { bundleInChild } from './bundle';
 import { serveWorkerMetrics } from './metrics';
-import { createWorkers } from './workers';
+import { configuredSlots, createWorkers } from './workers';
 
 /**
  * The SDK's runtime, installed once per process before its first NativeConnection: a worker process's, or an API
@@ -66,9 +66,7 @@ export async function runWorker(config: Config, log: Logger, connection: NativeC
     // An entry point's own half: the environment read here, at start, and handed down (loadConfig validated it).
     deps: { db, engines: createEngines({ env: process.env, logger: log }), log, env: process.env },
     bundlePath,
-    maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
-    maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
-    workflowSlots: { minimum: config.QUORUM_MIN_WORKFLOW_SLOTS, targetCpu: config.QUORUM_WORKER_TARGET_CPU },
+    ...configuredSlots(config),
     shutdownGraceMs: config.QUORUM_SHUTDOWN_GRACE_MS,
   });
   // The workers hold the code now; a bundle built for this start only is not kept.

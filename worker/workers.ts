@@ -11,7 +11,7 @@ import {
 import { createActivities, type ActivityDeps } from '../activities';
 import { recordDeliberationEvent } from '../db/repositories/deliberation-events';
 import type { DeliberationSinks } from '../workflows/messages';
-import { WORKFLOW_SLOTS_DEFAULT } from '../infra/config';
+import { WORKFLOW_SLOTS_DEFAULT, type Config } from '../infra/config';
 import { runtimeModule } from '../infra/paths';
 import { TASK_QUEUES } from '../workflows/task-queues';
 import { metricsInterceptor } from './metrics';
@@ -78,6 +78,15 @@ function eventSinks(deps: ActivityDeps): InjectedSinks<DeliberationSinks> {
         callDuringReplay: false,
       },
     },
+  };
+}
+
+/** How the configuration sizes a process's workers: what `npm start` runs, and the benches beside it. */
+export function configuredSlots(config: Config): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivities' | 'workflowSlots'> {
+  return {
+    maxCachedWorkflows: config.QUORUM_MAX_CACHED_WORKFLOWS,
+    maxConcurrentActivities: config.QUORUM_MAX_CONCURRENT_ACTIVITIES,
+    workflowSlots: { minimum: config.QUORUM_MIN_WORKFLOW_SLOTS, targetCpu: config.QUORUM_WORKER_TARGET_CPU },
   };
 }
 
