@@ -229,7 +229,13 @@ export default tseslint.config(
     files: ['workflows/**'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', workflowImports],
-      'no-restricted-syntax': noDynamicImport('workflows/ are deterministic'),
+      'no-restricted-syntax': [
+        ...noDynamicImport('workflows/ are deterministic'),
+        {
+          selector: "CallExpression[callee.name='proxyLocalActivities'] > ObjectExpression",
+          message: 'A local activity takes its timeouts from workflows/local-activity-timeouts.ts (no start-to-close: Core leaks a retried try\'s timer).',
+        },
+      ],
     },
   },
   {

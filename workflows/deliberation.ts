@@ -27,6 +27,7 @@ import { unavailableMessage } from '../domain/caller-errors';
 import { assembleCancelledOutcome, assembleOutcome } from '../domain/outcome-assembly';
 import { laneFor, type Seating } from '../domain/seat-assignment';
 import { failureReason } from './engine-chain';
+import { untilDone } from './local-activity-timeouts';
 import { deliberationProgressQuery, type DeliberationProgress, type DeliberationSinks } from './messages';
 import { runPanel, type PanelRecord, type PanelStep } from './panel';
 import { QuorumLane, QuorumStatus } from './search-attributes';
@@ -67,10 +68,9 @@ export interface DeliberationInput {
 
 // Short steps (Postgres, and the classifier's small model, capped at 8 s) run as local activities: no extra server
 // round trip on the hot path. They retry until they succeed: a database blip must not lose a paid answer.
-const { classify, prepare, failRequest, settle, checkAnswer } = proxyLocalActivities<DeliberationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['QuorumError'] },
-});
+const { classify, prepare, failRequest, settle, checkAnswer } = proxyLocalActivities<DeliberationActivities>(
+  untilDone({ initialInterval: '200 milliseconds', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['QuorumError'] }),
+);
 
 /** Spec error codes a deliberation can end with after its reservation; each releases the hold. */
 type AbandonCode = PrepareRefusal['refused'] | Extract<ErrorCode, 'mode_unavailable' | 'cost_unreadable' | 'response_format_failed'>;

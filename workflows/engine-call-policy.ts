@@ -1,5 +1,5 @@
-import { msToNumber } from '@temporalio/common/lib/time';
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
+import { overAllTries } from './local-activity-timeouts';
 
 /**
  * Every engine call's activity options (seats, judges, synthesis, a run's baseline and judges): the engine layer's
@@ -26,30 +26,8 @@ export const ENGINE_CALL: ActivityOptions = {
  * What it trades: a result is recorded when the task completes or heartbeats (every 4 s of a long call, at 80% of the
  * deliberation's 5 s task timeout, starters/deliberation.ts), so a worker that dies loses the calls it finished since
  * (they run again on the worker that takes over after that timeout; the caller is billed once, from the recorded
- * results); and a query waits for that heartbeat.
- *
- * One schedule-to-close over all the tries, not a start-to-close per try: Core (SDK 1.24.0) leaves a retried try's
- * start-to-close timer running after the try ends, and it fires 200 s later regardless — once its worker has stopped,
- * as a panic in the log ("receive half not dropped", docs/testing.md); while a later try of the call still runs, as
- * that try's timeout. The schedule-to-close timer is one per call and ends with it. Each try stays bounded by the
- * engine layer's own deadline (QUORUM_ENGINE_TIMEOUT_MS, at most 180 s), and the budget is what the per-try timeout
- * allowed in all, so every call that ended in time still does, short of Retry-After waits longer than the 20 s per
- * try that the engine deadline leaves under the old 200 s.
+ * results); and a query waits for that heartbeat. One budget over all tries (local-activity-timeouts.ts): each try
+ * stays bounded by the engine layer's own deadline (QUORUM_ENGINE_TIMEOUT_MS, at most 180 s), short of Retry-After
+ * waits longer than the 20 s per try that the engine deadline leaves under the 200 s.
  */
-export const ENGINE_CALL_LOCAL: LocalActivityOptions = {
-  scheduleToCloseTimeout: allTriesMs(ENGINE_CALL),
-  retry: ENGINE_CALL.retry,
-};
-
-/** Every try at its start-to-close and the backoff before each retry (the SDK's defaults where the policy is silent). */
-function allTriesMs({ startToCloseTimeout, retry }: ActivityOptions): number {
-  const tries = retry?.maximumAttempts;
-  if (!startToCloseTimeout || !tries) throw new Error('a budget over all tries needs a per-try timeout and a bounded number of tries');
-  const perTry = msToNumber(startToCloseTimeout);
-  const first = msToNumber(retry.initialInterval ?? '1 second');
-  const cap = retry.maximumInterval === undefined ? 100 * first : msToNumber(retry.maximumInterval);
-  let total = perTry;
-  for (let retried = 1; retried < tries; retried++)
-    total += Math.min(first * (retry.backoffCoefficient ?? 2) ** (retried - 1), cap) + perTry;
-  return total;
-}
+export const ENGINE_CALL_LOCAL: LocalActivityOptions = overAllTries(ENGINE_CALL);

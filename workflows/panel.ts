@@ -14,6 +14,7 @@ import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type Labelled
 import type { Seating, SeatAssignment } from '../domain/seat-assignment';
 import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL, ENGINE_CALL_LOCAL } from './engine-call-policy';
+import { overAllTries } from './local-activity-timeouts';
 import { hedged } from './hedge';
 import { untilQuorumInTask, untilQuorumScoped } from './quorum';
 
@@ -31,7 +32,7 @@ const localEngineCalls = proxyLocalActivities<DeliberationActivities>(ENGINE_CAL
 // Grounding is a search: short, and the panel goes on without it if it keeps failing.
 const GROUNDING = { startToCloseTimeout: '20 seconds', retry: { maximumAttempts: 2 } } as const;
 const { ground } = proxyActivities<DeliberationActivities>(GROUNDING);
-const { ground: groundLocally } = proxyLocalActivities<DeliberationActivities>(GROUNDING);
+const { ground: groundLocally } = proxyLocalActivities<DeliberationActivities>(overAllTries(GROUNDING));
 
 const LABELS = ['A', 'B', 'C'] as const;
 /** A judgment is a short structured verdict. */
