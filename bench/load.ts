@@ -27,6 +27,7 @@ import { stack, startStack, stopStack } from '../test/harness/stack';
 import { stackProcessEnv } from '../test/harness/worker';
 import { criticalPathMs, drive as driveCalls, statusCounts, type Call } from './drive';
 import { runFloor, type FloorResult } from './floor';
+import { runShapeFloor, shapeFloorText, type ShapeFloorResult } from './shape-floor';
 import { measureGateway, type GatewayResult } from './gateway';
 import { peerTable, targetText, type PeerInput, type PeerRow, type PhaseFigures } from './peer-table';
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
@@ -690,15 +691,19 @@ async function main(): Promise<void> {
     await loopback.close();
   }
   // The floor last, with everything else stopped: it starts a dev server, an engine and a worker of its own.
+  let shape: ShapeFloorResult | null = null;
   if (PEERS) {
     console.error('Temporal floor: running');
     floor = await runFloor(Math.max(20, Math.round(FLOOR_N * SCALE)), resolveTemporalBinary(toolEnv(loadConfig(), process.env)));
+    console.error("Temporal floor in Quorum's express shape: running");
+    shape = await runShapeFloor(Math.max(20, Math.round(FLOOR_N * SCALE)));
   }
 
   for (const result of results) printTable(result);
   if (results.length > 1) printSideBySide(results);
   const peerTables = PEERS ? results.map((result) => ({ target: result.target, rows: peerTable(peerInput(result, gateway, floor)) })) : [];
   if (PEERS) printPeers(gateway, floor, results, peerTables);
+  if (shape) printShape(shape, results);
   // A partial or profiled run is for looking, not for the record.
   if (ONLY !== undefined || SCALE !== 1 || CPU_PROF) return console.log('(partial or profiled run: no JSON written)');
   const record = TARGETS.length === 1 && TARGETS[0] === 'dev' ? 'load' : 'load-cluster';
@@ -714,11 +719,12 @@ async function main(): Promise<void> {
         "cpuMsPerCall sums utime+stime over each process tree: api, worker (every worker), temporal (the dev server, or the cluster's Temporal server), temporalPg (the cluster's Postgres for Temporal with its backends; the dev server keeps SQLite in its own process), postgres (Quorum's, with its backends); stack = their sum; bench = autocannon + the loopback engine",
         'the cluster targets run 1 API each, so they differ only in their worker count; on 2 shared cores a second worker cannot give linear gains (the Temporal server, both Postgres and the API share the same cores)',
         'pg transactions from pg_stat_database (each backend reports at most once a second, so a phase edge can shift a few); Temporal persistence requests from the server Prometheus counters persistence_requests and visibility_persistence_requests, summed over services',
-        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). peerTables: issue 42's targets, Quorum / gateway, Quorum / floor and floor / gateway, all from this run",
+        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). shape: bench/shape-floor.ts, the floor's workflow and one in the shape of Quorum's express deliberation (three local activities, two patches, three upserts, a memo; no Quorum code) on a dev server with npm start's settings, run after the floor. peerTables: issue 42's targets, Quorum / gateway, Quorum / floor and floor / gateway, all from this run",
       ],
       targets: results,
       gateway,
       floor,
+      shape,
       peerTables,
     },
     `${record === 'load' ? '' : `${record}-`}latest.json`,
@@ -1000,6 +1006,30 @@ function printPeers(
     const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
     for (const l of lines)
       console.log(l.map((v, i) => (i === 0 || i === l.length - 1 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  '));
+  }
+}
+
+/**
+ * What of Quorum's express cost is the SDK's for the call's shape: the floor's workflow and Quorum's shape on the same
+ * server (their second round each, one at a time), and Quorum's express figures over the shape's.
+ */
+function printShape(shape: ShapeFloorResult, results: readonly TargetResult[]): void {
+  console.log(`\nTemporal's floor in Quorum's express shape (${shape.command}), alternated one at a time, then 16 concurrent:`);
+  for (const line of shapeFloorText(shape)) console.log(line);
+  const last = (name: string): ShapeFloorResult['phases'][number] | undefined =>
+    shape.phases.filter((p) => p.shape === name && p.concurrency === 1).at(-1);
+  const [one, express] = [last('oneStep'), last('expressShape')];
+  if (!one || !express) return;
+  console.log(
+    `  the shape over the floor's workflow: CPU ${(express.cpuMsPerCall.total / one.cpuMsPerCall.total).toFixed(2)}x, p50 ${(express.p50Ms / one.p50Ms).toFixed(2)}x`,
+  );
+  for (const result of results) {
+    const q = result.phases.find((p) => p.target === 'express' && p.engineMs === 0 && p.concurrency === 1);
+    if (!q?.overheadMs) continue;
+    const cpu = q.cpuMsPerCall.stack;
+    console.log(
+      `  ${STACKS[result.target].label} express over the shape: CPU ${f(cpu)} / ${f(express.cpuMsPerCall.total)} ms = ${(cpu / express.cpuMsPerCall.total).toFixed(2)}x (Quorum's own ${f(cpu - express.cpuMsPerCall.total)} ms), overhead p50 ${f(q.overheadMs.p50)} / ${f(express.p50Ms)} ms = ${(q.overheadMs.p50 / express.p50Ms).toFixed(2)}x`,
+    );
   }
 }
 

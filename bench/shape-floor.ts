@@ -1,0 +1,216 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { loadConfig } from '../infra/config';
+import { freePort } from '../infra/free-port';
+import { resolveTemporalBinary } from '../stack/temporal-binary';
+import { spawnDevServer, waitForTemporal } from '../stack/temporal-server';
+import { toolEnv } from '../stack/tool-env';
+import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
+import { cpuDelta, sampleCpu } from './procs';
+import { round } from './results';
+import { summary } from './stats';
+
+/**
+ * Issue 42: how much of an express call's cost is the SDK's for the call's shape, with none of Quorum's code. Temporal's
+ * floor (../shared/tools/temporal-floor) is one local activity; Quorum's express deliberation is three (the hold, the
+ * engine call, the settle) with two patch markers, three search-attribute upserts and a memo, started with its search
+ * attributes and memo and an input of the size Quorum's carries. Both shapes run here on the same dev server with
+ * `npm start`'s settings (SQLite WAL, our dynamic config), a client and a worker in this one process as Quorum's dev
+ * target runs its API and worker, eager start, activities that do nothing but the engine call (a plain HTTP server in
+ * its own process, answering at once). Alternated A/B/A/B one at a time, then each 16 at a time.
+ * `node --import tsx bench/shape-floor.ts` (BENCH_SHAPE_N: calls a phase, default 300).
+ */
+const N = Number(process.env.BENCH_SHAPE_N ?? 300);
+const TASK_QUEUE = 'shape-floor';
+type Shape = 'oneStep' | 'expressShape';
+
+export interface ShapeActivities {
+  callEngine(prompt: string): Promise<string>;
+  hold(mode: unknown): Promise<{ seats: { engineId: string; source: string }[] }>;
+  settle(done: unknown): Promise<void>;
+}
+
+function startEngine(port: number): { stop(): void } {
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('http').createServer((q, r) => { q.resume(); q.on('end', () => { r.setHeader('content-type', 'application/json');
+        r.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Paris.' },
+        finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } })); }); }).listen(${port}, '127.0.0.1');`,
+    ],
+    { stdio: 'ignore' },
+  );
+  return { stop: () => child.kill('SIGTERM') };
+}
+
+function activities(enginePort: number): ShapeActivities & { close(): void } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const callEngine = (prompt: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: prompt }] });
+      const req = http.request(
+        { host: '127.0.0.1', port: enginePort, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve((JSON.parse(text) as { choices: { message: { content: string } }[] }).choices[0].message.content));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  return {
+    callEngine,
+    hold: () => Promise.resolve({ seats: [{ engineId: 'gpt-4.1-mini', source: 'service' }] }),
+    settle: () => Promise.resolve(),
+    close: () => agent.destroy(),
+  };
+}
+
+/** About what Quorum's start input carries for an express call: ids, the mode's configuration (522 bytes), the prompt. */
+const MODE = { id: 'quick', version: 3, config: { seats: [{ engine: 'gpt-4.1-mini', backups: ['claude-haiku'] }], fees: { platformBps: 500 } } };
+const modeJson = JSON.stringify(MODE);
+const INPUT_MODE = { ...MODE, padding: 'x'.repeat(Math.max(0, 522 - modeJson.length)) };
+
+interface PhaseFigures {
+  shape: Shape;
+  concurrency: number;
+  calls: number;
+  eager: number;
+  p50Ms: number;
+  p99Ms: number;
+  perS: number;
+  cpuMsPerCall: { process: number; temporal: number; total: number };
+}
+
+async function phase(client: Client, serverPid: number, shape: Shape, calls: number, concurrency: number): Promise<PhaseFigures> {
+  const latencies: number[] = [];
+  let eager = 0;
+  const one = async (): Promise<void> => {
+    const started = performance.now();
+    const requestId = randomUUID();
+    const handle = await client.workflow.start(shape, {
+      taskQueue: TASK_QUEUE,
+      workflowId: requestId,
+      args: [{ prompt: `what is the capital of France? ${requestId}`, mode: INPUT_MODE, requestId, orgId: randomUUID(), tier: 'plus' }],
+      requestEagerStart: true,
+      workflowTaskTimeout: '5 seconds',
+      typedSearchAttributes: [
+        { key: QuorumOrg, value: 'org' },
+        { key: QuorumMode, value: 'quick' },
+        { key: QuorumLane, value: 'pending' },
+        { key: QuorumStatus, value: 'running' },
+      ],
+      memo: { requestId, model: 'quorum/quick', tier: 'plus' },
+    });
+    if (handle.eagerlyStarted) eager++;
+    await handle.result();
+    latencies.push(performance.now() - started);
+  };
+  for (let i = 0; i < 20; i++) await one();
+  latencies.length = 0;
+  eager = 0;
+  const groups = { process: [process.pid], temporal: [serverPid] };
+  const before = sampleCpu(groups);
+  const wallStart = performance.now();
+  let left = calls;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left-- > 0) await one();
+    }),
+  );
+  const wallS = (performance.now() - wallStart) / 1000;
+  const used = cpuDelta(before, sampleCpu(groups));
+  // sampleCpu counts this process in `bench` as well: the client and the worker are this process.
+  const perCall = (ms: number): number => round(ms / calls);
+  const s = summary([...latencies].sort((a, b) => a - b));
+  return {
+    shape,
+    concurrency,
+    calls,
+    eager,
+    p50Ms: round(s.p50),
+    p99Ms: round(s.p99),
+    perS: round(calls / wallS),
+    cpuMsPerCall: { process: perCall(used.process), temporal: perCall(used.temporal), total: perCall(used.process + used.temporal) },
+  };
+}
+
+export interface ShapeFloorResult {
+  command: string;
+  phases: PhaseFigures[];
+  /** Why there are no figures: the dev server or the worker failed. */
+  error?: string;
+}
+
+/** Both shapes on a dev server of their own (`npm start`'s settings), the client and the worker in this process. Never throws. */
+export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
+  const command = `BENCH_SHAPE_N=${calls} node --import tsx bench/shape-floor.ts`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shape-floor-'));
+  const [port, uiPort, enginePort] = [await freePort(), await freePort(), await freePort()];
+  const server = spawnDevServer({
+    binary: resolveTemporalBinary(toolEnv(loadConfig(), process.env)),
+    port,
+    uiPort,
+    dbFile: path.join(dir, 'temporal.db'),
+    namespace: 'default',
+  });
+  const engine = startEngine(enginePort);
+  const acts = activities(enginePort);
+  const phases: PhaseFigures[] = [];
+  try {
+    await waitForTemporal(`127.0.0.1:${port}`, 'default');
+    const connection = await NativeConnection.connect({ address: `127.0.0.1:${port}` });
+    const worker = await Worker.create({
+      connection,
+      taskQueue: TASK_QUEUE,
+      workflowsPath: require.resolve('./shape-floor-workflows'),
+      activities: { callEngine: acts.callEngine, hold: acts.hold, settle: acts.settle },
+    });
+    const running = worker.run();
+    try {
+      // Eager start needs the client on the worker's own connection (the server hands the task to a worker on it).
+      const client = new Client({ connection });
+      for (const shape of ['oneStep', 'expressShape', 'oneStep', 'expressShape'] as const)
+        phases.push(await phase(client, server.pid ?? 0, shape, calls, 1));
+      for (const shape of ['oneStep', 'expressShape'] as const) phases.push(await phase(client, server.pid ?? 0, shape, 2 * calls, 16));
+    } finally {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    }
+    return { command, phases };
+  } catch (err) {
+    return { command, phases, error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    acts.close();
+    engine.stop();
+    server.kill('SIGTERM');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The phases as lines of text, for this script and for `bench:load`. */
+export function shapeFloorText(result: ShapeFloorResult): string[] {
+  const lines = ['  shape          conc  calls  eager   p50 ms   p99 ms    /s   CPU ms/call (process; Temporal)'];
+  for (const r of result.phases)
+    lines.push(
+      `  ${r.shape.padEnd(13)} ${String(r.concurrency).padStart(5)} ${String(r.calls).padStart(6)} ${String(r.eager).padStart(6)} ${r.p50Ms.toFixed(1).padStart(8)} ${r.p99Ms.toFixed(1).padStart(8)} ${r.perS.toFixed(1).padStart(5)}   ${r.cpuMsPerCall.total.toFixed(1)} (${r.cpuMsPerCall.process.toFixed(1)}; ${r.cpuMsPerCall.temporal.toFixed(1)})`,
+    );
+  if (result.error) lines.push(`  SHAPE FLOOR FAILED: ${result.error}`);
+  return lines;
+}
+
+if (require.main === module)
+  void runShapeFloor(N).then((result) => {
+    for (const line of shapeFloorText(result)) console.log(line);
+    console.log(JSON.stringify({ date: new Date().toISOString(), loadAverage: os.loadavg(), ...result }));
+    if (result.error) process.exitCode = 1;
+  });
