@@ -389,14 +389,26 @@ export interface SettleInput {
   kind?: ChargeKind;
 }
 
-/** `settle` as part of the caller's transaction (a settle that writes its receipt beside it), without a savepoint of its own. */
-export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promise<{ alreadySettled: boolean }> {
+/** A settle's amounts, checked: what the reservation records as charged, and the entries for the held amount `held`. */
+function settleAmounts(input: SettleInput): { charged: bigint; entries: (held: bigint) => NewLedgerEntry[] } {
   const cap = input.capCreditMicros ?? 0n;
   requireNonNegative('chargeMicros', input.chargeMicros);
   requireNonNegative('capCreditMicros', cap);
   if (cap > input.chargeMicros)
     throw new QuorumError('invalid_request', 'capCreditMicros exceeds chargeMicros', { param: 'capCreditMicros' });
-  const charged = (input.chargeMicros - cap).toString();
+  return {
+    charged: input.chargeMicros - cap,
+    entries: (held) => [
+      ...(held > 0n ? [{ kind: 'release' as const, amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId }] : []),
+      { kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId },
+      ...(cap > 0n ? [{ kind: 'cap_credit' as const, amountMicros: cap, requestId: input.requestId }] : []),
+    ],
+  };
+}
+
+/** `settle` as part of the caller's transaction (a settle that writes its receipt beside it), without a savepoint of its own. */
+export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promise<{ alreadySettled: boolean }> {
+  const { charged, entries } = settleAmounts(input);
   // The held reservation (the usual case) marked settled, returning what it was, under its lock, in one round trip:
   // the sub-select locks the row and reads its latest state.
   const { rows: marked } = await trx.raw<{ rows: ReservationRow[] }>(
@@ -404,7 +416,7 @@ export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promi
        from (select amount_micros, state from reservations where org_id = :orgId and request_id = :requestId for update) was
       where x.org_id = :orgId and x.request_id = :requestId and was.state <> 'settled'
       returning was.amount_micros, was.state`,
-    { charged, orgId: input.orgId, requestId: input.requestId },
+    { charged: charged.toString(), orgId: input.orgId, requestId: input.requestId },
   );
   let row = marked[0];
   if (!row) {
@@ -419,17 +431,93 @@ export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promi
     row = rows[0];
     if (row.state === 'settled') return { alreadySettled: true };
   }
-  const held = row.state === 'held' ? row.amount_micros : 0n;
-  const entries: NewLedgerEntry[] = [];
-  if (held > 0n) entries.push({ kind: 'release', amountMicros: 0n, reservedDeltaMicros: -held, requestId: input.requestId });
-  entries.push({ kind: input.kind ?? 'charge', amountMicros: -input.chargeMicros, requestId: input.requestId });
-  if (cap > 0n) entries.push({ kind: 'cap_credit', amountMicros: cap, requestId: input.requestId });
-  await postOrThrow(trx, input.orgId, entries);
+  await postOrThrow(trx, input.orgId, entries(row.state === 'held' ? row.amount_micros : 0n));
   if (!marked[0])
     await trx('reservations')
       .where({ org_id: input.orgId, request_id: input.requestId })
-      .update({ state: 'settled', charged_micros: charged, updated_at: trx.fn.now() });
+      .update({ state: 'settled', charged_micros: charged.toString(), updated_at: trx.fn.now() });
   return { alreadySettled: false };
+}
+
+/**
+ * A held call's settle as common table expressions of the one statement that also writes its receipt
+ * (`receipts.settleOutcome`): the usual settle in one round trip, with no transaction around it. `settle_ok` locks the
+ * call's held reservation, then its balance row (`settleIn`'s order), and yields the held amount only when `settleIn`
+ * would do nothing but release it, charge and credit: no trial commitment open (`trial_due_micros`), no `balance.low`
+ * to raise, the balance covering the charge. The caller writes its receipt only when `settle_ok` has a row, and
+ * `writes` follow the receipt (`exists (select 1 from receipt)`): the reservation settled, the balance posted and its
+ * entries appended as `postEntries` does. When `settle_ok` has no row nothing is written, and the caller settles in a
+ * transaction (`settleIn`), which handles every case.
+ */
+export function settleAtOnce(q: Knex, input: SettleInput): { ok: [string, Knex.Raw][]; writes: [string, Knex.Raw][] } {
+  const { charged, entries } = settleAmounts(input);
+  // The entries as `settleIn` would post them with some hold; the release's delta is the held amount, read in SQL.
+  const posted = entries(1n);
+  const balanceDelta = posted.reduce((sum, e) => sum + e.amountMicros, 0n).toString();
+  const ids = { orgId: input.orgId, requestId: input.requestId };
+  return {
+    ok: [
+      [
+        'settle_held',
+        q.raw(
+          `select amount_micros from reservations where org_id = :orgId and request_id = :requestId and state = 'held' for update`,
+          ids,
+        ),
+      ],
+      [
+        'settle_balance',
+        q.raw(
+          `select balance_micros, reserved_micros, low_balance_micros, low_alerted, trial_due_micros
+             from balances where org_id = :orgId and exists (select 1 from settle_held) for update`,
+          ids,
+        ),
+      ],
+      [
+        'settle_ok',
+        q.raw(
+          `select h.amount_micros as held from settle_held h, settle_balance b
+            where b.trial_due_micros is null
+              and b.reserved_micros - h.amount_micros >= 0
+              and b.balance_micros + :bd >= b.reserved_micros - h.amount_micros
+              and (b.low_alerted or b.balance_micros + :bd >= b.low_balance_micros)`,
+          { bd: balanceDelta },
+        ),
+      ],
+    ],
+    writes: [
+      [
+        'settle_marked',
+        q.raw(
+          `update reservations set state = 'settled', charged_micros = :charged, updated_at = now()
+            where org_id = :orgId and request_id = :requestId and exists (select 1 from receipt)`,
+          { ...ids, charged: charged.toString() },
+        ),
+      ],
+      [
+        'settle_posted',
+        q.raw(
+          `update balances
+              set balance_micros = balance_micros + :bd, reserved_micros = reserved_micros - (select held from settle_ok),
+                  updated_at = now(), low_alerted = low_alerted and balance_micros + :bd < low_balance_micros
+            where org_id = :orgId and exists (select 1 from receipt)
+            returning 1`,
+          { orgId: input.orgId, bd: balanceDelta },
+        ),
+      ],
+      [
+        'settle_appended',
+        q.raw(
+          `insert into ledger_entries (org_id, kind, amount_micros, reserved_delta_micros, request_id)
+           select :orgId, e.kind, e.amount, case when e.kind = 'release' then -ok.held else 0 end, :requestId
+             from settle_posted, settle_ok ok,
+                  unnest(cast(:kinds as text[]), cast(:amounts as bigint[])) with ordinality as e(kind, amount, n)
+            where e.kind <> 'release' or ok.held > 0
+            order by e.n`,
+          { ...ids, kinds: posted.map((e) => e.kind), amounts: posted.map((e) => e.amountMicros.toString()) },
+        ),
+      ],
+    ],
+  };
 }
 
 /** Gives a held reservation back (a failed or unbilled call). Idempotent; a no-op once settled or released. */

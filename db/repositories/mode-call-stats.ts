@@ -51,7 +51,7 @@ export async function recordedCallStats(db: DbOrTrx, mode: { id: string; configH
  * counts twice.
  */
 export function countSettledCall(
-  trx: Knex.Transaction,
+  trx: Knex,
   call: {
     requestId: string;
     modeId: string;

@@ -33,7 +33,7 @@ function unreadableAmounts(o: Outcome): string[] {
  * The statement inserting a call's seat rows, once its receipt was (the `receipt` CTE of the settle); an organisation
  * that keeps no transcripts (issue 41 item 5) has their texts written blank.
  */
-function seatRowsInsert(trx: Knex.Transaction, o: Outcome): Knex.Raw {
+function seatRowsInsert(q: Knex, o: Outcome): Knex.Raw {
   const seats = o.seatPasses.map((p) => ({
     request_id: o.requestId,
     role: p.role,
@@ -57,7 +57,7 @@ function seatRowsInsert(trx: Knex.Transaction, o: Outcome): Knex.Raw {
   const columns = Object.keys(seats[0] ?? { request_id: null });
   // The organisation's retention read once for all the seats, not per row.
   const selected = columns.map((c) => (c === 'content' ? "case when zr.zero then '' else content end" : c));
-  return trx.raw(
+  return q.raw(
     `insert into receipt_seats (${columns.join(', ')})
      select ${selected.join(', ')} from jsonb_populate_recordset(null::receipt_seats, cast(:seats as jsonb)),
             (select zero_retention(:orgId) as zero) zr
@@ -67,106 +67,137 @@ function seatRowsInsert(trx: Knex.Transaction, o: Outcome): Knex.Raw {
 }
 
 /**
- * Charge, receipt, seat passes and the request's final state in one transaction; idempotent by request id, so a
- * retried settle never charges twice. A live key is charged (Form B in full with the excess credited back, Form A
- * held at the ceiling); a connected app's call on a plan charges its real cost to the plan's ledger and leaves the
- * organisation's balance alone; a test key's call is recorded and bills nothing. `cost_unreadable` when the outcome cannot
- * be written at all (a retry would fail the same way).
+ * Charge, receipt, seat passes and the request's final state, all or nothing; idempotent by request id, so a retried
+ * settle never charges twice. A live key is charged (Form B in full with the excess credited back, Form A held at the
+ * ceiling); a connected app's call on a plan charges its real cost to the plan's ledger and leaves the organisation's
+ * balance alone; a test key's call is recorded and bills nothing. `cost_unreadable` when the outcome cannot be written
+ * at all (a retry would fail the same way). A held call's usual settle is one statement (`ledger.settleAtOnce`);
+ * whatever it leaves (a settle already made, a trial commitment, a low-balance alert, no hold) settles in a transaction.
  */
-
 export async function settleOutcome(db: Knex, input: Settlement): Promise<void> {
   // An engine's text is stored whatever characters it holds: a settle never fails on what a provider returned.
   const o = storableJson(input.outcome);
   const unreadable = unreadableAmounts(o);
   if (unreadable.length > 0)
     throw new QuorumError('cost_unreadable', `The call's cost cannot be read (${unreadable.join(', ')}); nothing was billed.`);
-  await db
-    .transaction(async (trx) => {
-      // The receipt, its seat passes, the request's end and the mode's call count in one statement, the receipt first: its key says whether
-      // this request was settled already (a retried settle changes nothing, and the rest is skipped with it).
-      const receipt = trx('receipts')
-        .insert({
-          request_id: o.requestId,
-          org_id: o.orgId,
-          mode_id: o.modeId,
-          mode_version: input.modeVersion,
-          config_hash: o.configHash,
-          status: o.status,
-          lane: o.lane,
-          tier: o.tier,
-          gateway_micros: o.money.gatewayMicros,
-          platform_fee_micros: o.money.platformFeeMicros,
-          mode_fee_micros: o.money.modeFeeMicros,
-          cap_credit_micros: o.money.capCreditMicros,
-          billed_micros: o.money.billedMicros,
-          prompt_tokens: o.usage.promptTokens,
-          completion_tokens: o.usage.completionTokens,
-          latency_ms: o.latencyMs,
-          // An organisation that keeps no transcripts (issue 41 item 5) has the texts blanked as they are written.
-          outcome: trx.raw(
-            "(select case when z then blank_transcript(j, 'zero_retention') else j end from (select cast(? as jsonb) j, zero_retention(?) z) v)",
-            [JSON.stringify(o), o.orgId],
-          ),
-          transcript_deleted_at: trx.raw('case when zero_retention(?) then now() end', [o.orgId]),
-          created_at: o.createdAt,
-          completed_at: o.completedAt,
-        })
-        .onConflict('request_id')
-        .ignore()
-        .returning('request_id');
-      const seatRows = seatRowsInsert(trx, o);
-      const ended = trx('requests')
-        .where({ id: o.requestId })
-        .whereExists(trx.select(trx.raw('1')).from('receipt'))
-        .update({
-          // Form B's capped call may run again under its key; Form A's is a finished answer. A cancelled one keeps its
-          // status (issue 40), and its key may run again.
-          state: o.status === 'cancelled' ? 'cancelled' : o.status === 'capped' && input.form === 'B' ? 'capped' : 'succeeded',
-          finish_reason: o.finishReason,
-          answer_truncated: o.finishReason === 'length',
-          seats_answered: o.seatsAnswered,
-          completed_at: o.completedAt,
-        });
-      const counted = countSettledCall(trx, {
-        requestId: o.requestId,
-        modeId: o.modeId,
-        configHash: o.configHash,
-        tier: o.tier,
-        promptTokens: o.usage.promptTokens,
-        completionTokens: o.usage.completionTokens,
-        modeFeeMicros: o.money.modeFeeMicros,
-        paidByPlan: o.payer === 'plan',
-      });
-      const inserted = (await trx
-        .with('receipt', receipt)
-        .with('seats', seatRows)
-        .with('ended', ended)
-        .with('counted', counted)
-        .select('request_id')
-        .from('receipt')) as {
-        request_id: string;
-      }[];
+  const charge = balanceCharge(input, o);
+  try {
+    if (charge) {
+      const money = ledger.settleAtOnce(db, charge);
+      const written = await withCtes(receiptStatement(db, input, o, 'exists (select 1 from settle_ok)', money.ok), money.writes);
+      if (written.length > 0) return;
+    }
+    await db.transaction(async (trx) => {
+      const inserted = await receiptStatement(trx, input, o, 'true');
       if (inserted.length === 0) return;
-      if (input.billed && o.payer === 'plan') {
+      if (input.billed && o.payer === 'plan')
         await settlePlanCharge(trx, { requestId: o.requestId, chargeMicros: BigInt(o.money.billedMicros) });
-      } else if (input.billed) {
-        const gross = o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros;
-        const charge = input.form === 'B' ? gross : o.money.billedMicros;
-        await ledger.settleIn(trx, {
-          orgId: o.orgId,
-          requestId: o.requestId,
-          chargeMicros: BigInt(charge),
-          capCreditMicros: BigInt(o.money.capCreditMicros),
-        });
-      }
-    })
-    .catch((err: unknown) => {
-      if (!isDeterministicDbError(err)) throw err;
-      throw new QuorumError(
-        'cost_unreadable',
-        'The deliberation could not be recorded; nothing was billed. Retry with the same Idempotency-Key.',
-      );
+      else if (charge) await ledger.settleIn(trx, charge);
     });
+  } catch (err) {
+    if (!isDeterministicDbError(err)) throw err;
+    throw new QuorumError(
+      'cost_unreadable',
+      'The deliberation could not be recorded; nothing was billed. Retry with the same Idempotency-Key.',
+    );
+  }
+}
+
+/** What a call billed to the organisation's balance charges it (none for a test key or a plan's call). */
+function balanceCharge(input: Settlement, o: Outcome): ledger.SettleInput | undefined {
+  if (!input.billed || o.payer === 'plan') return undefined;
+  const gross = o.money.gatewayMicros + o.money.platformFeeMicros + o.money.modeFeeMicros;
+  return {
+    orgId: o.orgId,
+    requestId: o.requestId,
+    chargeMicros: BigInt(input.form === 'B' ? gross : o.money.billedMicros),
+    capCreditMicros: BigInt(o.money.capCreditMicros),
+  };
+}
+
+type Ctes = [string, Knex.Raw | Knex.QueryBuilder][];
+type Statement = Knex.QueryBuilder<Record<string, unknown>, { request_id: string }[]>;
+
+function withCtes(statement: Statement, ctes: Ctes): Statement {
+  return ctes.reduce((q, [name, cte]) => q.with(name, cte), statement);
+}
+
+/**
+ * The receipt, its seat passes, the request's end and the mode's call count in one statement, the receipt first: its
+ * key says whether this request was settled already (a retried settle changes nothing, and the rest is skipped with
+ * it). The receipt is written only where `guard` holds, after the `before` expressions it reads. Returns the receipt's
+ * request id when it was written.
+ */
+function receiptStatement(q: Knex, input: Settlement, o: Outcome, guard: string, before: Ctes = []): Statement {
+  const ended = q('requests')
+    .where({ id: o.requestId })
+    .whereExists(q.select(q.raw('1')).from('receipt'))
+    .update({
+      // Form B's capped call may run again under its key; Form A's is a finished answer. A cancelled one keeps its
+      // status (issue 40), and its key may run again.
+      state: o.status === 'cancelled' ? 'cancelled' : o.status === 'capped' && input.form === 'B' ? 'capped' : 'succeeded',
+      finish_reason: o.finishReason,
+      answer_truncated: o.finishReason === 'length',
+      seats_answered: o.seatsAnswered,
+      completed_at: o.completedAt,
+    });
+  const counted = countSettledCall(q, {
+    requestId: o.requestId,
+    modeId: o.modeId,
+    configHash: o.configHash,
+    tier: o.tier,
+    promptTokens: o.usage.promptTokens,
+    completionTokens: o.usage.completionTokens,
+    modeFeeMicros: o.money.modeFeeMicros,
+    paidByPlan: o.payer === 'plan',
+  });
+  return withCtes(q.select('request_id').from('receipt') as Statement, [
+    ...before,
+    ['receipt', receiptInsert(q, input, o, guard)],
+    ['seats', seatRowsInsert(q, o)],
+    ['ended', ended],
+    ['counted', counted],
+  ]);
+}
+
+/**
+ * The receipt's row where `guard` holds, typed by the table itself (`jsonb_populate_record`). An organisation that
+ * keeps no transcripts (issue 41 item 5) has the texts blanked as they are written.
+ */
+function receiptInsert(q: Knex, input: Settlement, o: Outcome, guard: string): Knex.Raw {
+  const row = {
+    request_id: o.requestId,
+    org_id: o.orgId,
+    mode_id: o.modeId,
+    mode_version: input.modeVersion,
+    config_hash: o.configHash,
+    status: o.status,
+    lane: o.lane,
+    tier: o.tier,
+    gateway_micros: o.money.gatewayMicros,
+    platform_fee_micros: o.money.platformFeeMicros,
+    mode_fee_micros: o.money.modeFeeMicros,
+    cap_credit_micros: o.money.capCreditMicros,
+    billed_micros: o.money.billedMicros,
+    prompt_tokens: o.usage.promptTokens,
+    completion_tokens: o.usage.completionTokens,
+    latency_ms: o.latencyMs,
+    outcome: o,
+    created_at: o.createdAt,
+    completed_at: o.completedAt,
+  };
+  const columns = Object.keys(row).filter((c) => c !== 'outcome');
+  return q.raw(
+    `insert into receipts (${columns.join(', ')}, outcome, transcript_deleted_at)
+     select ${columns.map((c) => `r.${c}`).join(', ')},
+            case when v.zero then blank_transcript(r.outcome, 'zero_retention') else r.outcome end,
+            case when v.zero then now() end
+       from jsonb_populate_record(null::receipts, cast(:row as jsonb)) r, (select zero_retention(:orgId) as zero) v
+      where ${guard}
+     on conflict (request_id) do nothing
+     returning request_id`,
+    { row: JSON.stringify(row), orgId: o.orgId },
+  );
 }
 
 /** What the advisor reads of one recent call: enough to re-quote it and to count fallbacks, cut-offs and splits. */

@@ -254,50 +254,54 @@ describe('accounts: trial credit', () => {
     await assertLedgerMatchesBalance(db, org.orgId);
   });
 
-  it('through the API: a Form B call in flight when the trial timer fires leaves nothing of the trial credit', async function () {
-    this.timeout(120_000);
-    const { env, db } = stack();
-    // Simulated engines answering slowly enough that the timer fires while the call holds its $2.
-    const workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:1500' });
-    const api = await startApi('B');
-    const { worker, taskQueue } = await testWorker(
-      require.resolve('../../../workflows/trial-credit'),
-      createAccountActivities({ db, log: createLogger('test', () => undefined) }),
-    );
-    try {
-      const org = await createOrganisation(db, { name: 'In Flight Co' });
-      const answered = call(api, 'POST', '/v1/chat/completions', {
-        key: org.apiKey,
-        body: { model: EXPRESS.B, messages: USER('In one sentence: why is the sky blue?') },
-      });
-      const until = Date.now() + 30_000;
-      while (!(await db('reservations').where({ org_id: org.orgId, state: 'held' }).first())) {
-        assert.ok(Date.now() < until, 'the call never held its money');
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const held = (await getBalance(db, org.orgId)).reservedMicros;
-      assert.equal(held, usd('2'), 'Form B holds its $2 ceiling');
-      const expired = await worker.runUntil(
-        env.client.workflow.execute<typeof trialCreditWorkflow>('trialCreditWorkflow', {
-          taskQueue,
-          workflowId: workflowIds.trialCredit(org.orgId),
-          args: [{ orgId: org.orgId, trialStartedAt: org.trialStartedAt.toISOString(), periodMs: 1 }],
-        }),
+  // Without a low-balance threshold the call's charge raises no alert, so only its trial commitment keeps its settle from
+  // the one-statement path (`ledger.settleAtOnce`), which would skip the deduction.
+  for (const threshold of ['the default', 'none'] as const)
+    it(`through the API: a Form B call in flight when the trial timer fires leaves nothing of the trial credit (low-balance threshold: ${threshold})`, async function () {
+      this.timeout(120_000);
+      const { env, db } = stack();
+      // Simulated engines answering slowly enough that the timer fires while the call holds its $2.
+      const workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:1500' });
+      const api = await startApi('B');
+      const { worker, taskQueue } = await testWorker(
+        require.resolve('../../../workflows/trial-credit'),
+        createAccountActivities({ db, log: createLogger('test', () => undefined) }),
       );
-      assert.deepEqual(expired, { deductedMicros: usd('3').toString() });
-      const reply = await answered;
-      assert.equal(reply.status, 200, JSON.stringify(reply.body));
-      const billed = usd(String((reply.body.svc as { billed_usd: number }).billed_usd));
-      assert.ok(billed > 0n && billed <= usd('2'));
-      // Unused by hand: the $5 trial less what the call was billed; nothing is left.
-      assert.equal(await deducted(org.orgId), usd('5') - billed);
-      assert.deepEqual(await getBalance(db, org.orgId), { balanceMicros: 0n, reservedMicros: 0n, availableMicros: 0n });
-      await assertLedgerMatchesBalance(db, org.orgId);
-    } finally {
-      await api.close();
-      await workers.stop();
-    }
-  });
+      try {
+        const org = await createOrganisation(db, { name: 'In Flight Co' });
+        if (threshold === 'none') await db('balances').where({ org_id: org.orgId }).update({ low_balance_micros: 0 });
+        const answered = call(api, 'POST', '/v1/chat/completions', {
+          key: org.apiKey,
+          body: { model: EXPRESS.B, messages: USER('In one sentence: why is the sky blue?') },
+        });
+        const until = Date.now() + 30_000;
+        while (!(await db('reservations').where({ org_id: org.orgId, state: 'held' }).first())) {
+          assert.ok(Date.now() < until, 'the call never held its money');
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        const held = (await getBalance(db, org.orgId)).reservedMicros;
+        assert.equal(held, usd('2'), 'Form B holds its $2 ceiling');
+        const expired = await worker.runUntil(
+          env.client.workflow.execute<typeof trialCreditWorkflow>('trialCreditWorkflow', {
+            taskQueue,
+            workflowId: workflowIds.trialCredit(org.orgId),
+            args: [{ orgId: org.orgId, trialStartedAt: org.trialStartedAt.toISOString(), periodMs: 1 }],
+          }),
+        );
+        assert.deepEqual(expired, { deductedMicros: usd('3').toString() });
+        const reply = await answered;
+        assert.equal(reply.status, 200, JSON.stringify(reply.body));
+        const billed = usd(String((reply.body.svc as { billed_usd: number }).billed_usd));
+        assert.ok(billed > 0n && billed <= usd('2'));
+        // Unused by hand: the $5 trial less what the call was billed; nothing is left.
+        assert.equal(await deducted(org.orgId), usd('5') - billed);
+        assert.deepEqual(await getBalance(db, org.orgId), { balanceMicros: 0n, reservedMicros: 0n, availableMicros: 0n });
+        await assertLedgerMatchesBalance(db, org.orgId);
+      } finally {
+        await api.close();
+        await workers.stop();
+      }
+    });
 
   it('trial timers start once per organisation, and ensureTrialTimers catches up on deferred ones', async () => {
     const { env, db } = stack();
