@@ -15,6 +15,11 @@ import type { Engines } from './index';
 /** The classifier is a small, fast model: past this the heuristic answers instead. */
 const CLASSIFIER_TIMEOUT_MS = 8_000;
 
+/** Whether `classifyPrompt` asks a model (`engineId` configured and reachable), or the heuristic answers in process. */
+export function asksClassifierModel(engines: Engines, engineId: string | undefined): engineId is string {
+  return !!engineId && engines.isAvailable(engineId);
+}
+
 /**
  * The one classifier of a call, used by the deliberation's classify step and by `/v1/estimate` alike (spec 01:
  * "Uses the same classifier as a real call"). With a classifier engine configured and reachable it asks that small
@@ -28,7 +33,7 @@ export async function classifyPrompt(
   messages: ChatMessage[],
   engineId: string | undefined,
 ): Promise<{ classification: Classification; call?: ClassifierCall }> {
-  if (!engineId || !engines.isAvailable(engineId)) return { classification: classifyHeuristic(messages) };
+  if (!asksClassifierModel(engines, engineId)) return { classification: classifyHeuristic(messages) };
   let call: ClassifierCall | undefined;
   try {
     const r = await engines.call({

@@ -72,6 +72,11 @@ async function withSlot<T>(
     if (needsNoSlot && (await needsNoSlot())) return work();
     throw slot.refusal;
   }
+  return holdingLease(db, lease, work);
+}
+
+/** Runs `work` holding `lease`, taken already: renewed while the work runs, released when it ends. */
+export async function holdingLease<T>(db: Db, lease: string, work: () => Promise<T>): Promise<T> {
   const renew = setInterval(() => void renewLease(db, lease).catch(() => undefined), LEASE_TTL_MS / 3);
   try {
     return await work();
@@ -81,6 +86,15 @@ async function withSlot<T>(
   }
 }
 
+/** How many calls the organisation may have in flight, and the refusal past them (429 `concurrency_limit_exceeded`). */
+export function concurrencySlots(auth: AuthContext): { limit: number; refusal: QuorumError } {
+  const limit = auth.limits.concurrency ?? DEFAULT_CONCURRENCY;
+  const refusal = new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
+    retryAfter: CONCURRENCY_RETRY_AFTER_S,
+  });
+  return { limit, refusal };
+}
+
 /** `work` holding one of the organisation's concurrency slots (429 `concurrency_limit_exceeded`). */
 export function withConcurrencySlot<T>(
   db: Db,
@@ -88,11 +102,7 @@ export function withConcurrencySlot<T>(
   work: () => Promise<T>,
   needsNoSlot?: () => Promise<boolean>,
 ): Promise<T> {
-  const limit = auth.limits.concurrency ?? DEFAULT_CONCURRENCY;
-  const refusal = new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
-    retryAfter: CONCURRENCY_RETRY_AFTER_S,
-  });
-  return withSlot(db, { holder: auth.orgId, limit, refusal }, work, needsNoSlot);
+  return withSlot(db, { holder: auth.orgId, ...concurrencySlots(auth) }, work, needsNoSlot);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { AuthContext } from '../db/repositories/api-keys';
 import type { Db } from '../db/knex';
-import { recordEstimate } from '../db/repositories/limits';
+import { admitEstimate } from '../db/repositories/limits';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { recordedCallStats } from '../db/repositories/mode-call-stats';
 import { latestRunSummary } from '../db/repositories/runs';
@@ -17,10 +17,10 @@ import { countMessagesTokens } from '../domain/tokens';
 import { assertPlanPermits } from '../domain/plan-rules';
 import type { ModeRecord, Tier } from '../domain/modes';
 import type { TokenPrices } from '../domain/pricing';
-import { classifyPrompt } from '../engines/classify';
+import { asksClassifierModel, classifyPrompt } from '../engines/classify';
 import type { EstimateInput } from './requests/common';
 import type { Outcome } from '../domain/outcome';
-import { checkInputTokens, keyCeilingMicros, resolveMode, withConcurrencySlot } from './checks';
+import { checkInputTokens, concurrencySlots, holdingLease, keyCeilingMicros, resolveMode } from './checks';
 import type { OperationDeps } from './deps';
 
 export interface EstimateView {
@@ -91,7 +91,12 @@ export function planHoldMicros(
  * (activities' `prepare`): none for a test key (simulated engines) or a connected app (the service's keys).
  */
 export async function ownKeyFamilies(db: Db, auth: AuthContext): Promise<ReadonlySet<string>> {
-  return auth.keyKind === 'test' || auth.app ? new Set() : ownProviderFamilies(db, auth.orgId);
+  return runsOnOwnKeys(auth) ? ownProviderFamilies(db, auth.orgId) : new Set();
+}
+
+/** Whether this caller's seat calls may run on the organisation's own keys (not a test key's, nor a connected app's). */
+function runsOnOwnKeys(auth: AuthContext): boolean {
+  return auth.keyKind !== 'test' && !auth.app;
 }
 
 /** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
@@ -148,8 +153,10 @@ export function runEvidenceOf(db: Db, mode: ModeRecord): ReturnType<typeof lates
 
 /**
  * The free quote: the same classifier as a real call, in process (no workflow); it never reads or touches the
- * balance. Subject to the same rate and concurrency limits as a billed call (spec 01). `startedAt` is the
- * `performance.now()` of the round trip's start, for its own timing.
+ * balance. Subject to the same rate and concurrency limits as a billed call (spec 01): refused when the organisation
+ * has its limit in flight; one that waits on a classifier model holds a slot while it does, one the heuristic
+ * classifies in process holds none (`admitEstimate`). After the mode, one round trip (two with a lease, which is
+ * released before the answer). `startedAt` is the `performance.now()` of the round trip's start, for its own timing.
  */
 export async function estimate(
   deps: OperationDeps,
@@ -163,23 +170,27 @@ export async function estimate(
   // Free, but a connected app is refused what its plan would refuse the call (spec: after the mode is resolved).
   if (auth.app) assertPlanPermits(auth.app.plan, { mode, model: body.model, tier });
   const promptTokens = checkInputTokens(auth, body.messages);
-  // Read-only, so it may overlap the slot check; its failure surfaces where it is awaited.
-  const ratesRead = ratesOf(db, mode);
-  ratesRead.catch(() => undefined);
+  // Read-only and cached, so it may overlap the admission; its failure surfaces where it is awaited.
   const evidenceRead = runEvidenceOf(db, mode);
   evidenceRead.catch(() => undefined);
-  const ownRead = ownKeyFamilies(db, auth);
-  ownRead.catch(() => undefined);
-  return withConcurrencySlot(db, auth, async () => {
+  const classifierEngine = mode.config.staff.classifier?.engine;
+  const slots = concurrencySlots(auth);
+  // The slot, the estimate's record, the recorded rates and the own keys' families in one round trip.
+  const admission = await admitEstimate(db, {
+    orgId: auth.orgId,
+    requestId,
+    limit: slots.limit,
+    holdSlot: asksClassifierModel(deps.engines, classifierEngine),
+    mode,
+    ownKeys: runsOnOwnKeys(auth),
+  });
+  if (!admission.admitted) throw slots.refusal;
+  const rates = tierRates(mode.config, admission.stats);
+  const work = async (): Promise<EstimateView> => {
     const classifyStart = performance.now();
-    const { classification: classified } = await classifyPrompt(
-      deps.engines,
-      deps.log,
-      body.messages,
-      mode.config.staff.classifier?.engine,
-    );
+    const { classification: classified } = await classifyPrompt(deps.engines, deps.log, body.messages, classifierEngine);
     const classify = Math.round(performance.now() - classifyStart);
-    const [rates, runs, ownFamilies] = await Promise.all([ratesRead, evidenceRead, ownRead, recordEstimate(db, auth.orgId, requestId)]);
+    const runs = await evidenceRead;
     // DESIGN §10: once the mode has finished runs, they decide whether a panel helps on questions like this one.
     const fromRuns = runs && runEvidence(runs.summary, classified.depth, runs.runId);
     const classification = fromRuns ? { ...classified, deliberationValue: fromRuns } : classified;
@@ -190,12 +201,13 @@ export async function estimate(
         classification,
         promptTokens,
         rates,
-        ownFamilies,
+        ownFamilies: admission.ownFamilies,
         classifierPromptTokens: classifierPromptTokens(mode, body.messages),
       }),
       catalogPrices(deps.engines),
     );
     const total = Math.round(performance.now() - input.startedAt);
     return { requestId, model: body.model, mode, classification, tier, rates, quote: q, timing: { total, classify } };
-  });
+  };
+  return admission.lease ? holdingLease(db, admission.lease, work) : work();
 }

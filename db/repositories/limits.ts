@@ -1,4 +1,6 @@
 import { randomBase62 } from '../../domain/api-keys';
+import type { Tier } from '../../domain/modes';
+import { callStatsByTier, type CallStats, type CallStatsRow } from './mode-call-stats';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -48,7 +50,7 @@ export async function admitRequest(
 
 /** Takes one of the organisation's `limit` slots; the lease id, or undefined when all are in use. */
 export async function acquireLease(db: DbOrTrx, orgId: string, limit: number): Promise<string | undefined> {
-  const id = `lease_${randomBase62(20)}`;
+  const id = newLeaseId();
   const res = await db.raw<{ rows: { ok: boolean }[] }>('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [
     orgId,
     id,
@@ -57,6 +59,8 @@ export async function acquireLease(db: DbOrTrx, orgId: string, limit: number): P
   ]);
   return res.rows[0].ok ? id : undefined;
 }
+
+const newLeaseId = (): string => `lease_${randomBase62(20)}`;
 
 export async function renewLease(db: DbOrTrx, leaseId: string): Promise<void> {
   await db.raw(`update concurrency_leases set expires_at = now() + make_interval(secs => ? / 1000.0) where id = ?`, [
@@ -77,9 +81,37 @@ export async function leasesInFlight(db: DbOrTrx, orgId: string): Promise<number
   return Number(row.n);
 }
 
-/** An estimate's request id, so its receipt lookup can say that no deliberation ran. */
-export async function recordEstimate(db: DbOrTrx, orgId: string, requestId: string): Promise<void> {
-  await db('estimate_requests').insert({ id: requestId, org_id: orgId });
+/** What admitting an estimate read: refused (every slot taken), or the mode's counts and the own keys' families. */
+export type EstimateAdmission =
+  { admitted: false } | { admitted: true; lease: string | undefined; stats: Record<Tier, CallStats>; ownFamilies: Set<string> };
+
+/**
+ * An estimate's one round trip after its mode (issue 42 item 3): one of the organisation's `limit` slots, the
+ * estimate's record, its mode configuration's recorded calls per tier and the organisation's own provider families
+ * (when `ownKeys`), in one statement; the record lets a receipt lookup of the estimate's id say that no deliberation
+ * ran. Nothing is written when every slot is taken. `holdSlot` takes a lease, which
+ * the caller releases, for an estimate that waits on a classifier model; without it, the estimate classifies in
+ * process in well under a millisecond, and a free slot now is the slot it would take and give back (no lease).
+ */
+export async function admitEstimate(
+  db: DbOrTrx,
+  q: { orgId: string; requestId: string; limit: number; holdSlot: boolean; mode: { id: string; configHash: string }; ownKeys: boolean },
+): Promise<EstimateAdmission> {
+  const lease = q.holdSlot ? newLeaseId() : undefined;
+  const slot = lease
+    ? db.raw('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [q.orgId, lease, q.limit, LEASE_TTL_MS])
+    : db.raw('select count(*) < ? as ok from concurrency_leases where org_id = ? and expires_at > now()', [q.limit, q.orgId]);
+  const res = await db.raw<{ rows: (Partial<CallStatsRow> & { ok: boolean; families: string[] })[] }>(
+    `with slot as (?),
+          est as (insert into estimate_requests (id, org_id) select ?, ? from slot where slot.ok)
+     select slot.ok, array(select family from provider_credentials where slot.ok and ?::boolean and org_id = ?) as families,
+            s.tier, s.n, s.input_tokens, s.output_tokens, s.mode_fee_micros
+       from slot left join mode_call_stats s on slot.ok and s.mode_id = ? and s.config_hash = ?`,
+    [slot, q.requestId, q.orgId, q.ownKeys, q.orgId, q.mode.id, q.mode.configHash],
+  );
+  if (!res.rows[0].ok) return { admitted: false };
+  const stats = callStatsByTier(res.rows.flatMap((r) => (r.tier ? [r as CallStatsRow] : [])));
+  return { admitted: true, lease, stats, ownFamilies: new Set(res.rows[0].families) };
 }
 
 export async function isEstimate(db: DbOrTrx, orgId: string, requestId: string): Promise<boolean> {

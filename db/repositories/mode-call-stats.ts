@@ -26,13 +26,21 @@ const NONE: CallStats = { n: 0, inputTokens: 0, outputTokens: 0, modeFeeMicros: 
 export async function recordedCallStats(db: DbOrTrx, mode: { id: string; configHash: string }): Promise<Record<Tier, CallStats>> {
   const rows = (await db('mode_call_stats')
     .where({ mode_id: mode.id, config_hash: mode.configHash })
-    .select('tier', 'n', 'input_tokens', 'output_tokens', 'mode_fee_micros')) as {
-    tier: Tier;
-    n: number;
-    input_tokens: string;
-    output_tokens: string;
-    mode_fee_micros: string;
-  }[];
+    .select('tier', 'n', 'input_tokens', 'output_tokens', 'mode_fee_micros')) as CallStatsRow[];
+  return callStatsByTier(rows);
+}
+
+/** One row of `mode_call_stats` as read (its sums are bigint, so text). */
+export interface CallStatsRow {
+  tier: Tier;
+  n: number;
+  input_tokens: string;
+  output_tokens: string;
+  mode_fee_micros: string;
+}
+
+/** Each tier's count from the rows of one configuration (none recorded: zero). */
+export function callStatsByTier(rows: readonly CallStatsRow[]): Record<Tier, CallStats> {
   const byTier = new Map(rows.map((r) => [r.tier, r]));
   return Object.fromEntries(
     TIERS.map((tier) => {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createDb, type Db } from '../../../db/knex';
+import { acquireLease, leasesInFlight } from '../../../db/repositories/limits';
 import { stack } from '../../harness/stack';
-import { startProductWorkers } from '../deliberation/helpers';
+import { customMode, startProductWorkers } from '../deliberation/helpers';
+import { systemModeConfig } from './fixtures';
 import { call, EXPRESS, newKey, newOrg, PANEL, startApi, USER, type Api } from './helpers';
 
 /**
@@ -144,5 +146,76 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     assert.equal(refused.api.filter((s) => names(s, 'requests', 'balances')).length, 1);
     assert.equal(refused.worker.length, 0, 'nothing ran');
     assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 0);
+  });
+
+  /** One estimate's statements in the API, each named by what it does (the gate's two, the mode, the estimate's own). */
+  async function traceEstimate(
+    key: string,
+    model: string,
+  ): Promise<{ status: number; code?: string; requestId?: unknown; steps: string[]; sent: Sent[] }> {
+    apiSent.length = 0;
+    const reply = await call(api, 'POST', '/v1/estimate', { key, body: { model, messages: USER(`Why is the sky blue? ${randomUUID()}`) } });
+    const sent = [...apiSent];
+    const step = (s: Sent): string =>
+      names(s, 'api_keys')
+        ? 'key'
+        : /admit_request\(/.test(s.sql)
+          ? 'rate'
+          : names(s, 'modes')
+            ? 'mode'
+            : names(s, 'estimate_requests')
+              ? 'admission'
+              : names(s, 'concurrency_leases')
+                ? 'release'
+                : names(s, 'refused_requests')
+                  ? 'refusal'
+                  : s.sql.slice(0, 80);
+    return { status: reply.status, code: reply.body.error?.code, requestId: reply.body.request_id, steps: sent.map(step), sent };
+  }
+
+  it('an estimate: after the key, its rate and its mode, one statement takes the slot, records it and reads the rates and own keys', async () => {
+    const org = await newOrg(20);
+    const key = await newKey(org.orgId, { limits: { concurrency: 2, requestsPerMinute: 1_000 } });
+    const estimates = async (): Promise<number> => (await stack().db('estimate_requests').where({ org_id: org.orgId })).length;
+    // The first estimate of a mode in this process also reads its newest run (cached 30 s): not the steady state.
+    assert.equal((await traceEstimate(key, PANEL.B)).status, 200);
+
+    // The heuristic classifies in process: a free slot admits it, and no lease is taken or released.
+    const heuristic = await traceEstimate(key, PANEL.B);
+    assert.equal(heuristic.status, 200);
+    assert.deepEqual(heuristic.steps, ['key', 'rate', 'mode', 'admission']);
+    assert.deepEqual(
+      heuristic.sent.map((s) => s.tx),
+      [undefined, undefined, undefined, undefined],
+      'no transaction: each statement commits alone',
+    );
+    const [admission] = heuristic.sent.filter((s) => names(s, 'estimate_requests'));
+    for (const table of ['concurrency_leases', 'mode_call_stats', 'provider_credentials'])
+      assert.ok(names(admission, table), admission.sql);
+    assert.equal((await stack().db('estimate_requests').where({ id: heuristic.requestId, org_id: org.orgId })).length, 1);
+
+    // A classifier model is waited on holding a lease, released before the answer.
+    const panel = systemModeConfig();
+    const classified = await customMode(org.orgId, 'quorum-panel', {
+      staff: { ...panel.staff, classifier: { engine: 'sim/alpha-experience' } },
+    });
+    assert.equal((await traceEstimate(key, classified.ticker)).status, 200);
+    const byModel = await traceEstimate(key, classified.ticker);
+    assert.equal(byModel.status, 200);
+    assert.deepEqual(byModel.steps, ['key', 'rate', 'mode', 'admission', 'release']);
+    assert.match(byModel.sent[3].sql, /acquire_concurrency_lease\(/);
+    assert.equal(await leasesInFlight(stack().db, org.orgId), 0);
+
+    // Every slot taken: the same one statement refuses and writes nothing; the gate records the refusal.
+    const recorded = await estimates();
+    const held = [await acquireLease(stack().db, org.orgId, 2), await acquireLease(stack().db, org.orgId, 2)];
+    assert.ok(held.every(Boolean));
+    for (const model of [PANEL.B, classified.ticker]) {
+      const refused = await traceEstimate(key, model);
+      assert.deepEqual([refused.status, refused.code], [429, 'concurrency_limit_exceeded']);
+      assert.deepEqual(refused.steps, ['key', 'rate', 'mode', 'admission', 'refusal']);
+    }
+    assert.equal(await estimates(), recorded);
+    assert.equal(await leasesInFlight(stack().db, org.orgId), 2);
   });
 });
