@@ -19,21 +19,19 @@ export const CONCURRENCY_RETRY_AFTER_S = 5;
 
 /** The mode `model` names, if this caller may call it. */
 export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: string): Promise<ModeRecord> {
-  const notFound = new QuorumError(
-    'model_not_found',
-    `No mode \`${JSON.stringify(model).slice(1, -1)}\` is available to this organisation.`,
-    {
+  // Made only when thrown: an error's stack trace costs more than the rest of a found mode's checks.
+  const notFound = (): QuorumError =>
+    new QuorumError('model_not_found', `No mode \`${JSON.stringify(model).slice(1, -1)}\` is available to this organisation.`, {
       param: 'model',
-    },
-  );
+    });
   // Text no mode can be named (a NUL, an unpaired surrogate) is not found without asking the database, which refuses it.
-  if (!isStorableText(model)) throw notFound;
+  if (!isStorableText(model)) throw notFound();
   const mode = await findMode(db, { orgId: auth.orgId, form, model });
-  if (!mode) throw notFound;
+  if (!mode) throw notFound();
   const lab = form === 'B' && model.endsWith(':LAB');
   if (!mode.published && !lab) {
     // Form A has no such code: an unpublished mode is simply not available.
-    if (form === 'A') throw notFound;
+    if (form === 'A') throw notFound();
     throw new QuorumError('mode_not_published', `The mode \`${model}\` is not published; its author can call \`${model}:LAB\`.`, {
       param: 'model',
     });
@@ -63,14 +61,14 @@ export function checkInputTokens(auth: AuthContext, messages: readonly ChatMessa
  */
 async function withSlot<T>(
   db: Db,
-  slot: { holder: string; limit: number; refusal: QuorumError },
+  slot: { holder: string; limit: number; refusal: () => QuorumError },
   work: () => Promise<T>,
   needsNoSlot?: () => Promise<boolean>,
 ): Promise<T> {
   const lease = await acquireLease(db, slot.holder, slot.limit);
   if (!lease) {
     if (needsNoSlot && (await needsNoSlot())) return work();
-    throw slot.refusal;
+    throw slot.refusal();
   }
   return holdingLease(db, lease, work);
 }
@@ -87,11 +85,12 @@ export async function holdingLease<T>(db: Db, lease: string, work: () => Promise
 }
 
 /** How many calls the organisation may have in flight, and the refusal past them (429 `concurrency_limit_exceeded`). */
-export function concurrencySlots(auth: AuthContext): { limit: number; refusal: QuorumError } {
+export function concurrencySlots(auth: AuthContext): { limit: number; refusal: () => QuorumError } {
   const limit = auth.limits.concurrency ?? DEFAULT_CONCURRENCY;
-  const refusal = new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
-    retryAfter: CONCURRENCY_RETRY_AFTER_S,
-  });
+  const refusal = (): QuorumError =>
+    new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
+      retryAfter: CONCURRENCY_RETRY_AFTER_S,
+    });
   return { limit, refusal };
 }
 
@@ -114,11 +113,12 @@ export function withConcurrencySlot<T>(
 export function withPersonSlot<T>(db: Db, auth: AuthContext, work: () => Promise<T>, needsNoSlot?: () => Promise<boolean>): Promise<T> {
   if (!auth.app) return work();
   const { personId, plan } = auth.app;
-  const refusal = new QuorumError(
-    'too_many_concurrent_requests',
-    `The ${plan.name} plan allows ${plan.maxInFlight} deliberation(s) in flight per person; retry when one ends.`,
-    { retryAfter: CONCURRENCY_RETRY_AFTER_S },
-  );
+  const refusal = (): QuorumError =>
+    new QuorumError(
+      'too_many_concurrent_requests',
+      `The ${plan.name} plan allows ${plan.maxInFlight} deliberation(s) in flight per person; retry when one ends.`,
+      { retryAfter: CONCURRENCY_RETRY_AFTER_S },
+    );
   return withSlot(db, { holder: `person:${personId}`, limit: plan.maxInFlight, refusal }, work, needsNoSlot);
 }
 

@@ -184,7 +184,7 @@ export async function estimate(
     mode,
     ownKeys: runsOnOwnKeys(auth),
   });
-  if (!admission.admitted) throw slots.refusal;
+  if (!admission.admitted) throw slots.refusal();
   const rates = tierRates(mode.config, admission.stats);
   const work = async (): Promise<EstimateView> => {
     const classifyStart = performance.now();
