@@ -1,7 +1,7 @@
 import type { Db } from '../../db/knex';
-import { authenticate, type AuthContext } from '../../db/repositories/api-keys';
+import { authenticate, authenticateAdmitting, type AuthContext } from '../../db/repositories/api-keys';
 import { authenticateApp, type AppGrant } from '../../db/repositories/app-principals';
-import { admitRequest } from '../../db/repositories/limits';
+import { admitRequest, RATE_WINDOW_MS, type Admission } from '../../db/repositories/limits';
 import { isAccessTokenShaped, isApiKeyAttempt, ORG_REQUESTS_PER_MINUTE, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { isDependencyOutage } from './errors';
@@ -90,15 +90,30 @@ async function admit(
       'invalid_api_key',
       "This is neither a Quorum API key (they begin qrm_live_ or qrm_test_) nor an access token Quorum issued. A provider's own key is set in the console, under provider keys, not sent here.",
     );
-  const auth = isApiKeyAttempt(bearer) ? await authenticate(db, bearer) : await authenticateApp(db, await oauth.verify(bearer, edge));
-  // An admin key (issue 41) reaches the organisation's own routes, and only it does, and reads the account; it calls nothing.
+  if (!isApiKeyAttempt(bearer)) {
+    const auth = await authenticateApp(db, await oauth.verify(bearer, edge));
+    checkGateScope(auth, scope);
+    await admitCalls(db, auth, 1, onRate);
+    return auth;
+  }
+  // A key for a calling route is counted in the statement that reads it (one round trip, issue 42); the rules below
+  // still decide, and a request that statement did not count is counted after them.
+  const foldable = scope !== ADMIN_SCOPE && scope !== ACCOUNT_READ_SCOPE;
+  const { auth, admission } = foldable
+    ? await authenticateAdmitting(db, bearer, { scope: scope ?? null, defaultLimit: DEFAULT_REQUESTS_PER_MINUTE, windowMs: RATE_WINDOW_MS })
+    : { auth: await authenticate(db, bearer), admission: undefined };
+  checkGateScope(auth, scope);
+  await admitCalls(db, auth, 1, onRate, admission);
+  return auth;
+}
+
+/** An admin key (issue 41) reaches the organisation's own routes, and only it does, and reads the account; it calls nothing. */
+function checkGateScope(auth: AuthContext, scope: GateScope | undefined): void {
   if (scope === ADMIN_SCOPE) requireAdminKey(auth);
   else if (scope === ACCOUNT_READ_SCOPE) {
     if (auth.keyKind !== 'admin') requireScope(auth, 'receipts');
   } else if (auth.keyKind === 'admin') throw new QuorumError('insufficient_scope', ADMIN_KEY_CALLS_NOTHING);
   else if (scope !== undefined) requireScope(auth, scope);
-  await admitCalls(db, auth, 1, onRate);
-  return auth;
 }
 
 /**
@@ -115,9 +130,16 @@ export async function admitMore(deps: AccessDeps, auth: AuthContext, count: numb
   }
 }
 
-async function admitCalls(db: Db, auth: AuthContext, count: number, onRate?: (rate: RateState) => void): Promise<void> {
+/** `counted`: the admission the key's own statement made already (`authenticateAdmitting`). */
+async function admitCalls(
+  db: Db,
+  auth: AuthContext,
+  count: number,
+  onRate?: (rate: RateState) => void,
+  counted?: Admission,
+): Promise<void> {
   const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
-  const admission = await admitRequest(db, auth.keyId, limit, undefined, count);
+  const admission = counted ?? (await admitRequest(db, auth.keyId, limit, undefined, count));
   onRate?.({ limit, remaining: admission.remaining, resetMs: admission.resetMs });
   if (admission.allowed) return;
   const message =

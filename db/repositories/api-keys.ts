@@ -1,7 +1,9 @@
+import type { Knex } from 'knex';
 import { z } from 'zod';
 import { generateApiKey, hashApiKey, parseApiKeyKind, randomBase62, SCOPES, type KeyKind, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { AppPrincipal } from '../../domain/plans';
+import { toAdmission, type Admission, type AdmissionRow } from './limits';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
 /** Per-key overrides of the spec's limits; null = the service default. */
@@ -109,13 +111,12 @@ interface KeyRow {
   org_status: 'active' | 'suspended';
 }
 
-/** Spec order: unknown key 401 → revoked/expired 401 → suspended organisation 403. Lookup is by hash only. */
-export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthContext> {
-  if (!parseApiKeyKind(rawKey)) throw new QuorumError('invalid_api_key', 'The API key is missing or malformed.');
-  const row = (await db('api_keys as k')
+/** The key's row with its organisation's status, by the key's hash. */
+function keyRowQuery(db: DbOrTrx, rawKey: string): Knex.QueryBuilder {
+  return db('api_keys as k')
     .join('organisations as o', 'o.id', 'k.org_id')
     .where('k.key_hash', hashApiKey(rawKey))
-    .first(
+    .select(
       'k.id',
       'k.org_id',
       'k.mode',
@@ -130,7 +131,46 @@ export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthCon
       'k.expires_at',
       'k.monthly_budget_micros',
       'o.status as org_status',
-    )) as KeyRow | undefined;
+    );
+}
+
+const malformedKey = (): QuorumError => new QuorumError('invalid_api_key', 'The API key is missing or malformed.');
+
+/** Spec order: unknown key 401 → revoked/expired 401 → suspended organisation 403. Lookup is by hash only. */
+export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthContext> {
+  if (!parseApiKeyKind(rawKey)) throw malformedKey();
+  return authOfRow((await keyRowQuery(db, rawKey).first()) as KeyRow | undefined);
+}
+
+/**
+ * `authenticate` and the key's requests per minute (`admitRequest`, once) in one statement: the request is counted
+ * only when the key is usable and, for `scope`, an API key (not an admin key) with that scope (any, when null) — a
+ * refused request is never counted. `admission` is undefined when it was not counted: refused, or by a rule the
+ * caller applies itself, which then counts the request as before.
+ */
+export async function authenticateAdmitting(
+  db: DbOrTrx,
+  rawKey: string,
+  rate: { scope: Scope | null; defaultLimit: number; windowMs: number },
+): Promise<{ auth: AuthContext; admission: Admission | undefined }> {
+  if (!parseApiKeyKind(rawKey)) throw malformedKey();
+  // admit_request runs only for the row `usable` keeps: lateral on it, so no row, no call.
+  const res = await db.raw<{ rows: (KeyRow & Partial<AdmissionRow>)[] }>(
+    `with k as (?),
+          usable as (select * from k
+                      where k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) and k.org_status = 'active'
+                        and k.mode <> 'admin' and (?::text is null or ?::text = any(k.scopes))),
+          a as (select r.* from usable cross join lateral admit_request(usable.id, coalesce(usable.requests_per_minute, ?), ?, 1) r)
+     select k.*, a.allowed, a.retry_after_ms, a.remaining, a.reset_ms from k left join a on true`,
+    [keyRowQuery(db, rawKey), rate.scope, rate.scope, rate.defaultLimit, rate.windowMs],
+  );
+  const row = res.rows[0] as (KeyRow & Partial<AdmissionRow>) | undefined;
+  const auth = authOfRow(row);
+  const counted = row?.allowed !== undefined && row.allowed !== null;
+  return { auth, admission: counted ? toAdmission(row as AdmissionRow, rate.windowMs) : undefined };
+}
+
+function authOfRow(row: KeyRow | undefined): AuthContext {
   if (!row) throw new QuorumError('invalid_api_key', 'The API key is not recognised.');
   if (row.revoked_at) throw new QuorumError('revoked_api_key', 'The API key has been revoked.');
   if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new QuorumError('revoked_api_key', 'The API key has expired.');

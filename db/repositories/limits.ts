@@ -34,11 +34,19 @@ export async function admitRequest(
   windowMs: number = RATE_WINDOW_MS,
   count = 1,
 ): Promise<Admission> {
-  const res = await db.raw<{ rows: { allowed: boolean; retry_after_ms: number; remaining: number; reset_ms: number }[] }>(
-    'select * from admit_request(?, ?, ?, ?)',
-    [keyId, limit, windowMs, count],
-  );
-  const row = res.rows[0];
+  const res = await db.raw<{ rows: AdmissionRow[] }>('select * from admit_request(?, ?, ?, ?)', [keyId, limit, windowMs, count]);
+  return toAdmission(res.rows[0], windowMs);
+}
+
+/** What `admit_request` answers. */
+export interface AdmissionRow {
+  allowed: boolean;
+  retry_after_ms: number;
+  remaining: number;
+  reset_ms: number;
+}
+
+export function toAdmission(row: AdmissionRow, windowMs: number): Admission {
   const waitMs = row.retry_after_ms < 0 ? windowMs : row.retry_after_ms;
   return {
     allowed: row.allowed,

@@ -425,6 +425,39 @@ describe('API limits (Postgres-backed, shared by every API process)', function (
     assert.equal((await call(a, 'GET', '/v1/models', { key: org.ownerKey })).status, 200);
   });
 
+  it("a request the gate refuses is not counted toward the key's requests per minute; an admitted one is, once", async () => {
+    const org = await newOrg();
+    const body = { model: PANEL.A, messages: USER('What is the capital of France?') };
+    const statuses = async (n: number, send: () => Promise<Reply>): Promise<number[]> => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await send()).status);
+      return out;
+    };
+    await insideOneMinute();
+    // Refused for its scope, three times, by a key allowed two requests a minute: its two are still whole.
+    const modelsOnly = await newKey(org.orgId, { scopes: ['models'], limits: { requestsPerMinute: 2 } });
+    assert.deepEqual(await statuses(3, () => call(a, 'POST', '/v1/estimate', { key: modelsOnly, body })), [403, 403, 403]);
+    const first = await call(a, 'GET', '/v1/models', { key: modelsOnly });
+    assert.equal(first.headers.get('x-ratelimit-remaining-requests'), '1');
+    assert.deepEqual(await statuses(2, () => call(b, 'GET', '/v1/models', { key: modelsOnly })), [200, 429]);
+    // An admin key calls nothing; refused there, its requests on the account's routes are still whole.
+    const admin = (await createApiKey(stack().db, { orgId: org.orgId, keyKind: 'admin', limits: { requestsPerMinute: 2 } })).apiKey;
+    assert.deepEqual(await statuses(3, () => call(a, 'POST', '/v1/estimate', { key: admin, body })), [403, 403, 403]);
+    assert.deepEqual(await statuses(3, () => call(a, 'GET', '/v1/balance', { key: admin })), [200, 200, 429]);
+    // A revoked key and a suspended organisation's key: refused, never counted, whole again once usable.
+    const revoked = await createApiKey(stack().db, { orgId: org.orgId, keyKind: 'live', limits: { requestsPerMinute: 2 } });
+    await stack().db('api_keys').where({ id: revoked.keyId }).update({ revoked_at: stack().db.fn.now() });
+    assert.deepEqual(await statuses(3, () => call(a, 'POST', '/v1/estimate', { key: revoked.apiKey, body })), [401, 401, 401]);
+    await stack().db('api_keys').where({ id: revoked.keyId }).update({ revoked_at: null });
+    assert.deepEqual(await statuses(3, () => call(a, 'POST', '/v1/estimate', { key: revoked.apiKey, body })), [200, 200, 429]);
+    const other = await newOrg();
+    const suspendedKey = await newKey(other.orgId, { limits: { requestsPerMinute: 2 } });
+    await setOrganisationStatus(stack().db, other.orgId, 'suspended');
+    assert.deepEqual(await statuses(3, () => call(a, 'POST', '/v1/estimate', { key: suspendedKey, body })), [403, 403, 403]);
+    await setOrganisationStatus(stack().db, other.orgId, 'active');
+    assert.deepEqual(await statuses(3, () => call(a, 'POST', '/v1/estimate', { key: suspendedKey, body })), [200, 200, 429]);
+  });
+
   it('the default is 60 per minute', async () => {
     const org = await newOrg();
     await insideOneMinute();

@@ -148,7 +148,7 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     assert.equal((await stack().db('requests').where({ org_id: org.orgId })).length, 0);
   });
 
-  /** One estimate's statements in the API, each named by what it does (the gate's two, the mode, the estimate's own). */
+  /** One estimate's statements in the API, each named by what it does (the gate's, the mode, the estimate's own). */
   async function traceEstimate(
     key: string,
     model: string,
@@ -157,23 +157,21 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     const reply = await call(api, 'POST', '/v1/estimate', { key, body: { model, messages: USER(`Why is the sky blue? ${randomUUID()}`) } });
     const sent = [...apiSent];
     const step = (s: Sent): string =>
-      names(s, 'api_keys')
-        ? 'key'
-        : /admit_request\(/.test(s.sql)
-          ? 'rate'
-          : names(s, 'modes')
-            ? 'mode'
-            : names(s, 'estimate_requests')
-              ? 'admission'
-              : names(s, 'concurrency_leases')
-                ? 'release'
-                : names(s, 'refused_requests')
-                  ? 'refusal'
-                  : s.sql.slice(0, 80);
+      names(s, 'api_keys') && /admit_request\(/.test(s.sql)
+        ? 'key and rate'
+        : names(s, 'modes')
+          ? 'mode'
+          : names(s, 'estimate_requests')
+            ? 'admission'
+            : names(s, 'concurrency_leases')
+              ? 'release'
+              : names(s, 'refused_requests')
+                ? 'refusal'
+                : s.sql.slice(0, 80);
     return { status: reply.status, code: reply.body.error?.code, requestId: reply.body.request_id, steps: sent.map(step), sent };
   }
 
-  it('an estimate: after the key, its rate and its mode, one statement takes the slot, records it and reads the rates and own keys', async () => {
+  it('an estimate: the key with its rate in one statement, the mode, then one statement takes the slot, records it and reads the rates and own keys', async () => {
     const org = await newOrg(20);
     const key = await newKey(org.orgId, { limits: { concurrency: 2, requestsPerMinute: 1_000 } });
     const estimates = async (): Promise<number> => (await stack().db('estimate_requests').where({ org_id: org.orgId })).length;
@@ -183,10 +181,10 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     // The heuristic classifies in process: a free slot admits it, and no lease is taken or released.
     const heuristic = await traceEstimate(key, PANEL.B);
     assert.equal(heuristic.status, 200);
-    assert.deepEqual(heuristic.steps, ['key', 'rate', 'mode', 'admission']);
+    assert.deepEqual(heuristic.steps, ['key and rate', 'mode', 'admission']);
     assert.deepEqual(
       heuristic.sent.map((s) => s.tx),
-      [undefined, undefined, undefined, undefined],
+      [undefined, undefined, undefined],
       'no transaction: each statement commits alone',
     );
     const [admission] = heuristic.sent.filter((s) => names(s, 'estimate_requests'));
@@ -202,8 +200,8 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     assert.equal((await traceEstimate(key, classified.ticker)).status, 200);
     const byModel = await traceEstimate(key, classified.ticker);
     assert.equal(byModel.status, 200);
-    assert.deepEqual(byModel.steps, ['key', 'rate', 'mode', 'admission', 'release']);
-    assert.match(byModel.sent[3].sql, /acquire_concurrency_lease\(/);
+    assert.deepEqual(byModel.steps, ['key and rate', 'mode', 'admission', 'release']);
+    assert.match(byModel.sent[2].sql, /acquire_concurrency_lease\(/);
     assert.equal(await leasesInFlight(stack().db, org.orgId), 0);
 
     // Every slot taken: the same one statement refuses and writes nothing; the gate records the refusal.
@@ -213,7 +211,7 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     for (const model of [PANEL.B, classified.ticker]) {
       const refused = await traceEstimate(key, model);
       assert.deepEqual([refused.status, refused.code], [429, 'concurrency_limit_exceeded']);
-      assert.deepEqual(refused.steps, ['key', 'rate', 'mode', 'admission', 'refusal']);
+      assert.deepEqual(refused.steps, ['key and rate', 'mode', 'admission', 'refusal']);
     }
     assert.equal(await estimates(), recorded);
     assert.equal(await leasesInFlight(stack().db, org.orgId), 2);
