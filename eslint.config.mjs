@@ -233,7 +233,8 @@ export default tseslint.config(
         ...noDynamicImport('workflows/ are deterministic'),
         {
           selector: "CallExpression[callee.name='proxyLocalActivities'] > ObjectExpression",
-          message: 'A local activity takes its timeouts from workflows/local-activity-timeouts.ts (no start-to-close: Core leaks a retried try\'s timer).',
+          message:
+            "A local activity takes its timeouts from workflows/local-activity-timeouts.ts (no start-to-close: Core leaks a retried try's timer).",
         },
       ],
     },

@@ -56,7 +56,14 @@ function activities(enginePort: number): ShapeActivities & { close(): void } {
     new Promise((resolve, reject) => {
       const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: prompt }] });
       const req = http.request(
-        { host: '127.0.0.1', port: enginePort, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+        {
+          host: '127.0.0.1',
+          port: enginePort,
+          path: '/v1/chat/completions',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json' },
+        },
         (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString()));
@@ -75,7 +82,11 @@ function activities(enginePort: number): ShapeActivities & { close(): void } {
 }
 
 /** About what Quorum's start input carries for an express call: ids, the mode's configuration (522 bytes), the prompt. */
-const MODE = { id: 'quick', version: 3, config: { seats: [{ engine: 'gpt-4.1-mini', backups: ['claude-haiku'] }], fees: { platformBps: 500 } } };
+const MODE = {
+  id: 'quick',
+  version: 3,
+  config: { seats: [{ engine: 'gpt-4.1-mini', backups: ['claude-haiku'] }], fees: { platformBps: 500 } },
+};
 const modeJson = JSON.stringify(MODE);
 const INPUT_MODE = { ...MODE, padding: 'x'.repeat(Math.max(0, 522 - modeJson.length)) };
 
