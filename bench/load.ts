@@ -719,7 +719,7 @@ async function main(): Promise<void> {
         "cpuMsPerCall sums utime+stime over each process tree: api, worker (every worker), temporal (the dev server, or the cluster's Temporal server), temporalPg (the cluster's Postgres for Temporal with its backends; the dev server keeps SQLite in its own process), postgres (Quorum's, with its backends); stack = their sum; bench = autocannon + the loopback engine",
         'the cluster targets run 1 API each, so they differ only in their worker count; on 2 shared cores a second worker cannot give linear gains (the Temporal server, both Postgres and the API share the same cores)',
         'pg transactions from pg_stat_database (each backend reports at most once a second, so a phase edge can shift a few); Temporal persistence requests from the server Prometheus counters persistence_requests and visibility_persistence_requests, summed over services',
-        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). shape: bench/shape-floor.ts, the floor's workflow and one in the shape of Quorum's express deliberation (three local activities, two patches, three upserts, a memo; no Quorum code) on a dev server with npm start's settings, run after the floor. peerTables: issue 42's targets, Quorum / gateway, Quorum / floor and floor / gateway, all from this run",
+        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). shape: bench/shape-floor.ts, the floor's workflow and ones in the shape of Quorum's express deliberation (three local activities, two patches, three upserts, a memo; no Quorum code) and of a panel (eleven local activities) on a dev server with npm start's settings, run after the floor. peerTables: issue 42's targets, Quorum / gateway, Quorum / floor and floor / gateway, all from this run",
       ],
       targets: results,
       gateway,
@@ -1023,7 +1023,13 @@ function printShape(shape: ShapeFloorResult, results: readonly TargetResult[]): 
   console.log(
     `  the shape over the floor's workflow: CPU ${(express.cpuMsPerCall.total / one.cpuMsPerCall.total).toFixed(2)}x, p50 ${(express.p50Ms / one.p50Ms).toFixed(2)}x`,
   );
+  const panel = shape.phases.find((p) => p.shape === 'panelShape');
   for (const result of results) {
+    const quorumPanel = result.phases.find((p) => p.target === 'panel' && p.engineMs === 0 && p.concurrency === 16);
+    if (panel && quorumPanel)
+      console.log(
+        `  ${STACKS[result.target].label} panels at 16 over the panel's shape: CPU ${f(quorumPanel.cpuMsPerCall.stack)} / ${f(panel.cpuMsPerCall.total)} ms = ${(quorumPanel.cpuMsPerCall.stack / panel.cpuMsPerCall.total).toFixed(2)}x, ${f(quorumPanel.throughputPerS)} / ${f(panel.perS)} a second`,
+      );
     const q = result.phases.find((p) => p.target === 'express' && p.engineMs === 0 && p.concurrency === 1);
     if (!q?.overheadMs) continue;
     const cpu = q.cpuMsPerCall.stack;

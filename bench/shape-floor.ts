@@ -20,15 +20,16 @@ import { summary } from './stats';
  * Issue 42: how much of an express call's cost is the SDK's for the call's shape, with none of Quorum's code. Temporal's
  * floor (../shared/tools/temporal-floor) is one local activity; Quorum's express deliberation is three (the hold, the
  * engine call, the settle) with two patch markers, three search-attribute upserts and a memo, started with its search
- * attributes and memo and an input of the size Quorum's carries. Both shapes run here on the same dev server with
+ * attributes and memo and an input of the size Quorum's carries; a panel's steps are eleven (nine engine calls). Both shapes run here on the same dev server with
  * `npm start`'s settings (SQLite WAL, our dynamic config), a client and a worker in this one process as Quorum's dev
  * target runs its API and worker, eager start, activities that do nothing but the engine call (a plain HTTP server in
- * its own process, answering at once). Alternated A/B/A/B one at a time, then each 16 at a time.
+ * its own process, answering at once). The floor's workflow and the express shape alternated one at a time, then
+ * each, and the panel's, 16 at a time.
  * `node --import tsx bench/shape-floor.ts` (BENCH_SHAPE_N: calls a phase, default 300).
  */
 const N = Number(process.env.BENCH_SHAPE_N ?? 300);
 const TASK_QUEUE = 'shape-floor';
-type Shape = 'oneStep' | 'expressShape';
+type Shape = 'oneStep' | 'expressShape' | 'panelShape';
 
 export interface ShapeActivities {
   callEngine(prompt: string): Promise<string>;
@@ -128,8 +129,9 @@ async function phase(client: Client, serverPid: number, shape: Shape, calls: num
   for (let i = 0; i < 20; i++) await one();
   latencies.length = 0;
   eager = 0;
-  const groups = { process: [process.pid], temporal: [serverPid] };
-  const before = sampleCpu(groups);
+  // This process alone (every thread, none of its children: the dev server and the engine are children), and the server.
+  const processBefore = process.cpuUsage();
+  const before = sampleCpu({ temporal: [serverPid] });
   const wallStart = performance.now();
   let left = calls;
   await Promise.all(
@@ -138,8 +140,8 @@ async function phase(client: Client, serverPid: number, shape: Shape, calls: num
     }),
   );
   const wallS = (performance.now() - wallStart) / 1000;
-  const used = cpuDelta(before, sampleCpu(groups));
-  // sampleCpu counts this process in `bench` as well: the client and the worker are this process.
+  const ownUs = process.cpuUsage(processBefore);
+  const used = { process: (ownUs.user + ownUs.system) / 1000, temporal: cpuDelta(before, sampleCpu({ temporal: [serverPid] })).temporal };
   const perCall = (ms: number): number => round(ms / calls);
   const s = summary([...latencies].sort((a, b) => a - b));
   return {
@@ -191,7 +193,8 @@ export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
       const client = new Client({ connection });
       for (const shape of ['oneStep', 'expressShape', 'oneStep', 'expressShape'] as const)
         phases.push(await phase(client, server.pid ?? 0, shape, calls, 1));
-      for (const shape of ['oneStep', 'expressShape'] as const) phases.push(await phase(client, server.pid ?? 0, shape, 2 * calls, 16));
+      for (const shape of ['oneStep', 'expressShape', 'panelShape'] as const)
+        phases.push(await phase(client, server.pid ?? 0, shape, 2 * calls, 16));
     } finally {
       worker.shutdown();
       await running;
