@@ -63,6 +63,8 @@ import { toolEnv } from '../stack/tool-env';
  * main thread's and the SDK's workflow threads') reports its heap, and the rest of their anonymous memory is native.
  * They start with the product's V8 flags (PROCESS_V8_FLAGS); BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=8' starts
  * them (and only them) with those instead, '' with none: a lever's run.
+ * BENCH_LOAD_TEMPORAL_PG='synchronous_commit=off,…' sets those on a cluster target's Postgres for Temporal (ALTER SYSTEM,
+ * then a reload) once it is up: a lever of issue 42 item 5, measured against a run without.
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
@@ -118,6 +120,14 @@ const IDLE_WINDOW_MS = 10_000;
 const COUNTERS_SETTLE_MS = 2_000;
 const CPU_PROF = process.env.BENCH_LOAD_CPU_PROF;
 const NODE_OPTIONS = process.env.BENCH_LOAD_NODE_OPTIONS;
+const TEMPORAL_PG_SETTINGS = (process.env.BENCH_LOAD_TEMPORAL_PG ?? '')
+  .split(',')
+  .filter((setting) => setting.trim() !== '')
+  .map((setting) => {
+    const [name, value] = setting.split('=').map((part) => part.trim());
+    if (!/^[a-z_.]+$/.test(name) || value === undefined) throw new Error(`BENCH_LOAD_TEMPORAL_PG: not name=value: ${setting}`);
+    return { name, value };
+  });
 /** BENCH_LOAD_PEERS=off skips the gateway and the floor (issue 31), which no change to Quorum moves: for back-to-back lever runs. */
 const PEERS = process.env.BENCH_LOAD_PEERS !== 'off';
 /** Calls per floor phase at scale 1 (the tool's own default); its 16-concurrent phases make twice as many. */
@@ -384,6 +394,8 @@ async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv)
       max: 1,
     });
     stops.push(() => temporalPg.end());
+    for (const { name, value } of TEMPORAL_PG_SETTINGS) await temporalPg.query(`alter system set ${name} = '${value.replace(/'/g, "''")}'`);
+    if (TEMPORAL_PG_SETTINGS.length > 0) await temporalPg.query('select pg_reload_conf()');
     const db = createDb(cluster.databaseUrl, 4);
     stops.push(() => db.destroy());
     const connection = await Connection.connect({ address: cluster.temporalAddress });

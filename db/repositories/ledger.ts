@@ -444,12 +444,12 @@ export async function settleIn(trx: Knex.Transaction, input: SettleInput): Promi
  * (`receipts.settleOutcome`): the usual settle in one round trip, with no transaction around it. `settle_ok` locks the
  * call's held reservation, then its balance row (`settleIn`'s order), and yields the held amount only when `settleIn`
  * would do nothing but release it, charge and credit: no trial commitment open (`trial_due_micros`), no `balance.low`
- * to raise, the balance covering the charge. The caller writes its receipt only when `settle_ok` has a row, and
- * `writes` follow the receipt (`exists (select 1 from receipt)`): the reservation settled, the balance posted and its
- * entries appended as `postEntries` does. When `settle_ok` has no row nothing is written, and the caller settles in a
- * transaction (`settleIn`), which handles every case.
+ * to raise, the balance covering the charge. The caller writes its receipt only where `guard` holds (`settle_ok` has
+ * a row), and `writes` follow the receipt (`exists (select 1 from receipt)`): the reservation settled, the balance
+ * posted and its entries appended as `postEntries` does. When `settle_ok` has no row nothing is written, and the
+ * caller settles in a transaction (`settleIn`), which handles every case.
  */
-export function settleAtOnce(q: Knex, input: SettleInput): { ok: [string, Knex.Raw][]; writes: [string, Knex.Raw][] } {
+export function settleAtOnce(q: Knex, input: SettleInput): { ok: [string, Knex.Raw][]; guard: string; writes: [string, Knex.Raw][] } {
   const { charged, entries } = settleAmounts(input);
   // The entries as `settleIn` would post them with some hold; the release's delta is the held amount, read in SQL.
   const posted = entries(1n);
@@ -484,6 +484,7 @@ export function settleAtOnce(q: Knex, input: SettleInput): { ok: [string, Knex.R
         ),
       ],
     ],
+    guard: 'exists (select 1 from settle_ok)',
     writes: [
       [
         'settle_marked',

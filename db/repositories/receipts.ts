@@ -84,7 +84,7 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
   try {
     if (charge) {
       const money = ledger.settleAtOnce(db, charge);
-      const written = await withCtes(receiptStatement(db, input, o, 'exists (select 1 from settle_ok)', money.ok), money.writes);
+      const written = await withCtes(receiptStatement(db, input, o, money.guard, money.ok), money.writes);
       if (written.length > 0) return;
     }
     await db.transaction(async (trx) => {
