@@ -15,8 +15,9 @@ export const PROCESS_ENV_DEFAULTS: Readonly<NodeJS.ProcessEnv> = { MALLOC_ARENA_
  * V8 flags every product process starts with (the Dockerfile's NODE_OPTIONS holds the same, kept equal by a test).
  * Young generations of 4 MB semi-spaces instead of 16 (each of the process's three isolates keeps them full after a
  * burst: about 50 MB resident at rest), and each isolate's old space capped at 256 MB, so V8 collects instead of
- * growing: 500 panels in flight peaked at 387 MB instead of 799, all answered, their live main heap about 112 MB (docs/performance.md, "Memory in flight"). The cap is over what the calls in flight can hold live:
- * the workers take on what their CPU serves and a request body is at most 256 KB.
+ * growing: 500 panels in flight peaked at 387 MB instead of 799, all answered, their live main heap about 112 MB
+ * (docs/performance.md, "Memory in flight"). The cap is over what the calls in flight can hold live: the workers take
+ * on what their CPU serves and a request body is at most 256 KB.
  */
 export const PROCESS_V8_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--max-old-space-size=256'];
 

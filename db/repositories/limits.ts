@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { randomBase62 } from '../../domain/api-keys';
 import type { Tier } from '../../domain/modes';
 import { callStatsByTier, type CallStats, type CallStatsRow } from './mode-call-stats';
@@ -83,10 +84,13 @@ export async function releaseLease(db: DbOrTrx, leaseId: string): Promise<void> 
 
 /** Live leases of an organisation (for tests and operators). */
 export async function leasesInFlight(db: DbOrTrx, orgId: string): Promise<number> {
-  const row = (
-    await db('concurrency_leases').where('org_id', orgId).andWhere('expires_at', '>', db.fn.now()).count<{ n: string }[]>('* as n')
-  )[0];
+  const row = (await liveLeases(db, orgId).count<{ n: string }[]>('* as n'))[0];
   return Number(row.n);
+}
+
+/** The organisation's leases not yet expired: the calls it has in flight. */
+function liveLeases(db: DbOrTrx, orgId: string): Knex.QueryBuilder {
+  return db('concurrency_leases').where('org_id', orgId).andWhere('expires_at', '>', db.fn.now());
 }
 
 /** What admitting an estimate read: refused (every slot taken), or the mode's counts and the own keys' families. */
@@ -108,7 +112,7 @@ export async function admitEstimate(
   const lease = q.holdSlot ? newLeaseId() : undefined;
   const slot = lease
     ? db.raw('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [q.orgId, lease, q.limit, LEASE_TTL_MS])
-    : db.raw('select count(*) < ? as ok from concurrency_leases where org_id = ? and expires_at > now()', [q.limit, q.orgId]);
+    : liveLeases(db, q.orgId).select(db.raw('count(*) < ? as ok', [q.limit]));
   const res = await db.raw<{ rows: (Partial<CallStatsRow> & { ok: boolean; families: string[] })[] }>(
     `with slot as (?),
           est as (insert into estimate_requests (id, org_id) select ?, ? from slot where slot.ok)
