@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
  * - `admit_request` also says how many requests the key has left in the window and when the window is empty again,
  *   for the `x-ratelimit-remaining-requests` and `x-ratelimit-reset-requests` headers. The same one statement.
  */
-const ADMIT = (withState: boolean): string => `
+export const ADMIT = (withState: boolean): string => `
     create function admit_request(p_key text, p_limit int, p_window_ms int, p_count int default 1)
     returns table (allowed boolean, retry_after_ms int${withState ? ', remaining int, reset_ms int' : ''})
     language plpgsql as $$
