@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { acquireLease, LEASE_TTL_MS, releaseLease, renewLease } from '../db/repositories/limits';
-import { findMode } from '../db/repositories/modes';
+import { namesLab } from '../db/repositories/modes';
 import { keyAllowsMode, type CallingKeyKind, type KeyKind, type Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import type { ModeRecord } from '../domain/modes';
@@ -9,6 +9,7 @@ import type { ChatMessage } from '../domain/messages';
 import { isStorableText } from '../domain/storable-text';
 import { countMessagesTokens } from '../domain/tokens';
 import type { Form } from '../domain/form';
+import { findModeAt } from './mode-cache';
 
 /** DESIGN §8 after the body: model and entitlement (404/403) → input tokens (413) → … → concurrency (429). */
 
@@ -26,9 +27,9 @@ export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: 
     });
   // Text no mode can be named (a NUL, an unpaired surrogate) is not found without asking the database, which refuses it.
   if (!isStorableText(model)) throw notFound();
-  const mode = await findMode(db, { orgId: auth.orgId, form, model });
+  const mode = await findModeAt(db, { orgId: auth.orgId, form, model }, auth.catalogueRevision);
   if (!mode) throw notFound();
-  const lab = form === 'B' && model.endsWith(':LAB');
+  const lab = namesLab(form, model);
   if (!mode.published && !lab) {
     // Form A has no such code: an unpublished mode is simply not available.
     if (form === 'A') throw notFound();

@@ -29,6 +29,11 @@ export interface AuthContext {
   app?: AppPrincipal;
   /** The key's monthly budget (issue 41): a call that would take its spend this month past it is refused (402). */
   monthlyBudgetMicros?: bigint;
+  /**
+   * The mode catalogue's revision the key's statement read (migration 033): a mode found at that revision is current
+   * for this request (operations/mode-cache.ts). Absent where the caller was not authenticated by an API key.
+   */
+  catalogueRevision?: bigint;
 }
 
 export interface CreateApiKeyInput {
@@ -109,6 +114,7 @@ interface KeyRow {
   expires_at: Date | null;
   monthly_budget_micros: string | null;
   org_status: 'active' | 'suspended';
+  catalogue_revision: string;
 }
 
 /** The key's row with its organisation's status, by the key's hash. */
@@ -131,6 +137,7 @@ function keyRowQuery(db: DbOrTrx, rawKey: string): Knex.QueryBuilder {
       'k.expires_at',
       'k.monthly_budget_micros',
       'o.status as org_status',
+      db.raw('(select revision from mode_catalogue) as catalogue_revision'),
     );
 }
 
@@ -189,6 +196,7 @@ function authOfRow(row: KeyRow | undefined): AuthContext {
     },
     isOwner: row.is_owner,
     ...(row.monthly_budget_micros !== null && { monthlyBudgetMicros: BigInt(row.monthly_budget_micros) }),
+    catalogueRevision: BigInt(row.catalogue_revision),
   };
 }
 

@@ -156,7 +156,7 @@ interface LabRow extends CallableRow {
  * `mode_not_published`). Undefined when the caller cannot see such a mode.
  */
 export async function findMode(db: Conn, q: { orgId: string; form: Form; model: string }): Promise<ModeRecord | undefined> {
-  const lab = q.form === 'B' && q.model.endsWith(':LAB');
+  const lab = namesLab(q.form, q.model);
   const key = lab ? q.model.slice(0, -':LAB'.length) : q.model;
   const row = (await withCallableVersions(db)
     .where(q.form === 'A' ? 'm.id' : 'm.ticker', key)
@@ -186,6 +186,11 @@ export async function findMode(db: Conn, q: { orgId: string; form: Form; model: 
   if (row.listing_state !== null && q.form === 'B')
     throw new QuorumError('mode_not_permitted', `\`${key}\` is no longer offered in the marketplace.`, { param: 'model' });
   return undefined;
+}
+
+/** Whether `model` names a mode's lab version (Form B's `:LAB` ticker). */
+export function namesLab(form: Form, model: string): boolean {
+  return form === 'B' && model.endsWith(':LAB');
 }
 
 export type ListingState = 'listed' | 'rejected' | 'delisted';

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createDb, type Db } from '../../../db/knex';
 import { acquireLease, leasesInFlight } from '../../../db/repositories/limits';
+import { upsertMode } from '../../../db/repositories/modes';
 import { stack } from '../../harness/stack';
 import { customMode, startProductWorkers } from '../deliberation/helpers';
 import { systemModeConfig } from './fixtures';
-import { call, EXPRESS, newKey, newOrg, PANEL, startApi, USER, type Api } from './helpers';
+import { call, EXPRESS, newKey, newOrg, PANEL, startApi, USER, type Api, type Reply } from './helpers';
 
 /**
  * The SQL a deliberation costs (issues 31 and 42, DESIGN §13): a new key is claimed in one round trip — its row, the
@@ -152,7 +153,7 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
   async function traceEstimate(
     key: string,
     model: string,
-  ): Promise<{ status: number; code?: string; requestId?: unknown; steps: string[]; sent: Sent[] }> {
+  ): Promise<{ status: number; code?: string; requestId?: unknown; steps: string[]; sent: Sent[]; body: Reply['body'] }> {
     apiSent.length = 0;
     const reply = await call(api, 'POST', '/v1/estimate', { key, body: { model, messages: USER(`Why is the sky blue? ${randomUUID()}`) } });
     const sent = [...apiSent];
@@ -168,8 +169,38 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
               : names(s, 'refused_requests')
                 ? 'refusal'
                 : s.sql.slice(0, 80);
-    return { status: reply.status, code: reply.body.error?.code, requestId: reply.body.request_id, steps: sent.map(step), sent };
+    return { status: reply.status, code: reply.body.error?.code, requestId: reply.body.request_id, steps: sent.map(step), sent, body: reply.body };
   }
+
+  it('a mode is read once per catalogue revision: a release, or any change to the mode, is read by the next call', async () => {
+    const org = await newOrg(20);
+    const key = await newKey(org.orgId, { limits: { requestsPerMinute: 1_000 } });
+    const base = systemModeConfig();
+    const mode = await customMode(org.orgId, 'quorum-panel', {});
+    const price = (r: Awaited<ReturnType<typeof traceEstimate>>): number => {
+      assert.equal(r.status, 200);
+      return Number(r.body.estimated_price_usd);
+    };
+    const first = await traceEstimate(key, mode.ticker);
+    assert.ok(first.steps.includes('mode'), first.steps.join(', '));
+    const cached = await traceEstimate(key, mode.ticker);
+    assert.deepEqual(cached.steps, ['key and rate', 'admission']);
+
+    // A release with a mode fee ten times the first: the next estimate reads the mode and prices the new version.
+    await upsertMode(stack().db, {
+      ...mode,
+      config: { ...base, fees: { ...base.fees, perMtokInputUsd: base.fees.perMtokInputUsd * 10 } },
+    });
+    const released = await traceEstimate(key, mode.ticker);
+    assert.ok(released.steps.includes('mode'), released.steps.join(', '));
+    assert.ok(price(released) > price(first), `${price(released)} after the release, ${price(first)} before`);
+
+    // Any write to the mode moves the revision, even one no repository made.
+    await stack().db('modes').where({ id: mode.id }).update({ published: false });
+    const unpublished = await traceEstimate(key, mode.ticker);
+    assert.deepEqual([unpublished.status, unpublished.code], [403, 'mode_not_published']);
+    assert.ok(unpublished.steps.includes('mode'), unpublished.steps.join(', '));
+  });
 
   it('an estimate: the key with its rate in one statement, the mode, then one statement takes the slot, records it and reads the rates and own keys', async () => {
     const org = await newOrg(20);
@@ -178,13 +209,14 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     // The first estimate of a mode in this process also reads its newest run (cached 30 s): not the steady state.
     assert.equal((await traceEstimate(key, PANEL.B)).status, 200);
 
-    // The heuristic classifies in process: a free slot admits it, and no lease is taken or released.
+    // The heuristic classifies in process: a free slot admits it, and no lease is taken or released. The first estimate
+    // found the mode at this catalogue revision: it is not read again.
     const heuristic = await traceEstimate(key, PANEL.B);
     assert.equal(heuristic.status, 200);
-    assert.deepEqual(heuristic.steps, ['key and rate', 'mode', 'admission']);
+    assert.deepEqual(heuristic.steps, ['key and rate', 'admission']);
     assert.deepEqual(
       heuristic.sent.map((s) => s.tx),
-      [undefined, undefined, undefined],
+      [undefined, undefined],
       'no transaction: each statement commits alone',
     );
     const [admission] = heuristic.sent.filter((s) => names(s, 'estimate_requests'));
@@ -200,18 +232,22 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
     assert.equal((await traceEstimate(key, classified.ticker)).status, 200);
     const byModel = await traceEstimate(key, classified.ticker);
     assert.equal(byModel.status, 200);
-    assert.deepEqual(byModel.steps, ['key and rate', 'mode', 'admission', 'release']);
-    assert.match(byModel.sent[2].sql, /acquire_concurrency_lease\(/);
+    assert.deepEqual(byModel.steps, ['key and rate', 'admission', 'release']);
+    assert.match(byModel.sent[1].sql, /acquire_concurrency_lease\(/);
     assert.equal(await leasesInFlight(stack().db, org.orgId), 0);
 
     // Every slot taken: the same one statement refuses and writes nothing; the gate records the refusal.
     const recorded = await estimates();
     const held = [await acquireLease(stack().db, org.orgId, 2), await acquireLease(stack().db, org.orgId, 2)];
     assert.ok(held.every(Boolean));
-    for (const model of [PANEL.B, classified.ticker]) {
+    // The system mode is read again once: the custom mode's creation moved the catalogue's revision.
+    for (const [model, steps] of [
+      [PANEL.B, ['key and rate', 'mode', 'admission', 'refusal']],
+      [classified.ticker, ['key and rate', 'admission', 'refusal']],
+    ] as const) {
       const refused = await traceEstimate(key, model);
       assert.deepEqual([refused.status, refused.code], [429, 'concurrency_limit_exceeded']);
-      assert.deepEqual(refused.steps, ['key and rate', 'mode', 'admission', 'refusal']);
+      assert.deepEqual(refused.steps, steps);
     }
     assert.equal(await estimates(), recorded);
     assert.equal(await leasesInFlight(stack().db, org.orgId), 2);
