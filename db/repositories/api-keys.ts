@@ -4,6 +4,7 @@ import { generateApiKey, hashApiKey, parseApiKeyKind, randomBase62, SCOPES, type
 import { QuorumError } from '../../domain/errors';
 import type { AppPrincipal } from '../../domain/plans';
 import { toAdmission, type Admission, type AdmissionRow } from './limits';
+import { preparedAs } from '../prepared';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
 /** Per-key overrides of the spec's limits; null = the service default. */
@@ -162,20 +163,29 @@ export async function authenticateAdmitting(
 ): Promise<{ auth: AuthContext; admission: Admission | undefined }> {
   if (!parseApiKeyKind(rawKey)) throw malformedKey();
   // admit_request runs only for the row `usable` keeps: lateral on it, so no row, no call.
-  const res = await db.raw<{ rows: (KeyRow & Partial<AdmissionRow>)[] }>(
-    `with k as (?),
-          usable as (select * from k
-                      where k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) and k.org_status = 'active'
-                        and k.mode <> 'admin' and (?::text is null or ?::text = any(k.scopes))),
-          a as (select r.* from usable cross join lateral admit_request(usable.id, coalesce(usable.requests_per_minute, ?), ?, 1) r)
-     select k.*, a.allowed, a.retry_after_ms, a.remaining, a.reset_ms from k left join a on true`,
-    [keyRowQuery(db, rawKey), rate.scope, rate.scope, rate.defaultLimit, rate.windowMs],
-  );
+  const res = await db
+    .raw<{ rows: (KeyRow & Partial<AdmissionRow>)[] }>(AUTHENTICATE_ADMITTING, [
+      keyRowQuery(db, rawKey),
+      rate.scope,
+      rate.scope,
+      rate.defaultLimit,
+      rate.windowMs,
+    ])
+    .options(preparedAs(AUTHENTICATE_ADMITTING));
   const row = res.rows[0] as (KeyRow & Partial<AdmissionRow>) | undefined;
   const auth = authOfRow(row);
   const counted = row?.allowed !== undefined && row.allowed !== null;
   return { auth, admission: counted ? toAdmission(row as AdmissionRow, rate.windowMs) : undefined };
 }
+
+// `k` is `keyRowQuery`, whose text is fixed (the key's hash is a binding), so this statement's text is too.
+const AUTHENTICATE_ADMITTING = `
+  with k as (?),
+       usable as (select * from k
+                   where k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) and k.org_status = 'active'
+                     and k.mode <> 'admin' and (?::text is null or ?::text = any(k.scopes))),
+       a as (select r.* from usable cross join lateral admit_request(usable.id, coalesce(usable.requests_per_minute, ?), ?, 1) r)
+  select k.*, a.allowed, a.retry_after_ms, a.remaining, a.reset_ms from k left join a on true`;
 
 function authOfRow(row: KeyRow | undefined): AuthContext {
   if (!row) throw new QuorumError('invalid_api_key', 'The API key is not recognised.');

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { QuorumError } from '../../domain/errors';
 import { trialCatchUpMicros } from '../../domain/trial';
+import { preparedAs } from '../prepared';
 import { raiseLowBalance } from './account-events';
 import { asRefusal, billingRefusal, billingRefusalError } from './billing';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
@@ -354,11 +355,9 @@ export async function holdAtOnce(db: Knex, input: ReserveInput): Promise<'held' 
   const [ctes, bindings] = posting(input.orgId, entries, input.amountMicros, input);
   try {
     // `had` reads the statement's snapshot: whether a reservation existed before it.
-    const { rows } = await db.raw<{ rows: { posted: boolean; had: boolean }[] }>(
-      `${ctes} select exists (select 1 from posted) as posted,
-                      exists (select 1 from reservations where org_id = :orgId and request_id = :holdId) as had`,
-      bindings,
-    );
+    const text = `${ctes} select exists (select 1 from posted) as posted,
+                                 exists (select 1 from reservations where org_id = :orgId and request_id = :holdId) as had`;
+    const { rows } = await db.raw<{ rows: { posted: boolean; had: boolean }[] }>(text, bindings).options(preparedAs(text));
     return rows[0].posted ? 'held' : rows[0].had ? 'exists' : 'refused';
   } catch (err) {
     // The same hold made at once by another attempt (a retried activity still running): its row won the unique index.

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { randomBase62 } from '../../domain/api-keys';
 import type { Tier } from '../../domain/modes';
 import { callStatsByTier, type CallStats, type CallStatsRow } from './mode-call-stats';
+import { preparedAs } from '../prepared';
 import type { DbOrTrx } from './shared';
 
 /**
@@ -35,9 +36,11 @@ export async function admitRequest(
   windowMs: number = RATE_WINDOW_MS,
   count = 1,
 ): Promise<Admission> {
-  const res = await db.raw<{ rows: AdmissionRow[] }>('select * from admit_request(?, ?, ?, ?)', [keyId, limit, windowMs, count]);
+  const res = await db.raw<{ rows: AdmissionRow[] }>(ADMIT_REQUEST, [keyId, limit, windowMs, count]).options(preparedAs(ADMIT_REQUEST));
   return toAdmission(res.rows[0], windowMs);
 }
+
+const ADMIT_REQUEST = 'select allowed, retry_after_ms, remaining, reset_ms from admit_request(?, ?, ?, ?)';
 
 /** What `admit_request` answers. */
 export interface AdmissionRow {
@@ -60,27 +63,25 @@ export function toAdmission(row: AdmissionRow, windowMs: number): Admission {
 /** Takes one of the organisation's `limit` slots; the lease id, or undefined when all are in use. */
 export async function acquireLease(db: DbOrTrx, orgId: string, limit: number): Promise<string | undefined> {
   const id = newLeaseId();
-  const res = await db.raw<{ rows: { ok: boolean }[] }>('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [
-    orgId,
-    id,
-    limit,
-    LEASE_TTL_MS,
-  ]);
+  const res = await db.raw<{ rows: { ok: boolean }[] }>(ACQUIRE, [orgId, id, limit, LEASE_TTL_MS]).options(preparedAs(ACQUIRE));
   return res.rows[0].ok ? id : undefined;
 }
+
+const ACQUIRE = 'select acquire_concurrency_lease(?, ?, ?, ?) as ok';
 
 const newLeaseId = (): string => `lease_${randomBase62(20)}`;
 
 export async function renewLease(db: DbOrTrx, leaseId: string): Promise<void> {
-  await db.raw(`update concurrency_leases set expires_at = now() + make_interval(secs => ? / 1000.0) where id = ?`, [
-    LEASE_TTL_MS,
-    leaseId,
-  ]);
+  await db.raw(RENEW, [LEASE_TTL_MS, leaseId]).options(preparedAs(RENEW));
 }
 
+const RENEW = 'update concurrency_leases set expires_at = now() + make_interval(secs => ? / 1000.0) where id = ?';
+
 export async function releaseLease(db: DbOrTrx, leaseId: string): Promise<void> {
-  await db('concurrency_leases').where({ id: leaseId }).delete();
+  await db.raw(RELEASE, [leaseId]).options(preparedAs(RELEASE));
 }
+
+const RELEASE = 'delete from concurrency_leases where id = ?';
 
 /** Live leases of an organisation (for tests and operators). */
 export async function leasesInFlight(db: DbOrTrx, orgId: string): Promise<number> {
@@ -111,20 +112,31 @@ export async function admitEstimate(
 ): Promise<EstimateAdmission> {
   const lease = q.holdSlot ? newLeaseId() : undefined;
   const slot = lease
-    ? db.raw('select acquire_concurrency_lease(?, ?, ?, ?) as ok', [q.orgId, lease, q.limit, LEASE_TTL_MS])
+    ? db.raw(ACQUIRE, [q.orgId, lease, q.limit, LEASE_TTL_MS])
     : liveLeases(db, q.orgId).select(db.raw('count(*) < ? as ok', [q.limit]));
-  const res = await db.raw<{ rows: (Partial<CallStatsRow> & { ok: boolean; families: string[] })[] }>(
-    `with slot as (?),
-          est as (insert into estimate_requests (id, org_id) select ?, ? from slot where slot.ok)
-     select slot.ok, array(select family from provider_credentials where slot.ok and ?::boolean and org_id = ?) as families,
-            s.tier, s.n, s.input_tokens, s.output_tokens, s.mode_fee_micros
-       from slot left join mode_call_stats s on slot.ok and s.mode_id = ? and s.config_hash = ?`,
-    [slot, q.requestId, q.orgId, q.ownKeys, q.orgId, q.mode.id, q.mode.configHash],
-  );
+  const res = await db
+    .raw<{ rows: (Partial<CallStatsRow> & { ok: boolean; families: string[] })[] }>(ADMIT_ESTIMATE, [
+      slot,
+      q.requestId,
+      q.orgId,
+      q.ownKeys,
+      q.orgId,
+      q.mode.id,
+      q.mode.configHash,
+    ])
+    // Two texts: the slot taken as a lease, or counted.
+    .options(preparedAs(`${ADMIT_ESTIMATE}\n-- slot: ${lease ? 'lease' : 'count'}`));
   if (!res.rows[0].ok) return { admitted: false };
   const stats = callStatsByTier(res.rows.flatMap((r) => (r.tier ? [r as CallStatsRow] : [])));
   return { admitted: true, lease, stats, ownFamilies: new Set(res.rows[0].families) };
 }
+
+const ADMIT_ESTIMATE = `
+  with slot as (?),
+       est as (insert into estimate_requests (id, org_id) select ?, ? from slot where slot.ok)
+  select slot.ok, array(select family from provider_credentials where slot.ok and ?::boolean and org_id = ?) as families,
+         s.tier, s.n, s.input_tokens, s.output_tokens, s.mode_fee_micros
+    from slot left join mode_call_stats s on slot.ok and s.mode_id = ? and s.config_hash = ?`;
 
 export async function isEstimate(db: DbOrTrx, orgId: string, requestId: string): Promise<boolean> {
   return (await db('estimate_requests').where({ id: requestId, org_id: orgId }).first('id')) !== undefined;

@@ -3,6 +3,7 @@ import type { Outcome, Settlement } from '../../domain/outcome';
 import { BILLABLE_COLUMNS, releaseIn, type BillableRow } from './ledger';
 import { releasePlanCharge } from './plans';
 import { storableJson } from '../../domain/storable-text';
+import { preparedAs } from '../prepared';
 import { isDeterministicDbError, type DbOrTrx } from './shared';
 
 export type RequestState = 'running' | 'succeeded' | 'failed' | 'capped' | 'cancelled';
@@ -76,8 +77,7 @@ export async function claimOrFind(
   type FirstRow = { [K in keyof BillableRow]: BillableRow[K] | null } & { [K in keyof RequestRow]: RequestRow[K] | null } & {
     claimed_id: string | null;
   };
-  const { rows } = await db.raw<{ rows: FirstRow[] }>(
-    `with b as (select ${BILLABLE_COLUMNS} from balances b where b.org_id = :orgId and :byBalance),
+  const text = `with b as (select ${BILLABLE_COLUMNS} from balances b where b.org_id = :orgId and :byBalance),
           live as (select ${REQUEST_COLUMNS.join(', ')} from requests
                     where org_id = :orgId and idempotency_key = :key and superseded_at is null),
           claim as (insert into requests (id, org_id, api_key_id, idempotency_key, workflow_id, fingerprint, mode_id, model, state,
@@ -88,8 +88,9 @@ export async function claimOrFind(
                     on conflict (org_id, idempotency_key) where superseded_at is null do nothing
                     returning id)
      select b.balance_micros, b.reserved_micros, b.refusal, live.*, claim.id as claimed_id
-       from (select 1) one left join b on true left join live on true left join claim on true`,
-    {
+       from (select 1) one left join b on true left join live on true left join claim on true`;
+  const { rows } = await db
+    .raw<{ rows: FirstRow[] }>(text, {
       hold: (byBalance ? admission.holdMicros : 0n).toString(),
       byBalance,
       orgId: row.orgId,
@@ -102,8 +103,8 @@ export async function claimOrFind(
       model: row.model,
       endUser: row.endUser ?? null,
       metadata: row.metadata ? JSON.stringify(row.metadata) : null,
-    },
-  );
+    })
+    .options(preparedAs(text));
   const { balance_micros, reserved_micros, refusal, claimed_id, ...live } = rows[0];
   const balance = balance_micros === null || reserved_micros === null ? undefined : { balance_micros, reserved_micros, refusal };
   const request = live.id === null ? undefined : (live as RequestRow);

@@ -22,7 +22,10 @@ describe('accounts: API keys', () => {
   it('the owner key works, only by its hash: the database never holds the raw key', async () => {
     const { db } = stack();
     const org = await createOrganisation(db, { name: 'Hash Co' });
-    const ctx = await authenticate(db, org.apiKey);
+    const { catalogueRevision, ...ctx } = await authenticate(db, org.apiKey);
+    // With the key, the mode catalogue's revision as of the same statement.
+    const catalogue = (await db('mode_catalogue').first('revision')) as { revision: string };
+    assert.equal(catalogueRevision, BigInt(catalogue.revision));
     assert.deepEqual(ctx, {
       keyId: org.keyId,
       orgId: org.orgId,
