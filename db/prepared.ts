@@ -8,5 +8,15 @@ import { createHash } from 'node:crypto';
  * a connection that prepared a `*` over a table fails once a migration changes that table's columns.
  */
 export function preparedAs(text: string): { name: string } {
-  return { name: `q_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}` };
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `q_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}`;
+    // The hot path has a handful of texts; a cap keeps a misuse from growing this without bound.
+    if (names.size < MAX_TEXTS) names.set(text, name);
+  }
+  return { name };
 }
+
+/** Each text's name, hashed once per process rather than on every call. */
+const names = new Map<string, string>();
+const MAX_TEXTS = 64;

@@ -17,11 +17,15 @@ import { call, EXPRESS, newKey, newOrg, PANEL, startApi, USER, type Api, type Re
 interface Sent {
   sql: string;
   tx?: string;
+  /** The name it was prepared under, when sent as a named prepared statement. */
+  prepared?: string;
 }
 
 function traced(into: Sent[]): Db {
   const db = createDb(stack().dbUrl, 4);
-  db.on('query', (q: { sql: string; __knexTxId?: string }) => into.push({ sql: q.sql.replace(/\s+/g, ' '), tx: q.__knexTxId }));
+  db.on('query', (q: { sql: string; __knexTxId?: string; options?: { name?: string } }) =>
+    into.push({ sql: q.sql.replace(/\s+/g, ' '), tx: q.__knexTxId, prepared: q.options?.name }),
+  );
   return db;
 }
 
@@ -76,6 +80,7 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
       assert.equal(claim.length, 1, `the claim's statements: ${claim.map((s) => s.sql.slice(0, 120)).join(' | ')}`);
       assert.match(claim[0].sql, /insert into requests/i);
       assert.equal(claim[0].tx, undefined);
+      assert.ok(claim[0].prepared, 'the claim is a named prepared statement');
       const rows = await stack().db('requests').where({ org_id: org.orgId, idempotency_key: idem });
       assert.deepEqual(
         rows.map((r: { state: string }) => r.state),
@@ -119,6 +124,7 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
       const hold = first.worker.filter((s) => s !== settle[0] && names(s, 'reservations', 'balances', 'ledger_entries'));
       assert.equal(hold.length, 1, hold.map((s) => s.sql.slice(0, 120)).join(' | '));
       assert.equal(hold[0].tx, undefined);
+      assert.ok(hold[0].prepared, 'the hold is a named prepared statement');
       const [reservation] = await stack().db('reservations').where({ org_id: org.orgId });
       assert.equal((reservation as { state: string }).state, 'settled');
       // A chat completion's steps are stored for no one (issue 42): no statement writes a step event.
@@ -218,6 +224,10 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
       heuristic.sent.map((s) => s.tx),
       [undefined, undefined],
       'no transaction: each statement commits alone',
+    );
+    assert.ok(
+      heuristic.sent.every((s) => s.prepared),
+      'both sent as named prepared statements: parsed and planned once per connection',
     );
     const [admission] = heuristic.sent.filter((s) => names(s, 'estimate_requests'));
     for (const table of ['concurrency_leases', 'mode_call_stats', 'provider_credentials'])
