@@ -175,7 +175,14 @@ describe('SQL per call: one round trip to claim, one to hold, one to settle', fu
               : names(s, 'refused_requests')
                 ? 'refusal'
                 : s.sql.slice(0, 80);
-    return { status: reply.status, code: reply.body.error?.code, requestId: reply.body.request_id, steps: sent.map(step), sent, body: reply.body };
+    return {
+      status: reply.status,
+      code: reply.body.error?.code,
+      requestId: reply.body.request_id,
+      steps: sent.map(step),
+      sent,
+      body: reply.body,
+    };
   }
 
   it('a mode is read once per catalogue revision: a release, or any change to the mode, is read by the next call', async () => {
