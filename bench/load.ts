@@ -385,21 +385,26 @@ function optionOf(args: readonly string[], flag: string): string | undefined {
 }
 
 /** BENCH_LOAD_TEMPORAL_SHARDS and BENCH_LOAD_TEMPORAL_DYNAMIC as the supervisor takes them (stack/supervisor.ts benchLevers). */
-function temporalLeverEnv(): NodeJS.ProcessEnv {
+function temporalLeverEnv(): { env: NodeJS.ProcessEnv; scratch?: string } {
   const env: NodeJS.ProcessEnv = TEMPORAL_SHARDS === undefined ? {} : { QUORUM_BENCH_TEMPORAL_SHARDS: TEMPORAL_SHARDS };
-  if (TEMPORAL_DYNAMIC.length === 0) return env;
+  if (TEMPORAL_DYNAMIC.length === 0) return { env };
   const shipped = z.record(z.string(), z.unknown()).parse(parseYaml(fs.readFileSync(DYNAMIC_CONFIG_FILE, 'utf8')) ?? {});
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-bench-dynamic-')), 'dynamicconfig.yaml');
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-bench-dynamic-'));
+  const file = path.join(scratch, 'dynamicconfig.yaml');
   const added = Object.fromEntries(TEMPORAL_DYNAMIC.map(({ key, value }) => [key, [{ value }]]));
   fs.writeFileSync(file, stringifyYaml({ ...shipped, ...added }));
-  return { ...env, QUORUM_BENCH_TEMPORAL_DYNAMIC_CONFIG_FILE: file };
+  return { env: { ...env, QUORUM_BENCH_TEMPORAL_DYNAMIC_CONFIG_FILE: file }, scratch };
 }
 
 /** `npm run start:cluster`'s topology with `workers` workers and one API, through the lead's harness. */
 async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv): Promise<StackTarget> {
   // The dev target's processes log at this level too (stackProcessEnv).
-  const cluster = await startCluster({ workers, apis: 1, env: { ...engineEnv, QUORUM_LOG_LEVEL: 'error', ...temporalLeverEnv() } });
+  const levers = temporalLeverEnv();
+  const cluster = await startCluster({ workers, apis: 1, env: { ...engineEnv, QUORUM_LOG_LEVEL: 'error', ...levers.env } });
+  const { scratch } = levers;
   const stops: (() => Promise<unknown>)[] = [() => cluster.stop()];
+  // Last, once the server that reads it has stopped (stops run in reverse).
+  if (scratch !== undefined) stops.unshift(() => fs.promises.rm(scratch, { recursive: true, force: true }));
   try {
     const namespace = readStackFile(path.join(cluster.dataDir, 'stack.json'))?.namespace;
     const metricsUrl = /Temporal server (http:\S+\/metrics)/.exec(cluster.output())?.[1];
@@ -427,7 +432,7 @@ async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv)
     for (const { name, value } of TEMPORAL_PG_SETTINGS) await temporalPg.query(`alter system set ${name} = '${value.replace(/'/g, "''")}'`);
     if (TEMPORAL_PG_SETTINGS.length > 0) await temporalPg.query('select pg_reload_conf()');
     // The lever took: history acquires every shard at start, each a row.
-    const shards = (await temporalPg.query<{ n: string }>('select count(*) as n from shards')).rows[0]?.n;
+    const shards = (await temporalPg.query<{ n: string }>('select count(*)::text as n from shards')).rows[0]?.n;
     if (TEMPORAL_SHARDS !== undefined && shards !== TEMPORAL_SHARDS)
       throw new Error(`Temporal has ${shards} shards, not ${TEMPORAL_SHARDS}`);
     const db = createDb(cluster.databaseUrl, 4);
