@@ -18,7 +18,8 @@ import { PROCESS_ENV_DEFAULTS, PROCESS_V8_FLAGS } from '../infra/entry-point';
 import { freePort } from '../infra/free-port';
 import { readStackFile } from '../infra/stack-file';
 import { resolveTemporalBinary } from '../stack/temporal-binary';
-import { TEMPORAL_SERVER } from '../stack/temporal-cluster';
+import { DYNAMIC_CONFIG_FILE, TEMPORAL_SERVER } from '../stack/temporal-cluster';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback } from '../test/fixtures/providers/openai';
 import type { RecordedRequest, Reply } from '../test/fixtures/providers/loopback';
 import { startCluster } from '../test/harness/cluster';
@@ -64,7 +65,11 @@ import { toolEnv } from '../stack/tool-env';
  * They start with the product's V8 flags (PROCESS_V8_FLAGS); BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=8' starts
  * them (and only them) with those instead, '' with none: a lever's run.
  * BENCH_LOAD_TEMPORAL_PG='synchronous_commit=off,…' sets those on a cluster target's Postgres for Temporal (ALTER SYSTEM,
- * then a reload) once it is up: a lever of issue 42 item 5, measured against a run without.
+ * then a reload) once it is up: a lever of issue 42 item 5, measured against a run without. Two more such levers:
+ * BENCH_LOAD_TEMPORAL_SHARDS=1 creates a cluster target's Temporal with that many history shards (each target's cluster
+ * is new, so its persistence is created with them), and BENCH_LOAD_TEMPORAL_DYNAMIC='history.persistenceMaxQPS=90000,…'
+ * starts its Temporal server on deploy/temporal/dynamicconfig.yaml with those keys added or replaced (the server's own
+ * key names, go.temporal.io/server's common/dynamicconfig/constants.go; numbers, booleans or durations such as 10s).
  */
 const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
@@ -127,6 +132,20 @@ const TEMPORAL_PG_SETTINGS = (process.env.BENCH_LOAD_TEMPORAL_PG ?? '')
     const [name, value] = setting.split('=').map((part) => part.trim());
     if (!/^[a-z_.]+$/.test(name) || value === undefined) throw new Error(`BENCH_LOAD_TEMPORAL_PG: not name=value: ${setting}`);
     return { name, value };
+  });
+const TEMPORAL_SHARDS = z
+  .string()
+  .regex(/^[1-9]\d{0,4}$/, 'BENCH_LOAD_TEMPORAL_SHARDS: a shard count')
+  .optional()
+  .parse(process.env.BENCH_LOAD_TEMPORAL_SHARDS);
+const TEMPORAL_DYNAMIC = (process.env.BENCH_LOAD_TEMPORAL_DYNAMIC ?? '')
+  .split(',')
+  .filter((setting) => setting.trim() !== '')
+  .map((setting) => {
+    const [key, value] = setting.split('=').map((part) => part.trim());
+    if (!/^[a-z]+\.[A-Za-z]+$/.test(key) || value === undefined || !/^(\d+(\.\d+)?(ms|s|m|h)?|true|false)$/.test(value))
+      throw new Error(`BENCH_LOAD_TEMPORAL_DYNAMIC: not key=number|boolean|duration: ${setting}`);
+    return { key, value: /^\d+(\.\d+)?$/.test(value) ? Number(value) : value === 'true' ? true : value === 'false' ? false : value };
   });
 /** BENCH_LOAD_PEERS=off skips the gateway and the floor (issue 31), which no change to Quorum moves: for back-to-back lever runs. */
 const PEERS = process.env.BENCH_LOAD_PEERS !== 'off';
@@ -365,11 +384,27 @@ function optionOf(args: readonly string[], flag: string): string | undefined {
   return i < 0 ? undefined : args[i + 1];
 }
 
+/** BENCH_LOAD_TEMPORAL_SHARDS and BENCH_LOAD_TEMPORAL_DYNAMIC as the supervisor takes them (stack/supervisor.ts benchLevers). */
+function temporalLeverEnv(): { env: NodeJS.ProcessEnv; scratch?: string } {
+  const env: NodeJS.ProcessEnv = TEMPORAL_SHARDS === undefined ? {} : { QUORUM_BENCH_TEMPORAL_SHARDS: TEMPORAL_SHARDS };
+  if (TEMPORAL_DYNAMIC.length === 0) return { env };
+  const shipped = z.record(z.string(), z.unknown()).parse(parseYaml(fs.readFileSync(DYNAMIC_CONFIG_FILE, 'utf8')) ?? {});
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-bench-dynamic-'));
+  const file = path.join(scratch, 'dynamicconfig.yaml');
+  const added = Object.fromEntries(TEMPORAL_DYNAMIC.map(({ key, value }) => [key, [{ value }]]));
+  fs.writeFileSync(file, stringifyYaml({ ...shipped, ...added }));
+  return { env: { ...env, QUORUM_BENCH_TEMPORAL_DYNAMIC_CONFIG_FILE: file }, scratch };
+}
+
 /** `npm run start:cluster`'s topology with `workers` workers and one API, through the lead's harness. */
 async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv): Promise<StackTarget> {
   // The dev target's processes log at this level too (stackProcessEnv).
-  const cluster = await startCluster({ workers, apis: 1, env: { ...engineEnv, QUORUM_LOG_LEVEL: 'error' } });
+  const levers = temporalLeverEnv();
+  const cluster = await startCluster({ workers, apis: 1, env: { ...engineEnv, QUORUM_LOG_LEVEL: 'error', ...levers.env } });
+  const { scratch } = levers;
   const stops: (() => Promise<unknown>)[] = [() => cluster.stop()];
+  // Last, once the server that reads it has stopped (stops run in reverse).
+  if (scratch !== undefined) stops.unshift(() => fs.promises.rm(scratch, { recursive: true, force: true }));
   try {
     const namespace = readStackFile(path.join(cluster.dataDir, 'stack.json'))?.namespace;
     const metricsUrl = /Temporal server (http:\S+\/metrics)/.exec(cluster.output())?.[1];
@@ -396,6 +431,10 @@ async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv)
     stops.push(() => temporalPg.end());
     for (const { name, value } of TEMPORAL_PG_SETTINGS) await temporalPg.query(`alter system set ${name} = '${value.replace(/'/g, "''")}'`);
     if (TEMPORAL_PG_SETTINGS.length > 0) await temporalPg.query('select pg_reload_conf()');
+    // The lever took: history acquires every shard at start, each a row.
+    const shards = (await temporalPg.query<{ n: string }>('select count(*)::text as n from shards')).rows[0]?.n;
+    if (TEMPORAL_SHARDS !== undefined && shards !== TEMPORAL_SHARDS)
+      throw new Error(`Temporal has ${shards} shards, not ${TEMPORAL_SHARDS}`);
     const db = createDb(cluster.databaseUrl, 4);
     stops.push(() => db.destroy());
     const connection = await Connection.connect({ address: cluster.temporalAddress });
