@@ -384,16 +384,16 @@ function optionOf(args: readonly string[], flag: string): string | undefined {
   return i < 0 ? undefined : args[i + 1];
 }
 
-/** BENCH_LOAD_TEMPORAL_SHARDS and BENCH_LOAD_TEMPORAL_DYNAMIC as the supervisor takes them (stack/supervisor.ts benchLevers). */
+/** BENCH_LOAD_TEMPORAL_SHARDS and BENCH_LOAD_TEMPORAL_DYNAMIC as the supervisor's settings (docs/configuration.md). */
 function temporalLeverEnv(): { env: NodeJS.ProcessEnv; scratch?: string } {
-  const env: NodeJS.ProcessEnv = TEMPORAL_SHARDS === undefined ? {} : { QUORUM_BENCH_TEMPORAL_SHARDS: TEMPORAL_SHARDS };
+  const env: NodeJS.ProcessEnv = TEMPORAL_SHARDS === undefined ? {} : { QUORUM_CLUSTER_HISTORY_SHARDS: TEMPORAL_SHARDS };
   if (TEMPORAL_DYNAMIC.length === 0) return { env };
   const shipped = z.record(z.string(), z.unknown()).parse(parseYaml(fs.readFileSync(DYNAMIC_CONFIG_FILE, 'utf8')) ?? {});
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-bench-dynamic-'));
   const file = path.join(scratch, 'dynamicconfig.yaml');
   const added = Object.fromEntries(TEMPORAL_DYNAMIC.map(({ key, value }) => [key, [{ value }]]));
   fs.writeFileSync(file, stringifyYaml({ ...shipped, ...added }));
-  return { env: { ...env, QUORUM_BENCH_TEMPORAL_DYNAMIC_CONFIG_FILE: file }, scratch };
+  return { env: { ...env, QUORUM_CLUSTER_DYNAMIC_CONFIG_FILE: file }, scratch };
 }
 
 /** `npm run start:cluster`'s topology with `workers` workers and one API, through the lead's harness. */

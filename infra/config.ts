@@ -61,6 +61,12 @@ const EnvSchema = z.object({
   /** `npm run start:cluster`: how many worker and API processes it runs (APIs on PORT, PORT+1, …). */
   QUORUM_CLUSTER_WORKERS: z.coerce.number().int().min(1).max(32).default(2),
   QUORUM_CLUSTER_APIS: z.coerce.number().int().min(1).max(32).default(2),
+  /**
+   * `npm run start:cluster`'s Temporal: its history shard count (fixed when its persistence is first created; unset, the
+   * image's 4) and another dynamic config file than deploy/temporal/dynamicconfig.yaml. The bench's levers (issue 42).
+   */
+  QUORUM_CLUSTER_HISTORY_SHARDS: z.coerce.number().int().min(1).max(16_384).optional(),
+  QUORUM_CLUSTER_DYNAMIC_CONFIG_FILE: envText,
   QUORUM_DB_POOL_MAX: z.coerce.number().int().positive().default(20),
   /**
    * Workflows a worker keeps in memory between tasks. Beyond it the least recent is evicted and replayed from history

@@ -278,19 +278,13 @@ async function startDevTemporal(config: Config): Promise<StartedTemporal> {
   return { address: `127.0.0.1:${config.TEMPORAL_PORT}`, ui: `http://127.0.0.1:${config.TEMPORAL_UI_PORT}` };
 }
 
-/**
- * A bench's levers (bench/load.ts, issue 42 item 5), for a scratch cluster only: another history shard count (fixed
- * when the cluster's persistence is created, so only on a new one) and another dynamic config file. Not for operators:
- * they set NUM_HISTORY_SHARDS and DYNAMIC_CONFIG_FILE_PATH on the image (docs/cluster-operations.md).
- */
-function benchLevers(env: NodeJS.ProcessEnv): Partial<TemporalServerSettings> {
-  const shards = env.QUORUM_BENCH_TEMPORAL_SHARDS;
-  const dynamicConfig = env.QUORUM_BENCH_TEMPORAL_DYNAMIC_CONFIG_FILE;
-  if (shards !== undefined && !/^[1-9]\d{0,4}$/.test(shards)) throw new Error(`QUORUM_BENCH_TEMPORAL_SHARDS: not a shard count: ${shards}`);
+/** QUORUM_CLUSTER_HISTORY_SHARDS and QUORUM_CLUSTER_DYNAMIC_CONFIG_FILE over the image's settings (the bench's levers). */
+function clusterLevers(config: Config): Partial<TemporalServerSettings> {
+  const dynamicConfig = config.QUORUM_CLUSTER_DYNAMIC_CONFIG_FILE;
   if (dynamicConfig !== undefined && !fs.existsSync(dynamicConfig))
-    throw new Error(`QUORUM_BENCH_TEMPORAL_DYNAMIC_CONFIG_FILE: no such file: ${dynamicConfig}`);
+    throw new Error(`QUORUM_CLUSTER_DYNAMIC_CONFIG_FILE: no such file: ${dynamicConfig}`);
   return {
-    ...(shards === undefined ? {} : { NUM_HISTORY_SHARDS: shards }),
+    ...(config.QUORUM_CLUSTER_HISTORY_SHARDS === undefined ? {} : { NUM_HISTORY_SHARDS: String(config.QUORUM_CLUSTER_HISTORY_SHARDS) }),
     ...(dynamicConfig === undefined ? {} : { DYNAMIC_CONFIG_FILE_PATH: dynamicConfig }),
   };
 }
@@ -319,7 +313,7 @@ async function startClusterTemporal(config: Config, dir: string, stopTimeoutMs: 
     TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
     ...ports,
     LOG_LEVEL: 'error',
-    ...benchLevers(process.env),
+    ...clusterLevers(config),
   };
   await ensureTemporalSchema(path.join(serverBin, 'sql'), settings, tools.inherited);
   const address = `127.0.0.1:${config.TEMPORAL_PORT}`;
