@@ -13,6 +13,9 @@ export interface Call {
   key: string;
   status: number;
   ms: number;
+  /** When it was sent and answered, on this process's `performance.now()` clock. */
+  sentAt: number;
+  answeredAt: number;
 }
 
 export interface DriveOptions {
@@ -62,7 +65,8 @@ export function drive(opts: DriveOptions, onCall: (call: Call, body: string) => 
             },
             onResponse: (status, body, context): void => {
               const ctx = context as CallContext;
-              onCall({ tag: ctx.tag ?? '', key: ctx.key ?? '', status, ms: performance.now() - (ctx.sentAt ?? 0) }, body);
+              const [sentAt, answeredAt] = [ctx.sentAt ?? 0, performance.now()];
+              onCall({ tag: ctx.tag ?? '', key: ctx.key ?? '', status, ms: answeredAt - sentAt, sentAt, answeredAt }, body);
             },
           },
         ],
@@ -80,24 +84,65 @@ export function statusCounts(calls: readonly { status: number }[]): Record<strin
   return out;
 }
 
+/** Engine calls that ran side by side (a round's seats): when the first started and the last ended, and the longest. */
+interface Stage {
+  start: number;
+  end: number;
+  longestMs: number;
+}
+
 /**
- * The engines' critical path of one call from the intervals the loopback served it: calls that start before every
+ * A call's engine calls grouped into stages from the intervals the loopback served it: calls that start before every
  * earlier one has ended ran side by side (a round's seats), a call that starts after that depends on them (the judge,
- * the next round). The path is the sum of each stage's longest call; a seat started late because our worker was busy
- * counts as ours, not the engine's.
+ * the next round).
+ */
+function stagesOf(intervals: readonly [number, number][]): Stage[] {
+  const stages: Stage[] = [];
+  for (const [s, e] of [...intervals].sort((a, b) => a[0] - b[0])) {
+    const stage = stages[stages.length - 1];
+    if (!stage || s >= stage.end) stages.push({ start: s, end: e, longestMs: e - s });
+    else {
+      stage.end = Math.max(stage.end, e);
+      stage.longestMs = Math.max(stage.longestMs, e - s);
+    }
+  }
+  return stages;
+}
+
+/**
+ * The engines' critical path of one call: the sum of each stage's longest call; a seat started late because our
+ * worker was busy counts as ours, not the engine's.
  */
 export function criticalPathMs(intervals: readonly [number, number][]): number {
-  const sorted = [...intervals].sort((a, b) => a[0] - b[0]);
-  let total = 0;
-  let stageEnd = -Infinity;
-  let stageLongest = 0;
-  for (const [s, e] of sorted) {
-    if (s >= stageEnd) {
-      total += stageLongest;
-      stageLongest = 0;
-    }
-    stageEnd = Math.max(stageEnd, e);
-    stageLongest = Math.max(stageLongest, e - s);
-  }
-  return total + stageLongest;
+  return stagesOf(intervals).reduce((sum, stage) => sum + stage.longestMs, 0);
+}
+
+/**
+ * Where a call's overhead (its latency less the engines' critical path) lay on its timeline, from the client's send
+ * and answer and the loopback's served intervals, all on this process's clock. The four add up to the overhead:
+ *   - head: sent until its first engine call (the API, the start, the first steps, their dispatch);
+ *   - gaps: a stage's last engine answer until the next stage's first call (the worker between steps);
+ *   - stagger: inside a stage, calls started or answered apart (its span less its longest call);
+ *   - tail: the last engine answer until the client has the response (settle, the workflow's end, the API's answer).
+ */
+export interface OverheadParts {
+  headMs: number;
+  gapsMs: number;
+  staggerMs: number;
+  tailMs: number;
+}
+
+export function overheadParts(sentAt: number, answeredAt: number, intervals: readonly [number, number][]): OverheadParts | null {
+  const stages = stagesOf(intervals);
+  const first = stages[0];
+  const last = stages[stages.length - 1];
+  if (!first || !last) return null;
+  let gapsMs = 0;
+  for (let i = 1; i < stages.length; i++) gapsMs += stages[i].start - stages[i - 1].end;
+  return {
+    headMs: first.start - sentAt,
+    gapsMs,
+    staggerMs: stages.reduce((sum, stage) => sum + (stage.end - stage.start - stage.longestMs), 0),
+    tailMs: answeredAt - last.end,
+  };
 }

@@ -26,7 +26,7 @@ import { startCluster } from '../test/harness/cluster';
 import { parseExposition, type Exposition } from '../test/harness/prometheus';
 import { stack, startStack, stopStack } from '../test/harness/stack';
 import { stackProcessEnv } from '../test/harness/worker';
-import { criticalPathMs, drive as driveCalls, statusCounts, type Call } from './drive';
+import { criticalPathMs, drive as driveCalls, overheadParts, statusCounts, type Call, type OverheadParts } from './drive';
 import { runFloor, type FloorResult } from './floor';
 import { runShapeFloor, shapeFloorText, type ShapeFloorResult } from './shape-floor';
 import { measureGateway, type GatewayResult } from './gateway';
@@ -206,6 +206,8 @@ interface PhaseResult extends PhaseSpec {
   overheadMs: ReturnType<typeof summary> | null;
   /** The loopback's served time on the critical path, per call. */
   enginePathMs: ReturnType<typeof summary> | null;
+  /** Where the overhead lay on the calls' timelines (bench/drive.ts): each part's p50 and p99, and its mean over the calls whose overhead is at or past the p99. */
+  overheadParts: { p50: OverheadParts; p99: OverheadParts; slowest: OverheadParts } | null;
   engineCallsPerCall: number | null;
   statuses: Record<string, number>;
   /** autocannon's connection errors and timeouts (no HTTP status). */
@@ -279,6 +281,41 @@ function engineScript(state: { engineMs: number; served: Map<string, [number, nu
       return { ...openAiReply({ text: 'Synthesis: the sum of two odd numbers is even.', completionTokens: 12 }), delayMs };
     return { ...openAiReply({ text: 'An answer from the loopback engine: 2k+1 + 2m+1 = 2(k+m+1).', completionTokens: 20 }), delayMs };
   };
+}
+
+const PARTS = ['headMs', 'gapsMs', 'staggerMs', 'tailMs'] as const;
+
+/** The phase's overhead parts: each part's p50 and p99 over the calls, and their means over the slowest 1% by overhead. */
+function partsOf(
+  ok: readonly Call[],
+  paths: readonly number[],
+  served: ReadonlyMap<string, [number, number][]>,
+): PhaseResult['overheadParts'] {
+  const calls = ok
+    .map((c, i) => ({ overhead: c.ms - paths[i], parts: overheadParts(c.sentAt, c.answeredAt, served.get(c.tag) ?? []) }))
+    .filter((c): c is { overhead: number; parts: OverheadParts } => c.parts !== null);
+  if (calls.length === 0) return null;
+  const byPart = (among: typeof calls, pick: (values: number[]) => number): OverheadParts => {
+    const out = { headMs: 0, gapsMs: 0, staggerMs: 0, tailMs: 0 };
+    for (const part of PARTS) out[part] = round(pick(among.map((c) => c.parts[part])), 1);
+    return out;
+  };
+  const p99 = summary(calls.map((c) => c.overhead)).p99;
+  const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  return {
+    p50: byPart(calls, (v) => summary(v).p50),
+    p99: byPart(calls, (v) => summary(v).p99),
+    slowest: byPart(
+      calls.filter((c) => c.overhead >= p99),
+      mean,
+    ),
+  };
+}
+
+/** One line: the overhead's parts at p50, p99 and in the slowest 1%. */
+function partsText(p: NonNullable<PhaseResult['overheadParts']>): string {
+  const one = (o: OverheadParts): string => `head ${o.headMs}, gaps ${o.gapsMs}, stagger ${o.staggerMs}, tail ${o.tailMs}`;
+  return `overhead parts ms: p50 ${one(p.p50)}; p99 ${one(p.p99)}; slowest 1% (mean) ${one(p.slowest)}`;
 }
 
 interface Sample extends Call {
@@ -611,6 +648,7 @@ async function measure(
       throughputPerS: round(calls / seconds),
       latencyMs: summary(ok.map((s) => s.ms)),
       overheadMs: completions ? summary(ok.map((s, i) => s.ms - paths[i])) : null,
+      overheadParts: completions ? partsOf(ok, paths, engine.served) : null,
       enginePathMs: completions ? summary(paths) : null,
       engineCallsPerCall: completions
         ? perCall(
@@ -828,7 +866,7 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
   for (const r of phases)
     if (r.waits)
       console.log(
-        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; ${waitsText(r.waits)}`,
+        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; ${waitsText(r.waits)}${r.overheadParts ? `; ${partsText(r.overheadParts)}` : ''}`,
       );
   for (const r of phases) {
     const ops = Object.entries(r.temporalPersistencePerCall?.byOperation ?? {}).slice(0, 10);

@@ -11,6 +11,9 @@ import { round } from './results';
  *   - The process's event loop held up (prom-client's `nodejs_eventloop_lag_*`, whose histogram resets at each scrape,
  *     so the figure after a phase is that phase's): activities, the API and Core's callbacks share that loop.
  *   - Garbage collection (`nodejs_gc_duration_seconds`): the pauses' sum per call, by kind.
+ *   - Inside the worker between a deliberation's steps (worker/step-waits.ts): each local activity's dispatch (Core
+ *     scheduled it until it ran) and each deliberation's turnarounds summed (a step's end until the next's schedule:
+ *     Core, the activation, the workflow thread).
  */
 export interface WaitFigures {
   workflowTaskScheduleToStart: { tasks: number; meanMs: number; p99AtMostMs: number | null };
@@ -19,6 +22,9 @@ export interface WaitFigures {
   localActivityExecution: { runs: number; perCall: number; meanMs: number };
   eventLoopLag: { p50Ms: number; p99Ms: number; maxMs: number } | null;
   gc: { msPerCall: number; byKind: Record<string, { pauses: number; ms: number }> };
+  localActivityDispatch: { runs: number; meanMs: number; p99AtMostMs: number | null };
+  /** Per deliberation: p50 and p99 as bucket bounds ("at most"). */
+  turnaround: { calls: number; meanMs: number; p50AtMostMs: number | null; p99AtMostMs: number | null };
 }
 
 const matching = (e: Exposition, fragment: string): Sample[] => e.samples.filter((s) => s.name.includes(fragment));
@@ -31,14 +37,14 @@ function total(e: Exposition, fragment: string, suffix: string): number {
 }
 
 /**
- * A histogram's change over the phase: count, mean and the least bucket bound under which 99% of the phase's
- * observations fell (a bucket bound, so "at most"; null when the last 1% lies past the last finite bound).
+ * A histogram's change over the phase: count, mean and the least bucket bounds under which 50% and 99% of the
+ * phase's observations fell (bucket bounds, so "at most"; null when that share lies past the last finite bound).
  */
 function histogramDelta(
   before: Exposition,
   after: Exposition,
   fragment: string,
-): { n: number; meanMs: number; p99AtMostMs: number | null } {
+): { n: number; meanMs: number; p50AtMostMs: number | null; p99AtMostMs: number | null } {
   const n = total(after, fragment, '_count') - total(before, fragment, '_count');
   const sum = total(after, fragment, '_sum') - total(before, fragment, '_sum');
   const buckets = new Map<number, number>();
@@ -50,12 +56,12 @@ function histogramDelta(
       const le = s.labels.le === '+Inf' ? Infinity : Number(s.labels.le);
       buckets.set(le, (buckets.get(le) ?? 0) + sign * s.value);
     }
-  const bound = [...buckets.entries()].sort((a, b) => a[0] - b[0]).find(([, count]) => count >= 0.99 * n)?.[0];
-  return {
-    n,
-    meanMs: n > 0 ? round((sum * 1000) / n, 2) : 0,
-    p99AtMostMs: n === 0 || bound === undefined || bound === Infinity ? null : round(bound * 1000, 1),
+  const sorted = [...buckets.entries()].sort((a, b) => a[0] - b[0]);
+  const atMost = (share: number): number | null => {
+    const bound = sorted.find(([, count]) => count >= share * n)?.[0];
+    return n === 0 || bound === undefined || bound === Infinity ? null : round(bound * 1000, 1);
   };
+  return { n, meanMs: n > 0 ? round((sum * 1000) / n, 2) : 0, p50AtMostMs: atMost(0.5), p99AtMostMs: atMost(0.99) };
 }
 
 function gauge(e: Exposition, name: string): number | undefined {
@@ -66,6 +72,8 @@ export function waitFigures(before: Exposition, after: Exposition, calls: number
   const scheduleToStart = histogramDelta(before, after, 'workflow_task_schedule_to_start_latency');
   const execution = histogramDelta(before, after, 'workflow_task_execution_latency');
   const local = histogramDelta(before, after, 'local_activity_execution_latency');
+  const dispatch = histogramDelta(before, after, 'quorum_local_activity_dispatch_seconds');
+  const turnaround = histogramDelta(before, after, 'quorum_deliberation_turnaround_seconds');
   const lag = (name: string): number | undefined => gauge(after, `nodejs_eventloop_lag_${name}_seconds`);
   const [p50, p99, max] = [lag('p50'), lag('p99'), lag('max')];
   const byKind: Record<string, { pauses: number; ms: number }> = {};
@@ -87,18 +95,26 @@ export function waitFigures(before: Exposition, after: Exposition, calls: number
         ? null
         : { p50Ms: round(p50 * 1000, 1), p99Ms: round(p99 * 1000, 1), maxMs: round(max * 1000, 1) },
     gc: { msPerCall: round(gcMs / Math.max(1, calls), 2), byKind },
+    localActivityDispatch: { runs: dispatch.n, meanMs: dispatch.meanMs, p99AtMostMs: dispatch.p99AtMostMs },
+    turnaround: {
+      calls: turnaround.n,
+      meanMs: turnaround.meanMs,
+      p50AtMostMs: turnaround.p50AtMostMs,
+      p99AtMostMs: turnaround.p99AtMostMs,
+    },
   };
 }
 
 /** One line for the table under the phases. */
 export function waitsText(w: WaitFigures): string {
-  const p99 = (v: number | null): string => (v === null ? '> last bucket' : `≤ ${v}`);
+  const atMost = (v: number | null): string => (v === null ? '> last bucket' : `≤ ${v}`);
   const lag = w.eventLoopLag
     ? `event loop lag p50 ${w.eventLoopLag.p50Ms}, p99 ${w.eventLoopLag.p99Ms}, max ${w.eventLoopLag.maxMs} ms`
     : 'event loop lag —';
   return [
-    `wf tasks ${w.workflowTaskScheduleToStart.tasks}: queued mean ${w.workflowTaskScheduleToStart.meanMs} ms (p99 ${p99(w.workflowTaskScheduleToStart.p99AtMostMs)}), ran mean ${w.workflowTaskExecution.meanMs} ms (p99 ${p99(w.workflowTaskExecution.p99AtMostMs)})`,
-    `local activities ${w.localActivityExecution.runs} (${w.localActivityExecution.perCall} a call), mean ${w.localActivityExecution.meanMs} ms`,
+    `wf tasks ${w.workflowTaskScheduleToStart.tasks}: queued mean ${w.workflowTaskScheduleToStart.meanMs} ms (p99 ${atMost(w.workflowTaskScheduleToStart.p99AtMostMs)}), ran mean ${w.workflowTaskExecution.meanMs} ms (p99 ${atMost(w.workflowTaskExecution.p99AtMostMs)})`,
+    `local activities ${w.localActivityExecution.runs} (${w.localActivityExecution.perCall} a call), mean ${w.localActivityExecution.meanMs} ms, dispatched in mean ${w.localActivityDispatch.meanMs} ms (p99 ${atMost(w.localActivityDispatch.p99AtMostMs)})`,
+    `turnarounds a call (${w.turnaround.calls} calls): mean ${w.turnaround.meanMs} ms, p50 ${atMost(w.turnaround.p50AtMostMs)}, p99 ${atMost(w.turnaround.p99AtMostMs)}`,
     lag,
     `GC ${w.gc.msPerCall} ms a call (${Object.entries(w.gc.byKind)
       .filter(([, k]) => k.pauses > 0)

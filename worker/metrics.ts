@@ -7,6 +7,7 @@ import { ENGINE_PERMANENT, HEDGE_DECLINED } from '../activities/engine-call';
 import type { Engines } from '../engines';
 import type { Logger } from '../infra/log';
 import { DURATION_BUCKETS, metricsAuthorised, processRegistry } from '../infra/metrics';
+import { StepWaits } from './step-waits';
 
 /**
  * The worker process's metrics (README "Metrics"), recorded by an activity interceptor: workflow code stays
@@ -36,6 +37,23 @@ const engineOverruns = new Counter({
   name: 'quorum_engine_output_overruns_total',
   help: 'Engine replies longer than the output limit asked for (the server ignored it; billed as served), by engine family',
   labelNames: ['family'] as const,
+  registers: [registry],
+});
+
+/** Finer than DURATION_BUCKETS under a second: a panel's tail is told apart in tens of milliseconds. */
+const WAIT_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10];
+
+const localDispatch = new Histogram({
+  name: 'quorum_local_activity_dispatch_seconds',
+  help: "A deliberation's local activity from Core scheduling it to its start in this process (Core's queue, the slot, the event loop)",
+  buckets: WAIT_BUCKETS,
+  registers: [registry],
+});
+
+const turnaround = new Histogram({
+  name: 'quorum_deliberation_turnaround_seconds',
+  help: "One deliberation's time between a step's end and the next step's schedule, summed (the result through Core, the activation, the workflow thread); observed at its settle",
+  buckets: WAIT_BUCKETS,
   registers: [registry],
 });
 
@@ -90,16 +108,31 @@ function familyOf(engines: Engines, engineId: unknown): string {
   return (typeof engineId === 'string' && engines.find(engineId)?.family) || 'unknown';
 }
 
-/** Times each activity attempt: a histogram observation, nothing more, on the hot path. */
+/**
+ * Times each activity attempt: a histogram observation, nothing more, on the hot path. A deliberation's local
+ * activities also tell how long it waited inside the worker between its steps (worker/step-waits.ts).
+ */
 export function metricsInterceptor(engines: Engines): ActivityInterceptorsFactory {
+  const waits = new StepWaits();
   return (ctx) => {
     const type = ctx.info.activityType;
     const stage = STAGES[type];
     if (!stage && !ENGINE_CALLS.has(type)) return {};
+    const run = ctx.info.workflowExecution?.runId;
+    if (run && !ctx.info.isLocal) waits.remote(run);
+    const runId = ctx.info.isLocal ? run : undefined;
     const inbound: ActivityInboundCallsInterceptor = {
       async execute(input, next) {
         const started = performance.now();
+        if (runId) localDispatch.observe(waits.started(runId, ctx.info.currentAttemptScheduledTimestampMs, Date.now()) / 1000);
+        const stepEnded = (failed: boolean): void => {
+          if (!runId) return;
+          // A failed settle is retried: the run's last step is the settle (or the failure's record) that succeeds.
+          const ran = waits.ended(runId, Date.now(), !failed && (type === 'settle' || type === 'failRequest'));
+          if (ran) turnaround.observe(ran.turnaroundMs / 1000);
+        };
         const observe = (failed: boolean, err?: unknown): void => {
+          stepEnded(failed);
           const seconds = (performance.now() - started) / 1000;
           const labels = labelsOf(input.args[0]);
           if (stage) {
