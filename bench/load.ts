@@ -1,8 +1,11 @@
+import { createHash } from 'node:crypto';
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time';
+import type { temporal } from '@temporalio/proto';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { z } from 'zod';
@@ -64,6 +67,7 @@ import { toolEnv } from '../stack/tool-env';
  * main thread's and the SDK's workflow threads') reports its heap, and the rest of their anonymous memory is native.
  * They start with the product's V8 flags (PROCESS_V8_FLAGS); BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=8' starts
  * them (and only them) with those instead, '' with none: a lever's run.
+ * BENCH_LOAD_ENGINE_SPREAD=0.2 spreads each engine reply's delay evenly over ±20% of the phase's (delayFor).
  * BENCH_LOAD_TEMPORAL_PG='synchronous_commit=off,…' sets those on a cluster target's Postgres for Temporal (ALTER SYSTEM,
  * then a reload) once it is up: a lever of issue 42 item 5, measured against a run without. Two more such levers:
  * BENCH_LOAD_TEMPORAL_SHARDS=1 creates a cluster target's Temporal with that many history shards (each target's cluster
@@ -208,6 +212,11 @@ interface PhaseResult extends PhaseSpec {
   enginePathMs: ReturnType<typeof summary> | null;
   /** Where the overhead lay on the calls' timelines (bench/drive.ts): each part's p50 and p99, and its mean over the calls whose overhead is at or past the p99. */
   overheadParts: { p50: OverheadParts; p99: OverheadParts; slowest: OverheadParts } | null;
+  /**
+   * The slowest 1% by overhead (at least 3) and 5 calls at the median, each read against its workflow's history
+   * (bench/load.ts `historyTimeline`): the means of each span, ms. Null for estimates.
+   */
+  timelines: { slowest: HistoryTimeline; median: HistoryTimeline } | null;
   engineCallsPerCall: number | null;
   statuses: Record<string, number>;
   /** autocannon's connection errors and timeouts (no HTTP status). */
@@ -254,16 +263,34 @@ function openAiPanel(): ModeConfig {
 }
 
 /**
+ * A reply's delay: `engineMs`, or with BENCH_LOAD_ENGINE_SPREAD=s spread evenly over engineMs × [1 − s, 1 + s] (the
+ * same mean), drawn from the call's tag and its count of replies so far, so two runs draw the same delays. Identical
+ * engines answer a phase's concurrent calls at the same moment, so their next steps reach the stack in bursts; spread
+ * engines, as real ones are, do not (issue 42 item 2: what the panel's tail is made of).
+ */
+const ENGINE_SPREAD = z.coerce
+  .number()
+  .min(0)
+  .max(1)
+  .parse(process.env.BENCH_LOAD_ENGINE_SPREAD ?? 0);
+function delayFor(engineMs: number, tag: string, nth: number): number {
+  if (ENGINE_SPREAD === 0 || engineMs === 0) return engineMs;
+  const unit = createHash('sha256').update(`${tag}#${nth}`).digest().readUInt32BE(0) / 0xffffffff;
+  return Math.round(engineMs * (1 + ENGINE_SPREAD * (2 * unit - 1)));
+}
+
+/**
  * The judge splits the seats, so a panel runs its whole course: seats, judge, a critique round, judge, synthesis.
- * Every reply takes `engineMs` and is logged per call tag with its served interval.
+ * Every reply takes its delay (`delayFor`) and is logged per call tag with its served interval.
  */
 function engineScript(state: { engineMs: number; served: Map<string, [number, number][]> }) {
   return (req: RecordedRequest): Reply => {
     const text = req.bodyText;
     const tag = TAG.exec(text)?.[1];
     const start = performance.now();
-    if (tag) state.served.set(tag, [...(state.served.get(tag) ?? []), [start, start + state.engineMs]]);
-    const delayMs = state.engineMs;
+    const earlier = tag ? (state.served.get(tag) ?? []) : [];
+    const delayMs = tag ? delayFor(state.engineMs, tag, earlier.length) : state.engineMs;
+    if (tag) state.served.set(tag, [...earlier, [start, start + delayMs]]);
     if (text.includes(JUDGE_TAG)) {
       const labels = [...new Set([...text.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))];
       const verdict = {
@@ -316,6 +343,43 @@ function partsOf(
 function partsText(p: NonNullable<PhaseResult['overheadParts']>): string {
   const one = (o: OverheadParts): string => `head ${o.headMs}, gaps ${o.gapsMs}, stagger ${o.staggerMs}, tail ${o.tailMs}`;
   return `overhead parts ms: p50 ${one(p.p50)}; p99 ${one(p.p99)}; slowest 1% (mean) ${one(p.slowest)}`;
+}
+
+/**
+ * One call read against its workflow's history, on the machine's wall clock (the bench's `performance` clock is
+ * converted; the Temporal server stamps its events on the same machine):
+ *   - toStartMs: sent until the server stamped the start (HTTP, the key, the claim, the start's request);
+ *   - toEngineMs: the start until the first engine call (the start's write, the eager task, prepare, dispatch);
+ *   - toCompleteMs: the last engine answer until the server stamped the workflow task's completion (settle, the end);
+ *   - toAnswerMs: that completion until the client has the answer (its write, the API's result poll, the response).
+ */
+interface HistoryTimeline {
+  calls: number;
+  toStartMs: number;
+  toEngineMs: number;
+  toCompleteMs: number;
+  toAnswerMs: number;
+}
+
+function historyTimeline(
+  calls: { call: Call; intervals: [number, number][]; events: temporal.api.history.v1.IHistoryEvent[] }[],
+): HistoryTimeline {
+  const wall = (t: number): number => performance.timeOrigin + t;
+  const stamp = (events: temporal.api.history.v1.IHistoryEvent[], has: (e: temporal.api.history.v1.IHistoryEvent) => unknown): number =>
+    tsToMs(events.find((e) => has(e))?.eventTime);
+  const spans = calls.map(({ call, intervals, events }) => {
+    const started = stamp(events, (e) => e.workflowExecutionStartedEventAttributes);
+    const completed = tsToMs([...events].reverse().find((e) => e.workflowTaskCompletedEventAttributes)?.eventTime);
+    const firstEngine = Math.min(...intervals.map(([s]) => s));
+    const lastEngine = Math.max(...intervals.map(([, e]) => e));
+    return [started - wall(call.sentAt), wall(firstEngine) - started, completed - wall(lastEngine), wall(call.answeredAt) - completed];
+  });
+  const mean = (i: number): number => round(spans.reduce((n, s) => n + s[i], 0) / Math.max(1, spans.length), 1);
+  return { calls: spans.length, toStartMs: mean(0), toEngineMs: mean(1), toCompleteMs: mean(2), toAnswerMs: mean(3) };
+}
+
+function timelineText(t: HistoryTimeline): string {
+  return `to the start ${t.toStartMs}, start to first engine ${t.toEngineMs}, last engine to completion ${t.toCompleteMs}, completion to answer ${t.toAnswerMs}`;
 }
 
 interface Sample extends Call {
@@ -596,6 +660,24 @@ async function measure(
     );
 
   const perCall = (v: number, calls: number, digits = 1): number => round(v / Math.max(1, calls), digits);
+  const timelinesOf = async (ok: Call[], paths: number[]): Promise<PhaseResult['timelines']> => {
+    const byOverhead = ok.map((call, i) => ({ call, overhead: call.ms - paths[i] })).sort((a, b) => a.overhead - b.overhead);
+    const read = async (picked: typeof byOverhead): Promise<HistoryTimeline> =>
+      historyTimeline(
+        await Promise.all(
+          picked.map(async ({ call }) => ({
+            call,
+            intervals: engine.served.get(call.tag) ?? [],
+            events: (await target.temporal.workflow.getHandle(workflowIds.deliberation(org.orgId, call.key)).fetchHistory()).events ?? [],
+          })),
+        ),
+      );
+    const middle = Math.floor(byOverhead.length / 2);
+    return {
+      slowest: await read(byOverhead.slice(-Math.max(3, Math.ceil(byOverhead.length / 100)))),
+      median: await read(byOverhead.slice(Math.max(0, middle - 2), middle + 3)),
+    };
+  };
   const lastKeys: Partial<Record<CallKind, string>> = {};
   const runPhase = async (spec: PhaseSpec): Promise<PhaseResult> => {
     engine.engineMs = spec.engineMs;
@@ -641,9 +723,11 @@ async function measure(
         meanMsByOperation: Object.fromEntries(deltas.map((d) => [d.op, round((d.seconds * 1000) / d.requests, 2)])),
       };
     }
+    const timelines = completions && ok.length > 0 ? await timelinesOf(ok, paths) : null;
     return {
       ...spec,
       completed: calls,
+      timelines,
       seconds: round(seconds, 2),
       throughputPerS: round(calls / seconds),
       latencyMs: summary(ok.map((s) => s.ms)),
@@ -866,7 +950,7 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
   for (const r of phases)
     if (r.waits)
       console.log(
-        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; ${waitsText(r.waits)}${r.overheadParts ? `; ${partsText(r.overheadParts)}` : ''}`,
+        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; ${waitsText(r.waits)}${r.overheadParts ? `; ${partsText(r.overheadParts)}` : ''}${r.timelines ? `; against the history, ms: slowest ${r.timelines.slowest.calls}: ${timelineText(r.timelines.slowest)}; median ${r.timelines.median.calls}: ${timelineText(r.timelines.median)}` : ''}`,
       );
   for (const r of phases) {
     const ops = Object.entries(r.temporalPersistencePerCall?.byOperation ?? {}).slice(0, 10);

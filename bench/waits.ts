@@ -23,15 +23,20 @@ export interface WaitFigures {
   eventLoopLag: { p50Ms: number; p99Ms: number; maxMs: number } | null;
   gc: { msPerCall: number; byKind: Record<string, { pauses: number; ms: number }> };
   localActivityDispatch: { runs: number; meanMs: number; p99AtMostMs: number | null };
+  /** A deliberation's first and last steps, ours alone (the hold, the settle: each a Postgres statement or transaction). */
+  prepare: { runs: number; meanMs: number; p99AtMostMs: number | null };
+  settle: { runs: number; meanMs: number; p99AtMostMs: number | null };
   /** Per deliberation: p50 and p99 as bucket bounds ("at most"). */
   turnaround: { calls: number; meanMs: number; p50AtMostMs: number | null; p99AtMostMs: number | null };
 }
 
-const matching = (e: Exposition, fragment: string): Sample[] => e.samples.filter((s) => s.name.includes(fragment));
+/** A family's samples whose labels include `labels`. */
+const matching = (e: Exposition, fragment: string, labels: Record<string, string> = {}): Sample[] =>
+  e.samples.filter((s) => s.name.includes(fragment) && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
 
-/** Sum of a family's samples whose name ends so (`_sum`, `_count`), over every label set. */
-function total(e: Exposition, fragment: string, suffix: string): number {
-  return matching(e, fragment)
+/** Sum of a family's samples whose name ends so (`_sum`, `_count`), over every label set that includes `labels`. */
+function total(e: Exposition, fragment: string, suffix: string, labels: Record<string, string> = {}): number {
+  return matching(e, fragment, labels)
     .filter((s) => s.name.endsWith(suffix))
     .reduce((n, s) => n + s.value, 0);
 }
@@ -44,15 +49,16 @@ function histogramDelta(
   before: Exposition,
   after: Exposition,
   fragment: string,
+  labels: Record<string, string> = {},
 ): { n: number; meanMs: number; p50AtMostMs: number | null; p99AtMostMs: number | null } {
-  const n = total(after, fragment, '_count') - total(before, fragment, '_count');
-  const sum = total(after, fragment, '_sum') - total(before, fragment, '_sum');
+  const n = total(after, fragment, '_count', labels) - total(before, fragment, '_count', labels);
+  const sum = total(after, fragment, '_sum', labels) - total(before, fragment, '_sum', labels);
   const buckets = new Map<number, number>();
   for (const [e, sign] of [
     [after, 1],
     [before, -1],
   ] as const)
-    for (const s of matching(e, fragment).filter((x) => x.name.endsWith('_bucket'))) {
+    for (const s of matching(e, fragment, labels).filter((x) => x.name.endsWith('_bucket'))) {
       const le = s.labels.le === '+Inf' ? Infinity : Number(s.labels.le);
       buckets.set(le, (buckets.get(le) ?? 0) + sign * s.value);
     }
@@ -74,6 +80,10 @@ export function waitFigures(before: Exposition, after: Exposition, calls: number
   const local = histogramDelta(before, after, 'local_activity_execution_latency');
   const dispatch = histogramDelta(before, after, 'quorum_local_activity_dispatch_seconds');
   const turnaround = histogramDelta(before, after, 'quorum_deliberation_turnaround_seconds');
+  const step = (stage: string): WaitFigures['prepare'] => {
+    const h = histogramDelta(before, after, 'quorum_deliberation_stage_duration_seconds', { stage });
+    return { runs: h.n, meanMs: h.meanMs, p99AtMostMs: h.p99AtMostMs };
+  };
   const lag = (name: string): number | undefined => gauge(after, `nodejs_eventloop_lag_${name}_seconds`);
   const [p50, p99, max] = [lag('p50'), lag('p99'), lag('max')];
   const byKind: Record<string, { pauses: number; ms: number }> = {};
@@ -96,6 +106,8 @@ export function waitFigures(before: Exposition, after: Exposition, calls: number
         : { p50Ms: round(p50 * 1000, 1), p99Ms: round(p99 * 1000, 1), maxMs: round(max * 1000, 1) },
     gc: { msPerCall: round(gcMs / Math.max(1, calls), 2), byKind },
     localActivityDispatch: { runs: dispatch.n, meanMs: dispatch.meanMs, p99AtMostMs: dispatch.p99AtMostMs },
+    prepare: step('prepare'),
+    settle: step('settle'),
     turnaround: {
       calls: turnaround.n,
       meanMs: turnaround.meanMs,
@@ -114,6 +126,7 @@ export function waitsText(w: WaitFigures): string {
   return [
     `wf tasks ${w.workflowTaskScheduleToStart.tasks}: queued mean ${w.workflowTaskScheduleToStart.meanMs} ms (p99 ${atMost(w.workflowTaskScheduleToStart.p99AtMostMs)}), ran mean ${w.workflowTaskExecution.meanMs} ms (p99 ${atMost(w.workflowTaskExecution.p99AtMostMs)})`,
     `local activities ${w.localActivityExecution.runs} (${w.localActivityExecution.perCall} a call), mean ${w.localActivityExecution.meanMs} ms, dispatched in mean ${w.localActivityDispatch.meanMs} ms (p99 ${atMost(w.localActivityDispatch.p99AtMostMs)})`,
+    `prepare mean ${w.prepare.meanMs} ms (p99 ${atMost(w.prepare.p99AtMostMs)}), settle mean ${w.settle.meanMs} ms (p99 ${atMost(w.settle.p99AtMostMs)})`,
     `turnarounds a call (${w.turnaround.calls} calls): mean ${w.turnaround.meanMs} ms, p50 ${atMost(w.turnaround.p50AtMostMs)}, p99 ${atMost(w.turnaround.p99AtMostMs)}`,
     lag,
     `GC ${w.gc.msPerCall} ms a call (${Object.entries(w.gc.byKind)
