@@ -208,6 +208,11 @@ interface PhaseResult extends PhaseSpec {
   throughputPerS: number;
   latencyMs: ReturnType<typeof summary>;
   overheadMs: ReturnType<typeof summary> | null;
+  /**
+   * The same over the calls sent after the phase's first answer: without the first wave, whose calls the driver
+   * sends all at once (a burst of `concurrency` starts that identical engines then keep in step every round).
+   */
+  overheadAfterFirstWaveMs: ReturnType<typeof summary> | null;
   /** The loopback's served time on the critical path, per call. */
   enginePathMs: ReturnType<typeof summary> | null;
   /** Where the overhead lay on the calls' timelines (bench/drive.ts): each part's p50 and p99, and its mean over the calls whose overhead is at or past the p99. */
@@ -310,6 +315,13 @@ function engineScript(state: { engineMs: number; served: Map<string, [number, nu
   };
 }
 
+/** Overhead over the calls sent after the phase's first answer (PhaseResult.overheadAfterFirstWaveMs); null if none was. */
+function afterFirstWave(ok: readonly Call[], paths: readonly number[]): PhaseResult['overheadAfterFirstWaveMs'] {
+  const firstAnswer = Math.min(...ok.map((c) => c.answeredAt));
+  const later = ok.flatMap((c, i) => (c.sentAt > firstAnswer ? [c.ms - paths[i]] : []));
+  return later.length > 0 ? summary(later) : null;
+}
+
 const PARTS = ['headMs', 'gapsMs', 'staggerMs', 'tailMs'] as const;
 
 /** The phase's overhead parts: each part's p50 and p99 over the calls, and their means over the slowest 1% by overhead. */
@@ -351,35 +363,46 @@ function partsText(p: NonNullable<PhaseResult['overheadParts']>): string {
  *   - toStartMs: sent until the server stamped the start (HTTP, the key, the claim, the start's request);
  *   - toEngineMs: the start until the first engine call (the start's write, the eager task, prepare, dispatch);
  *   - toCompleteMs: the last engine answer until the server stamped the workflow task's completion (settle, the end);
- *   - toAnswerMs: that completion until the client has the answer (its write, the API's result poll, the response).
+ *   - toAnswerMs: that completion until the client has the answer (its write, the API's result poll, the response);
+ *   - crowd: the phase's other calls that were sent, or had their last engine answer, within CROWD_MS of its send:
+ *     the starts and ends the stack served at the same moment as its own start.
  */
 interface HistoryTimeline {
   calls: number;
+  crowd: number;
   toStartMs: number;
   toEngineMs: number;
   toCompleteMs: number;
   toAnswerMs: number;
 }
 
+const CROWD_MS = 100;
+
 function historyTimeline(
-  calls: { call: Call; intervals: [number, number][]; events: temporal.api.history.v1.IHistoryEvent[] }[],
+  calls: { call: Call; intervals: [number, number][]; events: temporal.api.history.v1.IHistoryEvent[]; crowd: number }[],
 ): HistoryTimeline {
   const wall = (t: number): number => performance.timeOrigin + t;
   const stamp = (events: temporal.api.history.v1.IHistoryEvent[], has: (e: temporal.api.history.v1.IHistoryEvent) => unknown): number =>
     tsToMs(events.find((e) => has(e))?.eventTime);
-  const spans = calls.map(({ call, intervals, events }) => {
+  const spans = calls.map(({ call, intervals, events, crowd }) => {
     const started = stamp(events, (e) => e.workflowExecutionStartedEventAttributes);
     const completed = tsToMs([...events].reverse().find((e) => e.workflowTaskCompletedEventAttributes)?.eventTime);
     const firstEngine = Math.min(...intervals.map(([s]) => s));
     const lastEngine = Math.max(...intervals.map(([, e]) => e));
-    return [started - wall(call.sentAt), wall(firstEngine) - started, completed - wall(lastEngine), wall(call.answeredAt) - completed];
+    return [
+      started - wall(call.sentAt),
+      wall(firstEngine) - started,
+      completed - wall(lastEngine),
+      wall(call.answeredAt) - completed,
+      crowd,
+    ];
   });
   const mean = (i: number): number => round(spans.reduce((n, s) => n + s[i], 0) / Math.max(1, spans.length), 1);
-  return { calls: spans.length, toStartMs: mean(0), toEngineMs: mean(1), toCompleteMs: mean(2), toAnswerMs: mean(3) };
+  return { calls: spans.length, toStartMs: mean(0), toEngineMs: mean(1), toCompleteMs: mean(2), toAnswerMs: mean(3), crowd: mean(4) };
 }
 
 function timelineText(t: HistoryTimeline): string {
-  return `to the start ${t.toStartMs}, start to first engine ${t.toEngineMs}, last engine to completion ${t.toCompleteMs}, completion to answer ${t.toAnswerMs}`;
+  return `${t.crowd} other starts and ends within ${CROWD_MS} ms of its send; to the start ${t.toStartMs}, start to first engine ${t.toEngineMs}, last engine to completion ${t.toCompleteMs}, completion to answer ${t.toAnswerMs}`;
 }
 
 interface Sample extends Call {
@@ -402,13 +425,33 @@ interface StackTarget {
   groups: Record<Group, number[]>;
   /** Transactions committed so far in Quorum's Postgres and in Temporal's (null: the dev server has none). */
   pgTransactions(): Promise<{ quorum: number; temporal: number | null }>;
-  /** The Temporal server's persistence requests so far by operation, with their summed latency; null where it serves no metrics (the dev server). */
+  /** The Temporal server's persistence requests so far by operation, with their summed latency; null where it serves no metrics. */
   persistenceRequests(): Promise<Record<string, { requests: number; seconds: number }> | null>;
   /** The worker's `/metrics` (ours and the Temporal SDK's); null where the bench does not read them (the cluster). */
   workerMetrics(): Promise<Exposition | null>;
   /** Where the API's and worker's isolates report their heaps (bench/heap-probe.cjs); null where the bench did not start them. */
   heapProbeDir: string | null;
   stop(): Promise<void>;
+}
+
+/** The Temporal server's persistence requests so far by operation (visibility's prefixed), with their summed latency. */
+async function persistenceRequests(metricsUrl: string): Promise<Record<string, { requests: number; seconds: number }>> {
+  const exposition = parseExposition(await (await fetch(metricsUrl)).text());
+  const byOperation: Record<string, { requests: number; seconds: number }> = {};
+  const families: Record<string, [string, 'requests' | 'seconds']> = {
+    persistence_requests: ['', 'requests'],
+    persistence_latency_sum: ['', 'seconds'],
+    visibility_persistence_requests: ['visibility ', 'requests'],
+    visibility_persistence_latency_sum: ['visibility ', 'seconds'],
+  };
+  for (const sample of exposition.samples) {
+    const family = families[sample.name];
+    if (!family) continue;
+    const op = `${family[0]}${sample.labels.operation ?? '?'}`;
+    byOperation[op] ??= { requests: 0, seconds: 0 };
+    byOperation[op][family[1]] += sample.value;
+  }
+  return byOperation;
 }
 
 async function committed(query: (sql: string) => Promise<{ rows: { n: string }[] }>): Promise<number> {
@@ -430,7 +473,8 @@ async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget
     fs.chmodSync(dataDir, 0o755);
     stops.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
     // Temporal's SQLite in a file with `npm start`'s settings, not the tests' in-memory one.
-    await startStack({ dbFile: path.join(dataDir, 'temporal.db') });
+    const temporalMetricsPort = await freePort();
+    await startStack({ dbFile: path.join(dataDir, 'temporal.db'), metricsPort: temporalMetricsPort });
     const { db, dbUrl, env } = stack();
     const heapProbeDir = path.join(dataDir, 'heap-probe');
     fs.mkdirSync(heapProbeDir);
@@ -471,7 +515,7 @@ async function startDevTarget(engineEnv: NodeJS.ProcessEnv): Promise<StackTarget
       temporal: env.client,
       groups,
       pgTransactions: async () => ({ quorum: await committed((sql) => db.raw(sql)), temporal: null }),
-      persistenceRequests: () => Promise.resolve(null),
+      persistenceRequests: () => persistenceRequests(`http://127.0.0.1:${temporalMetricsPort}/metrics`),
       workerMetrics: async () => parseExposition(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()),
       heapProbeDir,
       stop: () => stopAll(stops),
@@ -555,24 +599,7 @@ async function startClusterTarget(workers: number, engineEnv: NodeJS.ProcessEnv)
       }),
       workerMetrics: () => Promise.resolve(null),
       heapProbeDir: null,
-      persistenceRequests: async () => {
-        const exposition = parseExposition(await (await fetch(metricsUrl)).text());
-        const byOperation: Record<string, { requests: number; seconds: number }> = {};
-        const families: Record<string, [string, 'requests' | 'seconds']> = {
-          persistence_requests: ['', 'requests'],
-          persistence_latency_sum: ['', 'seconds'],
-          visibility_persistence_requests: ['visibility ', 'requests'],
-          visibility_persistence_latency_sum: ['visibility ', 'seconds'],
-        };
-        for (const sample of exposition.samples) {
-          const family = families[sample.name];
-          if (!family) continue;
-          const op = `${family[0]}${sample.labels.operation ?? '?'}`;
-          byOperation[op] ??= { requests: 0, seconds: 0 };
-          byOperation[op][family[1]] += sample.value;
-        }
-        return byOperation;
-      },
+      persistenceRequests: () => persistenceRequests(metricsUrl),
       stop: () => stopAll(stops),
     };
   } catch (err) {
@@ -662,11 +689,14 @@ async function measure(
   const perCall = (v: number, calls: number, digits = 1): number => round(v / Math.max(1, calls), digits);
   const timelinesOf = async (ok: Call[], paths: number[]): Promise<PhaseResult['timelines']> => {
     const byOverhead = ok.map((call, i) => ({ call, overhead: call.ms - paths[i] })).sort((a, b) => a.overhead - b.overhead);
+    const moments = ok.flatMap((c) => [c.sentAt, Math.max(...(engine.served.get(c.tag) ?? []).map(([, e]) => e))]);
+    const crowdAt = (call: Call): number => moments.filter((t) => Math.abs(t - call.sentAt) <= CROWD_MS).length - 1;
     const read = async (picked: typeof byOverhead): Promise<HistoryTimeline> =>
       historyTimeline(
         await Promise.all(
           picked.map(async ({ call }) => ({
             call,
+            crowd: crowdAt(call),
             intervals: engine.served.get(call.tag) ?? [],
             events: (await target.temporal.workflow.getHandle(workflowIds.deliberation(org.orgId, call.key)).fetchHistory()).events ?? [],
           })),
@@ -732,6 +762,7 @@ async function measure(
       throughputPerS: round(calls / seconds),
       latencyMs: summary(ok.map((s) => s.ms)),
       overheadMs: completions ? summary(ok.map((s, i) => s.ms - paths[i])) : null,
+      overheadAfterFirstWaveMs: completions ? afterFirstWave(ok, paths) : null,
       overheadParts: completions ? partsOf(ok, paths, engine.served) : null,
       enginePathMs: completions ? summary(paths) : null,
       engineCallsPerCall: completions
@@ -950,7 +981,7 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
   for (const r of phases)
     if (r.waits)
       console.log(
-        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; ${waitsText(r.waits)}${r.overheadParts ? `; ${partsText(r.overheadParts)}` : ''}${r.timelines ? `; against the history, ms: slowest ${r.timelines.slowest.calls}: ${timelineText(r.timelines.slowest)}; median ${r.timelines.median.calls}: ${timelineText(r.timelines.median)}` : ''}`,
+        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; after the first wave (${f(r.overheadAfterFirstWaveMs?.n)} calls) overhead p50 ${f(r.overheadAfterFirstWaveMs?.p50)}, p99 ${f(r.overheadAfterFirstWaveMs?.p99)} ms; ${waitsText(r.waits)}${r.overheadParts ? `; ${partsText(r.overheadParts)}` : ''}${r.timelines ? `; against the history, ms: slowest ${r.timelines.slowest.calls}: ${timelineText(r.timelines.slowest)}; median ${r.timelines.median.calls}: ${timelineText(r.timelines.median)}` : ''}`,
       );
   for (const r of phases) {
     const ops = Object.entries(r.temporalPersistencePerCall?.byOperation ?? {}).slice(0, 10);

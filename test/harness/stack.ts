@@ -49,7 +49,8 @@ export function stack(): TestStack {
  * `dbFile`: the Temporal server keeps its SQLite there, with `npm start`'s settings (a bench measuring what `npm start`
  * runs); absent, in memory (the tests).
  */
-export async function startStack(options: { dbFile?: string } = {}): Promise<TestStack> {
+/** `dbFile`: Temporal's SQLite in that file (else in memory); `metricsPort`: the dev server's Prometheus metrics there. */
+export async function startStack(options: { dbFile?: string; metricsPort?: number } = {}): Promise<TestStack> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const tools = toolEnv(loadConfig(), process.env);
   const temporalBinary = resolveTemporalBinary(tools);
@@ -65,7 +66,13 @@ export async function startStack(options: { dbFile?: string } = {}): Promise<Tes
         executable: { type: 'existing-path', path: temporalBinary },
         searchAttributes: [...quorumSearchAttributes],
         dbFilename: options.dbFile,
-        extraArgs: ['--log-level', 'error', ...dynamicConfigArgs(), ...(options.dbFile ? sqlitePragmaArgs() : [])],
+        extraArgs: [
+          '--log-level',
+          'error',
+          ...dynamicConfigArgs(),
+          ...(options.dbFile ? sqlitePragmaArgs() : []),
+          ...(options.metricsPort === undefined ? [] : ['--metrics-port', String(options.metricsPort)]),
+        ],
       },
     }),
   ]);
