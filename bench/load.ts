@@ -219,7 +219,7 @@ interface PhaseResult extends PhaseSpec {
   overheadParts: { p50: OverheadParts; p99: OverheadParts; slowest: OverheadParts } | null;
   /**
    * The slowest 1% by overhead (at least 3) and 5 calls at the median, each read against its workflow's history
-   * (bench/load.ts `historyTimeline`): the means of each span, ms. Null for estimates.
+   * (`historyTimeline`): the means of each span, ms. Null for estimates.
    */
   timelines: { slowest: HistoryTimeline; median: HistoryTimeline } | null;
   engineCallsPerCall: number | null;
@@ -382,10 +382,8 @@ function historyTimeline(
   calls: { call: Call; intervals: [number, number][]; events: temporal.api.history.v1.IHistoryEvent[]; crowd: number }[],
 ): HistoryTimeline {
   const wall = (t: number): number => performance.timeOrigin + t;
-  const stamp = (events: temporal.api.history.v1.IHistoryEvent[], has: (e: temporal.api.history.v1.IHistoryEvent) => unknown): number =>
-    tsToMs(events.find((e) => has(e))?.eventTime);
   const spans = calls.map(({ call, intervals, events, crowd }) => {
-    const started = stamp(events, (e) => e.workflowExecutionStartedEventAttributes);
+    const started = tsToMs(events.find((e) => e.workflowExecutionStartedEventAttributes)?.eventTime);
     const completed = tsToMs([...events].reverse().find((e) => e.workflowTaskCompletedEventAttributes)?.eventTime);
     const firstEngine = Math.min(...intervals.map(([s]) => s));
     const lastEngine = Math.max(...intervals.map(([, e]) => e));
