@@ -976,11 +976,20 @@ function printTable({ label, phases, memory, histories, idleCpuMsPerS: idle, loa
       ].join(' '),
     );
   }
-  for (const r of phases)
-    if (r.waits)
+  // Where each phase's time went: the worker's counters (dev target only), then the calls' own timelines.
+  for (const r of phases) {
+    const parts = [
+      r.waits ? waitsText(r.waits) : null,
+      r.overheadParts ? partsText(r.overheadParts) : null,
+      r.timelines
+        ? `against the history, ms: slowest ${r.timelines.slowest.calls}: ${timelineText(r.timelines.slowest)}; median ${r.timelines.median.calls}: ${timelineText(r.timelines.median)}`
+        : null,
+    ].filter((p): p is string => p !== null);
+    if (parts.length > 0)
       console.log(
-        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; after the first wave (${f(r.overheadAfterFirstWaveMs?.n)} calls) overhead p50 ${f(r.overheadAfterFirstWaveMs?.p50)}, p99 ${f(r.overheadAfterFirstWaveMs?.p99)} ms; ${waitsText(r.waits)}${r.overheadParts ? `; ${partsText(r.overheadParts)}` : ''}${r.timelines ? `; against the history, ms: slowest ${r.timelines.slowest.calls}: ${timelineText(r.timelines.slowest)}; median ${r.timelines.median.calls}: ${timelineText(r.timelines.median)}` : ''}`,
+        `waits, ${r.target} ${r.engineMs} ms × ${r.concurrency}: latency p99.9 ${f(r.latencyMs.p999)} ms, overhead p99.9 ${f(r.overheadMs?.p999)} ms; after the first wave (${f(r.overheadAfterFirstWaveMs?.n)} calls) overhead p50 ${f(r.overheadAfterFirstWaveMs?.p50)}, p99 ${f(r.overheadAfterFirstWaveMs?.p99)} ms; ${parts.join('; ')}`,
       );
+  }
   for (const r of phases) {
     const ops = Object.entries(r.temporalPersistencePerCall?.byOperation ?? {}).slice(0, 10);
     if (ops.length > 0)
