@@ -315,37 +315,37 @@ function engineScript(state: { engineMs: number; served: Map<string, [number, nu
   };
 }
 
+/** An answered completion with its overhead and where that lay (bench/drive.ts `overheadParts`), worked out once. */
+interface TimedCall {
+  call: Call;
+  overheadMs: number;
+  parts: OverheadParts;
+}
+
 /** Overhead over the calls sent after the phase's first answer (PhaseResult.overheadAfterFirstWaveMs); null if none was. */
-function afterFirstWave(ok: readonly Call[], paths: readonly number[]): PhaseResult['overheadAfterFirstWaveMs'] {
-  const firstAnswer = Math.min(...ok.map((c) => c.answeredAt));
-  const later = ok.flatMap((c, i) => (c.sentAt > firstAnswer ? [c.ms - paths[i]] : []));
+function afterFirstWave(timed: readonly TimedCall[]): PhaseResult['overheadAfterFirstWaveMs'] {
+  const firstAnswer = Math.min(...timed.map((t) => t.call.answeredAt));
+  const later = timed.filter((t) => t.call.sentAt > firstAnswer).map((t) => t.overheadMs);
   return later.length > 0 ? summary(later) : null;
 }
 
 const PARTS = ['headMs', 'gapsMs', 'staggerMs', 'tailMs'] as const;
 
 /** The phase's overhead parts: each part's p50 and p99 over the calls, and their means over the slowest 1% by overhead. */
-function partsOf(
-  ok: readonly Call[],
-  paths: readonly number[],
-  served: ReadonlyMap<string, [number, number][]>,
-): PhaseResult['overheadParts'] {
-  const calls = ok
-    .map((c, i) => ({ overhead: c.ms - paths[i], parts: overheadParts(c.sentAt, c.answeredAt, served.get(c.tag) ?? []) }))
-    .filter((c): c is { overhead: number; parts: OverheadParts } => c.parts !== null);
+function partsOf(calls: readonly TimedCall[]): PhaseResult['overheadParts'] {
   if (calls.length === 0) return null;
-  const byPart = (among: typeof calls, pick: (values: number[]) => number): OverheadParts => {
+  const byPart = (among: readonly TimedCall[], pick: (values: number[]) => number): OverheadParts => {
     const out = { headMs: 0, gapsMs: 0, staggerMs: 0, tailMs: 0 };
     for (const part of PARTS) out[part] = round(pick(among.map((c) => c.parts[part])), 1);
     return out;
   };
-  const p99 = summary(calls.map((c) => c.overhead)).p99;
+  const p99 = summary(calls.map((c) => c.overheadMs)).p99;
   const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
   return {
     p50: byPart(calls, (v) => summary(v).p50),
     p99: byPart(calls, (v) => summary(v).p99),
     slowest: byPart(
-      calls.filter((c) => c.overhead >= p99),
+      calls.filter((c) => c.overheadMs >= p99),
       mean,
     ),
   };
@@ -378,20 +378,20 @@ interface HistoryTimeline {
 
 const CROWD_MS = 100;
 
-function historyTimeline(
-  calls: { call: Call; intervals: [number, number][]; events: temporal.api.history.v1.IHistoryEvent[]; crowd: number }[],
-): HistoryTimeline {
+/** When a call's first engine call started and its last engine answer came, from its overhead's head and tail. */
+const firstEngineAt = (t: TimedCall): number => t.call.sentAt + t.parts.headMs;
+const lastEngineAt = (t: TimedCall): number => t.call.answeredAt - t.parts.tailMs;
+
+function historyTimeline(calls: { timed: TimedCall; events: temporal.api.history.v1.IHistoryEvent[]; crowd: number }[]): HistoryTimeline {
   const wall = (t: number): number => performance.timeOrigin + t;
-  const spans = calls.map(({ call, intervals, events, crowd }) => {
+  const spans = calls.map(({ timed, events, crowd }) => {
     const started = tsToMs(events.find((e) => e.workflowExecutionStartedEventAttributes)?.eventTime);
     const completed = tsToMs([...events].reverse().find((e) => e.workflowTaskCompletedEventAttributes)?.eventTime);
-    const firstEngine = Math.min(...intervals.map(([s]) => s));
-    const lastEngine = Math.max(...intervals.map(([, e]) => e));
     return [
-      started - wall(call.sentAt),
-      wall(firstEngine) - started,
-      completed - wall(lastEngine),
-      wall(call.answeredAt) - completed,
+      started - wall(timed.call.sentAt),
+      wall(firstEngineAt(timed)) - started,
+      completed - wall(lastEngineAt(timed)),
+      wall(timed.call.answeredAt) - completed,
       crowd,
     ];
   });
@@ -685,18 +685,17 @@ async function measure(
     );
 
   const perCall = (v: number, calls: number, digits = 1): number => round(v / Math.max(1, calls), digits);
-  const timelinesOf = async (ok: Call[], paths: number[]): Promise<PhaseResult['timelines']> => {
-    const byOverhead = ok.map((call, i) => ({ call, overhead: call.ms - paths[i] })).sort((a, b) => a.overhead - b.overhead);
-    const moments = ok.flatMap((c) => [c.sentAt, Math.max(...(engine.served.get(c.tag) ?? []).map(([, e]) => e))]);
-    const crowdAt = (call: Call): number => moments.filter((t) => Math.abs(t - call.sentAt) <= CROWD_MS).length - 1;
-    const read = async (picked: typeof byOverhead): Promise<HistoryTimeline> =>
+  const timelinesOf = async (timed: readonly TimedCall[]): Promise<PhaseResult['timelines']> => {
+    const byOverhead = [...timed].sort((a, b) => a.overheadMs - b.overheadMs);
+    const moments = timed.flatMap((t) => [t.call.sentAt, lastEngineAt(t)]);
+    const crowdAt = (call: Call): number => moments.filter((at) => Math.abs(at - call.sentAt) <= CROWD_MS).length - 1;
+    const read = async (picked: readonly TimedCall[]): Promise<HistoryTimeline> =>
       historyTimeline(
         await Promise.all(
-          picked.map(async ({ call }) => ({
-            call,
-            crowd: crowdAt(call),
-            intervals: engine.served.get(call.tag) ?? [],
-            events: (await target.temporal.workflow.getHandle(workflowIds.deliberation(org.orgId, call.key)).fetchHistory()).events ?? [],
+          picked.map(async (t) => ({
+            timed: t,
+            crowd: crowdAt(t.call),
+            events: (await target.temporal.workflow.getHandle(workflowIds.deliberation(org.orgId, t.call.key)).fetchHistory()).events ?? [],
           })),
         ),
       );
@@ -751,7 +750,14 @@ async function measure(
         meanMsByOperation: Object.fromEntries(deltas.map((d) => [d.op, round((d.seconds * 1000) / d.requests, 2)])),
       };
     }
-    const timelines = completions && ok.length > 0 ? await timelinesOf(ok, paths) : null;
+    // Each completion's overhead and its parts, once; a call the loopback served nothing for has no parts.
+    const timed: TimedCall[] = completions
+      ? ok.flatMap((call, i) => {
+          const parts = overheadParts(call.sentAt, call.answeredAt, engine.served.get(call.tag) ?? []);
+          return parts ? [{ call, overheadMs: call.ms - paths[i], parts }] : [];
+        })
+      : [];
+    const timelines = timed.length > 0 ? await timelinesOf(timed) : null;
     return {
       ...spec,
       completed: calls,
@@ -760,8 +766,8 @@ async function measure(
       throughputPerS: round(calls / seconds),
       latencyMs: summary(ok.map((s) => s.ms)),
       overheadMs: completions ? summary(ok.map((s, i) => s.ms - paths[i])) : null,
-      overheadAfterFirstWaveMs: completions ? afterFirstWave(ok, paths) : null,
-      overheadParts: completions ? partsOf(ok, paths, engine.served) : null,
+      overheadAfterFirstWaveMs: timed.length > 0 ? afterFirstWave(timed) : null,
+      overheadParts: partsOf(timed),
       enginePathMs: completions ? summary(paths) : null,
       engineCallsPerCall: completions
         ? perCall(

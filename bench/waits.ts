@@ -15,6 +15,13 @@ import { round } from './results';
  *     scheduled it until it ran) and each deliberation's turnarounds summed (a step's end until the next's schedule:
  *     Core, the activation, the workflow thread).
  */
+/** Observations of one histogram over the phase: how many, their mean, and the bucket bound under which 99% fell. */
+interface Timed {
+  runs: number;
+  meanMs: number;
+  p99AtMostMs: number | null;
+}
+
 export interface WaitFigures {
   workflowTaskScheduleToStart: { tasks: number; meanMs: number; p99AtMostMs: number | null };
   workflowTaskExecution: { tasks: number; meanMs: number; p99AtMostMs: number | null };
@@ -22,10 +29,10 @@ export interface WaitFigures {
   localActivityExecution: { runs: number; perCall: number; meanMs: number };
   eventLoopLag: { p50Ms: number; p99Ms: number; maxMs: number } | null;
   gc: { msPerCall: number; byKind: Record<string, { pauses: number; ms: number }> };
-  localActivityDispatch: { runs: number; meanMs: number; p99AtMostMs: number | null };
+  localActivityDispatch: Timed;
   /** A deliberation's first and last steps, ours alone (the hold, the settle: each a Postgres statement or transaction). */
-  prepare: { runs: number; meanMs: number; p99AtMostMs: number | null };
-  settle: { runs: number; meanMs: number; p99AtMostMs: number | null };
+  prepare: Timed;
+  settle: Timed;
   /** Per deliberation: p50 and p99 as bucket bounds ("at most"). */
   turnaround: { calls: number; meanMs: number; p50AtMostMs: number | null; p99AtMostMs: number | null };
 }
@@ -78,12 +85,11 @@ export function waitFigures(before: Exposition, after: Exposition, calls: number
   const scheduleToStart = histogramDelta(before, after, 'workflow_task_schedule_to_start_latency');
   const execution = histogramDelta(before, after, 'workflow_task_execution_latency');
   const local = histogramDelta(before, after, 'local_activity_execution_latency');
-  const dispatch = histogramDelta(before, after, 'quorum_local_activity_dispatch_seconds');
-  const turnaround = histogramDelta(before, after, 'quorum_deliberation_turnaround_seconds');
-  const step = (stage: string): WaitFigures['prepare'] => {
-    const h = histogramDelta(before, after, 'quorum_deliberation_stage_duration_seconds', { stage });
+  const timed = (fragment: string, labels: Record<string, string> = {}): Timed => {
+    const h = histogramDelta(before, after, fragment, labels);
     return { runs: h.n, meanMs: h.meanMs, p99AtMostMs: h.p99AtMostMs };
   };
+  const turnaround = histogramDelta(before, after, 'quorum_deliberation_turnaround_seconds');
   const lag = (name: string): number | undefined => gauge(after, `nodejs_eventloop_lag_${name}_seconds`);
   const [p50, p99, max] = [lag('p50'), lag('p99'), lag('max')];
   const byKind: Record<string, { pauses: number; ms: number }> = {};
@@ -105,9 +111,9 @@ export function waitFigures(before: Exposition, after: Exposition, calls: number
         ? null
         : { p50Ms: round(p50 * 1000, 1), p99Ms: round(p99 * 1000, 1), maxMs: round(max * 1000, 1) },
     gc: { msPerCall: round(gcMs / Math.max(1, calls), 2), byKind },
-    localActivityDispatch: { runs: dispatch.n, meanMs: dispatch.meanMs, p99AtMostMs: dispatch.p99AtMostMs },
-    prepare: step('prepare'),
-    settle: step('settle'),
+    localActivityDispatch: timed('quorum_local_activity_dispatch_seconds'),
+    prepare: timed('quorum_deliberation_stage_duration_seconds', { stage: 'prepare' }),
+    settle: timed('quorum_deliberation_stage_duration_seconds', { stage: 'settle' }),
     turnaround: {
       calls: turnaround.n,
       meanMs: turnaround.meanMs,
