@@ -31,6 +31,8 @@ const AUDIT = 'test/stack/zz-audit.test.ts';
 const ALONE = ['test/stack/launcher/supervisor.test.ts'];
 const DEFAULT_SECONDS = 5;
 const PROGRESS_EVERY_MS = 60_000;
+/** Enough for a few failures' messages and stacks; the rest stays in the shard's log. */
+const FAILURE_LINES = 200;
 
 interface Shard {
   index: number;
@@ -91,6 +93,19 @@ function outcomeOf(log: string, code: number | null): Outcome {
     return found === undefined ? undefined : Number(found);
   };
   return { passing: last('passing'), failing: last('failing') ?? 0, pending: last('pending') ?? 0, code };
+}
+
+/** Mocha's own list of a shard's failures (its last "N failing" to the end), at most FAILURE_LINES lines. */
+function failureReport(log: string): string | undefined {
+  const lines = fs.readFileSync(log, 'utf8').split('\n');
+  const from = lines.findLastIndex((l) => /^ *\d+ failing/.test(l));
+  if (from < 0) return undefined;
+  const report = lines.slice(from + 1);
+  const shown = report.slice(0, FAILURE_LINES);
+  return [
+    ...shown,
+    ...(report.length > shown.length ? [`… ${report.length - shown.length} more lines in ${path.relative(repoRoot, log)}`] : []),
+  ].join('\n');
 }
 
 function progress(shards: readonly Shard[], done: ReadonlyMap<number, Outcome>, started: number): string {
@@ -192,8 +207,12 @@ function summarize(shards: readonly Shard[], done: ReadonlyMap<number, Outcome>,
   const broken = all.filter(({ o }) => o.code !== 0 || o.passing === undefined);
   for (const { s, o } of all)
     console.log(`${s.name}: ${o.passing ?? 'no'} passing, ${o.failing} failing, ${o.pending} pending, exit ${o.code}`);
-  for (const { s } of broken)
+  for (const { s } of broken) {
     console.log(`${s.name} failed or printed no summary: see its output above (${path.relative(repoRoot, s.log)})`);
+    // Repeated here because a CI page shows the run's last lines, and a later shard's output buries them.
+    const report = failureReport(s.log);
+    if (report !== undefined) console.log(`----- ${s.name}: mocha's failures -----\n${report}\n----- end of ${s.name}'s failures -----`);
+  }
   const sum = (f: (o: Outcome) => number): number => all.reduce((n, { o }) => n + f(o), 0);
   console.log(`\n  ${sum((o) => o.passing ?? 0)} passing (${minutes(Date.now() - started)})`);
   if (sum((o) => o.failing) > 0) console.log(`  ${sum((o) => o.failing)} failing`);
