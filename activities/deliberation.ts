@@ -1,4 +1,5 @@
-import type { KeyKind } from '../domain/api-keys';
+import type { Knex } from 'knex';
+import { keyBudgetExceeded, type KeyKind } from '../domain/api-keys';
 import { isBillingRefusal, type BillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
 import { QuorumError, type ErrorCode } from '../domain/errors';
@@ -11,6 +12,7 @@ import type { ChatMessage } from '../domain/messages';
 import { modeConfigHash, type ResolvedMode, type Tier } from '../domain/modes';
 import type { ClassifierCall, Settlement } from '../domain/outcome';
 import { seatingFor, type Seating } from '../domain/seat-assignment';
+import { raiseKeyBudgetReached } from '../db/repositories/api-keys';
 import * as ledger from '../db/repositories/ledger';
 import { holdPlanCharge } from '../db/repositories/plans';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
@@ -42,13 +44,63 @@ export interface JudgeCallResult extends EngineCallResult {
 
 /** A call `prepare` refuses to run: the code the workflow ends it with (nothing held, nothing run), and why. */
 export interface PrepareRefusal {
-  refused: Extract<ErrorCode, 'insufficient_balance' | 'plan_limit_reached' | 'mode_resolution_mismatch'> | BillingRefusal;
+  refused:
+    Extract<ErrorCode, 'insufficient_balance' | 'plan_limit_reached' | 'key_budget_exceeded' | 'mode_resolution_mismatch'> | BillingRefusal;
   message: string;
+}
+
+/** A live key's monthly budget, in micro-dollars as a decimal string (exact however large). */
+export interface KeyBudget {
+  keyId: string;
+  monthlyMicros: string;
 }
 
 /** A hold's refusal as the call's code; any other (an organisation or person unknown) ends it as a hold not covered. */
 function holdRefusal(code: ErrorCode): PrepareRefusal['refused'] {
-  return code === 'plan_limit_reached' || code === 'mode_resolution_mismatch' || isBillingRefusal(code) ? code : 'insufficient_balance';
+  return code === 'plan_limit_reached' || code === 'key_budget_exceeded' || code === 'mode_resolution_mismatch' || isBillingRefusal(code)
+    ? code
+    : 'insufficient_balance';
+}
+
+/** What `prepare` holds: the call's ceiling on the balance (within its key's budget, if any), or on a person's plan. */
+export interface PrepareHold {
+  amountMicros: number;
+  personId?: string;
+  keyBudget?: KeyBudget;
+}
+
+/**
+ * The call's hold, and beside it, at once, the organisation's own-key settings when `readsOwnKeys` (the families the
+ * seating may use). A refusal throws its QuorumError.
+ */
+async function holdThenRead(
+  db: Knex,
+  call: { orgId: string; requestId: string; hold?: PrepareHold; readsOwnKeys: boolean },
+): Promise<Set<string>> {
+  const { orgId, requestId, hold } = call;
+  const families = (): Promise<Set<string>> => (call.readsOwnKeys ? ownProviderFamilies(db, orgId) : Promise.resolve(new Set()));
+  if (!hold) return families();
+  const amountMicros = BigInt(hold.amountMicros);
+  if (hold.personId) {
+    await holdPlanCharge(db, { orgId, requestId, personId: hold.personId, amountMicros });
+    return new Set();
+  }
+  if (hold.keyBudget) {
+    const { keyId, monthlyMicros } = hold.keyBudget;
+    const [judged, read] = await Promise.all([
+      ledger.holdWithinKeyBudget(db, { orgId, requestId, amountMicros, keyId, budgetMicros: BigInt(monthlyMicros) }),
+      families(),
+    ]);
+    if (judged.held) return read;
+    await raiseKeyBudgetReached(db, { orgId, keyId, figures: judged.figures });
+    throw keyBudgetExceeded(judged.figures, amountMicros);
+  }
+  // The hold in one statement; a refused hold is tried once more the long way, which names the refusal (or holds, if
+  // money was freed meanwhile).
+  const [held, read] = await Promise.all([ledger.holdAtOnce(db, { orgId, requestId, amountMicros }), families()]);
+  if (held === 'refused')
+    await unknownOrgAsNotFound(orgId, () => db.transaction((trx) => ledger.reserveIn(trx, { orgId, requestId, amountMicros })));
+  return read;
 }
 
 export function createDeliberationActivities(deps: ActivityDeps) {
@@ -59,8 +111,9 @@ export function createDeliberationActivities(deps: ActivityDeps) {
     /**
      * Before anything runs, in one step (one local activity; the hold one statement): the call's hold, then which
      * engine sits where. The hold is the call's ceiling on the prepaid balance (402 when it cannot be covered, or when
-     * a billing state refuses it); with `personId`, a call on that person's plan holds on the plan instead (402
-     * `plan_limit_reached`); a test key holds nothing. The plan reads the organisation's own-key settings (never their
+     * a billing state refuses it); with `keyBudget`, also 402 `key_budget_exceeded` past the live key's monthly
+     * budget, judged under the key's lock so calls at once cannot all pass it; with `personId`, a call on that
+     * person's plan holds on the plan instead (402 `plan_limit_reached`); a test key holds nothing. The plan reads the organisation's own-key settings (never their
      * secrets). A refusal is an answer, not a failure: the workflow ends the call with its code. `lane` also labels the
      * worker's metrics.
      */
@@ -72,7 +125,7 @@ export function createDeliberationActivities(deps: ActivityDeps) {
       mode: ResolvedMode;
       tier: Tier;
       lane: Lane;
-      hold?: { amountMicros: number; personId?: string };
+      hold?: PrepareHold;
       /** A call on a plan runs on the service's keys: the plan pays the service, never the organisation's provider account. */
       onPlan?: boolean;
     }): Promise<Seating | PrepareRefusal> {
@@ -87,27 +140,9 @@ export function createDeliberationActivities(deps: ActivityDeps) {
       }
       const simOnly = input.keyMode === 'test';
       const readsOwnKeys = !simOnly && !input.onPlan;
-      const none = new Set<string>();
-      const holdThenRead = async (): Promise<Set<string>> => {
-        if (!hold) return readsOwnKeys ? ownProviderFamilies(db, orgId) : none;
-        const amountMicros = BigInt(hold.amountMicros);
-        if (hold.personId) {
-          await holdPlanCharge(db, { orgId, requestId, personId: hold.personId, amountMicros });
-          return none;
-        }
-        // The hold in one statement and the own-key settings beside it, at once; a refused hold is tried once more
-        // the long way, which names the refusal (or holds, if money was freed meanwhile).
-        const [held, families] = await Promise.all([
-          ledger.holdAtOnce(db, { orgId, requestId, amountMicros }),
-          readsOwnKeys ? ownProviderFamilies(db, orgId) : none,
-        ]);
-        if (held === 'refused')
-          await unknownOrgAsNotFound(orgId, () => db.transaction((trx) => ledger.reserveIn(trx, { orgId, requestId, amountMicros })));
-        return families;
-      };
       let ownFamilies: Set<string>;
       try {
-        ownFamilies = await holdThenRead();
+        ownFamilies = await holdThenRead(db, { orgId, requestId, hold, readsOwnKeys });
       } catch (err) {
         if (err instanceof QuorumError) return { refused: holdRefusal(err.code), message: err.message };
         throw err;

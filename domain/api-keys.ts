@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { QuorumError } from './errors';
+import { microsToDecimal } from './money';
 
 /**
  * DESIGN §8: `qrm_live_` / `qrm_test_` + 32 random base62 characters; only the SHA-256 hash is stored. An admin key
@@ -75,3 +77,29 @@ export function keyAllowsMode(allowedModes: readonly string[] | null, modeId: st
  * a key without its own limit has the organisation's.
  */
 export const ORG_REQUESTS_PER_MINUTE = 60;
+
+/** The first instant of this calendar month, UTC: a key's budget is per month. */
+export function monthStartUtc(now: Date = new Date()): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+}
+
+/** A key's month so far against its budget: this month's net charges of its calls, and what its calls in flight hold. */
+export interface KeyBudgetFigures {
+  budgetMicros: bigint;
+  spentMicros: bigint;
+  heldMicros: bigint;
+}
+
+/** Whether a call holding `holdMicros` fits the key's budget: spent + held + this hold, at most the budget. */
+export function fitsKeyBudget(f: KeyBudgetFigures, holdMicros: bigint): boolean {
+  return f.spentMicros + f.heldMicros + holdMicros <= f.budgetMicros;
+}
+
+/** 402 `key_budget_exceeded`: the call's hold would take the key past its monthly budget; names every figure. */
+export function keyBudgetExceeded(f: KeyBudgetFigures, holdMicros: bigint): QuorumError {
+  const usd = microsToDecimal;
+  return new QuorumError(
+    'key_budget_exceeded',
+    `This call may cost up to ${usd(holdMicros)} USD (its hold), and this key has spent ${usd(f.spentMicros)} USD and holds ${usd(f.heldMicros)} USD this month (UTC) of its monthly budget of ${usd(f.budgetMicros)} USD. Nothing ran and nothing was charged; raise the budget or wait for next month.`,
+  );
+}

@@ -3,16 +3,16 @@ import {
   findApiKey,
   keySpendSince,
   listApiKeys,
+  raiseKeyBudgetReached,
   revokeApiKey,
   setKeyBudget,
   type AuthContext,
   type KeyListing,
   type KeySpend,
 } from '../db/repositories/api-keys';
-import { raiseAccountEvent } from '../db/repositories/account-events';
-import { ORG_REQUESTS_PER_MINUTE } from '../domain/api-keys';
+import { fitsKeyBudget, keyBudgetExceeded, monthStartUtc, ORG_REQUESTS_PER_MINUTE } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
-import { microsToDecimal, microsToUsd } from '../domain/money';
+import { microsToUsd } from '../domain/money';
 import { orgOf, recordActivity, requireAdminKey, type Actor } from './activity';
 import type { StoreDeps } from './deps';
 import type { NewKey } from './requests/organization';
@@ -43,11 +43,6 @@ export async function keyOf(deps: StoreDeps, actor: Actor, keyId: string): Promi
   const key = await findApiKey(deps.db, orgId, keyId);
   if (!key) throw noSuchKey(keyId);
   return { key, spend: await keySpendSince(deps.db, { orgId, keyId, since: monthStartUtc() }) };
-}
-
-/** The first instant of this calendar month, UTC: a key's budget is per month. */
-export function monthStartUtc(now: Date = new Date()): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
 }
 
 /** Refuses what a key may not be given, each naming its field. */
@@ -166,29 +161,20 @@ export async function keyBudgetState(
 /**
  * Refuses a live call whose hold (its ceiling, what the balance check reserves) would take the key past its monthly
  * budget: this month's net charges of the key's calls, plus what its calls in flight hold, plus this call's hold
- * (402 `key_budget_exceeded`, before anything runs). A test key bills nothing; a connected app bills a plan.
+ * (402 `key_budget_exceeded`, before anything runs). A test key bills nothing; a connected app bills a plan. Calls made
+ * at once may all pass here; the hold itself is judged again under the key's lock (`holdWithinKeyBudget`).
  */
 export async function checkKeyBudget(deps: StoreDeps, auth: AuthContext, holdMicros: number | null): Promise<void> {
-  const budget = auth.monthlyBudgetMicros;
-  if (budget === undefined || auth.keyKind !== 'live' || auth.app) return;
+  const budget = keyBudgetOf(auth);
+  if (budget === undefined) return;
   const state = await keyBudgetState(deps, { orgId: auth.orgId, keyId: auth.keyId, budgetMicros: budget });
   const hold = BigInt(holdMicros ?? 0);
-  if (state.spentMicros + state.heldMicros + hold <= budget) return;
-  // The owner hears of it once a month per key, from the first call the budget refuses (issue 41 item 4).
-  await raiseAccountEvent(deps.db, {
-    orgId: auth.orgId,
-    type: 'key.budget_reached',
-    dedupeKey: `key.budget_reached:${auth.keyId}:${monthStartUtc(new Date()).toISOString().slice(0, 7)}`,
-    data: {
-      key_id: auth.keyId,
-      monthly_budget_usd: microsToUsd(budget),
-      spent_usd: microsToUsd(state.spentMicros),
-      held_usd: microsToUsd(state.heldMicros),
-    },
-  });
-  const usd = microsToDecimal;
-  throw new QuorumError(
-    'key_budget_exceeded',
-    `This call may cost up to ${usd(hold)} USD (its hold), and this key has spent ${usd(state.spentMicros)} USD and holds ${usd(state.heldMicros)} USD this month (UTC) of its monthly budget of ${usd(budget)} USD. Nothing ran and nothing was charged; raise the budget or wait for next month.`,
-  );
+  if (fitsKeyBudget(state, hold)) return;
+  await raiseKeyBudgetReached(deps.db, { orgId: auth.orgId, keyId: auth.keyId, figures: state });
+  throw keyBudgetExceeded(state, hold);
+}
+
+/** The budget a call's hold is judged against: a live key's own, unless a connected app's plan pays. */
+export function keyBudgetOf(auth: AuthContext): bigint | undefined {
+  return auth.keyKind === 'live' && !auth.app ? auth.monthlyBudgetMicros : undefined;
 }

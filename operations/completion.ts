@@ -23,7 +23,7 @@ import {
 } from './estimate';
 import { conductDeliberation } from './deliberation';
 import { capCreditToday } from './ledger';
-import { checkKeyBudget } from './api-keys';
+import { checkKeyBudget, keyBudgetOf } from './api-keys';
 
 /** Far above any real ceiling; keeps the conversion of an absurd `max_cost_usd` exact. */
 const MAX_REQUESTED_USD = 1_000_000;
@@ -153,7 +153,7 @@ export async function createCompletion(
     if (requested !== undefined && !(await known()))
       await checkCapCreditLimit(deps, auth, { mode, tier, messages: body.messages, promptTokens, requested });
     // A key's monthly budget is judged against the call's hold, as the balance is, and likewise spares a replay.
-    if (auth.monthlyBudgetMicros !== undefined && !(await known())) await checkKeyBudget(deps, auth, ceilingMicros);
+    if (keyBudgetOf(auth) !== undefined && !(await known())) await checkKeyBudget(deps, auth, ceilingMicros);
     return conductDeliberation(
       { db, client },
       {
@@ -176,6 +176,7 @@ export async function createCompletion(
         promptTokens,
         ceilingMicros,
         payer,
+        keyBudgetMicros: keyBudgetOf(auth),
         onStarted: input.onStarted,
         stepEvents: input.stepEvents,
         options: body.options,

@@ -56,6 +56,8 @@ export interface DeliberationRequest {
   ceilingMicros: number | null;
   /** A connected app's call: the person's plan pays (see DeliberationInput.payer); absent, the organisation does. */
   payer?: PlanPayer;
+  /** The live key's monthly budget, which its hold must fit (DeliberationInput.keyBudget); absent: none. */
+  keyBudgetMicros?: bigint;
   /** Told once this call's workflow has started, with its request id (a background response answers then, issue 40). */
   onStarted?: (requestId: string) => Promise<void>;
   /** false: no one can watch this call, so its workflow stores no step events (DeliberationInput.stepEvents). */
@@ -291,6 +293,9 @@ export async function conductDeliberation(
         promptTokens: input.promptTokens,
         ceilingMicros: input.ceilingMicros,
         payer: input.payer,
+        ...(input.keyBudgetMicros !== undefined && {
+          keyBudget: { keyId: input.apiKeyId, monthlyMicros: input.keyBudgetMicros.toString() },
+        }),
         // The heuristic is all a mode without a classifier model runs: classified here, the workflow skips a step.
         classification: input.mode.config.staff.classifier ? undefined : classifyHeuristic(input.messages),
         createdAt: new Date().toISOString(),

@@ -10,7 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ClassifyResult, DeliberationActivities, PrepareRefusal } from '../activities/deliberation';
+import type { ClassifyResult, DeliberationActivities, KeyBudget, PrepareRefusal } from '../activities/deliberation';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
 import type { Classification, Lane } from '../domain/classifier';
@@ -50,6 +50,8 @@ export interface DeliberationInput {
    * `payer: plan`) and holds on the plan, not the organisation's balance. Absent: the organisation pays by today's rules.
    */
   payer?: PlanPayer;
+  /** A live key's monthly budget (issue 41 item 3): its hold is refused past it. Absent: no budget, or a plan pays. */
+  keyBudget?: KeyBudget;
   /**
    * The prompt's classification when the API could give it: a mode that names no classifier model is classified by
    * the heuristic, which the API has already run (and the lane search attribute was set at start). Absent, the
@@ -164,7 +166,7 @@ async function classifyCall(input: DeliberationInput): Promise<{ classification:
  * DESIGN §5 step 2, and who sits where, in one step: a plan holds its bound of the call's cost, the organisation the
  * call's ceiling, a test key nothing. A mode handed over that is not the stored version the API resolved ends
  * `mode_resolution_mismatch`; a hold refused (the balance, a billing state such as a quota used since the API checked,
- * the person's plan) ends with the refusal's code.
+ * the key's monthly budget, the person's plan) ends with the refusal's code.
  */
 async function holdAndSeat(input: DeliberationInput, lane: Lane, { abandon, orAbandon }: Abandoning): Promise<Seating> {
   const { orgId, requestId, mode, tier, payer } = input;
@@ -173,7 +175,7 @@ async function holdAndSeat(input: DeliberationInput, lane: Lane, { abandon, orAb
       ? undefined
       : payer
         ? { amountMicros: payer.holdMicros, personId: payer.personId }
-        : { amountMicros: input.ceilingMicros ?? 0 };
+        : { amountMicros: input.ceilingMicros ?? 0, ...(input.keyBudget && { keyBudget: input.keyBudget }) };
   const seating = await orAbandon(priorRefusalCode, () =>
     CancellationScope.nonCancellable(() =>
       prepare({ orgId, requestId, keyMode: input.keyMode, mode, tier, lane, hold, onPlan: payer !== undefined }),

@@ -1,8 +1,20 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { generateApiKey, hashApiKey, parseApiKeyKind, randomBase62, SCOPES, type KeyKind, type Scope } from '../../domain/api-keys';
+import {
+  generateApiKey,
+  hashApiKey,
+  monthStartUtc,
+  parseApiKeyKind,
+  randomBase62,
+  SCOPES,
+  type KeyBudgetFigures,
+  type KeyKind,
+  type Scope,
+} from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
+import { microsToUsd } from '../../domain/money';
 import type { AppPrincipal } from '../../domain/plans';
+import { raiseAccountEvent } from './account-events';
 import { toAdmission, type Admission, type AdmissionRow } from './limits';
 import { preparedAs } from '../prepared';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
@@ -342,6 +354,25 @@ export async function keySpendSince(db: DbOrTrx, input: { orgId: string; keyId: 
       db.raw('coalesce(sum(e.reserved_delta_micros), 0)::text as held'),
     )) as { spent: string; held: string };
   return { spentMicros: BigInt(row.spent), heldMicros: BigInt(row.held) };
+}
+
+/** The owner hears of a key's budget once a month per key, from the first call it refuses (issue 41 item 4). */
+export async function raiseKeyBudgetReached(
+  db: DbOrTrx,
+  input: { orgId: string; keyId: string; figures: KeyBudgetFigures },
+): Promise<void> {
+  const { orgId, keyId, figures } = input;
+  await raiseAccountEvent(db, {
+    orgId,
+    type: 'key.budget_reached',
+    dedupeKey: `key.budget_reached:${keyId}:${monthStartUtc().toISOString().slice(0, 7)}`,
+    data: {
+      key_id: keyId,
+      monthly_budget_usd: microsToUsd(figures.budgetMicros),
+      spent_usd: microsToUsd(figures.spentMicros),
+      held_usd: microsToUsd(figures.heldMicros),
+    },
+  });
 }
 
 /** Keys not revoked whose expiry falls in [from, to): what a `key.expiring` alert reads. */

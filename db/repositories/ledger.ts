@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
+import { fitsKeyBudget, monthStartUtc, type KeyBudgetFigures } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { trialCatchUpMicros } from '../../domain/trial';
 import { preparedAs } from '../prepared';
 import { raiseLowBalance } from './account-events';
+import { keySpendSince } from './api-keys';
 import { asRefusal, billingRefusal, billingRefusalError } from './billing';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
@@ -336,6 +338,36 @@ export async function reserveIn(trx: Knex.Transaction, input: ReserveInput): Pro
     input.orgId,
     [{ kind: 'reservation', amountMicros: 0n, reservedDeltaMicros: input.amountMicros, requestId: input.requestId }],
     { kind: 'call', amountMicros: input.amountMicros },
+  );
+}
+
+/** A call's hold judged against its live key's monthly budget as well as the balance. */
+export interface KeyBudgetHold extends ReserveInput {
+  keyId: string;
+  budgetMicros: bigint;
+}
+
+/**
+ * A call's hold on the balance, refused past its key's monthly budget (issue 41 item 3). The key's holds take turns
+ * (a transaction lock on the key), so calls made at once on one key cannot all pass a check each made before any of
+ * them held: each reads the month's spend with the holds before it in. A retried hold of a request already held
+ * changes nothing. `held: false` with the key's figures writes nothing; a balance refusal throws as `reserveIn`'s.
+ */
+export async function holdWithinKeyBudget(
+  db: Knex,
+  input: KeyBudgetHold,
+): Promise<{ held: true } | { held: false; figures: KeyBudgetFigures }> {
+  return unknownOrgAsNotFound(input.orgId, () =>
+    db.transaction(async (trx) => {
+      await trx.raw(`select pg_advisory_xact_lock(hashtextextended('key_budget:' || ?, 0))`, [input.keyId]);
+      const had = await trx('reservations').where({ org_id: input.orgId, request_id: input.requestId }).first('request_id');
+      if (had) return { held: true };
+      const spend = await keySpendSince(trx, { orgId: input.orgId, keyId: input.keyId, since: monthStartUtc() });
+      const figures: KeyBudgetFigures = { budgetMicros: input.budgetMicros, ...spend };
+      if (!fitsKeyBudget(figures, input.amountMicros)) return { held: false, figures };
+      await reserveIn(trx, input);
+      return { held: true };
+    }),
   );
 }
 

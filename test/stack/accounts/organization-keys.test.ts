@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { topUp } from '../../../db/repositories/ledger';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { call, EXPRESS, FORMS, PANEL, startApi, USER, type Api, type Reply } from '../api/helpers';
 import { Visitor } from '../console/helpers';
@@ -145,6 +146,28 @@ for (const form of FORMS) {
       expectError(await create({ requests_per_minute: ORG_RPM }), 400, 'invalid_request', 'requests_per_minute');
     });
 
+    /** What a key's one call held and what it cost, read from Postgres: the figures its budget is judged against. */
+    const onlyCallOf = async (keyId: string): Promise<{ spent: bigint; hold: bigint }> => {
+      const { db } = stack();
+      const [request] = (await db('requests').where({ api_key_id: keyId }).select('id')) as { id: string }[];
+      const { amount_micros: hold } = (await db('reservations')
+        .where({ org_id: owner.orgId, request_id: request.id })
+        .first('amount_micros')) as { amount_micros: string };
+      const spent = await netCharged(request.id);
+      assert.ok(spent > 0n, 'the first call was billed');
+      return { spent, hold: BigInt(hold) };
+    };
+    /** What a request took from the balance: the negated sum of its ledger entries. */
+    const netCharged = async (requestId: string): Promise<bigint> => {
+      const entries = (await stack()
+        .db('ledger_entries')
+        .where({ org_id: owner.orgId, request_id: requestId })
+        .select('amount_micros')) as {
+        amount_micros: string;
+      }[];
+      return -entries.reduce((s, e) => s + BigInt(e.amount_micros), 0n);
+    };
+
     it('a key stops at its monthly budget: a call whose hold would pass it is 402 key_budget_exceeded with nothing run', async () => {
       const { db } = stack();
       const made = await create({ label: 'budgeted', modes: [PANEL[form]], monthly_budget_usd: 100 });
@@ -155,25 +178,14 @@ for (const form of FORMS) {
         call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(`Name a colour. ${randomUUID()}`) } });
       const first = await ask();
       assert.equal(first.status, 200, JSON.stringify(first.body));
-      // What the first call held and what it cost, read from Postgres: the figures the budget is judged against.
-      const [request] = (await db('requests').where({ api_key_id: keyId }).select('id')) as { id: string }[];
-      const { amount_micros: hold } = (await db('reservations')
-        .where({ org_id: owner.orgId, request_id: request.id })
-        .first('amount_micros')) as {
-        amount_micros: string;
-      };
-      const entries = (await db('ledger_entries').where({ org_id: owner.orgId, request_id: request.id }).select('amount_micros')) as {
-        amount_micros: string;
-      }[];
-      const spent = -entries.reduce((s, e) => s + BigInt(e.amount_micros), 0n);
-      assert.ok(spent > 0n, 'the first call was billed');
+      const { spent, hold } = await onlyCallOf(keyId);
       // The next call holds as much as the first did: one µ$ short of spent + hold refuses it.
       const tight = await call(api, 'POST', `/v1/organization/keys/${keyId}`, {
         key: owner.admin,
-        body: { monthly_budget_usd: usd(spent + BigInt(hold) - 1n) },
+        body: { monthly_budget_usd: usd(spent + hold - 1n) },
       });
       assert.equal(tight.status, 200, JSON.stringify(tight.body));
-      assert.equal(micros(tight.body.monthly_budget_usd), spent + BigInt(hold) - 1n);
+      assert.equal(micros(tight.body.monthly_budget_usd), spent + hold - 1n);
       const ledgerBefore = await db('ledger_entries').where({ org_id: owner.orgId }).count<{ count: string }[]>('* as count');
       expectError(await ask(), 402, 'key_budget_exceeded');
       const requests = await db('requests').where({ api_key_id: keyId }).count<{ count: string }[]>('* as count');
@@ -183,7 +195,7 @@ for (const form of FORMS) {
       // Exactly spent + hold admits it.
       const exact = await call(api, 'POST', `/v1/organization/keys/${keyId}`, {
         key: owner.admin,
-        body: { monthly_budget_usd: usd(spent + BigInt(hold)) },
+        body: { monthly_budget_usd: usd(spent + hold) },
       });
       assert.equal(exact.status, 200, JSON.stringify(exact.body));
       const admitted = await ask();
@@ -191,6 +203,58 @@ for (const form of FORMS) {
       const read = await call(api, 'GET', `/v1/organization/keys/${keyId}`, { key: owner.admin });
       assert.equal(micros((read.body.spend as { held_usd: number }).held_usd), 0n);
       assert.ok(micros((read.body.spend as { spent_usd: number }).spent_usd) > spent);
+    });
+
+    it('calls at once on one key share its budget: the one whose hold fits runs, the others 402 key_budget_exceeded, billed nothing', async () => {
+      const { db } = stack();
+      const made = await create({ label: 'budgeted at once', modes: [PANEL[form]], monthly_budget_usd: 100 });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const key = String(made.body.secret);
+      const keyId = String(made.body.id);
+      // Prompts of one length: every call holds the same ceiling.
+      const ask = (): Promise<Reply> =>
+        call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(`Name a colour. ${randomUUID()}`) } });
+      const first = await ask();
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      const { spent, hold } = await onlyCallOf(keyId);
+      // The balance covers every call's hold, so the budget alone refuses.
+      await topUp(db, { orgId: owner.orgId, amountMicros: 4n * hold });
+      // Room for one more hold. Once that call settles the key has spent more, so no later hold fits either: exactly
+      // one of the calls runs, whichever order they reach Postgres in. Each passes the API's check alone.
+      const budget = spent + hold;
+      const set = await call(api, 'POST', `/v1/organization/keys/${keyId}`, {
+        key: owner.admin,
+        body: { monthly_budget_usd: usd(budget) },
+      });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      const replies = await Promise.all(Array.from({ length: 4 }, ask));
+      const statuses = replies.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [200, 402, 402, 402], JSON.stringify(replies.map((r) => r.body)));
+      for (const refused of replies.filter((r) => r.status === 402)) expectError(refused, 402, 'key_budget_exceeded');
+      // Read from Postgres, not from the API's own figures: the key's calls this month took at most its budget.
+      const requests = (await db('requests').where({ api_key_id: keyId }).select('id', 'state', 'error_code')) as {
+        id: string;
+        state: string;
+        error_code: string | null;
+      }[];
+      assert.deepEqual(requests.map((r) => `${r.state} ${r.error_code ?? ''}`.trim()).sort(), [
+        'failed key_budget_exceeded',
+        'failed key_budget_exceeded',
+        'failed key_budget_exceeded',
+        'succeeded',
+        'succeeded',
+      ]);
+      const charged = await Promise.all(requests.map((r) => netCharged(r.id)));
+      assert.equal(charged.filter((c) => c > 0n).length, 2, 'the first call and the one admitted were billed, no other');
+      assert.ok(charged.reduce((a, b) => a + b, 0n) <= budget, `the key spent ${charged.join(' + ')} µ$ against a budget of ${budget}`);
+      const held = await db('reservations')
+        .whereIn(
+          'request_id',
+          requests.map((r) => r.id),
+        )
+        .where({ state: 'held' })
+        .count<{ count: string }[]>('* as count');
+      assert.equal(Number(held[0].count), 0, 'nothing left held');
     });
 
     it('only an admin key reaches the routes (403), an admin key calls no mode (403), another organisation is 404, bad input 400 naming it', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { keyFormBody } from '../../../api/console/pages/keys';
 import { QuorumError } from '../../../domain/errors';
 import { parseActivityQuery } from '../../../operations/activity';
-import { monthStartUtc } from '../../../operations/api-keys';
+import { monthStartUtc } from '../../../domain/api-keys';
 import { parseKeyBudget, parseNewKey } from '../../../operations/requests/organization';
 
 /** Issue 41 items 3 and 6: the key and activity requests read into the operations' shapes, or refused by name. */
