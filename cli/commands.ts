@@ -16,7 +16,7 @@ import { oauthCommands } from './oauth-commands';
 import { runCommands } from './run-commands';
 
 export { UsageError, type Command } from './command';
-import { command, dollars, list, OPERATOR, required, usd, UsageError, type Command } from './command';
+import { command, dollars, list, OPERATOR, required, usd, usdOrZero, UsageError, type Command } from './command';
 
 const orgCreate = command({
   name: 'org create',
@@ -48,24 +48,58 @@ const orgStatus = (action: 'suspend' | 'resume'): Command =>
 
 const keyCreate = command({
   name: 'key create',
-  usage: '--org ORG_ID [--test] [--scopes a,b] [--modes m1,m2]',
-  options: { org: { type: 'string' }, test: { type: 'boolean' }, scopes: { type: 'string' }, modes: { type: 'string' } },
+  usage: '--org ORG_ID [--test] [--label TEXT] [--scopes a,b] [--modes m1,m2] [--expires-at ISO_INSTANT] [--budget-usd AMOUNT] [--rpm N]',
+  options: {
+    org: { type: 'string' },
+    test: { type: 'boolean' },
+    label: { type: 'string' },
+    scopes: { type: 'string' },
+    modes: { type: 'string' },
+    'expires-at': { type: 'string' },
+    'budget-usd': { type: 'string' },
+    rpm: { type: 'string' },
+  },
+  // The same fields as `POST /v1/organization/keys`; issueKey judges them as it judges the API's.
   input: z.object({
     org: required,
     test: z.boolean().optional(),
+    label: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters').optional(),
     scopes: list(z.enum(SCOPES, { error: `must be among ${SCOPES.join(', ')}` })).optional(),
     modes: list(z.string().min(1, 'must not contain an empty mode')).optional(),
+    'expires-at': z.iso
+      .datetime({ offset: true, error: 'must be an ISO 8601 instant, e.g. 2027-01-31T00:00:00Z' })
+      .transform((text) => new Date(text))
+      .optional(),
+    'budget-usd': usdOrZero.optional(),
+    rpm: z.coerce.number().int('must be a whole number').positive('must be positive').optional(),
   }),
-  async run({ org, test, scopes, modes }, { resources }) {
-    const { keyId, apiKey } = await issueKey(resources, OPERATOR, {
+  async run(input, { resources }) {
+    const { org, test, label, scopes, modes } = input;
+    const { keyId, apiKey, key } = await issueKey(resources, OPERATOR, {
       orgId: org,
       keyKind: test ? 'test' : 'live',
+      label,
       scopes,
       allowedModes: modes,
+      expiresAt: input['expires-at'],
+      monthlyBudgetMicros: input['budget-usd'],
+      requestsPerMinute: input.rpm,
     });
+    const limits = [
+      key.expiresAt && `expires ${key.expiresAt.toISOString()}`,
+      key.monthlyBudgetMicros !== null && `monthly budget ${dollars(key.monthlyBudgetMicros)}`,
+      key.requestsPerMinute !== null && `${key.requestsPerMinute} requests a minute`,
+    ].filter((part): part is string => typeof part === 'string');
     return {
-      json: { key_id: keyId, api_key: apiKey },
-      text: `Created key ${keyId} for ${org}.\nKey (shown once, store it now): ${apiKey}`,
+      json: {
+        key_id: keyId,
+        api_key: apiKey,
+        label: key.label,
+        expires_at: key.expiresAt?.toISOString() ?? null,
+        monthly_budget_usd: key.monthlyBudgetMicros === null ? null : microsToUsd(key.monthlyBudgetMicros),
+        requests_per_minute: key.requestsPerMinute,
+      },
+      text: `Created key ${keyId} for ${org}${limits.length > 0 ? ` (${limits.join(', ')})` : ''}.\nKey (shown once, store it now): ${apiKey}`,
     };
   },
 });

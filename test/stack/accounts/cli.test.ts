@@ -54,12 +54,40 @@ describe('accounts: the quorum operator CLI', () => {
     await timer.terminate('test over');
 
     const key = await json(['key', 'create', '--org', orgId, '--test', '--scopes', 'completions,estimate', '--modes', 'quorum-fast']);
-    assert.deepEqual(Object.keys(key).sort(), ['api_key', 'key_id']);
+    assert.deepEqual(key, {
+      key_id: key.key_id,
+      api_key: key.api_key,
+      label: null,
+      expires_at: null,
+      monthly_budget_usd: null,
+      requests_per_minute: null,
+    });
     const ctx = await authenticate(db, String(key.api_key));
     assert.deepEqual(
       [ctx.keyKind, ctx.scopes, ctx.allowedModes, ctx.isOwner],
       ['test', ['completions', 'estimate'], ['quorum-fast'], false],
     );
+    // A live key with every limit the API gives one, read back from Postgres.
+    const limited = await json([
+      ...['key', 'create', '--org', orgId, '--label', 'nightly batch', '--expires-at', '2099-01-31T00:00:00Z'],
+      ...['--budget-usd', '25.000001', '--rpm', '7'],
+    ]);
+    const row = (await db('api_keys')
+      .where({ id: limited.key_id })
+      .first('label', 'expires_at', 'monthly_budget_micros', 'requests_per_minute')) as {
+      label: string;
+      expires_at: Date;
+      monthly_budget_micros: bigint;
+      requests_per_minute: number;
+    };
+    assert.deepEqual(
+      [row.label, row.expires_at.toISOString(), row.monthly_budget_micros, row.requests_per_minute],
+      ['nightly batch', '2099-01-31T00:00:00.000Z', 25_000_001n, 7],
+    );
+    assert.equal((await authenticate(db, String(limited.api_key))).monthlyBudgetMicros, 25_000_001n);
+    const said = await quorum(['key', 'create', '--org', orgId, '--budget-usd', '3', '--rpm', '2']);
+    assert.equal(said.code, 0, said.stderr);
+    assert.match(said.stdout, /\(monthly budget \$3(\.0+)?, 2 requests a minute\)/);
     assert.deepEqual(await json(['key', 'revoke', '--key', String(key.key_id)]), { key_id: key.key_id, revoked: true });
     await assert.rejects(authenticate(db, String(key.api_key)), (e: unknown) => e instanceof QuorumError && e.code === 'revoked_api_key');
 
@@ -169,6 +197,10 @@ describe('accounts: the quorum operator CLI', () => {
       [['org', 'create', '--name', 'X', '--credit', 'ten'], /--credit must be a USD amount/],
       [['org', 'create', '--name', 'X', '--colour', 'red'], /Unknown option '--colour'/],
       [['key', 'create', '--org', 'org_x', '--scopes', 'completions,admin'], /--scopes\.1 must be among completions/],
+      [['key', 'create', '--org', 'org_x', '--expires-at', 'tomorrow'], /--expires-at must be an ISO 8601 instant/],
+      [['key', 'create', '--org', 'org_x', '--budget-usd', '1.0000001'], /--budget-usd must be a USD amount with at most 6 decimals/],
+      [['key', 'create', '--org', 'org_x', '--rpm', '0'], /--rpm must be positive/],
+      [['key', 'create', '--org', 'org_x', '--label', ' '], /--label must not be empty/],
       [['balance', 'add', '--org', 'org_x', '--usd=-3'], /--usd must be a positive amount/],
       [['balance', 'add', '--org', 'org_x', '--usd', '-3'], /Option '--usd' argument is ambiguous/],
       [['balance', 'show', '--org', 'org_x', '--limit', 'lots'], /--limit/],
@@ -189,6 +221,10 @@ describe('accounts: the quorum operator CLI', () => {
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /not_found: no organisation org_missing/);
     assert.equal((JSON.parse(missing.stdout) as { error: { code: string } }).error.code, 'not_found');
+    // Judged as the API judges them, before anything is written.
+    const past = await quorum(['key', 'create', '--org', 'org_x', '--expires-at', '2020-01-01T00:00:00Z', '--json']);
+    assert.equal(past.code, 1);
+    assert.match(past.stderr, /`expires_at` must be in the future/);
     const noFile = await quorum(['byok', 'set', '--org', 'org_x', '--family', 'openai', '--key-file', path.join(dataDir, 'nope')]);
     assert.equal(noFile.code, 2);
     assert.match(noFile.stderr, /--key-file cannot be read/);
