@@ -146,16 +146,28 @@ for (const form of FORMS) {
       expectError(await create({ requests_per_minute: ORG_RPM }), 400, 'invalid_request', 'requests_per_minute');
     });
 
-    /** What a key's one call held and what it cost, read from Postgres: the figures its budget is judged against. */
-    const onlyCallOf = async (keyId: string): Promise<{ spent: bigint; hold: bigint }> => {
-      const { db } = stack();
-      const [request] = (await db('requests').where({ api_key_id: keyId }).select('id')) as { id: string }[];
-      const { amount_micros: hold } = (await db('reservations')
+    /**
+     * A live key for the panel with a budget of 100 USD, after its first call: how to call with it (prompts of one
+     * length, so every call holds the same ceiling), and what that call held and cost, read from Postgres: the figures
+     * its budget is judged against.
+     */
+    const budgetedKey = async (label: string): Promise<{ keyId: string; ask: () => Promise<Reply>; spent: bigint; hold: bigint }> => {
+      const made = await create({ label, modes: [PANEL[form]], monthly_budget_usd: 100 });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const key = String(made.body.secret);
+      const keyId = String(made.body.id);
+      const ask = (): Promise<Reply> =>
+        call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(`Name a colour. ${randomUUID()}`) } });
+      const first = await ask();
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      const [request] = (await stack().db('requests').where({ api_key_id: keyId }).select('id')) as { id: string }[];
+      const { amount_micros: hold } = (await stack()
+        .db('reservations')
         .where({ org_id: owner.orgId, request_id: request.id })
         .first('amount_micros')) as { amount_micros: string };
       const spent = await netCharged(request.id);
       assert.ok(spent > 0n, 'the first call was billed');
-      return { spent, hold: BigInt(hold) };
+      return { keyId, ask, spent, hold: BigInt(hold) };
     };
     /** What a request took from the balance: the negated sum of its ledger entries. */
     const netCharged = async (requestId: string): Promise<bigint> => {
@@ -170,15 +182,7 @@ for (const form of FORMS) {
 
     it('a key stops at its monthly budget: a call whose hold would pass it is 402 key_budget_exceeded with nothing run', async () => {
       const { db } = stack();
-      const made = await create({ label: 'budgeted', modes: [PANEL[form]], monthly_budget_usd: 100 });
-      assert.equal(made.status, 200, JSON.stringify(made.body));
-      const key = String(made.body.secret);
-      const keyId = String(made.body.id);
-      const ask = (): Promise<Reply> =>
-        call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(`Name a colour. ${randomUUID()}`) } });
-      const first = await ask();
-      assert.equal(first.status, 200, JSON.stringify(first.body));
-      const { spent, hold } = await onlyCallOf(keyId);
+      const { keyId, ask, spent, hold } = await budgetedKey('budgeted');
       // The next call holds as much as the first did: one µ$ short of spent + hold refuses it.
       const tight = await call(api, 'POST', `/v1/organization/keys/${keyId}`, {
         key: owner.admin,
@@ -207,16 +211,7 @@ for (const form of FORMS) {
 
     it('calls at once on one key share its budget: the one whose hold fits runs, the others 402 key_budget_exceeded, billed nothing', async () => {
       const { db } = stack();
-      const made = await create({ label: 'budgeted at once', modes: [PANEL[form]], monthly_budget_usd: 100 });
-      assert.equal(made.status, 200, JSON.stringify(made.body));
-      const key = String(made.body.secret);
-      const keyId = String(made.body.id);
-      // Prompts of one length: every call holds the same ceiling.
-      const ask = (): Promise<Reply> =>
-        call(api, 'POST', '/v1/chat/completions', { key, body: { model: PANEL[form], messages: USER(`Name a colour. ${randomUUID()}`) } });
-      const first = await ask();
-      assert.equal(first.status, 200, JSON.stringify(first.body));
-      const { spent, hold } = await onlyCallOf(keyId);
+      const { keyId, ask, spent, hold } = await budgetedKey('budgeted at once');
       // The balance covers every call's hold, so the budget alone refuses.
       await topUp(db, { orgId: owner.orgId, amountMicros: 4n * hold });
       // Room for one more hold. Once that call settles the key has spent more, so no later hold fits either: exactly
