@@ -161,12 +161,11 @@ export async function keyBudgetState(
 /**
  * Refuses a live call whose hold (its ceiling, what the balance check reserves) would take the key past its monthly
  * budget: this month's net charges of the key's calls, plus what its calls in flight hold, plus this call's hold
- * (402 `key_budget_exceeded`, before anything runs). A test key bills nothing; a connected app bills a plan. Calls made
- * at once may all pass here; the hold itself is judged again under the key's lock (`holdWithinKeyBudget`).
+ * (402 `key_budget_exceeded`, before anything runs); `budget` is `keyBudgetOf`'s. This early refusal spares an
+ * over-budget call its request row and workflow; calls made at once may all pass it, so the hold itself is judged again
+ * under the key's lock (`holdWithinKeyBudget`), which is what keeps the key within its budget.
  */
-export async function checkKeyBudget(deps: StoreDeps, auth: AuthContext, holdMicros: number | null): Promise<void> {
-  const budget = keyBudgetOf(auth);
-  if (budget === undefined) return;
+export async function checkKeyBudget(deps: StoreDeps, auth: AuthContext, budget: bigint, holdMicros: number | null): Promise<void> {
   const state = await keyBudgetState(deps, { orgId: auth.orgId, keyId: auth.keyId, budgetMicros: budget });
   const hold = BigInt(holdMicros ?? 0);
   if (fitsKeyBudget(state, hold)) return;

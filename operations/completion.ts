@@ -142,6 +142,7 @@ export async function createCompletion(
     holdMicros: planHoldMicros(deps, { mode, tier, messages: body.messages, promptTokens }),
   };
   const ceilingMicros = callerCeilingMicros(form, auth, mode, requested);
+  const keyBudgetMicros = keyBudgetOf(auth);
   // Idempotency comes before concurrency (DESIGN §8): a key that already ran or is running replays or gets 409
   // even when every slot is taken, since it starts nothing new.
   const known = async (): Promise<boolean> => {
@@ -153,7 +154,7 @@ export async function createCompletion(
     if (requested !== undefined && !(await known()))
       await checkCapCreditLimit(deps, auth, { mode, tier, messages: body.messages, promptTokens, requested });
     // A key's monthly budget is judged against the call's hold, as the balance is, and likewise spares a replay.
-    if (keyBudgetOf(auth) !== undefined && !(await known())) await checkKeyBudget(deps, auth, ceilingMicros);
+    if (keyBudgetMicros !== undefined && !(await known())) await checkKeyBudget(deps, auth, keyBudgetMicros, ceilingMicros);
     return conductDeliberation(
       { db, client },
       {
@@ -176,7 +177,7 @@ export async function createCompletion(
         promptTokens,
         ceilingMicros,
         payer,
-        keyBudgetMicros: keyBudgetOf(auth),
+        keyBudgetMicros,
         onStarted: input.onStarted,
         stepEvents: input.stepEvents,
         options: body.options,

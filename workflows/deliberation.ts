@@ -175,7 +175,7 @@ async function holdAndSeat(input: DeliberationInput, lane: Lane, { abandon, orAb
       ? undefined
       : payer
         ? { amountMicros: payer.holdMicros, personId: payer.personId }
-        : { amountMicros: input.ceilingMicros ?? 0, ...(input.keyBudget && { keyBudget: input.keyBudget }) };
+        : { amountMicros: input.ceilingMicros ?? 0, keyBudget: input.keyBudget };
   const seating = await orAbandon(priorRefusalCode, () =>
     CancellationScope.nonCancellable(() =>
       prepare({ orgId, requestId, keyMode: input.keyMode, mode, tier, lane, hold, onPlan: payer !== undefined }),
