@@ -4,6 +4,7 @@ import type { Tier } from '../../domain/modes';
 import { QuorumError } from '../../domain/errors';
 import type { Outcome, ReceiptStatus, Settlement } from '../../domain/outcome';
 import { storableJson } from '../../domain/storable-text';
+import { preparedAs } from '../prepared';
 import * as ledger from './ledger';
 import { countSettledCall } from './mode-call-stats';
 import { settlePlanCharge } from './plans';
@@ -84,8 +85,11 @@ export async function settleOutcome(db: Knex, input: Settlement): Promise<void> 
   try {
     if (charge) {
       const money = ledger.settleAtOnce(db, charge);
-      const written = await withCtes(receiptStatement(db, input, o, money.guard, money.ok), money.writes);
-      if (written.length > 0) return;
+      // Prepared (db/prepared.ts): its text is fixed for a given number of seat passes and entries, every value a
+      // binding; built once here, then sent as that text, which knex would otherwise build again.
+      const { sql, bindings } = withCtes(receiptStatement(db, input, o, money.guard, money.ok), money.writes).toSQL();
+      const written = await db.raw<{ rows: { request_id: string }[] }>(sql, bindings).options(preparedAs(sql));
+      if (written.rows.length > 0) return;
     }
     await db.transaction(async (trx) => {
       const inserted = await receiptStatement(trx, input, o, 'true');
