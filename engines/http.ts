@@ -1,7 +1,6 @@
+import { request } from 'undici';
 import type { z } from 'zod';
 import { EngineError, kindForStatus, providerMessage, retryAfterMs, type EngineErrorKind } from './errors';
-
-export type FetchImpl = typeof fetch;
 
 export interface PostJsonOptions<T> {
   url: string;
@@ -13,7 +12,6 @@ export interface PostJsonOptions<T> {
   deadline: AbortSignal;
   /** The caller's cancellation; its firing is a permanent `aborted`. */
   signal?: AbortSignal;
-  fetchImpl: FetchImpl;
   engineId: string;
   /** Values to scrub from any message (the credential in use). */
   secrets: readonly string[];
@@ -22,8 +20,10 @@ export interface PostJsonOptions<T> {
 }
 
 /**
- * One JSON POST to a provider, shared by the fetch-based adapters: every failure leaves as a
- * classified `EngineError`, every success as a schema-checked body.
+ * One JSON POST to a provider, shared by the API-key adapters: every failure leaves as a classified `EngineError`,
+ * every success as a schema-checked body. Sent with undici's `request` (the library under Node's own `fetch`, on the
+ * same keep-alive pool), not `fetch`: without WHATWG streams and `Response` objects a call costs a fifth of the CPU
+ * (issue 42, docs/performance.md), and a panel makes nine.
  */
 export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   const signal = opts.signal ? AbortSignal.any([opts.deadline, opts.signal]) : opts.deadline;
@@ -37,16 +37,16 @@ export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   let bodyText: string;
   let header: (name: string) => string | null;
   try {
-    const res = await opts.fetchImpl(opts.url, {
+    const res = await request(opts.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json', ...opts.headers },
       body: JSON.stringify(opts.body),
       signal,
     });
-    status = res.status;
-    header = (name) => res.headers.get(name);
+    status = res.statusCode;
+    header = (name) => headerValue(res.headers[name.toLowerCase()]);
     // The body is read under the same signal, so a provider that stalls mid-body still times out.
-    bodyText = await res.text();
+    bodyText = await res.body.text();
   } catch (err) {
     if (opts.signal?.aborted) throw fail('aborted', 'request cancelled by the caller');
     if (opts.deadline.aborted) throw fail('timeout', 'no answer before the deadline');
@@ -81,21 +81,24 @@ export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
   return parsed.data;
 }
 
-/** undici hides the socket error's code (ECONNRESET, ECONNREFUSED…) in `cause`: a caller may read it, not its address. */
+/** A response header as one value (undici gives a repeated one as an array). */
+function headerValue(value: string | string[] | undefined): string | null {
+  if (value === undefined) return null;
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** The socket error's code (ECONNRESET, ECONNREFUSED, undici's UND_ERR_…), on it or its cause: a caller may read it, not its address. */
 function socketCode(err: unknown): string | undefined {
-  const cause = err instanceof Error ? err.cause : undefined;
-  return cause instanceof Error && 'code' in cause && typeof cause.code === 'string' ? cause.code : undefined;
+  for (let e: unknown = err; e instanceof Error; e = e.cause) if ('code' in e && typeof e.code === 'string') return e.code;
+  return undefined;
 }
 
 /** The socket error in full, address and all, for the log. */
 function describeNetworkError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
-  const cause = err.cause;
-  if (cause instanceof Error) {
-    const code = socketCode(err);
-    return code ? `${code} (${cause.message})` : cause.message;
-  }
-  return err.message;
+  const message = err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message;
+  const code = socketCode(err);
+  return code && !message.includes(code) ? `${code} (${message})` : message;
 }
 
 export function joinUrl(base: string, path: string): string {

@@ -12,7 +12,6 @@
  *                                         // QUORUM_ENGINE_TIMEOUT_MS (each call's deadline, default 180 000),
  *                                         // QUORUM_SIM_SKILL (every sim engine equally good; unset: catalog skills)
  *     simLatency?: SimLatency | string;   // overrides QUORUM_SIM_LATENCY
- *     fetchImpl?: typeof fetch;           // default global fetch
  *     logger?: Logger;                    // default createLogger('engines')
  *   }
  *
@@ -41,7 +40,6 @@ import { CATALOG } from './catalog';
 import { configuredKey, readEnginesFile, type ConfiguredEngine } from './configured';
 import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ApiKeyConfig, type ServiceCredentials } from './credentials';
 import { EngineError } from './errors';
-import type { FetchImpl } from './http';
 import { Slots } from './slots';
 import type { Credential, EngineRequest, EngineResult, EngineSpec } from './types';
 
@@ -54,7 +52,6 @@ export interface EnginesOptions {
   /** The environment as the entry point read it at start: provider keys, AWS, the engines file and its key variables. */
   env: NodeJS.ProcessEnv;
   simLatency?: SimLatency | string;
-  fetchImpl?: FetchImpl;
   logger?: Logger;
 }
 
@@ -93,7 +90,6 @@ interface EngineSetup {
   simLatency: SimLatency;
   simSkill: number | undefined;
   timeoutMs: number;
-  fetchImpl: FetchImpl;
   log: Logger;
   bedrock: BedrockAdapter;
   roles: RoleCredentialCache;
@@ -136,7 +132,6 @@ function engineSetup(opts: EnginesOptions): EngineSetup {
       typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero'),
     simSkill: parseSimSkill(env.QUORUM_SIM_SKILL),
     timeoutMs: engineTimeoutMs(env.QUORUM_ENGINE_TIMEOUT_MS),
-    fetchImpl: opts.fetchImpl ?? fetch,
     log: opts.logger ?? createLogger('engines'),
     bedrock: new BedrockAdapter(),
     roles: new RoleCredentialCache({ credentials: service.bedrock?.credentials, stsEndpoint: service.stsEndpoint }),
@@ -170,7 +165,7 @@ async function dispatch(
   call: AdapterCall,
   credential: Credential | undefined,
 ): Promise<AdapterOutput> {
-  const { simLatency, simSkill, configured, service, roles, bedrock, fetchImpl } = setup;
+  const { simLatency, simSkill, configured, service, roles, bedrock } = setup;
   const unavailable = (why: string): EngineError => new EngineError('unavailable', `${s.id}: ${why}`, { engineId: s.id });
   if (s.protocol === 'sim') return callSim(call, req.knownAnswer, simLatency, req.attempt, simSkill);
   const own = configured.get(s.id);
@@ -210,7 +205,7 @@ async function dispatch(
     throw unavailable(
       own ? `its key variable ${own.apiKeyEnv} is not set` : `no ${family} key is configured (QUORUM_${family.toUpperCase()}_API_KEY)`,
     );
-  return API_KEY_ADAPTERS[family](call, { key, fetchImpl });
+  return API_KEY_ADAPTERS[family](call, { key });
 }
 
 /** Past its engine's concurrency a call waits for a slot, within its own deadline (the wait is part of the call). */

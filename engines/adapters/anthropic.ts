@@ -37,7 +37,6 @@ export async function callAnthropic(call: AdapterCall, target: ApiKeyTarget): Pr
     schema: Message,
     deadline: call.deadline,
     signal: call.signal,
-    fetchImpl: target.fetchImpl,
     engineId: spec.id,
     secrets: [target.key.apiKey],
   });

@@ -1,6 +1,5 @@
 import type { ReplySchema } from '../../domain/reply-schemas';
 import type { ApiKeyConfig } from '../credentials';
-import type { FetchImpl } from '../http';
 import type { ChatMessage, EngineSpec, Finish } from '../types';
 
 /** What every adapter receives: limits already checked, the deadline already armed. */
@@ -29,7 +28,6 @@ export interface AdapterOutput {
 
 export interface ApiKeyTarget {
   key: ApiKeyConfig;
-  fetchImpl: FetchImpl;
 }
 
 /** Providers that take the system prompt apart from the turns get all system messages joined. */

@@ -51,7 +51,6 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
     schema: GenerateContent,
     deadline: call.deadline,
     signal: call.signal,
-    fetchImpl: target.fetchImpl,
     engineId: spec.id,
     secrets: [target.key.apiKey],
     classify: (status, bodyText) => (status === 400 && bodyText.includes('API_KEY_INVALID') ? 'auth' : undefined),

@@ -82,7 +82,6 @@ export async function callOpenAi(call: AdapterCall, target: ApiKeyTarget): Promi
     schema: ChatCompletion,
     deadline: call.deadline,
     signal: call.signal,
-    fetchImpl: target.fetchImpl,
     engineId: spec.id,
     secrets: [target.key.apiKey],
   });
