@@ -53,9 +53,12 @@ function samplesFor(spec: BenchmarkInput['spec'], tier: Tier): { equalCostSample
 }
 
 // Postgres steps: retried until the database is back. Only a run whose engines cannot run (or whose question set
-// was changed under it) fails for good, and its charge is refunded.
+// was changed under it) fails for good, and its charge is refunded. Each try is a few statements (finishRun's
+// statistics included: well under a second for 150 questions), so 20 s is a stalled database or a try lost with its
+// worker; that try is then retried 20 s on, not a minute (a cancelled run showed `running` that long after a worker
+// restart).
 const { admitRun, prepareRun, markJudging, finishRun } = proxyActivities<BenchmarkActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '20 seconds',
   retry: {
     initialInterval: '1 second',
     maximumInterval: '30 seconds',
