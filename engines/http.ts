@@ -22,7 +22,7 @@ export interface PostJsonOptions<T> {
 /**
  * One JSON POST to a provider, shared by the API-key adapters: every failure leaves as a classified `EngineError`,
  * every success as a schema-checked body. Sent with undici's `request` (the library under Node's own `fetch`, on the
- * same keep-alive pool), not `fetch`: without WHATWG streams and `Response` objects a call costs a fifth of the CPU
+ * same keep-alive pool), not `fetch`: without WHATWG streams and `Response` objects a call costs about a quarter of the CPU
  * (issue 42, docs/performance.md), and a panel makes nine.
  */
 export async function postJson<T>(opts: PostJsonOptions<T>): Promise<T> {
