@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { SCOPES } from '../domain/api-keys';
 import { microsToUsd } from '../domain/money';
 import { issueKey, revokeKey } from '../operations/api-keys';
+import { parseNewKey } from '../operations/requests/organization';
 import { addGroundingDocument } from '../operations/documents';
 import { addBalance, balanceOf } from '../operations/ledger';
 import { onboardOrganisation, setStatus } from '../operations/organisations';
@@ -16,7 +17,7 @@ import { oauthCommands } from './oauth-commands';
 import { runCommands } from './run-commands';
 
 export { UsageError, type Command } from './command';
-import { command, dollars, list, OPERATOR, required, usd, usdOrZero, UsageError, type Command } from './command';
+import { command, dollars, list, OPERATOR, required, usd, UsageError, type Command } from './command';
 
 const orgCreate = command({
   name: 'org create',
@@ -59,32 +60,34 @@ const keyCreate = command({
     'budget-usd': { type: 'string' },
     rpm: { type: 'string' },
   },
-  // The same fields as `POST /v1/organization/keys`; issueKey judges them as it judges the API's.
+  // The flags are read here only for their form; the key's fields are judged by the very schema and operation that
+  // judge `POST /v1/organization/keys` (and the console's form): the CLI builds that body and hands it to parseNewKey.
   input: z.object({
     org: required,
     test: z.boolean().optional(),
-    label: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters').optional(),
+    label: z.string().optional(),
     scopes: list(z.enum(SCOPES, { error: `must be among ${SCOPES.join(', ')}` })).optional(),
     modes: list(z.string().min(1, 'must not contain an empty mode')).optional(),
     'expires-at': z.iso
       .datetime({ offset: true, error: 'must be an ISO 8601 instant, e.g. 2027-01-31T00:00:00Z' })
-      .transform((text) => new Date(text))
+      .transform((text) => new Date(text).getTime() / 1000)
+      .refine((seconds) => Number.isInteger(seconds), 'must name a whole second')
       .optional(),
-    'budget-usd': usdOrZero.optional(),
-    rpm: z.coerce.number().int('must be a whole number').positive('must be positive').optional(),
+    'budget-usd': z.coerce.number({ error: 'must be a USD amount, e.g. 25' }).optional(),
+    rpm: z.coerce.number({ error: 'must be a number' }).optional(),
   }),
   async run(input, { resources }) {
     const { org, test, label, scopes, modes } = input;
-    const { keyId, apiKey, key } = await issueKey(resources, OPERATOR, {
-      orgId: org,
-      keyKind: test ? 'test' : 'live',
-      label,
-      scopes,
-      allowedModes: modes,
-      expiresAt: input['expires-at'],
-      monthlyBudgetMicros: input['budget-usd'],
-      requestsPerMinute: input.rpm,
+    const newKey = parseNewKey({
+      kind: test ? 'test' : 'live',
+      ...(label !== undefined && { label }),
+      ...(scopes && { scopes }),
+      ...(modes && { modes }),
+      ...(input['expires-at'] !== undefined && { expires_at: input['expires-at'] }),
+      ...(input['budget-usd'] !== undefined && { monthly_budget_usd: input['budget-usd'] }),
+      ...(input.rpm !== undefined && { requests_per_minute: input.rpm }),
     });
+    const { keyId, apiKey, key } = await issueKey(resources, OPERATOR, { orgId: org, ...newKey });
     const limits = [
       key.expiresAt && `expires ${key.expiresAt.toISOString()}`,
       key.monthlyBudgetMicros !== null && `monthly budget ${dollars(key.monthlyBudgetMicros)}`,

@@ -198,9 +198,8 @@ describe('accounts: the quorum operator CLI', () => {
       [['org', 'create', '--name', 'X', '--colour', 'red'], /Unknown option '--colour'/],
       [['key', 'create', '--org', 'org_x', '--scopes', 'completions,admin'], /--scopes\.1 must be among completions/],
       [['key', 'create', '--org', 'org_x', '--expires-at', 'tomorrow'], /--expires-at must be an ISO 8601 instant/],
-      [['key', 'create', '--org', 'org_x', '--budget-usd', '1.0000001'], /--budget-usd must be a USD amount with at most 6 decimals/],
-      [['key', 'create', '--org', 'org_x', '--rpm', '0'], /--rpm must be positive/],
-      [['key', 'create', '--org', 'org_x', '--label', ' '], /--label must not be empty/],
+      [['key', 'create', '--org', 'org_x', '--expires-at', '2099-01-31T00:00:00.500Z'], /--expires-at must name a whole second/],
+      [['key', 'create', '--org', 'org_x', '--budget-usd', 'ten'], /--budget-usd must be a USD amount/],
       [['balance', 'add', '--org', 'org_x', '--usd=-3'], /--usd must be a positive amount/],
       [['balance', 'add', '--org', 'org_x', '--usd', '-3'], /Option '--usd' argument is ambiguous/],
       [['balance', 'show', '--org', 'org_x', '--limit', 'lots'], /--limit/],
@@ -221,10 +220,21 @@ describe('accounts: the quorum operator CLI', () => {
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /not_found: no organisation org_missing/);
     assert.equal((JSON.parse(missing.stdout) as { error: { code: string } }).error.code, 'not_found');
-    // Judged as the API judges them, before anything is written.
-    const past = await quorum(['key', 'create', '--org', 'org_x', '--expires-at', '2020-01-01T00:00:00Z', '--json']);
-    assert.equal(past.code, 1);
-    assert.match(past.stderr, /`expires_at` must be in the future/);
+    // The key's fields judged by the API's own schema and operation, before anything is written: exit 1, the API's words.
+    const judged: [string[], RegExp][] = [
+      [['--expires-at', '2020-01-01T00:00:00Z'], /invalid_request: `expires_at` must be in the future/],
+      [['--budget-usd', '1.0000001'], /invalid_request: `monthly_budget_usd`: at most 6 decimals/],
+      [['--budget-usd', '0'], /invalid_request: `monthly_budget_usd`: /],
+      [['--budget-usd', '1000001'], /invalid_request: `monthly_budget_usd`: /],
+      [['--rpm', '0'], /invalid_request: `requests_per_minute`: /],
+      [['--rpm', '1.5'], /invalid_request: `requests_per_minute`: /],
+      [['--label', ' '], /invalid_request: `label`: /],
+    ];
+    const judgedRuns = await Promise.all(judged.map(([args]) => quorum(['key', 'create', '--org', 'org_x', ...args, '--json'])));
+    judgedRuns.forEach((run, i) => {
+      assert.equal(run.code, 1, `${judged[i][0].join(' ')}: exit ${run.code} ${run.stderr}`);
+      assert.match(run.stderr, judged[i][1]);
+    });
     const noFile = await quorum(['byok', 'set', '--org', 'org_x', '--family', 'openai', '--key-file', path.join(dataDir, 'nope')]);
     assert.equal(noFile.code, 2);
     assert.match(noFile.stderr, /--key-file cannot be read/);
