@@ -16,11 +16,16 @@ export interface Exposition {
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
 
+/**
+ * A value as Prometheus reads it: Go's `strconv.ParseFloat`, whose NaN and infinities are case-insensitive.
+ * prom-client writes `Nan` (e.g. the event-loop lag mean before its first sample), which Prometheus accepts.
+ */
 function parseValue(text: string, line: string): number {
-  if (text === '+Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
+  if (/^nan$/i.test(text)) return NaN;
+  const infinity = /^([+-]?)(inf|infinity)$/i.exec(text);
+  if (infinity) return infinity[1] === '-' ? -Infinity : Infinity;
   const value = Number(text);
-  if (text === '' || (Number.isNaN(value) && text !== 'NaN')) throw new Error(`bad value in: ${line}`);
+  if (text === '' || Number.isNaN(value)) throw new Error(`bad value in: ${line}`);
   return value;
 }
 
