@@ -1,5 +1,5 @@
 import type { Lane } from './classifier';
-import { modeFeeMicros, PLATFORM_FEE_PPM, platformFeeMicros, type Ceiling } from './fees';
+import { modeFeeMicros, platformFeeMicros, type Ceiling } from './fees';
 import type { Form } from './form';
 import type { Depth, ModeConfig } from './modes';
 import type { CallSource } from './outcome';
@@ -29,12 +29,6 @@ export interface MeterTerms {
   ceilingMicros: Ceiling;
   /** A connected app's call on a plan: real engine cost only, no platform fee and no mode fee (spec 01 rule 11). */
   realCostOnly?: boolean;
-  /**
-   * A deliberation started before seat calls on an own key were left to the provider's bill (issue 26): its ceiling
-   * checks replay as they were made, counting every call's cost and a fee rounded up per call. Bills are right either
-   * way; only Form A's decisions to stop need the old sums to replay deterministically.
-   */
-  legacyCeiling?: boolean;
 }
 
 /**
@@ -56,8 +50,6 @@ export class CostMeter {
   /** A step was skipped because it could have passed the ceiling. */
   capped = false;
   private readonly costBySource: Record<CallSource, number> = { service: 0, own_key: 0 };
-  /** Spent as ceiling checks counted it before issue 26 (`legacyCeiling`). */
-  private legacySpentMicros = 0;
 
   constructor(private readonly terms: MeterTerms) {}
 
@@ -65,8 +57,6 @@ export class CostMeter {
     this.realCostMicros += call.costMicros;
     this.costBySource[call.source] += call.costMicros;
     if (call.source === 'service') this.gatewayMicros += call.costMicros;
-    if (!this.terms.realCostOnly) this.legacySpentMicros += legacyFeeMicros(call.costMicros, call.source);
-    this.legacySpentMicros += call.costMicros;
     this.tokensIn += call.tokensIn;
     this.tokensOut += call.tokensOut;
     if (call.reasoningTokens !== null) this.reasoningTokens = (this.reasoningTokens ?? 0) + call.reasoningTokens;
@@ -89,23 +79,15 @@ export class CostMeter {
   affords(step: readonly ProjectedCall[]): boolean {
     const ceiling = this.terms.ceilingMicros;
     if (this.terms.form === 'B' || ceiling === null) return true;
-    const legacy = this.terms.legacyCeiling === true;
     const stepMicros = step.reduce((sum, c) => {
       const cost = engineCostMicros(c.tokensIn, c.maxOut, c.engine);
       const source = c.engine.ownKey ? 'own_key' : 'service';
-      if (legacy) return sum + cost + legacyFeeMicros(cost, source);
       // Bills as it will be billed: an own-key call costs the caller only its fee here. (Rounded per call, the step's
       // fees may pass the call's single rounding by a micro-dollar each: on the side of stopping.)
       return sum + platformFeeMicros(cost, source) + (source === 'service' ? cost : 0);
     }, 0);
-    const spent = legacy ? this.legacySpentMicros : this.gatewayMicros + this.platformFeeMicros;
-    if (spent + this.modeFeeMicros() + stepMicros <= ceiling) return true;
+    if (this.gatewayMicros + this.platformFeeMicros + this.modeFeeMicros() + stepMicros <= ceiling) return true;
     this.capped = true;
     return false;
   }
-}
-
-/** The fee as ceiling checks rounded it before issue 26: up, per call (`legacyCeiling`). */
-function legacyFeeMicros(costMicros: number, source: CallSource): number {
-  return Math.ceil((costMicros * PLATFORM_FEE_PPM[source]) / 1_000_000);
 }

@@ -1,8 +1,8 @@
 import {
   ApplicationFailure,
   CancellationScope,
+  deprecatePatch,
   isCancellation,
-  patched,
   proxyLocalActivities,
   proxySinks,
   setHandler,
@@ -187,6 +187,8 @@ async function holdAndSeat(input: DeliberationInput, lane: Lane, { abandon, orAb
 
 /** DESIGN §5 step 9: what the call may cost, tracked after every step. */
 function costMeterFor(input: DeliberationInput, classification: Classification, lane: Lane): CostMeter {
+  // Issue 26's change, its old branch retired (docs/cluster-operations.md, "Patches and local activities").
+  deprecatePatch('own-key-seats-billed-by-provider');
   return new CostMeter({
     form: input.form,
     fees: input.mode.config.fees,
@@ -194,8 +196,6 @@ function costMeterFor(input: DeliberationInput, classification: Classification, 
     lane,
     ceilingMicros: input.ceilingMicros,
     realCostOnly: input.payer !== undefined,
-    // Issue 26: a deliberation begun before own-key seats were left to the provider's bill replays its stops as made.
-    legacyCeiling: !patched('own-key-seats-billed-by-provider'),
   });
 }
 
@@ -261,8 +261,9 @@ export async function deliberationWorkflow(input: DeliberationInput): Promise<Ou
   try {
     return await deliberate(input, startedMs, ran, emit);
   } catch (err) {
-    // Nothing cancelled a deliberation before issue 40; the marker keeps any such history replaying as it ran.
-    if (!isCancellation(err) || !ran.seating || !ran.meter || !ran.classified || !patched('cancel-settles-what-ran')) throw err;
+    if (!isCancellation(err) || !ran.seating || !ran.meter || !ran.classified) throw err;
+    // Issue 40's change, its old branch retired: where the patch was read, so histories carrying its marker match.
+    deprecatePatch('cancel-settles-what-ran');
     const { classified, seating, meter } = ran;
     return CancellationScope.nonCancellable(() =>
       endCancelled(input, { ...classified, seating, meter, panel: ran.panel }, startedMs, emit),
@@ -314,19 +315,21 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran,
   step({ stage: 'seats', round: 1, seats: seating.seats.length, seatsAnswered: 0 });
 
   const meter = costMeterFor(input, classification, lane);
-  // Issue 38: the classifier model's tokens are the call's too (spec 01), billed on the service's keys. A result
-  // recorded before carries no call; the marker keeps such a deliberation replaying as it ran.
-  const classifierCall = call && patched('classifier-call-billed') ? call : undefined;
-  if (classifierCall)
+  // Issue 38: the classifier model's tokens are the call's too (spec 01), billed on the service's keys.
+  if (call) {
+    deprecatePatch('classifier-call-billed');
     meter.charge({
-      costMicros: classifierCall.realCostMicros,
+      costMicros: call.realCostMicros,
       source: 'service',
-      tokensIn: classifierCall.tokensIn,
-      tokensOut: classifierCall.tokensOut,
-      reasoningTokens: classifierCall.reasoningTokens,
+      tokensIn: call.tokensIn,
+      tokensOut: call.tokensOut,
+      reasoningTokens: call.reasoningTokens,
     });
-  Object.assign(ran, { classified: { classification, lane, call: classifierCall }, seating, meter });
+  }
+  Object.assign(ran, { classified: { classification, lane, call }, seating, meter });
   const judgeSeed = Math.floor(Math.random() * 2 ** 31);
+  // Issue 31: the engine calls run inside the workflow's task (its old branch, activities, retired).
+  deprecatePatch('engine-calls-in-workflow-task');
   const panel = await runPanel({
     orgId,
     messages: input.messages,
@@ -339,8 +342,7 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran,
     judgeSeed,
     onStep: step,
     onEvent: emit,
-    // Issue 31: the engine calls run inside the workflow's task; a deliberation begun before replays its activities.
-    localCalls: patched('engine-calls-in-workflow-task'),
+    localCalls: true,
     record: ran.panel,
     answer: input.answer,
   });
@@ -362,7 +364,7 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran,
     ceilingMicros: input.ceilingMicros,
     onPlan: payer !== undefined,
     panel,
-    classifierCall,
+    classifierCall: call,
     meter,
     createdAt: input.createdAt,
     startedMs,

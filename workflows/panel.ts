@@ -1,4 +1,4 @@
-import { isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { deprecatePatch, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import type { Lane } from '../domain/classifier';
 import type { StepEvent } from '../domain/deliberation-events';
@@ -397,14 +397,15 @@ async function runSeat(
 
 /**
  * A cut answer's retry with more room; when the retry fails for good, the cut answer stands as the seat's answer:
- * it was billed, so its row must carry it (issue 27 item 7). Executions begun before this change moved the seat to its
- * backup instead, leaving the billed attempt on no row; they replay that way.
+ * it was billed, so its row must carry it (issue 27 item 7).
  */
 async function retryWithRoom(retry: () => Promise<EngineCallResult>, cut: EngineCallResult): Promise<EngineCallResult> {
   try {
     return await retry();
   } catch (err) {
-    if (isCancellation(err) || !patched('cut-answer-stands-when-its-retry-fails')) throw err;
+    if (isCancellation(err)) throw err;
+    // The change's old branch (the seat moved to its backup) retired: docs/cluster-operations.md, "Patches and local activities".
+    deprecatePatch('cut-answer-stands-when-its-retry-fails');
     return cut;
   }
 }

@@ -12,7 +12,6 @@ import { RunEndedEventSchema, TestPollSchema } from '../../../api/v1/run-resourc
 import { listLedger } from '../../../db/repositories/ledger';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { writeWorkflowBundle } from '../../../worker/bundle';
-import { deliberationProgressQuery } from '../../../workflows/messages';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
 import { assertEachBilledOnce, requestState } from '../deliberation/helpers';
 import { demoModes, untilEnded } from '../runs/helpers';
@@ -25,16 +24,21 @@ import { stackProcessEnv, startWorkerProcess } from '../../harness/worker';
 /**
  * Issue 30 item 4: a new worker version deployed while a run and a deliberation are in flight (docs/cluster-operations.md
  * "Deploying a new worker version"). The old worker runs the workflows as they were at an earlier commit (the fixture
- * test/fixtures/old-workers/ built, before two of today's patched() changes: 'cut-answer-stands-when-its-retry-fails'
- * and 'run-end-callback') with today's activities, as a rolling deploy has it; it is stopped as a deploy stops it
- * (SIGTERM: it drains), and a worker with today's workflows takes over both executions from their histories.
+ * test/fixtures/old-workers/ built: the last whose deliberation read its changes with `patched()`, which today's
+ * `deprecatePatch()`) with today's activities, as a rolling deploy has it; it is stopped as a deploy stops it (SIGTERM:
+ * it drains), and a worker with today's workflows takes over both executions from their histories.
  */
 
 const EventType = temporal.api.enums.v1.EventType;
 const QUESTIONS = { easy: 4, medium: 4, hard: 4 };
 const TOTAL = QUESTIONS.easy + QUESTIONS.medium + QUESTIONS.hard;
-/** Every engine call takes this long, so both executions are still going when the old worker is stopped. */
-const SIM_LATENCY = 'fixed:400';
+/**
+ * Every engine call on the old worker takes this long, so both executions are still going when it is stopped: a
+ * deliberation's calls run inside its workflow task, which the worker completes (heartbeats) at 4 s, its patch
+ * markers in it, with the panel still going. The new worker's calls are quicker, to keep the test short.
+ */
+const OLD_LATENCY = 'fixed:1500';
+const NEW_LATENCY = 'fixed:400';
 
 /** Who completed each workflow task of an execution (a worker's identity is `pid@host`), in order. */
 async function taskWorkers(workflowId: string): Promise<string[]> {
@@ -44,13 +48,21 @@ async function taskWorkers(workflowId: string): Promise<string[]> {
     .map((e) => e.workflowTaskCompletedEventAttributes?.identity ?? '');
 }
 
-/** The run's question rows: which question, and whether the workflow that recorded it sent the question's text. */
-async function questionRows(runId: string): Promise<{ id: string; withText: boolean }[]> {
-  const rows = (await stack().db('run_questions').where({ run_id: runId }).select('question_id', 'result')) as {
-    question_id: string;
-    result: { question?: string };
-  }[];
-  return rows.map((r) => ({ id: r.question_id, withText: typeof r.result.question === 'string' }));
+/** The questions of the run answered so far. */
+async function questionRows(runId: string): Promise<string[]> {
+  const rows = (await stack().db('run_questions').where({ run_id: runId }).select('question_id')) as { question_id: string }[];
+  return rows.map((r) => r.question_id);
+}
+
+/** The patch markers of an execution: each change's name, and whether the code that recorded it had deprecated it. */
+async function patchMarkers(workflowId: string): Promise<{ id: string; deprecated: boolean }[]> {
+  const events = (await stack().env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  return events
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+    .map((e) => {
+      const data = e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
+      return JSON.parse(Buffer.from(data ?? []).toString('utf8')) as { id: string; deprecated: boolean };
+    });
 }
 
 /** A loopback receiver of run callbacks: every body it was sent. */
@@ -68,7 +80,7 @@ async function receiver(): Promise<{ url: string; bodies: string[]; server: Serv
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, bodies, server };
 }
 
-describe('deploying a new worker version while a run and a deliberation are in flight (patched())', function () {
+describe('deploying a new worker version while a run and a deliberation are in flight (patches deprecated)', function () {
   this.timeout(120_000);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-rolling-deploy-'));
   const children: ChildProcess[] = [];
@@ -94,12 +106,12 @@ describe('deploying a new worker version while a run and a deliberation are in f
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** The product's worker entry point on the given workflow bundle; it drains for up to 10 s when stopped. */
-  async function worker(bundle: string): Promise<ChildProcess> {
+  /** The product's worker entry point on the given workflow bundle; it drains for up to `graceMs` when stopped. */
+  async function worker(bundle: string, latency: string, graceMs: number): Promise<ChildProcess> {
     const env = stackProcessEnv(dataDir, {
       QUORUM_WORKFLOW_BUNDLE: bundle,
-      QUORUM_SIM_LATENCY: SIM_LATENCY,
-      QUORUM_SHUTDOWN_GRACE_MS: '10000',
+      QUORUM_SIM_LATENCY: latency,
+      QUORUM_SHUTDOWN_GRACE_MS: String(graceMs),
       QUORUM_WORKER_METRICS_PORT: '0',
     });
     const child = await startWorkerProcess(env);
@@ -108,10 +120,11 @@ describe('deploying a new worker version while a run and a deliberation are in f
   }
 
   it(`a run and a deliberation begun on the workflows of ${old.commit.slice(0, 7)} finish on today's, each billed once`, async () => {
-    assert.ok(!fs.readFileSync(oldBundle, 'utf8').includes('run-end-callback'), 'the old bundle predates the patch');
     const org = await newOrg(50);
     const modes = await demoModes(org.orgId);
-    const oldWorker = await worker(oldBundle);
+    // A drain shorter than the deliberation's calls left: its workflow task runs them (local activities) and would
+    // otherwise carry the whole panel to its end on the old worker; cut, the call goes on on the new one from its history.
+    const oldWorker = await worker(oldBundle, OLD_LATENCY, 1_000);
 
     const launched = await call(api, 'POST', '/v1/tests', {
       key: org.ownerKey,
@@ -128,13 +141,13 @@ describe('deploying a new worker version while a run and a deliberation are in f
     await until(
       async () => {
         try {
-          return (await stack().env.client.workflow.getHandle(deliberationWorkflow).query(deliberationProgressQuery)).steps > 0;
+          return (await taskWorkers(deliberationWorkflow)).length > 0;
         } catch {
           return false; // the API has not started it yet
         }
       },
       20_000,
-      'the deliberation under way on the old worker',
+      "the deliberation's first workflow task completed (its heartbeat) on the old worker",
     );
 
     // The deploy: the old worker drains and exits; only then does the new one start (one worker at a time).
@@ -145,7 +158,7 @@ describe('deploying a new worker version while a run and a deliberation are in f
     assert.ok(byOldCode.length < TOTAL, `the run had ${byOldCode.length} of ${TOTAL} questions when the old worker left`);
     const dlb = await stack().env.client.workflow.getHandle(deliberationWorkflow).describe();
     assert.equal(dlb.status.name, 'RUNNING', 'the deliberation was still going when the old worker left');
-    const newWorker = await worker(newBundle);
+    const newWorker = await worker(newBundle, NEW_LATENCY, 10_000);
 
     const reply = await answer;
     assert.equal(reply.status, 200, JSON.stringify(reply.body));
@@ -161,32 +174,33 @@ describe('deploying a new worker version while a run and a deliberation are in f
       assert.equal(oldTasks + newTasks, workers.length);
     }
 
-    // The run: completed, every question answered once; the old code's rows lack the question's text (today's
-    // workflows send it with the result), so the rows show which version recorded them.
+    // The run: completed, every question answered once.
     assert.equal(done.batch.state, 'completed');
     assert.equal(done.batch.progress.done, TOTAL);
     assert.equal(done.batch.results?.overall.questions, TOTAL);
     const rows = await questionRows(runId);
     assert.equal(rows.length, TOTAL);
-    assert.equal(new Set(rows.map((r) => r.id)).size, TOTAL);
-    for (const r of byOldCode) assert.equal(r.withText, false, `question ${r.id} was recorded by the old workflows`);
-    assert.ok(
-      rows.some((r) => r.withText),
-      'some questions were recorded by the new workflows',
-    );
+    assert.equal(new Set(rows).size, TOTAL);
     const runEntries = (await listLedger(stack().db, org.orgId, 1000)).filter((e) => e.requestId === runId);
     assert.deepEqual(
       runEntries.map((e) => e.kind),
       ['test_run_charge'],
       'the run charged once, up front; nothing refunded',
     );
-    // The run's callback, which the old workflows did not know: its end ran on the new ones (patched: run-end-callback).
+    // The run's callback, from the end the new workflows ran: delivered once.
     await until(() => hooks.bodies.length > 0, 20_000, 'the run.ended callback');
     assert.equal(hooks.bodies.length, 1);
     const event = RunEndedEventSchema.parse(JSON.parse(hooks.bodies[0]));
     assert.deepEqual([event.batch_id, event.state], [runId, 'completed']);
 
-    // The deliberation: answered and billed once, nothing held; and the audit finds nothing over the organisation.
+    // The deliberation: the old code's markers (not deprecated) are what today's deprecatePatch() replayed.
+    const markers = await patchMarkers(deliberationWorkflow);
+    for (const id of ['own-key-seats-billed-by-provider', 'engine-calls-in-workflow-task'])
+      assert.ok(
+        markers.some((m) => m.id === id && !m.deprecated),
+        `${id}: recorded by the old workflows with patched(): ${JSON.stringify(markers)}`,
+      );
+    // Answered and billed once, nothing held; and the audit finds nothing over the organisation.
     const requestId = reply.body.svc?.request_id;
     assert.ok(requestId);
     assert.equal(await requestState(org.orgId, key), 'succeeded');

@@ -75,18 +75,6 @@ describe('cost meter: what each call cost, and whether the next step is affordab
     assert.equal(new CostMeter(terms({ ceilingMicros: 10_100 })).affords([{ engine: own, tokensIn: 1_000, maxOut: 1_000 }]), true);
   });
 
-  it('a deliberation begun before the change replays its stops as it made them (legacyCeiling)', () => {
-    const own = { ...engine, ownKey: true };
-    // As before: spent = every call's cost + a fee rounded up per call; a step at its cost + its fee, own key or not.
-    const m = new CostMeter(terms({ ceilingMicros: 20_000, legacyCeiling: true }));
-    m.charge({ costMicros: 1_003, source: 'own_key', tokensIn: 0, tokensOut: 0, reasoningTokens: null });
-    // 1,003 + ceil(5.015) = 1,009 spent; + 5,000 surcharge; + 10,000 + 50 for the step = 16,059 ≤ 20,000.
-    assert.equal(m.affords([{ engine: own, tokensIn: 1_000, maxOut: 1_000 }]), true);
-    const tight = new CostMeter(terms({ ceilingMicros: 16_058, legacyCeiling: true }));
-    tight.charge({ costMicros: 1_003, source: 'own_key', tokensIn: 0, tokensOut: 0, reasoningTokens: null });
-    assert.equal(tight.affords([{ engine: own, tokensIn: 1_000, maxOut: 1_000 }]), false);
-  });
-
   it('Form B never stops a step: it runs in full and credits back what passed the ceiling', () => {
     const m = new CostMeter(terms({ form: 'B', ceilingMicros: 1 }));
     assert.equal(m.affords([{ engine, tokensIn: 1_000_000, maxOut: 1_000_000 }]), true);
