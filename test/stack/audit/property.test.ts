@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
+import type { HistoryAndWorkflowId } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { createApiKey } from '../../../db/repositories/api-keys';
 import { topUp } from '../../../db/repositories/ledger';
 import { claimRequest } from '../../../db/repositories/requests';
@@ -11,6 +13,7 @@ import { canonicalHash } from '../../../domain/canonical-json';
 import type { Form } from '../../../domain/form';
 import { ENDED_STATES } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
+import { workflowBundle } from '../../../worker/workers';
 import { audit } from '../../../operations/audit';
 import { cancelRun } from '../../../starters/runs';
 import { stack } from '../../harness/stack';
@@ -24,7 +27,9 @@ import { demoModes } from '../runs/helpers';
  * go on), replays of an earlier key, identical requests at once (with a key and without), an API that died between
  * claiming a key and starting its workflow, a worker restarted mid-call, top-ups, the trial's expiry, test-run
  * launches, relaunches and cancels — then, once everything in flight has ended, the auditor over the organisation.
- * Each sequence has an organisation of its own; a violation fails with the sequence that caused it.
+ * Each sequence has an organisation of its own; a violation fails with the sequence that caused it. At the end, every
+ * workflow those sequences started replays from its history against today's code, as a worker that lost it from its
+ * cache (a restart, a deploy) must: a query at an unlucky moment once made some deliberations' histories unreplayable.
  */
 
 const SEQUENCES = 20;
@@ -266,7 +271,12 @@ describe('property: random sequences of calls, replays, races, crashes, top-ups,
     }
   }
 
-  it(`${SEQUENCES} sequences of 3–8 steps, each audited clean once it has settled`, async () => {
+  /** Every workflow of these organisations (their search attribute), its history as Temporal holds it. */
+  async function* historiesOf(orgIds: string[]): AsyncIterable<HistoryAndWorkflowId> {
+    for (const orgId of orgIds) yield* stack().env.client.workflow.list({ query: `QuorumOrg = '${orgId}'` }).intoHistories();
+  }
+
+  it(`${SEQUENCES} sequences of 3–8 steps, each audited clean once it has settled, every history replayable`, async () => {
     const started = Date.now();
     let sequences = 0;
     const orgIds: string[] = [];
@@ -290,6 +300,15 @@ describe('property: random sequences of calls, replays, races, crashes, top-ups,
       }),
       { numRuns: SEQUENCES, interruptAfterTimeLimit: TIME_LIMIT_MS, endOnFailure: true },
     );
+    const sinks = { deliberationEvents: { record: { fn: () => undefined, callDuringReplay: false } } };
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), sinks }, historiesOf(orgIds))) {
+      replayed += 1;
+      if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+    }
+    assert.deepEqual(failures, [], `${failures.length} of ${replayed} histories did not replay`);
+    assert.ok(replayed > 0, `no history found for ${orgIds.length} organisations`);
     const steps = [...kinds].map(([k, n]) => `${k} ${n}`).join(', ');
     const receipts = (await stack()
       .db('receipts')
@@ -313,7 +332,7 @@ describe('property: random sequences of calls, replays, races, crashes, top-ups,
       n: number;
     }[];
     console.log(
-      `      ${sequences} sequences audited in ${((Date.now() - started) / 1000).toFixed(1)} s; steps: ${steps}; receipts: ${receipts
+      `      ${sequences} sequences audited in ${((Date.now() - started) / 1000).toFixed(1)} s, ${replayed} histories replayed; steps: ${steps}; receipts: ${receipts
         .map((r) => `${r.status} ${r.n}${r.credited ? ` (${r.credited} with a cap credit)` : ''}`)
         .join(', ')}; runs: ${runs.map((r) => `${r.state} ${r.n}`).join(', ')}`,
     );
