@@ -273,7 +273,10 @@ describe('property: random sequences of calls, replays, races, crashes, top-ups,
 
   /** Every workflow of these organisations (their search attribute), its history as Temporal holds it. */
   async function* historiesOf(orgIds: string[]): AsyncIterable<HistoryAndWorkflowId> {
-    for (const orgId of orgIds) yield* stack().env.client.workflow.list({ query: `QuorumOrg = '${orgId}'` }).intoHistories();
+    for (const orgId of orgIds)
+      yield* stack()
+        .env.client.workflow.list({ query: `QuorumOrg = '${orgId}'` })
+        .intoHistories();
   }
 
   it(`${SEQUENCES} sequences of 3–8 steps, each audited clean once it has settled, every history replayable`, async () => {
