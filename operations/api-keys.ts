@@ -1,7 +1,7 @@
 import {
   createApiKey,
   findApiKey,
-  keySpendSince,
+  keyMonthSpend,
   listApiKeys,
   raiseKeyBudgetReached,
   revokeApiKey,
@@ -42,7 +42,7 @@ export async function keyOf(deps: StoreDeps, actor: Actor, keyId: string): Promi
   const orgId = managedOrg(actor);
   const key = await findApiKey(deps.db, orgId, keyId);
   if (!key) throw noSuchKey(keyId);
-  return { key, spend: await keySpendSince(deps.db, { orgId, keyId, since: monthStartUtc() }) };
+  return { key, spend: await keyMonthSpend(deps.db, { orgId, keyId, month: monthStartUtc() }) };
 }
 
 /** Refuses what a key may not be given, each naming its field. */
@@ -154,7 +154,7 @@ export async function keyBudgetState(
   deps: StoreDeps,
   key: { orgId: string; keyId: string; budgetMicros: bigint },
 ): Promise<KeyBudgetState> {
-  const spend = await keySpendSince(deps.db, { orgId: key.orgId, keyId: key.keyId, since: monthStartUtc() });
+  const spend = await keyMonthSpend(deps.db, { orgId: key.orgId, keyId: key.keyId, month: monthStartUtc() });
   return { ...spend, budgetMicros: key.budgetMicros, reached: spend.spentMicros + spend.heldMicros >= key.budgetMicros };
 }
 

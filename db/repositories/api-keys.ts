@@ -338,22 +338,15 @@ export interface KeySpend {
 }
 
 /**
- * The key's calls made since `since` (the start of the month, UTC), from the ledger: a call's entries (hold, release,
- * charge, cap credit) sum to what it took from the balance, and their reserved deltas to what it still holds.
+ * The key's calls made in the month starting at `month` (its first instant, UTC), from the running total the ledger
+ * keeps (migration 034, `key_month_spend`): a call's entries (hold, release, charge, cap credit) sum to what it took
+ * from the balance, and their reserved deltas to what it still holds. One row, however many calls the month had.
  */
-export async function keySpendSince(db: DbOrTrx, input: { orgId: string; keyId: string; since: Date }): Promise<KeySpend> {
-  const row = (await db('ledger_entries as e')
-    .join('requests as r', function () {
-      this.on('r.id', '=', 'e.request_id').andOn('r.org_id', '=', 'e.org_id');
-    })
-    .where('r.api_key_id', input.keyId)
-    .where('r.org_id', input.orgId)
-    .where('r.created_at', '>=', input.since)
-    .first(
-      db.raw('coalesce(-sum(e.amount_micros), 0)::text as spent'),
-      db.raw('coalesce(sum(e.reserved_delta_micros), 0)::text as held'),
-    )) as { spent: string; held: string };
-  return { spentMicros: BigInt(row.spent), heldMicros: BigInt(row.held) };
+export async function keyMonthSpend(db: DbOrTrx, input: { orgId: string; keyId: string; month: Date }): Promise<KeySpend> {
+  const row = (await db('key_month_spend')
+    .where({ org_id: input.orgId, api_key_id: input.keyId, month: input.month.toISOString().slice(0, 10) })
+    .first('spent_micros', 'held_micros')) as { spent_micros: string; held_micros: string } | undefined;
+  return { spentMicros: BigInt(row?.spent_micros ?? 0), heldMicros: BigInt(row?.held_micros ?? 0) };
 }
 
 /** The owner hears of a key's budget once a month per key, from the first call it refuses (issue 41 item 4). */

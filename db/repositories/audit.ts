@@ -32,6 +32,7 @@ const ID_COLUMNS = [
   'quote_id',
   'mode_id',
   'person_id',
+  'key_id',
 ] as const;
 
 interface Check {
@@ -342,6 +343,23 @@ const CHECKS: readonly Check[] = [
         left join modes m on m.id = coalesce(k.mode_id, r.mode_id)
        where $scope(m.org_id)
          and (k.n, k.input_tokens, k.output_tokens, k.mode_fee_micros) is distinct from (r.n, r.input_tokens, r.output_tokens, r.mode_fee_micros)`,
+  },
+  {
+    invariant: 'key_spend_mismatch',
+    sql: `
+      with recount as (
+        select r.org_id, r.api_key_id, date_trunc('month', r.created_at at time zone 'UTC')::date as month,
+               -sum(e.amount_micros) as spent_micros, sum(e.reserved_delta_micros) as held_micros
+          from ledger_entries e join requests r on r.id = e.request_id and r.org_id = e.org_id
+         where r.api_key_id is not null and $scope(r.org_id)
+         group by 1, 2, 3)
+      select coalesce(k.org_id, c.org_id) as org_id, coalesce(k.api_key_id, c.api_key_id) as key_id,
+             format('%s: counted %s µ$ spent, %s µ$ held; its calls'' ledger entries hold %s, %s',
+                    to_char(coalesce(k.month, c.month), 'YYYY-MM'), coalesce(k.spent_micros, 0), coalesce(k.held_micros, 0),
+                    coalesce(c.spent_micros, 0), coalesce(c.held_micros, 0)) as detail
+        from (select * from key_month_spend where $scope(org_id)) k
+        full join recount c on c.org_id = k.org_id and c.api_key_id = k.api_key_id and c.month = k.month
+       where (k.spent_micros, k.held_micros) is distinct from (c.spent_micros, c.held_micros)`,
   },
 ];
 

@@ -4,7 +4,7 @@ import { QuorumError } from '../../domain/errors';
 import { trialCatchUpMicros } from '../../domain/trial';
 import { preparedAs } from '../prepared';
 import { raiseLowBalance } from './account-events';
-import { keySpendSince } from './api-keys';
+import { keyMonthSpend } from './api-keys';
 import { asRefusal, billingRefusal, billingRefusalError } from './billing';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
@@ -362,7 +362,7 @@ export async function holdWithinKeyBudget(
       await trx.raw(`select pg_advisory_xact_lock(hashtextextended('key_budget:' || ?, 0))`, [input.keyId]);
       const had = await trx('reservations').where({ org_id: input.orgId, request_id: input.requestId }).first('request_id');
       if (had) return { held: true };
-      const spend = await keySpendSince(trx, { orgId: input.orgId, keyId: input.keyId, since: monthStartUtc() });
+      const spend = await keyMonthSpend(trx, { orgId: input.orgId, keyId: input.keyId, month: monthStartUtc() });
       const figures: KeyBudgetFigures = { budgetMicros: input.budgetMicros, ...spend };
       if (!fitsKeyBudget(figures, input.amountMicros)) return { held: false, figures };
       await reserveIn(trx, input);

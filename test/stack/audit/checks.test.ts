@@ -388,6 +388,24 @@ describe('audit: each invariant names the state that breaks it', function () {
     assert.match(line, /counted 3 calls, 300 tokens in, 30 out, 42 µ\$ mode fee; its receipts hold 0, 0, 0, 0 µ\$/);
   });
 
+  it("key_spend_mismatch: a key's month counted with more than its calls' ledger entries hold", async () => {
+    const month = new Date().toISOString().slice(0, 7);
+    const found = await assertNames(
+      (trx) =>
+        trx('key_month_spend')
+          .where({ org_id: org.orgId, api_key_id: org.keyId })
+          .update({ spent_micros: trx.raw('spent_micros + 7') }),
+      'key_spend_mismatch',
+      { org_id: org.orgId, key_id: org.keyId },
+    );
+    const line = found.find((v) => v.invariant === 'key_spend_mismatch')?.detail ?? '';
+    // The one call of the key, settled: what it billed, nothing held.
+    assert.equal(
+      line,
+      `${month}: counted ${call.billedMicros + 7} µ$ spent, 0 µ$ held; its calls' ledger entries hold ${call.billedMicros}, 0`,
+    );
+  });
+
   it('quorum audit prints each violation with its ids and exits 1, then 0 once the state is repaired', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-audit-'));
     const temporal = { TEMPORAL_ADDRESS: stack().env.address, TEMPORAL_NAMESPACE: stack().namespace };
