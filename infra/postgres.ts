@@ -91,7 +91,14 @@ export async function startEmbeddedPostgres(dir: string, opts: { port?: number }
   const serverOptions =
     `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_connections=200 ` +
     `-c shared_buffers=16MB -c io_method=sync`;
-  await exec(bin.pg_ctl, ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', serverOptions]);
+  const log = path.join(dir, 'server.log');
+  try {
+    await exec(bin.pg_ctl, ['start', '-D', dir, '-w', '-t', '60', '-l', log, '-o', serverOptions]);
+  } catch (err) {
+    // pg_ctl says only "Examine the log output": the reason (a port taken, a lock left behind) is in the log.
+    const tail = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trimEnd().split('\n').slice(-10).join('\n') : '(no log written)';
+    throw new Error(`Postgres did not start on port ${port}; the end of ${log}:\n${tail}`, { cause: err });
+  }
 
   const base = `postgres://${USER}:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}`;
   if (fresh) {

@@ -77,7 +77,11 @@ export async function startIsolatedStack(): Promise<IsolatedStack> {
 
   let started: { dbUrl: string; db: Db; connection: Connection; nativeConnection: NativeConnection };
   try {
-    await Promise.all([startTemporal(), startEmbeddedPostgres(pgDir, { port: pgPort }).then((p) => (pg = p))]);
+    // Postgres first: the Temporal dev server binds ports of its own choosing as it starts, which could take the one
+    // picked for Postgres. (A CI run's isolated Postgres once failed to start, its reason lost with its log; a failed
+    // start now says it.)
+    pg = await startEmbeddedPostgres(pgDir, { port: pgPort });
+    await startTemporal();
     const dbUrl = (pg as EmbeddedPg).url;
     const db = createDb(dbUrl, 10);
     await prepareDatabase(db);
