@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import type { HistoryAndWorkflowId } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
 import { createApiKey } from '../../../db/repositories/api-keys';
 import { topUp } from '../../../db/repositories/ledger';
 import { claimRequest } from '../../../db/repositories/requests';
@@ -13,9 +12,9 @@ import { canonicalHash } from '../../../domain/canonical-json';
 import type { Form } from '../../../domain/form';
 import { ENDED_STATES } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { workflowBundle } from '../../../worker/workers';
 import { audit } from '../../../operations/audit';
 import { cancelRun } from '../../../starters/runs';
+import { replayHistories } from '../../harness/histories';
 import { stack } from '../../harness/stack';
 import { call, EXPRESS, newOrg, PANEL, startApi, USER, type Api, type Reply } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
@@ -303,13 +302,7 @@ describe('property: random sequences of calls, replays, races, crashes, top-ups,
       }),
       { numRuns: SEQUENCES, interruptAfterTimeLimit: TIME_LIMIT_MS, endOnFailure: true },
     );
-    const sinks = { deliberationEvents: { record: { fn: () => undefined, callDuringReplay: false } } };
-    const failures: string[] = [];
-    let replayed = 0;
-    for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), sinks }, historiesOf(orgIds))) {
-      replayed += 1;
-      if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
-    }
+    const { replayed, failures } = await replayHistories(historiesOf(orgIds));
     assert.deepEqual(failures, [], `${failures.length} of ${replayed} histories did not replay`);
     assert.ok(replayed > 0, `no history found for ${orgIds.length} organisations`);
     const steps = [...kinds].map(([k, n]) => `${k} ${n}`).join(', ');
