@@ -170,6 +170,8 @@ export function createDeliberationActivities(deps: ActivityDeps) {
       return { ...r, judgment: parseJudgment(r.text, input.labels) ?? null };
     },
     synthesize: engineCall,
+    /** Issue 52: reads the seats' answers out of their texts when none states one readably (domain/aggregation.ts). */
+    ballot: engineCall,
     ...createQuorumActivities(engines),
 
     /**

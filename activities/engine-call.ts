@@ -66,7 +66,7 @@ function keyedFamily(family: Family): ProviderFamily | undefined {
 /**
  * One provider call as an activity. Retryable failures are thrown for Temporal's retry policy (honouring the
  * provider's retry-after); permanent ones are non-retryable `EnginePermanent` failures the workflow answers with a
- * backup. Registered under several names (`seat`, `judge`, `synthesize`, `runJudge`) so each step is named in history.
+ * backup. Registered under several names (`seat`, `judge`, `synthesize`, `ballot`, `runJudge`) so each step is named in history.
  */
 export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS.ProcessEnv }) {
   const { db, engines, env } = deps;

@@ -1,4 +1,5 @@
 import { BUCKETS, type Bucket } from './questions/types';
+import type { SeatsVoteSummary } from './equal-cost';
 import type { ResultGroup, RunSummary } from './run-summary';
 import { CERTIFICATION, RUN_LIMITS, totalQuestions, type BucketCounts } from './runs';
 import { studentTQuantile, verdictFor, type CertificationVerdict, type Interval, type WinRateSummary } from './statistics';
@@ -78,12 +79,37 @@ export interface ReceiptHealth {
 export type Recommendation =
   { kind: 'test_run'; counts: BucketCounts; reason: string } | { kind: 'certification'; reason: string } | { kind: 'none'; reason: string };
 
+/**
+ * Which way of making the one answer wins on the mode's own runs (issue 52 item 4): the answer the mode returned, or
+ * its seats' own vote over the same seat outputs (`RunSummary.seatsVote`, paired by question).
+ */
+export interface AggregationAdvice {
+  /** Questions whose seats' answers were recorded. */
+  questions: number;
+  modeAccuracy: number;
+  voteAccuracy: number;
+  /** The seats' vote's accuracy minus the returned answer's, paired by question. */
+  voteMinusMode: number;
+  /** Its clustered 95% interval; null when the pairs give none (`noInterval` says why). */
+  interval: Interval | null;
+  noInterval: string | null;
+  /** Questions the vote got right and the returned answer wrong (what the final step threw away), and the reverse. */
+  lost: number;
+  gained: number;
+  /** `vote`: the interval lies above zero; `mode`: below it (the mode's own aggregation wins); `unclear`: neither. */
+  winner: 'vote' | 'mode' | 'unclear';
+  /** The mode's setting to change to, when the vote wins and the mode does not vote already; else null. */
+  set: { aggregation: { method: 'vote' } } | null;
+}
+
 export interface Advice {
   targetHalfWidth: number;
   buckets: BucketAdvice[];
   certification: CertificationOutlook;
   health: ReceiptHealth;
   recommendation: Recommendation;
+  /** Null when no question of the runs recorded its seats' answers (runs before issue 52). */
+  aggregation: AggregationAdvice | null;
 }
 
 /** What the words call each bucket (a Form's own names). */
@@ -213,10 +239,40 @@ function healthLines(h: ReceiptHealth): string[] {
 }
 
 /**
- * The advice on a mode from its run results (pooled, or one run's) and its recent receipts; `names` are the words
- * for the buckets in the reasons it gives (the Form's).
+ * Whether the mode's final step keeps the answer its seats agree on: the seats' vote against the answer returned,
+ * on the same seat outputs. The vote wins when its paired 95% interval lies above zero, and the advice is then to
+ * set `aggregation: {method: "vote"}` (unless the mode votes already, `votes`).
  */
-export function advise(summary: Pick<RunSummary, 'perBucket'>, receipts: readonly ReceiptFacts[], names: BucketNames): Advice {
+export function aggregationAdvice(s: SeatsVoteSummary | null | undefined, votes = false): AggregationAdvice | null {
+  if (!s) return null;
+  const d = s.modeMinusVote;
+  // The vote minus the mode: the mode's difference turned round.
+  const interval = d.interval && { low: -d.interval.high, high: -d.interval.low };
+  const winner = interval === null ? 'unclear' : interval.low > 0 ? 'vote' : interval.high < 0 ? 'mode' : 'unclear';
+  return {
+    questions: s.questions,
+    modeAccuracy: s.mode.accuracy,
+    voteAccuracy: s.seatsVote.accuracy,
+    voteMinusMode: d.difference === 0 ? 0 : -d.difference,
+    interval,
+    noInterval: d.noInterval,
+    lost: s.lost,
+    gained: s.gained,
+    winner,
+    set: winner === 'vote' && !votes ? { aggregation: { method: 'vote' } } : null,
+  };
+}
+
+/**
+ * The advice on a mode from its run results (pooled, or one run's) and its recent receipts; `names` are the words
+ * for the buckets in the reasons it gives (the Form's); `mode` says how the mode makes its answer today.
+ */
+export function advise(
+  summary: Pick<RunSummary, 'perBucket' | 'seatsVote'>,
+  receipts: readonly ReceiptFacts[],
+  names: BucketNames,
+  mode: { aggregationMethod?: 'synthesis' | 'select' | 'vote' } = {},
+): Advice {
   const buckets = BUCKETS.map((b) => bucketAdvice(b, summary.perBucket[b]));
   const certification = certificationOutlook(buckets, names);
   return {
@@ -225,7 +281,27 @@ export function advise(summary: Pick<RunSummary, 'perBucket'>, receipts: readonl
     certification,
     health: receiptHealth(receipts),
     recommendation: recommend(buckets, certification, names),
+    aggregation: aggregationAdvice(summary.seatsVote, mode.aggregationMethod === 'vote'),
   };
+}
+
+const points = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}`;
+
+/** The aggregation advice in words; each number in them is one of its fields. */
+function aggregationLine(a: AggregationAdvice | null): string[] {
+  if (!a) return [];
+  const measured =
+    `on ${a.questions} questions the seats' own vote was right ${pct(a.voteAccuracy)} of the time, the answer the mode returned ${pct(a.modeAccuracy)}: ` +
+    `vote minus returned ${points(a.voteMinusMode)} points${a.interval ? ` [${points(a.interval.low)}, ${points(a.interval.high)}] (95%)` : ' (no interval)'}; ` +
+    `the final step turned ${a.lost} right votes wrong and ${a.gained} wrong votes right`;
+  if (a.winner === 'vote')
+    return [
+      a.set
+        ? `Aggregation: ${measured}. Set aggregation: {method: "vote"} to return the seats' answer as they voted it.`
+        : `Aggregation: ${measured}. The mode votes already; the difference is its ties and unreadable seats.`,
+    ];
+  if (a.winner === 'mode') return [`Aggregation: ${measured}. Keep the mode's own aggregation: it beat the seats' vote.`];
+  return [`Aggregation: ${measured}. Too close to call: neither the vote nor the mode's own aggregation clearly wins.`];
 }
 
 /** The advice in words; each number in them is one of the advice's fields. */
@@ -243,6 +319,7 @@ export function adviceLines(advice: Advice, names: BucketNames): string[] {
       ? `Ready to certify: projected lower bound ${f3(certification.projectedLowerBound as number)}.`
       : `Not ready to certify: ${certification.reasons.join('; ')}.`,
     ...healthLines(advice.health),
+    ...aggregationLine(advice.aggregation),
     `Next: ${recommendation.reason}.`,
   );
   return lines;

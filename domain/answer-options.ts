@@ -1,3 +1,4 @@
+import type { AnswerKind } from './aggregation';
 import type { ChatMessage } from './messages';
 import type { JsonSchema, ReplySchema } from './reply-schemas';
 
@@ -24,6 +25,8 @@ export interface AnswerOptions {
   maxOutputTokens?: number;
   /** Sent to every seat and to the synthesis; a seat's own tuning is refused beside it (operations/completion.ts). */
   sampling?: Sampling;
+  /** `svc.answer_kind` (issue 52): how the seats' answers are read for a mode's vote; absent, only `Final answer:` lines are. */
+  answerKind?: AnswerKind;
 }
 
 /** The structure an engine is asked for, the protocol's own way (engines/adapters): `json_object` is any object. */

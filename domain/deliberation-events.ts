@@ -14,6 +14,8 @@ export type DeliberationEvent =
   | { type: 'judged'; round: number; judgedBy: 'llm' | 'heuristic'; converged: boolean; endedAt: string | null }
   | { type: 'critique_round'; round: number; seats: number }
   | { type: 'synthesising' }
+  /** Issue 52: the seats' answers were counted (a mode with `aggregation`): how, and whether a first wave sufficed. */
+  | { type: 'aggregated'; method: 'synthesis' | 'select' | 'vote'; decidedBy: string; earlyStop: boolean; votes: number; seats: number }
   /** Not a step: the last index, written once the request has ended (answered, failed or cancelled). */
   | { type: 'ended' };
 
@@ -43,5 +45,9 @@ export function describeEvent(e: StepEvent): string {
       return `critique round ${e.round}: ${e.seats} seats revising`;
     case 'synthesising':
       return 'synthesising the answer';
+    case 'aggregated':
+      return e.method === 'vote'
+        ? `voted: ${e.votes} of ${e.seats} seats for the answer (${e.decidedBy})${e.earlyStop ? ', the first wave agreed' : ''}`
+        : `seat chosen (${e.decidedBy})`;
   }
 }

@@ -54,6 +54,36 @@ export function tierRates(config: ModeConfig, statsByTier: Record<Tier, CallStat
   return Object.fromEntries(TIERS.map((t) => [t, tierRate(config, statsByTier[t])])) as TierRates;
 }
 
+/**
+ * A mode's first wave (issue 52: `aggregation.firstWave`): round 1 asks that many seats, the rest only when they
+ * disagree or one is unreadable, and a seat never asked is not billed. The recorded calls of such a mode: how many, and
+ * how many asked every seat of their row (no early stop).
+ */
+export interface WaveStats {
+  n: number;
+  allAsked: number;
+}
+
+/** How a first wave is priced: its seats always, the rest times the share of calls expected to ask them. */
+export interface FirstWavePricing {
+  firstWave: number;
+  seats: number;
+  /** Observed (`allAsked / n`) once MIN_SAMPLE calls are recorded; until then 1, the whole panel (never below its cost). */
+  restAskedShare: number;
+  basis: 'observed' | 'all_seats_assumed';
+  n: number;
+}
+
+/** The first wave's pricing on a panel of `seats`; null when the mode asks every seat at once (or the wave is the row). */
+export function firstWavePricing(config: ModeConfig, seats: number, stats: WaveStats | undefined): FirstWavePricing | null {
+  const firstWave = config.aggregation?.firstWave;
+  if (firstWave === undefined || seats <= firstWave) return null;
+  const n = stats?.n ?? 0;
+  if (stats && n >= MIN_SAMPLE)
+    return { firstWave, seats, restAskedShare: Math.min(1, Math.max(0, stats.allAsked / n)), basis: 'observed', n };
+  return { firstWave, seats, restAskedShare: 1, basis: 'all_seats_assumed', n };
+}
+
 /** Seat passes the mode is expected to run for a prompt of this depth. */
 function expectedRounds(config: ModeConfig, classification: Classification, express: boolean): number {
   if (express || config.critique === 'never') return 1;
@@ -81,6 +111,8 @@ export interface QuoteInput {
   requestedCeilingMicros: number | undefined;
   /** A connected app's call on a plan: real engine cost only, no fees and no ceiling (spec 01 rule 11). */
   realCostOnly?: boolean;
+  /** A first-wave mode's recorded calls on this tier; absent: none known, every seat priced (firstWavePricing). */
+  waveStats?: WaveStats;
 }
 
 export interface Quote {
@@ -95,6 +127,8 @@ export interface Quote {
   totalMicros: number;
   capped: boolean;
   ceilingMicros: Ceiling;
+  /** How a first wave was priced; null when the mode has none or the call is quoted on the express lane. */
+  firstWave: FirstWavePricing | null;
 }
 
 interface Call {
@@ -104,10 +138,15 @@ interface Call {
   source: CallSource;
   /** A seat's pass (not the classifier, judge or synthesis). */
   seat: boolean;
+  /** The share of calls expected to make it: 1, or a first wave's `restAskedShare` for a seat past the wave. */
+  weight: number;
 }
 
 /** What the projected calls depend on. */
-export type CallShape = Pick<QuoteInput, 'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey' | 'classifierPromptTokens'>;
+export type CallShape = Pick<
+  QuoteInput,
+  'config' | 'tier' | 'classification' | 'promptTokens' | 'onOwnKey' | 'classifierPromptTokens' | 'waveStats'
+>;
 
 /** How a deliberation is projected: as expected (the quote), or at its most (a plan's hold). */
 interface Projection {
@@ -123,7 +162,7 @@ function expectedCalls(
   input: CallShape,
   findPrices: (engineId: string) => TokenPrices | undefined,
   projection: Projection = EXPECTED,
-): { calls: Call[]; lane: Lane; rounds: number } | undefined {
+): { calls: Call[]; lane: Lane; rounds: number; firstWave: FirstWavePricing | null } | undefined {
   const lane = laneFor(input.config, input.tier, projection.atMost ? { lane: 'panel' } : input.classification);
   const express = lane === 'express';
   const seats = designedSeats(input.config, input.tier, lane);
@@ -131,12 +170,18 @@ function expectedCalls(
     projection.atMost && !express && input.config.critique !== 'never'
       ? input.config.rounds
       : expectedRounds(input.config, input.classification, express);
+  // At its most (a plan's hold) every seat is asked; as expected, a first wave's other seats only as often as asked.
+  const firstWave = projection.atMost || express ? null : firstWavePricing(input.config, seats.length, input.waveStats);
+  const pastWave = (i: number): boolean => firstWave !== null && i >= firstWave.firstWave;
+  const weight = (i: number): number => (firstWave && pastWave(i) ? firstWave.restAskedShare : 1);
+  // The answers a judge, a synthesis or a critique reads: every seat's, those past a first wave as often as asked.
+  const answers = seats.reduce((sum, _, i) => sum + weight(i), 0);
   const out = Math.round(input.config.seatMaxOutputTokens * projection.outputShare);
-  const seen = (n: number): number => input.promptTokens + n * out;
+  const seen = (n: number): number => input.promptTokens + Math.round(n * out);
   const seatSource = (engine: string): CallSource => (input.onOwnKey?.(engine) ? 'own_key' : 'service');
   // A tuned seat reads its own system prompt on every pass.
   const ownPrompt = designedTunings(input.config, input.tier, lane).map((t) => (t?.systemPrompt ? countTokens(t.systemPrompt) : 0));
-  const plan: { engine: string; tokensIn: number; tokensOut: number; source: CallSource; seat?: boolean }[] = [];
+  const plan: { engine: string; tokensIn: number; tokensOut: number; source: CallSource; seat?: boolean; weight?: number }[] = [];
   const classifier = input.config.staff.classifier;
   if (classifier && input.classifierPromptTokens !== undefined)
     plan.push({
@@ -146,36 +191,43 @@ function expectedCalls(
       source: 'service',
     });
   for (let round = 1; round <= rounds; round++) {
-    // From the second round each seat also reads the others' answers.
+    // From the second round each seat also reads the others' answers (a seat past the wave, asked, reads them all).
     for (const [i, engine] of seats.entries())
       plan.push({
         engine,
-        tokensIn: seen(round === 1 ? 0 : seats.length - 1) + ownPrompt[i],
+        tokensIn: seen(round === 1 ? 0 : pastWave(i) ? seats.length - 1 : answers - 1) + ownPrompt[i],
         tokensOut: out,
         source: seatSource(engine),
         seat: true,
+        weight: weight(i),
       });
     if (!express)
       plan.push({
         engine: input.config.staff.judge.engine,
-        tokensIn: seen(seats.length),
+        tokensIn: seen(answers),
         tokensOut: JUDGE_OUTPUT_TOKENS,
         source: 'service',
       });
   }
-  if (!express) plan.push({ engine: input.config.staff.synthesis.engine, tokensIn: seen(seats.length), tokensOut: out, source: 'service' });
+  if (!express) plan.push({ engine: input.config.staff.synthesis.engine, tokensIn: seen(answers), tokensOut: out, source: 'service' });
   const calls: Call[] = [];
   for (const p of plan) {
     const prices = findPrices(p.engine);
     if (!prices) return undefined;
-    calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut, source: p.source, seat: p.seat === true });
+    calls.push({ prices, tokensIn: p.tokensIn, tokensOut: p.tokensOut, source: p.source, seat: p.seat === true, weight: p.weight ?? 1 });
   }
-  return { calls, lane, rounds };
+  return { calls, lane, rounds, firstWave };
+}
+
+/** A call's cost as projected: its engine's, times the share of calls expected to make it (rounded up to a micro-dollar). */
+function callCostMicros(c: Call): number {
+  const cost = engineCostMicros(c.tokensIn, c.tokensOut, c.prices);
+  return c.weight === 1 ? cost : Math.ceil(cost * c.weight);
 }
 
 function costBySource(calls: readonly Call[]): Record<CallSource, number> {
   const cost: Record<CallSource, number> = { service: 0, own_key: 0 };
-  for (const c of calls) cost[c.source] += engineCostMicros(c.tokensIn, c.tokensOut, c.prices);
+  for (const c of calls) cost[c.source] += callCostMicros(c);
   return cost;
 }
 
@@ -191,8 +243,8 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
   const cost = costBySource(calls);
   // Priced as the call bills (domain/cost-meter.ts): own-key seats are the provider's to bill, their fee ours.
   const gatewayMicros = cost.service;
-  const tokensIn = calls.reduce((sum, c) => sum + c.tokensIn, 0);
-  const tokensOut = calls.reduce((sum, c) => sum + c.tokensOut, 0);
+  const tokensIn = Math.round(calls.reduce((sum, c) => sum + c.tokensIn * c.weight, 0));
+  const tokensOut = Math.round(calls.reduce((sum, c) => sum + c.tokensOut * c.weight, 0));
   const modeFee = input.realCostOnly
     ? 0
     : input.form === 'A'
@@ -217,6 +269,7 @@ export function quote(input: QuoteInput, findPrices: (engineId: string) => Token
     totalMicros: billed.billedMicros,
     capped: billed.capped,
     ceilingMicros,
+    firstWave: expected.firstWave,
   };
 }
 
@@ -237,5 +290,5 @@ export function worstCaseGatewayMicros(input: CallShape, findPrices: (engineId: 
  */
 export function projectedSeatsMicros(input: CallShape, findPrices: (engineId: string) => TokenPrices | undefined): number | undefined {
   const projected = expectedCalls(input, findPrices);
-  return projected?.calls.filter((c) => c.seat).reduce((sum, c) => sum + engineCostMicros(c.tokensIn, c.tokensOut, c.prices), 0);
+  return projected?.calls.filter((c) => c.seat).reduce((sum, c) => sum + callCostMicros(c), 0);
 }

@@ -3,11 +3,15 @@ import type { Form } from './form';
 import { VALIDATION_CODES, type Refusal, type ValidationCode } from './mode-validation-codes';
 import { canonicalJson } from './canonical-json';
 import {
+  AGGREGATION_METHODS,
+  AGGREGATION_PROSE,
   DEPTHS,
   QUORUM_GRACE_MAX_MS,
   SEAT_SYSTEM_PROMPT_MAX,
   TIER_RANK,
+  TIE_BREAKS,
   TIERS,
+  type Aggregation,
   type ModeConfig,
   type Quorum,
   type SeatTuning,
@@ -102,6 +106,7 @@ const TOP_LEVEL = [
   'ceiling_usd',
   'quorum',
   'grace_ms',
+  'aggregation',
   'fidelity',
   'api_commercial',
 ] as const;
@@ -130,6 +135,11 @@ export const DEFAULTS = {
   ceiling_usd: 1,
   /** With a `quorum`: how long the seats still out may take once the quorum has answered. */
   grace_ms: 2_000,
+  /**
+   * With an `aggregation`: the chosen seat's text as written, the judge breaking a tie of the vote, and the ballot call
+   * on for a vote (a method other than vote takes no ballot).
+   */
+  aggregation: { prose: 'verbatim', tie_break: 'judge', ballot: true },
 } as const;
 
 type Json = Record<string, unknown>;
@@ -679,6 +689,91 @@ function checkQuorum(spec: Json, r: Refusals): Quorum | undefined | null {
   return ok ? { seats: quorum as number, graceMs: graceMs as number } : null;
 }
 
+const AGGREGATION_KEYS = ['method', 'prose', 'tie_break', 'ballot', 'first_wave'];
+/** The one first wave there is: two of a panel row's three seats. */
+const FIRST_WAVE = 2;
+
+/**
+ * `aggregation` (issue 52 item 3): how the panel makes its one answer; absent, the judge and synthesis of every mode
+ * before it, and no `aggregation` in the config (so its hash is unchanged). Each wrong key or value is
+ * `aggregation_invalid` at its path; what clashes with the rest of the spec is `aggregation_conflict`.
+ */
+function checkAggregation(spec: Json, r: Refusals): Aggregation | undefined | null {
+  const block = spec.aggregation;
+  if (block === undefined) return undefined;
+  const before = r.list.length;
+  if (!isObj(block)) {
+    r.add('aggregation_invalid', 'aggregation', '`aggregation` is an object: `{method, prose?, tie_break?, ballot?, first_wave?}`.');
+    return null;
+  }
+  for (const key of Object.keys(block).filter((k) => !AGGREGATION_KEYS.includes(k)))
+    r.add('aggregation_invalid', `aggregation.${key}`, `Unknown field \`${key}\`; \`aggregation\` takes ${AGGREGATION_KEYS.join(', ')}.`);
+  const { method, prose = DEFAULTS.aggregation.prose, tie_break: tieBreak = DEFAULTS.aggregation.tie_break, ballot } = block;
+  const firstWave = block.first_wave;
+  const known = oneOf(AGGREGATION_METHODS, method);
+  if (!known)
+    r.add(
+      'aggregation_invalid',
+      'aggregation.method',
+      `\`aggregation.method\` is ${method === undefined ? 'required: ' : ''}one of ${AGGREGATION_METHODS.join(', ')}.`,
+    );
+  if (!oneOf(AGGREGATION_PROSE, prose)) r.add('aggregation_invalid', 'aggregation.prose', '`aggregation.prose` is verbatim or pinned.');
+  else if (prose === 'pinned' && method === 'synthesis')
+    r.add(
+      'aggregation_invalid',
+      'aggregation.prose',
+      '`prose: "pinned"` rewrites the seat text a vote or the judge chose; `method: "synthesis"` writes its answer already. Drop `prose`, or choose select or vote.',
+    );
+  if (!oneOf(TIE_BREAKS, tieBreak)) r.add('aggregation_invalid', 'aggregation.tie_break', '`aggregation.tie_break` is judge or first.');
+  else if (block.tie_break !== undefined && known && method !== 'vote')
+    r.add('aggregation_invalid', 'aggregation.tie_break', '`tie_break` breaks a tie of the vote: set it only with `method: "vote"`.');
+  if (ballot !== undefined && typeof ballot !== 'boolean')
+    r.add('aggregation_invalid', 'aggregation.ballot', '`aggregation.ballot` is true or false.');
+  else if (ballot !== undefined && known && method !== 'vote')
+    r.add(
+      'aggregation_invalid',
+      'aggregation.ballot',
+      '`ballot` reads the seats\' answers for the vote: set it only with `method: "vote"`.',
+    );
+  if (firstWave !== undefined && firstWave !== FIRST_WAVE)
+    r.add(
+      'aggregation_invalid',
+      'aggregation.first_wave',
+      `\`aggregation.first_wave\` is ${FIRST_WAVE}: round 1 asks two seats first, the third only when they disagree or one is unreadable.`,
+    );
+  checkAggregationConflicts(spec, { method: known ? method : undefined, firstWave }, r);
+  if (r.list.length > before) return null;
+  return {
+    method: method as Aggregation['method'],
+    prose: prose as Aggregation['prose'],
+    tieBreak: tieBreak as Aggregation['tieBreak'],
+    ballot: (ballot ?? (method === 'vote' && DEFAULTS.aggregation.ballot)) as boolean,
+    ...(firstWave !== undefined && { firstWave: FIRST_WAVE }),
+  };
+}
+
+/** What an `aggregation` cannot go with: no panel, a quorum beside a first wave, a synthesis setting with no synthesis. */
+function checkAggregationConflicts(spec: Json, agg: { method?: Aggregation['method']; firstWave: unknown }, r: Refusals): void {
+  if (spec.express === 'always')
+    r.add(
+      'aggregation_conflict',
+      'aggregation',
+      'A mode that is always express answers with one seat: it has no panel to aggregate. Drop `aggregation`, or set `express`.',
+    );
+  if (agg.firstWave !== undefined && spec.quorum !== undefined)
+    r.add(
+      'aggregation_conflict',
+      'aggregation.first_wave',
+      '`first_wave` and `quorum` both decide which seats round 1 waits for: keep one of them.',
+    );
+  if (spec.skip_synthesis_when_converged !== undefined && agg.method !== undefined && agg.method !== 'synthesis')
+    r.add(
+      'aggregation_conflict',
+      'skip_synthesis_when_converged',
+      `With \`method: "${agg.method}"\` the answer is a seat's own text (rewritten only with \`prose: "pinned"\`): there is no synthesis to skip. Drop \`skip_synthesis_when_converged\`.`,
+    );
+}
+
 interface Settings {
   rounds: number;
   critique: ModeConfig['critique'];
@@ -689,6 +784,7 @@ interface Settings {
   fees: ModeConfig['fees'];
   ceilingMicros: number;
   quorum?: Quorum;
+  aggregation?: Aggregation;
 }
 
 function checkSettings(spec: Json, ctx: ValidationContext, r: Refusals): Settings | undefined {
@@ -721,7 +817,8 @@ function checkSettings(spec: Json, ctx: ValidationContext, r: Refusals): Setting
     r.add('invalid_request', 'ceiling_usd', `\`ceiling_usd\` is a positive number of dollars up to ${CEILING_MAX_USD}.`);
   const fees = checkFees(spec.fees, ctx.floor, r);
   const quorum = checkQuorum(spec, r);
-  if (r.list.length > before || !fees || quorum === null) return undefined;
+  const aggregation = checkAggregation(spec, r);
+  if (r.list.length > before || !fees || quorum === null || aggregation === null) return undefined;
   return {
     rounds: rounds as number,
     critique: (spec.critique ?? DEFAULTS.critique) as Settings['critique'],
@@ -732,6 +829,7 @@ function checkSettings(spec: Json, ctx: ValidationContext, r: Refusals): Setting
     fees,
     ceilingMicros: usdMicros(ceiling as number),
     ...(quorum && { quorum }),
+    ...(aggregation && { aggregation }),
   };
 }
 
@@ -815,6 +913,7 @@ function compile(rows: Rows, staff: Staff, settings: Settings, ctx: ValidationCo
     providerFamilies: families,
     // Absent unless set: a mode without one keeps its configuration hash.
     ...(settings.quorum && { quorum: settings.quorum }),
+    ...(settings.aggregation && { aggregation: settings.aggregation }),
   };
 }
 
@@ -876,6 +975,37 @@ const SeatDoc = z.union([
 ]);
 const StaffDoc = z.object({ tier: z.enum(TIERS), engine: Engine, backup: Engine.optional() });
 const usd = z.number().nonnegative();
+const AggregationDoc = z
+  .object({
+    method: z
+      .enum(AGGREGATION_METHODS)
+      .describe(
+        "`synthesis`: the judge scores the seats and a synthesis writes the answer. `select`: the judge names one seat and its text is returned as written. `vote`: where the question has an answer kind, the seats' answers are read and voted and the winning seat's text returned as written (without a kind, as `select`).",
+      ),
+    prose: z
+      .enum(AGGREGATION_PROSE)
+      .optional()
+      .describe(
+        `Default \`${DEFAULTS.aggregation.prose}\`: the chosen seat's text as written. \`pinned\`: a synthesis rewrites it, told the chosen answer; the seat's text is kept if the rewrite changes the answer. Not with \`synthesis\`.`,
+      ),
+    tie_break: z
+      .enum(TIE_BREAKS)
+      .optional()
+      .describe(
+        `Vote only; default \`${DEFAULTS.aggregation.tie_break}\`. \`judge\`: the judge chooses among the tied seats only; \`first\`: the first tied seat in seat order.`,
+      ),
+    ballot: z
+      .boolean()
+      .optional()
+      .describe(
+        "Vote only (default true): when no seat's answer is readable, one short structured call may read the answers out of the seats' texts.",
+      ),
+    first_wave: z
+      .literal(FIRST_WAVE)
+      .optional()
+      .describe('Round 1 asks 2 seats first and the third only when they disagree or one is unreadable. Not with `quorum`.'),
+  })
+  .strict();
 
 /** The spec's shape as documentation (served as JSON Schema); `validateMode` is what enforces it, with the codes above. */
 export const ModeSpecDocSchema = z
@@ -927,6 +1057,9 @@ export const ModeSpecDocSchema = z
       .max(QUORUM_GRACE_MAX_MS)
       .optional()
       .describe(`With \`quorum\`: how long late seats still have, from the quorum's last answer (default ${DEFAULTS.grace_ms}).`),
+    aggregation: AggregationDoc.optional().describe(
+      'How the panel makes its one answer (docs/modes.md#aggregation). Absent: the judge scores the seats and a synthesis writes the answer, as `method: "synthesis"`. Not on a mode that is always express.',
+    ),
   })
   .strict();
 

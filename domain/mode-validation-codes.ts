@@ -98,6 +98,14 @@ export const VALIDATION_CODES = {
     '`quorum` is a whole number from 2 to a panel row\'s seats (3), on a mode with a panel (not `express: "always"`).',
   ),
   grace_without_quorum: v('other_settings', '`grace_ms` is set only with a `quorum`: it is the grace the quorum gives late seats.'),
+  aggregation_invalid: v(
+    'other_settings',
+    '`aggregation` is `{method, prose?, tie_break?, ballot?, first_wave?}`: `method` synthesis, select or vote; `prose` verbatim or pinned (pinned not with synthesis, which writes already); `tie_break` judge or first and `ballot` true or false, both only with vote; `first_wave` 2.',
+  ),
+  aggregation_conflict: v(
+    'other_settings',
+    '`aggregation` is not on a mode that is always express (no panel); its `first_wave` is not with a `quorum`; a method other than synthesis leaves `skip_synthesis_when_converged` unset.',
+  ),
   invalid_value: v(
     'other_settings',
     'An enumerated setting (critique, grounding, express, skip_synthesis_when_converged) has a value it takes.',

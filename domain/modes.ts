@@ -32,6 +32,28 @@ export const QuorumSchema = z.object({
 });
 export type Quorum = z.infer<typeof QuorumSchema>;
 
+/**
+ * How a panel makes its one answer (issue 52). `synthesis`: the judge scores the seats and a synthesis call writes the
+ * answer (every mode before issue 52). `vote`: where the question has an answer kind, the seats' answers are read and
+ * voted, the winning seat's text returned as written; `select`, and a vote without a kind: the judge names one seat
+ * and its text is returned. `prose: pinned` then has the synthesis engine rewrite the chosen text, told the chosen
+ * answer, its result kept only when it states that answer uncut. `firstWave`: round 1 asks this many seats first and
+ * the rest only when they disagree or one is unreadable (domain/aggregation.ts).
+ */
+export const AGGREGATION_METHODS = ['synthesis', 'select', 'vote'] as const;
+export const AGGREGATION_PROSE = ['verbatim', 'pinned'] as const;
+/** Who breaks a tie of the vote: the judge among the tied seats only, or the first tied seat in seat order. */
+export const TIE_BREAKS = ['judge', 'first'] as const;
+export const AggregationSchema = z.object({
+  method: z.enum(AGGREGATION_METHODS),
+  prose: z.enum(AGGREGATION_PROSE),
+  tieBreak: z.enum(TIE_BREAKS),
+  /** When no seat's answer is readable, one short structured call may read them out of the seats' texts. */
+  ballot: z.boolean(),
+  firstWave: z.number().int().min(2).max(2).optional(),
+});
+export type Aggregation = z.infer<typeof AggregationSchema>;
+
 /** The longest system prompt a seat may carry (about 500 tokens, counted into the quote for every call). */
 export const SEAT_SYSTEM_PROMPT_MAX = 2_000;
 /**
@@ -80,6 +102,8 @@ export const ModeConfigSchema = z.object({
   providerFamilies: z.array(z.string()).min(1),
   /** Absent (every mode before issue 40): each round waits for every seat. */
   quorum: QuorumSchema.optional(),
+  /** Absent (every mode before issue 52): judge, then synthesis unless skipped, as `method: 'synthesis'`. */
+  aggregation: AggregationSchema.optional(),
 });
 export type ModeConfig = z.infer<typeof ModeConfigSchema>;
 
@@ -263,37 +287,36 @@ export function simDemoModes(owner: { idPrefix: string; company: string }): Syst
 }
 
 /**
- * The local demo's panel (`npm start` with QUORUM_LOCAL_MODEL=on; issue 39 item 3): three seats on the one real local
- * model, tuned apart (temperature, seed and a system prompt of each seat's own) so they give three answers rather than
- * one answer three times; the same model judges and writes the synthesis.
+ * The local demo's panel (`npm start` with QUORUM_LOCAL_MODEL=on; issues 39 and 52): three seats on the one real local
+ * model with one brief, told apart by temperature (all at most 0.8) and seed. They vote (docs/evidence.md: a 135M model
+ * rewriting three answers into one lost the answer; counting them keeps it): the first two seats answer first and the
+ * third only when they disagree or one is unreadable; when none states a readable answer, one short ballot call reads
+ * them; a tie goes to the first tied seat, the coolest (a 135M judge picks little better than chance).
  */
 export function localDemoMode(owner: { idPrefix: string; company: string }, engineId: string): SystemModeSeed {
-  const seat = (temperature: number, seed: number, systemPrompt: string): SeatTuning => ({ temperature, seed, systemPrompt });
+  const brief = 'You are a careful analyst. Answer precisely and briefly.';
+  const seat = (temperature: number, seed: number): SeatTuning => ({ temperature, seed, systemPrompt: brief });
   return {
     id: `${owner.idPrefix}-local-panel`,
     ticker: `${owner.company}:LOCL`,
     name: 'Local Panel',
     description:
-      'Three seats on the one local model, each with its own temperature, seed and brief; the same model judges and synthesises.',
+      'Three seats on the one local model, each with its own temperature and seed; two answer first, the third only when they disagree; the seats vote and the winning seat’s answer is returned as written.',
     useWhen: 'Trying a panel on real text, offline, on this machine.',
-    config: demoConfig({
-      tiers: {
-        experience: { seats: [engineId] },
-        plus: {
-          seats: [engineId, engineId, engineId],
-          tunings: [
-            seat(0.2, 11, 'You are a careful analyst. Answer precisely and briefly.'),
-            seat(0.8, 23, 'You are a skeptic. Question the obvious reading before you answer.'),
-            seat(1.1, 37, 'You are a teacher. Explain the answer simply, with one example.'),
-          ],
+    config: {
+      ...demoConfig({
+        tiers: {
+          experience: { seats: [engineId] },
+          plus: { seats: [engineId, engineId, engineId], tunings: [seat(0.2, 11), seat(0.6, 23), seat(0.8, 37)] },
         },
-      },
-      staff: { judge: { engine: engineId }, synthesis: { engine: engineId } },
-      rounds: 1,
-      critique: 'never',
-      // A small model on two cores writes about 20 tokens a second: short answers keep a panel call within a minute.
-      seatMaxOutputTokens: 128,
-      providerFamilies: [engineId.split('/')[0]],
-    }),
+        staff: { judge: { engine: engineId }, synthesis: { engine: engineId } },
+        rounds: 1,
+        critique: 'never',
+        // A small model on two cores writes about 20 tokens a second: short answers keep a panel call within a minute.
+        seatMaxOutputTokens: 128,
+        providerFamilies: [engineId.split('/')[0]],
+      }),
+      aggregation: { method: 'vote', prose: 'verbatim', tieBreak: 'first', ballot: true, firstWave: 2 },
+    },
   };
 }

@@ -48,7 +48,9 @@ export interface AssemblyInput {
 
 /** Seats that never answered, with every engine's failure. */
 export function unavailableSeats(seats: readonly SeatRecord[]): Unavailable[] {
-  return seats.filter((s) => !s.latest).map((s) => ({ role: s.role, reason: s.failures.join('; ') || 'no engine could run' }));
+  return seats
+    .filter((s) => !s.latest && !s.notAsked)
+    .map((s) => ({ role: s.role, reason: s.failures.join('; ') || 'no engine could run' }));
 }
 
 /** Seats that answered on another engine than designed, and why the designed one did not. */
@@ -134,6 +136,7 @@ export function assembleOutcome(a: AssemblyInput): Outcome {
     latencyMs: a.completedMs - a.startedMs,
     createdAt: a.createdAt,
     completedAt: new Date(a.completedMs).toISOString(),
+    ...(panel.aggregation && { aggregation: panel.aggregation }),
   };
 }
 

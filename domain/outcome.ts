@@ -1,3 +1,4 @@
+import type { AggregationRecord } from './aggregation';
 import type { Classification, Lane } from './classifier';
 import type { Form } from './form';
 import type { Judgment } from './judge';
@@ -152,6 +153,8 @@ export interface Outcome {
   latencyMs: number;
   createdAt: string;
   completedAt: string;
+  /** How the answer was made (issue 52); absent on a mode without `aggregation` and on the express lane. */
+  aggregation?: AggregationRecord<SeatRole>;
   /** Set once the texts were blanked (issue 41 item 5, migration 030's blank_transcript); the figures stay. */
   transcriptDeleted?: { at: string; reason: TranscriptDeletedReason };
 }
@@ -162,6 +165,8 @@ export interface SeatRecord {
   designed: string;
   latest: SeatPass | null;
   failures: string[];
+  /** A first wave agreed and this seat was never asked (issue 52): not billed, not unavailable. */
+  notAsked?: boolean;
 }
 
 /**
@@ -191,6 +196,8 @@ export interface PanelResult {
   notes: string[];
   /** Seeds the judge's answer order, recorded so the order can be reproduced. */
   judgeSeed: number;
+  /** How the answer was made, on a mode with `aggregation` (issue 52). */
+  aggregation?: AggregationRecord<SeatRole>;
 }
 
 /** What a settle records: the outcome, and how to bill it. Kept on the request when the database refused it. */

@@ -1,5 +1,5 @@
 import type { DeliberationValue } from './classifier';
-import { equalCostSummary, type ArmSummary } from './equal-cost';
+import { equalCostSummary, seatsVoteSummary, type ArmSummary, type SeatsVoteSummary } from './equal-cost';
 import type { Depth } from './modes';
 import { BUCKETS, type Bucket } from './questions/types';
 import type { BucketCounts, QuestionResult, RecusalRecord, RunKind } from './runs';
@@ -164,6 +164,11 @@ export interface RunSummary {
    * (issue 39 item 2); null when the run ran no equal-cost arms. Absent on summaries written before them.
    */
   equalCost?: ArmSummary[] | null;
+  /**
+   * The answer the mode returned against its seats' own vote, paired on the same seat outputs (issue 52 item 1): what
+   * the final step throws away. Null when no question recorded its seats; absent on summaries written before them.
+   */
+  seatsVote?: SeatsVoteSummary | null;
 }
 
 function accuracy(correct: number, n: number): Accuracy {
@@ -261,6 +266,7 @@ export function summarizeRun(kind: RunKind, results: readonly QuestionResult[], 
     verdict: attempted?.verdict ?? null,
     attempt: attempted,
     equalCost: equalCostSummary(results),
+    seatsVote: seatsVoteSummary(results),
   };
 }
 
@@ -271,6 +277,9 @@ function armDifference(a: ArmSummary): string {
   const f = (x: number): string => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
   return d.interval ? `${f(d.difference)} [${f(d.interval.low)}, ${f(d.interval.high)}]` : `${f(d.difference)} (no interval)`;
 }
+
+/** The arms the panel must beat, besides its baseline, before the estimate says it likely helps. */
+const EQUAL_COST_ARMS = ['self_moa', 'majority_vote'] as const;
 
 /** Bucket of a prompt the classifier put at `depth`. */
 const DEPTH_BUCKET: Readonly<Record<Depth, Bucket>> = { light: 'light', medium: 'medium', deep: 'hard' };
@@ -288,9 +297,10 @@ export function runEvidence(summary: RunSummary, depth: Depth, runId: string): D
   const evidence = `run ${runId}, ${bucket} questions: n=${w.clusters} (${w.judgments} judgments), win rate ${f(w.winRate)} vs the baseline, 95% interval [${f(w.interval.low)}, ${f(w.interval.high)}]`;
   if (w.interval.low > 0.5) {
     // Beating one call of the strongest engine is not enough (issue 39 item 2): the same money spent on that engine's
-    // samples must lose to the panel too, every equal-cost arm's paired interval above zero.
+    // samples must lose to the panel too: both equal-cost arms measured, each paired interval above zero (an arm
+    // that answered no question is not beaten).
     const arms = (summary.equalCost ?? []).filter((a) => (a.arm === 'self_moa' || a.arm === 'majority_vote') && a.questions > 0);
-    const beaten = arms.length > 0 && arms.every((a) => (a.modeMinusArm?.interval?.low ?? 0) > 0);
+    const beaten = EQUAL_COST_ARMS.every((name) => arms.some((a) => a.arm === name && (a.modeMinusArm?.interval?.low ?? 0) > 0));
     if (!beaten)
       return {
         verdict: 'unknown',

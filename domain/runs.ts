@@ -1,4 +1,4 @@
-import type { QuestionArms, QuestionCosts, SamplePlan } from './equal-cost';
+import type { QuestionArms, QuestionCosts, QuestionSeats, SamplePlan } from './equal-cost';
 import type { ModeConfig, Depth, Tier } from './modes';
 import { BUCKETS, type Bucket, type Question } from './questions/types';
 import { JUDGE_SLOTS, type JudgeSlot, type JudgingProtocol, type Verdict } from './run-judging';
@@ -193,6 +193,11 @@ export interface QuestionResult {
   costs?: QuestionCosts;
   /** The equal-cost arms' answers, when the run ran them. */
   arms?: QuestionArms;
+  /**
+   * Each seat's final answer, read by the question's answer kind and checked, and the seats' own vote beside the
+   * answer the mode returned (issue 52 item 1). Absent on rows written before it.
+   */
+  seats?: QuestionSeats;
 }
 
 /** Progress as the run's query reports it and `GET` shows it. */

@@ -112,7 +112,9 @@ export async function askAdvisor(
     runResults(deps, auth, mode, input.batchId),
     reading(() => receiptFacts(deps, auth, mode), 'advisor_unavailable'),
   ]);
-  const advice = advise(summarizeRun('test', results), facts, BUCKET_NAMES[deps.form]);
+  const advice = advise(summarizeRun('test', results), facts, BUCKET_NAMES[deps.form], {
+    aggregationMethod: mode.config.aggregation?.method,
+  });
   const result: AdviceResult = {
     mode,
     model: input.model,

@@ -2,8 +2,8 @@ import { callingKeyKind } from './checks';
 import type { AuthContext } from '../db/repositories/api-keys';
 import { recordedQuestionCosts } from '../db/repositories/runs';
 import { classifyHeuristic } from '../domain/classifier';
-import { RECORDED_MIN_QUESTIONS, samplesAtEqualCost, type SamplePlan } from '../domain/equal-cost';
-import { EXPECTED_OUTPUT_SHARE, projectedSeatsMicros } from '../domain/estimate';
+import { equalCostSamples, RECORDED_MIN_QUESTIONS, type SamplePlan } from '../domain/equal-cost';
+import { EXPECTED_OUTPUT_SHARE, projectedSeatsMicros, quote, type CallShape } from '../domain/estimate';
 import { platformFeeMicros } from '../domain/fees';
 import type { ModeRecord } from '../domain/modes';
 import { engineCostMicros, type TokenPrices } from '../domain/pricing';
@@ -17,7 +17,7 @@ import { catalogPrices } from './estimate';
 
 /**
  * The equal-cost arms of a run (issue 39 item 2), chosen and priced at launch: per tier, how many samples of the
- * baseline's engine cost what the mode's seats cost per question, and what each question's extra calls (the samples
+ * baseline's engine cost what the mode costs per question (every call of it, issue 52 item 2), and what each question's extra calls (the samples
  * after the baseline's own answer, and Self-MoA's aggregation) are priced at, as the run's questions are: 25% off
  * their engines' cost and platform fee. A dry run shows both; the launch bills them with the questions.
  */
@@ -48,27 +48,33 @@ async function tierPlan(
     tier: lineup.tier,
   });
   const base = { tier: lineup.tier, engineId: baseline.engineId };
-  if (recorded.questions >= RECORDED_MIN_QUESTIONS)
-    return {
-      ...base,
-      samples: samplesAtEqualCost(recorded.modeSeatsMicros, recorded.baselineMicros),
-      basis: 'recorded',
-      recordedQuestions: recorded.questions,
-      modeSeatsMicros: recorded.modeSeatsMicros,
-      sampleMicros: recorded.baselineMicros,
-    };
+  if (recorded.questions >= RECORDED_MIN_QUESTIONS) {
+    const costs = { modeMicros: recorded.modeMicros, modeSeatsMicros: recorded.modeSeatsMicros, sampleMicros: recorded.baselineMicros };
+    return { ...base, ...equalCostSamples(costs), basis: 'recorded', recordedQuestions: recorded.questions, ...costs };
+  }
   const classification = { ...classifyHeuristic([{ role: 'user', content: '' }]), depth: 'medium' as const, lane: 'panel' as const };
-  const seats =
-    projectedSeatsMicros({ config: mode.config, tier: lineup.tier, classification, promptTokens }, catalogPrices(deps.engines)) ?? 0;
-  const sample = engineCostMicros(promptTokens, expectedOutput(mode), baseline);
-  return {
-    ...base,
-    samples: samplesAtEqualCost(seats, sample),
-    basis: 'projected',
-    recordedQuestions: 0,
-    modeSeatsMicros: seats,
-    sampleMicros: sample,
+  const shape: CallShape = { config: mode.config, tier: lineup.tier, classification, promptTokens };
+  const prices = catalogPrices(deps.engines);
+  const costs = {
+    modeMicros: projectedModeMicros(shape, prices),
+    modeSeatsMicros: projectedSeatsMicros(shape, prices) ?? 0,
+    sampleMicros: engineCostMicros(promptTokens, expectedOutput(mode), baseline),
   };
+  return { ...base, ...equalCostSamples(costs), basis: 'projected', recordedQuestions: 0, ...costs };
+}
+
+/**
+ * What the mode's every call is projected to cost on a question, engines only: the quote's own arithmetic (its
+ * seats, judge, ballot and synthesis at the expected sizes) at real engine cost, with no fee and no ceiling. No call
+ * is on an own key here, so the quote's gateway cost is every call's; 0 when an engine has no catalog price.
+ */
+function projectedModeMicros(shape: CallShape, prices: Parameters<typeof quote>[1]): number {
+  const noFee = { inputMicrosPerToken: 0, outputMicrosPerToken: 0, n: 0, basis: 'api_calls' as const };
+  const q = quote(
+    { ...shape, form: 'B', rate: noFee, keyCeilingMicros: undefined, requestedCeilingMicros: undefined, realCostOnly: true },
+    prices,
+  );
+  return q?.gatewayMicros ?? 0;
 }
 
 /** One question's extra calls: k − 1 more samples and the aggregation over all k, each at its expected size. */

@@ -65,12 +65,13 @@ const STAGES: Readonly<Record<string, string>> = {
   seat: 'seats',
   judge: 'judge',
   synthesize: 'synthesis',
+  ballot: 'ballot',
   settle: 'settle',
   failRequest: 'fail',
 };
 
 /** Activity types that are one engine call each (activities/engine-call.ts under its several names). */
-const ENGINE_CALLS = new Set(['seat', 'judge', 'synthesize', 'runJudge']);
+const ENGINE_CALLS = new Set(['seat', 'judge', 'synthesize', 'ballot', 'runJudge']);
 
 interface StageLabels {
   lane?: unknown;

@@ -345,6 +345,7 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran,
     localCalls: true,
     record: ran.panel,
     answer: input.answer,
+    ...(input.answer?.answerKind && { answerKind: input.answer.answerKind }),
   });
   if (panel.best === null) {
     // Seats and short reasons only: the receipt-less caller reads this; the detail is in the worker's log.

@@ -1,14 +1,34 @@
 import { deprecatePatch, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
+import {
+  BALLOT_MAX_OUTPUT,
+  ballotPrompt,
+  ballotSchema,
+  guardSynthesis,
+  pinnedSynthesisPrompt,
+  plurality,
+  readAnswer,
+  readBallot,
+  speakerOf,
+  tally,
+  voteJudgment,
+  waveAgrees,
+  withAnswerLine,
+  type AggregationRecord,
+  type AnswerKind,
+  type DecidedBy,
+  type SeatBallot,
+  type SynthesisFate,
+} from '../domain/aggregation';
 import type { Lane } from '../domain/classifier';
 import type { StepEvent } from '../domain/deliberation-events';
 import type { CostMeter, ProjectedCall } from '../domain/cost-meter';
 import { PLATFORM_FEE_PPM, platformFeeMicros } from '../domain/fees';
 import { heuristicJudgment, type Judgment } from '../domain/judge';
 import { lastUserText, type ChatMessage } from '../domain/messages';
-import type { ModeConfig, Quorum, SeatTuning } from '../domain/modes';
+import type { Aggregation, ModeConfig, Quorum, SeatTuning } from '../domain/modes';
 import { replySchemaOf, withFormatInstruction, type AnswerOptions, type Sampling } from '../domain/answer-options';
-import type { PanelResult, RoundSummary, SeatPass, StaffCall, Unavailable } from '../domain/outcome';
+import type { PanelResult, RoundSummary, SeatPass, SeatRole, StaffCall, Unavailable } from '../domain/outcome';
 import { seededRandom, shuffled } from '../domain/prng';
 import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type LabelledAnswer } from '../domain/prompts';
 import type { Seating, SeatAssignment } from '../domain/seat-assignment';
@@ -69,6 +89,11 @@ export interface PanelInput {
    * is asked for its structure. Absent: the panel runs as the mode says.
    */
   answer?: AnswerOptions;
+  /**
+   * How the seats' answers are read for a mode's `aggregation` (issue 52): a run question's kind, or the caller's
+   * `svc.answer_kind`; absent, only explicit `Final answer:` lines are read.
+   */
+  answerKind?: AnswerKind;
   /** Told of each step as it happens (a seat answered, judging, a critique round, synthesis); no effect on the panel. */
   onStep?: (step: PanelStep) => void;
   /** Told of each step as it ends, for the caller's stream (issue 40 item 2); no effect on the panel. */
@@ -96,6 +121,8 @@ interface SeatState {
   latest: SeatPass | null;
   /** A cut answer billed while its retry with more room is out: the seat's row carries it if the retry is late. */
   pending?: EngineCallResult;
+  /** A first wave agreed and the seat was never asked (issue 52). */
+  notAsked?: boolean;
   /**
    * The latest answer's own output tokens: what a prompt that quotes it reads. Not the pass's `tokensOut`, which also
    * counts a cut attempt that was retried; ceiling checks read this, as they always have, so they replay unchanged.
@@ -177,18 +204,21 @@ interface PanelState {
   judgeCall: StaffCall | null;
   /** Every judge call's latency, summed over the rounds: the receipt's judge line. */
   judgeLatency: number;
+  /** The mode's aggregation on the panel lane (issue 52); undefined: judge and synthesis as before it. */
+  readonly aggregation: Aggregation | undefined;
+  /** Round 1's seats asked, and whether a first wave's agreement left the rest unasked. */
+  seatsAsked: number;
+  earlyStop: boolean;
 }
 
 /** DESIGN §5 steps 3 and 5–8: grounding, round 1, judge, critique rounds, synthesis. */
 export async function runPanel(input: PanelInput): Promise<PanelResult> {
   const panel = startPanel(input, await groundQuestion(input));
-  // Round 1: every seat in parallel, on the same prompt.
-  const round1 = seatPrompt(input.messages, panel.grounding.snippets);
-  const prompts = panel.seats.map(() => round1);
-  panel.answered = await seatRound(panel, 1, panel.seats, prompts);
+  // Round 1: every seat in parallel, on the same prompt (a first wave's seats first, when the mode asks one).
+  panel.answered = await firstRound(panel, seatPrompt(input.messages, panel.grounding.snippets));
   panel.rounds = 1;
   if (panel.answered.length > 0 && input.lane === 'panel') {
-    panel.divergenceFirst = (await judgeRound(panel, true)).divergence;
+    panel.divergenceFirst = (await assessRound(panel, true)).divergence;
     await critiqueRounds(panel);
   } else if (panel.answered.length > 0) {
     recordRound(panel, 1, null);
@@ -196,7 +226,65 @@ export async function runPanel(input: PanelInput): Promise<PanelResult> {
   const result = panelResult(panel);
   // No seat answered: the caller decides (a deliberation abandons, a run's question scores an empty answer).
   if (panel.answered.length === 0) return result;
-  return synthesisStep(panel, result);
+  const counted = panel.aggregation && panel.aggregation.method !== 'synthesis' ? panel.aggregation : undefined;
+  return counted ? aggregationStep(panel, result, counted) : synthesisStep(panel, result);
+}
+
+/**
+ * Round 1. With a first wave (issue 52 item 4), its seats answer first; the rest are asked only when the wave's
+ * answers are not all readable and equal. Seats never asked are not billed.
+ */
+async function firstRound(panel: PanelState, prompt: ChatMessage[]): Promise<SeatState[]> {
+  const ask = (seats: SeatState[]): Promise<SeatState[]> =>
+    seatRound(
+      panel,
+      1,
+      seats,
+      seats.map(() => prompt),
+    );
+  const wave = panel.aggregation?.firstWave;
+  if (wave === undefined || panel.seats.length <= wave) return ask(panel.seats);
+  const first = await ask(panel.seats.slice(0, wave));
+  if (first.length === wave && waveAgrees(ballotsOf(panel, first))) {
+    for (const s of panel.seats.slice(wave)) s.notAsked = true;
+    panel.seatsAsked = wave;
+    panel.earlyStop = true;
+    return first;
+  }
+  const more = await ask(panel.seats.slice(wave));
+  return panel.seats.filter((s) => first.includes(s) || more.includes(s));
+}
+
+/** Each answering seat's answer as its own text states it, read by the question's kind. */
+function ballotsOf(panel: PanelState, seats: readonly SeatState[]): SeatBallot<SeatRole>[] {
+  return seats.map((s) => {
+    const answer = readAnswer(s.latest?.content ?? '', panel.input.answerKind);
+    return {
+      role: s.assignment.role,
+      answer: answer ?? null,
+      readBy: answer === undefined ? null : 'text',
+      cut: s.latest?.finish === 'length',
+    };
+  });
+}
+
+/** A round's reading: counted when the mode votes (no engine call), judged otherwise. */
+function assessRound(panel: PanelState, allowEngine: boolean): Promise<Judgment> {
+  return panel.aggregation?.method === 'vote' ? Promise.resolve(countRound(panel)) : judgeRound(panel, allowEngine);
+}
+
+/** A voting mode's round: the seats' answers counted under labels in seat order, the round recorded as the heuristic's. */
+function countRound(panel: PanelState): Judgment {
+  const { answered } = panel;
+  panel.labels = Object.fromEntries(answered.map((s, i) => [s.assignment.role, LABELS[i]]));
+  const ballots = ballotsOf(panel, answered);
+  const vote = plurality(ballots);
+  const winner = vote.kind === 'winner' ? speakerOf(vote.top, ballots) : answered[0].assignment.role;
+  const labelled = ballots.map((b) => ({ label: panel.labels[b.role] ?? '?', answer: b.answer }));
+  panel.judgedBy = 'heuristic';
+  panel.judgment = voteJudgment(labelled, panel.labels[winner] ?? 'A');
+  recordRound(panel, panel.rounds, panel.judgment);
+  return panel.judgment;
 }
 
 function startPanel(input: PanelInput, grounding: Grounding): PanelState {
@@ -217,6 +305,9 @@ function startPanel(input: PanelInput, grounding: Grounding): PanelState {
     judgedBy: input.lane === 'express' ? 'express_lane' : 'heuristic',
     judgeCall: null,
     judgeLatency: 0,
+    aggregation: input.lane === 'panel' ? input.config.aggregation : undefined,
+    seatsAsked: input.seating.seats.length,
+    earlyStop: false,
   };
 }
 
@@ -420,11 +511,32 @@ function readingAll(panel: PanelState, answered: readonly SeatState[]): number {
  * heuristic judges when no engine can, and alone when `allowEngine` is false (Form A's ceiling is reached).
  */
 async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judgment> {
-  const { input, answered } = panel;
+  const { verdict, judgment, labels, endedAt } = await judgeSeats(panel, panel.answered, allowEngine);
+  panel.labels = labels;
+  panel.judgedBy = verdict ? 'llm' : 'heuristic';
+  panel.judgment = judgment;
+  recordRound(panel, panel.rounds, panel.judgment);
+  panel.input.onEvent?.({
+    type: 'judged',
+    round: panel.rounds,
+    judgedBy: verdict ? 'llm' : 'heuristic',
+    converged: panel.judgment.converged,
+    endedAt,
+  });
+  return panel.judgment;
+}
+
+/** The judge's call over some seats (a round's, or a vote's tied seats): its verdict, else the heuristic's. */
+async function judgeSeats(
+  panel: PanelState,
+  answered: readonly SeatState[],
+  allowEngine: boolean,
+): Promise<{ verdict: Judgment | undefined; judgment: Judgment; labels: PanelResult['labels']; endedAt: string | null }> {
+  const { input } = panel;
   const { judge } = input.localCalls ? localEngineCalls : engineCalls;
   input.onStep?.({ stage: 'judging', round: panel.rounds });
   const order = shuffled(answered, panel.random);
-  panel.labels = Object.fromEntries(order.map((s, i) => [s.assignment.role, LABELS[i]]));
+  const labels: PanelResult['labels'] = Object.fromEntries(order.map((s, i) => [s.assignment.role, LABELS[i]]));
   const labelled: LabelledAnswer[] = order.map((s, i) => ({ label: LABELS[i], text: s.latest?.content ?? '' }));
   const prompt = judgePrompt(input.messages, labelled);
   const tokensIn = readingAll(panel, answered);
@@ -461,17 +573,7 @@ async function judgeRound(panel: PanelState, allowEngine: boolean): Promise<Judg
       },
     },
   );
-  panel.judgedBy = verdict ? 'llm' : 'heuristic';
-  panel.judgment = verdict ?? heuristicJudgment(labelled);
-  recordRound(panel, panel.rounds, panel.judgment);
-  input.onEvent?.({
-    type: 'judged',
-    round: panel.rounds,
-    judgedBy: verdict ? 'llm' : 'heuristic',
-    converged: panel.judgment.converged,
-    endedAt,
-  });
-  return panel.judgment;
+  return { verdict, judgment: verdict ?? heuristicJudgment(labelled), labels, endedAt };
 }
 
 /** A round's line in the deliberation: each pass's score under its seat's label, and whether the seats agree. */
@@ -514,14 +616,20 @@ async function critiqueRounds(panel: PanelState): Promise<void> {
     if (survivors.length === 0) return;
     panel.rounds += 1;
     panel.answered = survivors;
-    await judgeRound(panel, !meter.capped);
+    await assessRound(panel, !meter.capped);
   }
 }
 
 function panelResult(panel: PanelState): PanelResult {
   const { input } = panel;
   return {
-    seats: panel.seats.map((s) => ({ role: s.assignment.role, designed: s.assignment.designed, latest: s.latest, failures: s.failures })),
+    seats: panel.seats.map((s) => ({
+      role: s.assignment.role,
+      designed: s.assignment.designed,
+      latest: s.latest,
+      failures: s.failures,
+      ...(s.notAsked && { notAsked: true }),
+    })),
     passes: panel.passes,
     late: panel.late,
     rounds: panel.rounds,
@@ -546,7 +654,6 @@ function panelResult(panel: PanelState): PanelResult {
  */
 async function synthesisStep(panel: PanelState, result: PanelResult): Promise<PanelResult> {
   const { input, answered, judgment, labels } = panel;
-  const { synthesize } = input.localCalls ? localEngineCalls : engineCalls;
   const best = (judgment && answered.find((s) => labels[s.assignment.role] === judgment.best)) || answered[0];
   const bestPass = best.latest as SeatPass;
   result.best = bestPass.role;
@@ -559,13 +666,26 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
   const labelled = answered
     .map((s) => ({ label: labels[s.assignment.role] ?? '?', text: s.latest?.content ?? '' }))
     .sort((a, b) => a.label.localeCompare(b.label));
+  const prompt = withFormatInstruction(synthesisPrompt(input.messages, labelled, judgment.best, judgment.why), input.answer?.format);
+  const r = await synthesisCall(panel, prompt, readingAll(panel, answered));
+  if (r) {
+    // The first synthesis call that answers is the only one: its latency is the receipt's.
+    result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
+    result.answer = r.text;
+    result.finish = r.finish;
+  }
+  return result;
+}
+
+/** The synthesis engine's call (its chain, each engine within the meter), in the caller's structure when asked one. */
+async function synthesisCall(panel: PanelState, prompt: ChatMessage[], tokensIn: number): Promise<EngineCallResult | undefined> {
+  const { input } = panel;
+  const { synthesize } = input.localCalls ? localEngineCalls : engineCalls;
   input.onStep?.({ stage: 'synthesising' });
   input.onEvent?.({ type: 'synthesising' });
   const format = input.answer?.format;
-  const prompt = withFormatInstruction(synthesisPrompt(input.messages, labelled, judgment.best, judgment.why), format);
-  const tokensIn = readingAll(panel, answered);
   const maxOut = withinCaller(input.config.seatMaxOutputTokens * 2, input.answer);
-  const r = await firstAnswering(
+  return firstAnswering(
     input.seating.synthesis.chain,
     async (engine) => {
       const reply = await hedged(
@@ -593,11 +713,176 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
       },
     },
   );
-  if (r) {
-    // The first synthesis call that answers is the only one: its latency is the receipt's.
-    result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
-    result.answer = r.text;
-    result.finish = r.finish;
+}
+
+/** How the vote or the judge chose the seat whose text is the answer. */
+interface Choice {
+  speaker: SeatState;
+  /** The answer chosen, as a key; undefined when no answer was read (a seat selected by the judge). */
+  answer: string | undefined;
+  decidedBy: DecidedBy;
+  ballots: SeatBallot<SeatRole>[];
+  ballotCall: AggregationRecord['ballotCall'];
+}
+
+/**
+ * Step 8 for a mode that counts (issue 52): a vote over the answers read (a ballot call when none is readable, the
+ * judge among tied seats only), or the judge's choice of one seat; that seat's text is the answer, as it was written.
+ * A pinned synthesis may then rewrite it, kept only when it states the chosen answer uncut.
+ */
+async function aggregationStep(panel: PanelState, result: PanelResult, aggregation: Aggregation): Promise<PanelResult> {
+  const { input } = panel;
+  const choice = aggregation.method === 'vote' ? await vote(panel, aggregation) : await selection(panel, ballotsOf(panel, panel.answered));
+  const pass = choice.speaker.latest as SeatPass;
+  const readByBallot = choice.ballots.find((b) => b.role === pass.role)?.readBy === 'ballot';
+  result.best = pass.role;
+  result.answer = readByBallot && choice.answer !== undefined ? withAnswerLine(pass.content, choice.answer) : pass.content;
+  result.finish = pass.finish;
+  result.judgedBy = panel.judgedBy;
+  result.staff.judge = panel.judgeCall;
+  // A caller's structure is written by a synthesis: prose alone cannot meet it.
+  let synthesis: SynthesisFate = 'none';
+  if ((aggregation.prose === 'pinned' || input.answer?.format) && !input.meter.capped) {
+    const prompt = withFormatInstruction(pinnedSynthesisPrompt(input.messages, pass.content, choice.answer), input.answer?.format);
+    const r = await synthesisCall(panel, prompt, readingAll(panel, [choice.speaker]));
+    synthesis = 'failed';
+    if (r) {
+      result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
+      // A caller's structure is JSON, not read for an answer: only a cut one is refused.
+      synthesis = input.answer?.format
+        ? r.finish === 'length'
+          ? 'cut'
+          : 'kept'
+        : guardSynthesis(r.text, r.finish, choice.answer, input.answerKind);
+      if (synthesis === 'kept') {
+        result.answer = r.text;
+        result.finish = r.finish;
+      }
+    }
   }
+  const counted = tally(choice.ballots);
+  result.aggregation = {
+    method: aggregation.method,
+    answerKind: input.answerKind?.kind ?? null,
+    ballots: choice.ballots.map(({ role, answer, readBy }) => ({ role, answer, readBy })),
+    votes: counted.map(({ answer, votes }) => ({ answer, votes })),
+    winner: { role: pass.role, answer: choice.answer ?? null },
+    decidedBy: choice.decidedBy,
+    seatsAsked: panel.seatsAsked,
+    earlyStop: panel.earlyStop,
+    ballotCall: choice.ballotCall,
+    synthesis,
+    answerLineAdded: readByBallot && choice.answer !== undefined && synthesis !== 'kept',
+  };
+  input.onEvent?.({
+    type: 'aggregated',
+    method: aggregation.method,
+    decidedBy: choice.decidedBy,
+    earlyStop: panel.earlyStop,
+    votes: counted.find((t) => t.answer === choice.answer)?.votes ?? 0,
+    seats: panel.answered.length,
+  });
   return result;
+}
+
+/** A vote: plurality over the answers read, unreadable seats abstaining. */
+async function vote(panel: PanelState, aggregation: Aggregation): Promise<Choice> {
+  const { input, answered } = panel;
+  let ballots = ballotsOf(panel, answered);
+  let ballotCall: Choice['ballotCall'] = null;
+  let counted = plurality(ballots);
+  if (counted.kind === 'none' && aggregation.ballot && input.answerKind && !input.meter.capped) {
+    const read = await ballotRound(panel, input.answerKind);
+    if (read) {
+      ballotCall = read.call;
+      ballots = ballots.map((b) => {
+        const answer = read.answers[b.role] ?? null;
+        return { ...b, answer, readBy: answer === null ? null : 'ballot' };
+      });
+      counted = plurality(ballots);
+    }
+  }
+  const seatOf = (role: SeatRole): SeatState => answered.find((s) => s.assignment.role === role) as SeatState;
+  if (counted.kind === 'none') return { ...(await selection(panel, ballots)), ballotCall };
+  if (counted.kind === 'winner') {
+    const decidedBy: DecidedBy = ballotCall
+      ? 'ballot'
+      : counted.top.votes === answered.length && answered.length > 1
+        ? 'unanimous'
+        : 'plurality';
+    return { speaker: seatOf(speakerOf(counted.top, ballots)), answer: counted.top.answer, decidedBy, ballots, ballotCall };
+  }
+  // A tie: broken among the tied answers' seats only.
+  const tied = counted.tied.map((t) => seatOf(speakerOf(t, ballots)));
+  if (aggregation.tieBreak === 'first') {
+    const first = panel.seats.find((s) => tied.includes(s)) as SeatState;
+    return { speaker: first, answer: readAnswerOf(ballots, first), decidedBy: 'tie_first', ballots, ballotCall };
+  }
+  const { verdict, judgment, labels } = await judgeSeats(panel, tied, !input.meter.capped);
+  const chosen = tied.find((s) => labels[s.assignment.role] === judgment.best) ?? tied[0];
+  if (verdict) panel.judgedBy = 'llm';
+  return { speaker: chosen, answer: readAnswerOf(ballots, chosen), decidedBy: 'tie_judge', ballots, ballotCall };
+}
+
+function readAnswerOf(ballots: readonly SeatBallot<SeatRole>[], s: SeatState): string | undefined {
+  return ballots.find((b) => b.role === s.assignment.role)?.answer ?? undefined;
+}
+
+/** The judge names one seat (USC): the last round's judgment when one was read, else a judge call over the seats now. */
+async function selection(panel: PanelState, ballots: SeatBallot<SeatRole>[]): Promise<Choice> {
+  const { answered } = panel;
+  let { judgment, labels } = panel;
+  if (panel.aggregation?.method === 'vote' || !judgment) {
+    const judged = await judgeSeats(panel, answered, !panel.input.meter.capped);
+    ({ judgment, labels } = judged);
+    panel.judgedBy = judged.verdict ? 'llm' : 'heuristic';
+  }
+  const chosen = (judgment && answered.find((s) => labels[s.assignment.role] === judgment.best)) || answered[0];
+  return { speaker: chosen, answer: readAnswerOf(ballots, chosen), decidedBy: 'judge_select', ballots, ballotCall: null };
+}
+
+/** One short structured call reading every seat's answer out of its text; undefined when no engine gives one. */
+async function ballotRound(
+  panel: PanelState,
+  kind: AnswerKind,
+): Promise<{ answers: Partial<Record<SeatRole, string | null>>; call: NonNullable<Choice['ballotCall']> } | undefined> {
+  const { input, answered } = panel;
+  const { ballot } = input.localCalls ? localEngineCalls : engineCalls;
+  const labelled = answered.map((s, i) => ({ role: s.assignment.role, label: LABELS[i], text: s.latest?.content ?? '' }));
+  const prompt = ballotPrompt(input.messages, labelled, kind);
+  const labels = labelled.map((l) => l.label);
+  const tokensIn = readingAll(panel, answered);
+  const r = await firstAnswering(
+    input.seating.judge.chain,
+    async (engine) => {
+      const reply = await hedged(
+        (attempt) =>
+          ballot({
+            orgId: input.orgId,
+            engineId: engine.engineId,
+            ownKey: false,
+            messages: prompt,
+            maxOutputTokens: BALLOT_MAX_OUTPUT,
+            attempt: attempt || undefined,
+            lane: input.lane,
+            reply: ballotSchema(labels, kind),
+          }),
+        input.hedgeAfterMs,
+      );
+      input.meter.charge(reply);
+      return { answer: reply };
+    },
+    {
+      affords: (engine) => input.meter.affords([{ engine, tokensIn, maxOut: BALLOT_MAX_OUTPUT }]),
+      failed: (reason) => {
+        panel.staffUnavailable.push({ role: 'ballot', reason });
+      },
+    },
+  );
+  if (!r) return undefined;
+  const read = readBallot(r.text, labels, kind);
+  return {
+    answers: Object.fromEntries(labelled.map((l) => [l.role, read[l.label]])),
+    call: { modelUsed: r.engineId, latencyMs: r.latencyMs },
+  };
 }

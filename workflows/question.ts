@@ -2,12 +2,13 @@ import { isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { BenchmarkActivities, RunQuestion } from '../activities/benchmark';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import { CostMeter } from '../domain/cost-meter';
-import { majorityVote, type QuestionArms, type QuestionCosts } from '../domain/equal-cost';
+import { questionAnswerKind } from '../domain/aggregation';
+import { majorityVote, questionSeats, sampleAnswers, type QuestionArms, type QuestionCosts } from '../domain/equal-cost';
 import type { Form } from '../domain/form';
 import type { ChatMessage } from '../domain/messages';
 import type { ResolvedMode } from '../domain/modes';
 import type { PanelResult } from '../domain/outcome';
-import { checkAnswer } from '../domain/questions/check';
+import { answerKey, checkAnswer } from '../domain/questions/check';
 import type { TierLineup } from '../domain/run-lineup';
 import { answerLabels, presentationOrder, readRunVerdict, runJudgePrompt, type JudgingProtocol } from '../domain/run-judging';
 import { runVerdictSchema } from '../domain/reply-schemas';
@@ -86,6 +87,8 @@ function modeAnswers(input: QuestionInput, asked: Asked, meter: CostMeter): Prom
     judgeSeed: Math.floor(Math.random() * 2 ** 31),
     knownAnswer: asked.knownAnswer,
     hedgeAfterMs: input.hedgeAfterMs,
+    // How the seats' answers are read where the mode votes them (issue 52): the question's own kind.
+    answerKind: questionAnswerKind(input.question),
   });
 }
 
@@ -132,6 +135,7 @@ async function equalCostArms(input: QuestionInput, asked: Asked, samples: (Engin
   const latencyMs = Math.max(0, ...answered.map((s) => s.latencyMs));
   const arm = (text: string, extraCost = 0, extraMs = 0): QuestionArms['selfMoa'] => ({
     answer: text.slice(0, STORED_ANSWER_CHARS),
+    extracted: answerKey(text, q) ?? null,
     correct: checkAnswer(text, q.answer, q),
     costMicros: costMicros + extraCost,
     latencyMs: latencyMs + extraMs,
@@ -147,6 +151,7 @@ async function equalCostArms(input: QuestionInput, asked: Asked, samples: (Engin
     addedMicros: costMicros - (samples[0]?.costMicros ?? 0),
     selfMoa: null,
     majorityVote: vote && { ...(arm(answered[vote.index].text) as NonNullable<QuestionArms['selfMoa']>), votes: vote.votes },
+    sampleAnswers: sampleAnswers(samples, q),
   };
   if (answered.length === 0) return arms;
   const prompt = aggregationPrompt(
@@ -289,6 +294,8 @@ export async function questionWorkflow(input: QuestionInput): Promise<QuestionOu
     latencyMs: Date.now() - startedMs,
     costs,
     ...(arms && { arms }),
+    // The seats' own answers and their vote beside the answer returned (issue 52 item 1).
+    seats: questionSeats(panel, q),
   };
   await recordQuestion({ runId: input.runId, result });
   return { questionId: q.id, bucket: q.bucket };

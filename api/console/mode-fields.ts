@@ -10,7 +10,7 @@ import {
   ROW_SIZE,
   USE_WHEN_MAX,
 } from '../../domain/mode-spec';
-import { DEPTHS, QUORUM_GRACE_MAX_MS, TIERS, type Tier } from '../../domain/modes';
+import { AGGREGATION_METHODS, AGGREGATION_PROSE, DEPTHS, QUORUM_GRACE_MAX_MS, TIE_BREAKS, TIERS, type Tier } from '../../domain/modes';
 
 /**
  * The mode builder's form, apart from its markup: which fields it has (each named by the spec path it edits), how a
@@ -85,6 +85,11 @@ function shown(value: unknown): string {
   return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : '';
 }
 
+/** A text or choice field's value: the text, or nothing when blank (the setting's default). */
+function textOf(value: string): unknown {
+  return value === '' ? undefined : value;
+}
+
 /** A number field's value: a number when it reads as one, else the text as typed (so validation names the field). */
 function numberOf(value: string): unknown {
   const trimmed = value.trim();
@@ -92,8 +97,8 @@ function numberOf(value: string): unknown {
   return Number.isFinite(Number(trimmed)) ? Number(trimmed) : value;
 }
 
-function scalar(field: Field): Unit {
-  const parse = field.control.kind === 'number' ? numberOf : (v: string): unknown => (v === '' ? undefined : v);
+/** A field alone; `parse` turns what was posted into the spec's value (by default: a number field's number, else the text). */
+function scalar(field: Field, parse: (value: string) => unknown = field.control.kind === 'number' ? numberOf : textOf): Unit {
   return {
     fields: [field],
     read: (spec) => [shown(getPath(spec, field.name))],
@@ -111,6 +116,91 @@ const choice = (name: string, label: string, values: readonly string[], fallback
     hint,
     control: { kind: 'choice', choices: [['', `Default (${fallback})`], ...values.map((v) => [v, v] as const)] },
   });
+
+/** A true-or-false choice's value: a boolean when it reads as one, else the text as chosen (so validation names it). */
+function booleanOf(value: string): unknown {
+  if (value === '') return undefined;
+  return value === 'true' ? true : value === 'false' ? false : value;
+}
+
+/**
+ * A field of the `aggregation` block: set like any field, and the block goes when its last field is blanked, so a form
+ * with every aggregation field blank saves a spec without one (judge and synthesis, as before).
+ */
+function inAggregation(unit: Unit): Unit {
+  return {
+    ...unit,
+    write(spec, values) {
+      unit.write(spec, values);
+      if (isObj(spec.aggregation) && Object.keys(spec.aggregation).length === 0) delete spec.aggregation;
+    },
+  };
+}
+
+/** How the panel makes its one answer (issue 52): the `aggregation` block, each of its keys a field. */
+function aggregationSection(): Section {
+  const { prose, tie_break: tieBreak } = DEFAULTS.aggregation;
+  const ballot = {
+    kind: 'choice',
+    choices: [
+      ['', 'Default (on with vote)'],
+      ['true', 'on'],
+      ['false', 'off'],
+    ],
+  } as const;
+  const firstWave = {
+    kind: 'choice',
+    choices: [
+      ['', 'Default (every seat at once)'],
+      ['2', '2 seats first'],
+    ],
+  } as const;
+  return {
+    legend: 'How the answer is made',
+    slot: 'aggregation',
+    units: [
+      choice(
+        'aggregation.method',
+        'Aggregation',
+        AGGREGATION_METHODS,
+        'judge and synthesis',
+        'synthesis: a synthesis writes the answer. select: the judge picks one seat, its text returned as written. vote: the seats’ answers are voted, the winner’s text returned as written.',
+      ),
+      choice(
+        'aggregation.prose',
+        'Prose',
+        AGGREGATION_PROSE,
+        prose,
+        'pinned: a synthesis rewrites the chosen text, held to its answer (not with synthesis).',
+      ),
+      choice(
+        'aggregation.tie_break',
+        'Tie break',
+        TIE_BREAKS,
+        tieBreak,
+        'Vote only: the judge chooses among the tied seats, or the first tied seat wins.',
+      ),
+      scalar(
+        {
+          name: 'aggregation.ballot',
+          label: 'Ballot call',
+          hint: 'Vote only: when no seat’s answer is readable, one short call reads them.',
+          control: ballot,
+        },
+        booleanOf,
+      ),
+      scalar(
+        {
+          name: 'aggregation.first_wave',
+          label: 'First wave',
+          hint: 'Round 1 asks two seats, the third only when they disagree or one is unreadable. Not with a quorum.',
+          control: firstWave,
+        },
+        numberOf,
+      ),
+    ].map(inAggregation),
+  };
+}
 
 const NO_ENGINE = ['', '(none)'] as const;
 const AUTO = 'auto';
@@ -215,6 +305,22 @@ export function editorSections(form: Form): Section[] {
         choice('critique', 'Critique', CRITIQUE, DEFAULTS.critique),
         choice('grounding', 'Grounding', GROUNDING, DEFAULTS.grounding),
         choice('express', 'Express lane', EXPRESS, DEFAULTS.express),
+        scalar(
+          {
+            name: 'skip_synthesis_when_converged',
+            label: 'Skip the synthesis when the seats agree',
+            hint: 'Leave at the default with an aggregation other than synthesis: it has no synthesis to skip.',
+            control: {
+              kind: 'choice',
+              choices: [
+                ['', `Default (${DEFAULTS.skip_synthesis_when_converged ? 'yes' : 'no'})`],
+                ['true', 'yes'],
+                ['false', 'no'],
+              ],
+            },
+          },
+          booleanOf,
+        ),
         number('seat_max_output_tokens', 'Seat output limit (tokens)', 16, 32_000, `Default ${DEFAULTS.seat_max_output_tokens}.`),
         number(
           'quorum',
@@ -232,6 +338,7 @@ export function editorSections(form: Form): Section[] {
         ),
       ],
     },
+    aggregationSection(),
     {
       legend: 'Price',
       slot: 'fees',

@@ -4,6 +4,7 @@ import type { Outcome } from '../../domain/outcome';
 import { formARequests } from '../../operations/requests/a';
 import { usd, type JsonObject } from './json';
 import {
+  aggregationJson,
   certificationJson,
   evidenceJson,
   completionShape,
@@ -44,6 +45,7 @@ function completion(o: Outcome, replayed: boolean): JsonObject {
     latency_ms: o.latencyMs,
     engines: families(o.engines),
     late_seats: lateSeatsJson(o),
+    aggregation: aggregationJson(o, true),
     persisted: true,
     ...(replayed ? replayFields(o) : {}),
   };

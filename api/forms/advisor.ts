@@ -84,6 +84,19 @@ export function advisorSerialiser(names: RunNames, launch: (v: LaunchView, baseU
           quoted_usd: usd(h.quotedMicros),
           cost_over_quote: round4(h.costOverQuote),
         },
+        // Issue 52 item 4: the seats' own vote against the answer the mode returned, on its runs; null before them.
+        aggregation: a.aggregation && {
+          questions: a.aggregation.questions,
+          mode_accuracy: round4(a.aggregation.modeAccuracy),
+          vote_accuracy: round4(a.aggregation.voteAccuracy),
+          vote_minus_mode: round4(a.aggregation.voteMinusMode),
+          interval: a.aggregation.interval && { low: round4(a.aggregation.interval.low), high: round4(a.aggregation.interval.high) },
+          no_interval_reason: a.aggregation.noInterval,
+          lost: a.aggregation.lost,
+          gained: a.aggregation.gained,
+          winner: a.aggregation.winner,
+          set: a.aggregation.set,
+        },
         recommendation: {
           kind: a.recommendation.kind,
           reason: a.recommendation.reason,

@@ -5,6 +5,7 @@ import type { Money, Outcome, RoundSummary } from '../../domain/outcome';
 import { formBRequests } from '../../operations/requests/b';
 import { ceilingUsd, usd, type JsonObject } from './json';
 import {
+  aggregationJson,
   certificationJson,
   evidenceJson,
   completionShape,
@@ -85,6 +86,7 @@ function completionSvc(o: Outcome): JsonObject {
     seats_unavailable: o.seatsUnavailable.length > 0 ? o.seatsUnavailable.map((u) => ({ role: u.role, reason: u.reason })) : undefined,
     late_seats: lateSeatsJson(o),
     staff_unavailable: o.staffUnavailable.length > 0 ? o.staffUnavailable.map((u) => ({ role: u.role, reason: u.reason })) : undefined,
+    aggregation: aggregationJson(o, true),
     persisted: true,
   };
 }
@@ -131,6 +133,14 @@ export const formB: FormSerialiser = {
             min_sample: MIN_SAMPLE,
             lane: q.express ? 'express' : 'panel',
             rounds: q.rounds,
+            // Additive (issue 52): a mode's first wave, priced as expected; null when every seat is asked at once.
+            first_wave: q.firstWave && {
+              seats: q.firstWave.firstWave,
+              of: q.firstWave.seats,
+              rest_asked_share: q.firstWave.restAskedShare,
+              basis: q.firstWave.basis,
+              n: q.firstWave.n,
+            },
           },
           per_mtok_by_tier: ratesJson(v.rates),
         }

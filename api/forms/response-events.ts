@@ -59,6 +59,8 @@ function stepFields(e: StepEvent): JsonObject {
       return { round: e.round, seats: e.seats };
     case 'synthesising':
       return {};
+    case 'aggregated':
+      return { method: e.method, decided_by: e.decidedBy, early_stop: e.earlyStop, votes: e.votes, seats: e.seats };
   }
 }
 

@@ -10,7 +10,7 @@ import type { RunRecord } from '../../db/repositories/runs';
 import type { RunView } from '../../operations/run-poll';
 import type { QuestionPageView, RunQuestionView } from '../../operations/run-questions';
 import { advisorSerialiser, type AdvisorSerialiser } from './advisor';
-import { armsJson, questionArmsJson, samplePlansJson } from './equal-cost';
+import { armsJson, questionArmsJson, questionSeatsJson, samplePlansJson, seatsVoteJson } from './equal-cost';
 import { usd, type Json, type JsonObject } from './json';
 import type { RunNames } from './names';
 
@@ -190,7 +190,9 @@ function questionRecord(names: RunNames, { result: r, question, sealed }: RunQue
           baseline_latency_ms: r.costs.baselineLatencyMs,
         }
       : null,
-    arms: r.arms ? questionArmsJson(r.arms, texts) : null,
+    arms: r.arms ? questionArmsJson(r.arms, texts, sealed) : null,
+    // Each seat's answer and the seats' own vote beside the mode's (issue 52 item 1); null on rows before it.
+    seats: r.seats ? questionSeatsJson(r.seats, sealed) : null,
   };
 }
 
@@ -334,6 +336,8 @@ export function runSerialiser(names: RunNames): RunSerialiser {
         baselines: run.spec.samplePlans
           ? { samples: samplePlansJson(run.spec.samplePlans), arms: s?.equalCost ? armsJson(s.equalCost) : null }
           : null,
+        // The answer returned against the seats' own vote (issue 52 item 1), once the run has ended.
+        seats_vote: s?.seatsVote ? seatsVoteJson(s.seatsVote) : null,
         warnings: [
           ...(run.keyKind === 'test' ? [SIMULATED_RUN_NOTE] : []),
           ...coverageWarnings(names, run.kind, s),

@@ -1,4 +1,5 @@
 import type { Form } from '../../domain/form';
+import { shownAnswer } from '../../domain/aggregation';
 import { TRANSCRIPT_DELETED_NOTE } from '../../domain/retention';
 import type { Outcome, SeatPass, StaffCall } from '../../domain/outcome';
 import type { TierRate, TierRates } from '../../domain/estimate';
@@ -146,6 +147,32 @@ export function transcriptDeletedJson(o: Outcome): JsonObject | undefined {
   return gone && { at: gone.at, reason: gone.reason, note: TRANSCRIPT_DELETED_NOTE[gone.reason] };
 }
 
+/**
+ * `svc.aggregation` (issue 52): how the answer was made on a mode that declares `aggregation`; null when the call
+ * recorded none (a mode without it, the express lane). An answer read from a seat is the seat's words (a `short_text`
+ * answer, or any answer of a `Final answer:` line), so, as a seat's `content`, each is null unless `showAnswers` (the
+ * texts are shown) and the call's texts were not deleted; the counts, seats and decision stay.
+ */
+export function aggregationJson(o: Outcome, showAnswers: boolean): JsonObject | null {
+  const a = o.aggregation;
+  if (!a) return null;
+  const shown = showAnswers && !o.transcriptDeleted;
+  const answer = (key: string | null): string | null => (shown && key !== null ? shownAnswer(key) : null);
+  return {
+    method: a.method,
+    answer_kind: a.answerKind,
+    ballots: a.ballots.map((b) => ({ seat: b.role, answer: answer(b.answer), read_by: b.readBy })),
+    votes: a.votes.map((v) => ({ answer: answer(v.answer), votes: v.votes })),
+    winner: { seat: a.winner.role, answer: answer(a.winner.answer) },
+    decided_by: a.decidedBy,
+    seats_asked: a.seatsAsked,
+    early_stop: a.earlyStop,
+    ballot_call: a.ballotCall && { model_used: a.ballotCall.modelUsed, latency_ms: a.ballotCall.latencyMs },
+    synthesis: a.synthesis,
+    answer_line_added: a.answerLineAdded,
+  };
+}
+
 function seatRow(row: SeatPass, includeTranscript: boolean, extra: JsonObject): JsonObject {
   return {
     role: row.role,
@@ -228,6 +255,8 @@ export function receiptShape(
         : null,
     },
     ...opts.extra,
+    // Additive (issue 52): how the answer was made; null on a call that recorded none.
+    aggregation: aggregationJson(o, opts.includeTranscript),
     late_seats: lateSeatsJson(o),
     transcript_deleted: transcriptDeletedJson(o),
     latency_ms: o.latencyMs,

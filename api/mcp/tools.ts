@@ -3,6 +3,7 @@ import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
 import type { Form } from '../../domain/form';
 import { TIERS } from '../../domain/modes';
+import { CALLER_ANSWER_KINDS } from '../../domain/aggregation';
 import { BATCH_STATES } from '../../domain/runs';
 import { proposeMode } from '../../operations/authoring/propose';
 import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../operations/authoring/modes';
@@ -156,6 +157,12 @@ const deliberate = tool({
     messages: Messages,
     max_cost_usd: z.number().optional().describe('Lowers this call’s ceiling (Form B).'),
     tier: z.enum(TIERS).optional().describe('Engine tier that fills the seats; default `plus` (Form B).'),
+    answer_kind: z
+      .enum(CALLER_ANSWER_KINDS, { error: `must be one of ${CALLER_ANSWER_KINDS.join(', ')}` })
+      .optional()
+      .describe(
+        `\`svc.answer_kind\`: how a mode that votes reads the seats' answers (${CALLER_ANSWER_KINDS.join(', ')}); without it only a \`Final answer:\` line is read.`,
+      ),
   }),
   scope: 'completions',
   kind: 'forwarded',
@@ -168,7 +175,13 @@ const deliberate = tool({
         model: args.model,
         messages: args.messages,
         tier: args.tier,
-        svc: args.max_cost_usd === undefined ? undefined : { max_cost_usd: args.max_cost_usd },
+        svc:
+          args.max_cost_usd === undefined && args.answer_kind === undefined
+            ? undefined
+            : {
+                ...(args.max_cost_usd !== undefined && { max_cost_usd: args.max_cost_usd }),
+                ...(args.answer_kind !== undefined && { answer_kind: args.answer_kind }),
+              },
       },
       { model: deps.serialiser.requests.completionMissingModel },
     );

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ACCOUNT_EVENT_TYPES, type AccountEventType } from '../../domain/account-events';
 import { ERROR_TABLE } from '../../domain/errors';
+import { DECIDED_BY, SYNTHESIS_FATES } from '../../domain/aggregation';
 import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../../operations/requests/common';
@@ -76,6 +77,47 @@ const ModeCertificationSchema = z
   })
   .nullable();
 
+/** An answer as the seats gave it; null unless the texts are shown (`include_transcript`) and were not deleted. */
+const ShownAnswer = z.string().nullable().describe('The answer read (`42`, `paris`, `B`, `yes`); null where the texts are not shown.');
+
+/**
+ * `svc.aggregation` of a completion (and response) and `aggregation` of a receipt (issue 52, beyond the spec): how the
+ * answer was made on a mode that declares `aggregation`; null when the call recorded none.
+ */
+const AggregationSchema = z
+  .object({
+    method: z
+      .enum(['synthesis', 'select', 'vote'])
+      .describe('The mode’s: a vote over the seats’ answers, a seat selected, or a synthesis.'),
+    answer_kind: z
+      .enum(['choice', 'yes_no', 'number', 'short_text', 'math'])
+      .nullable()
+      .describe('How the seats’ answers were read (`svc.answer_kind`, or a run question’s); null: only `Final answer:` lines.'),
+    ballots: z
+      .array(
+        z.object({
+          seat: z.string().describe('The seat’s role, as on its rows (`seat1`…).'),
+          answer: ShownAnswer.describe('Its answer; null when it gave none readable, or the texts are not shown.'),
+          read_by: z.enum(['text', 'ballot']).nullable().describe('From its own text, or by the ballot call; null: unreadable.'),
+        }),
+      )
+      .describe('One per seat that answered the last round, in seat order.'),
+    votes: z.array(z.object({ answer: ShownAnswer, votes: z.number().int() })).describe('Each answer given and its votes, most first.'),
+    winner: z.object({ seat: z.string(), answer: ShownAnswer }).describe('The seat whose text is returned, and its answer.'),
+    decided_by: z.enum(DECIDED_BY),
+    seats_asked: z.number().int().describe('Seats asked in round 1.'),
+    early_stop: z.boolean().describe('A first wave agreed and the rest of the seats were never asked (nor billed).'),
+    ballot_call: z
+      .object({ model_used: z.string(), latency_ms: z.number().int() })
+      .nullable()
+      .describe('The short structured call that read answers no seat stated plainly; null when none ran.'),
+    synthesis: z
+      .enum(SYNTHESIS_FATES)
+      .describe('`none`: no synthesis ran; `kept`: a pinned one kept the answer; else why the seat’s text stands.'),
+    answer_line_added: z.boolean().describe('The ballot read the answer, and `Final answer: …` was added after the returned text.'),
+  })
+  .nullable();
+
 /** JSON Schema (draft 2020-12, which OpenAPI 3.1 uses natively) of what a request schema accepts. */
 function schemaOf(schema: z.ZodType): JsonObject {
   const doc = { ...(z.toJSONSchema(schema, { io: 'input' }) as JsonObject) };
@@ -140,6 +182,7 @@ function components(): JsonObject {
       RunList: schemaOf(RunListSchema),
       RunQuestion: schemaOf(RunQuestionSchema),
       ModeCertification: schemaOf(ModeCertificationSchema),
+      Aggregation: schemaOf(AggregationSchema),
       OrganizationKey: schemaOf(OrganizationKeySchema),
       NewOrganizationKey: schemaOf(NewOrganizationKeySchema),
       OrganizationKeyWithSpend: schemaOf(OrganizationKeyWithSpendSchema),
@@ -166,6 +209,8 @@ const COMPLETION_PARAMETERS = [
     .join(', ')}`,
   '(`n: 1`, `logprobs: false`, `modalities: ["text"]` and `store: true` are accepted). Any other key: 400 `unknown_parameter`.',
   '`null` is absent. An answer that does not meet `response_format` ends 502 `response_format_failed`, nothing billed.',
+  '`svc.answer_kind` (beyond the spec): how a mode that votes reads the seats’ answers; another value is 400 `invalid_request`',
+  'with `error.param` `svc.answer_kind`.',
 ].join(' ');
 
 /** The calls: a completion, an estimate, the modes and a receipt. */
@@ -178,7 +223,9 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         parameters: [idempotencyKeyHeader],
         requestBody: body(serialiser.requests.completion),
         responses: {
-          '200': ok('A chat completion with the `svc` block; `svc.late_seats` (beyond the spec) when a mode’s quorum cut seats.'),
+          '200': ok(
+            'A chat completion with the `svc` block; `svc.late_seats` (beyond the spec) when a mode’s quorum cut seats; `svc.aggregation` (beyond the spec), an `Aggregation`: how the answer was made, null when the mode declares none.',
+          ),
           ...errors(...ALWAYS, 400, 402, 404, 409, 413, 422, 502),
           '409': {
             ...(errors(409)['409'] as JsonObject),
@@ -229,7 +276,7 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
         ],
         responses: {
           '200': ok(
-            '`{ok, receipt_available, reason?, receipt?}`; the call’s `user` and `metadata` in `receipt` (or beside `reason`) when sent; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`; a receipt whose texts were deleted has `transcript_deleted` (`at`, `reason`, `note`).',
+            '`{ok, receipt_available, reason?, receipt?}`; the call’s `user` and `metadata` in `receipt` (or beside `reason`) when sent; a seat a mode’s quorum cut has `late` on its row and is in `late_seats`; a receipt whose texts were deleted has `transcript_deleted` (`at`, `reason`, `note`); `aggregation` is an `Aggregation` (null when the mode declares none), its answers null unless `include_transcript`.',
           ),
           ...errors(...ALWAYS, 400, 404),
         },
@@ -244,7 +291,7 @@ const RESPONSE =
 
 /** Issue 40 item 2: a response's server-sent events, with `stream: true` or `?stream=true`. */
 const EVENTS =
-  'With `stream`: `text/event-stream`, OpenAI’s events each with a `sequence_number` from 0: `response.created`, `response.in_progress`, one more `response.in_progress` per deliberation step with the step in `quorum` (`step`: classified, grounded, seat_answered, judged, critique_round, synthesising; `recorded_at`; a seat’s or judge’s `ended_at`), then `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.output_item.done` and `response.completed` (`response.failed`; `response.incomplete` when cut by its output limit or cancelled). Resume with `GET /v1/responses/{id}?stream=true&starting_after=N`.';
+  'With `stream`: `text/event-stream`, OpenAI’s events each with a `sequence_number` from 0: `response.created`, `response.in_progress`, one more `response.in_progress` per deliberation step with the step in `quorum` (`step`: classified, grounded, seat_answered, judged, critique_round, synthesising, aggregated; `recorded_at`; a seat’s or judge’s `ended_at`), then `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.output_item.done` and `response.completed` (`response.failed`; `response.incomplete` when cut by its output limit or cancelled). Resume with `GET /v1/responses/{id}?stream=true&starting_after=N`.';
 const okOrEvents = (description: string): JsonObject => {
   const plain = ok(description);
   return {

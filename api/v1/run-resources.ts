@@ -120,17 +120,35 @@ const group = z.object({
 const SamplePlanSchema = z.object({
   tier: z.string(),
   engine: z.string().describe('The baseline’s engine, sampled k times.'),
-  samples: z.number().int().describe('k = ⌊mode_seats_cost_usd ÷ sample_cost_usd⌋, at least 2 and at most 12.'),
+  samples: z
+    .number()
+    .int()
+    .describe(
+      'k = ⌊mode_cost_usd ÷ sample_cost_usd⌋, at least 2 and at most 12: the mode’s whole cost per question (seats, judge, ballot, synthesis). A plan launched before issue 52 (`mode_cost_usd` null) chose it at the seats’ cost.',
+    ),
+  samples_seats_only: z
+    .number()
+    .int()
+    .nullable()
+    .describe('k at the seats’ cost alone, ⌊mode_seats_cost_usd ÷ sample_cost_usd⌋ within the same bounds.'),
   basis: z
     .enum(['recorded', 'projected'])
     .describe('`recorded`: means over the mode version’s earlier questions (20 or more); `projected`: the quote’s arithmetic.'),
   recorded_questions: z.number().int(),
+  mode_cost_usd: z
+    .number()
+    .nullable()
+    .describe('What the mode costs per question, every engine call; null on plans launched before issue 52.'),
   mode_seats_cost_usd: z.number(),
   sample_cost_usd: z.number(),
 });
 const ArmAnswerSchema = z.object({
   answer: z.string().nullable().describe('With `include_transcript=true` once the run has ended.'),
   answer_chars: z.number().int(),
+  extracted_answer: z
+    .string()
+    .nullable()
+    .describe('The answer as the majority vote reads it; null when unreadable, while the run is sealed, and on rows before issue 52.'),
   correct: z.boolean().describe('The question’s checker on the answer, against the gold answer.'),
   cost_usd: z.number(),
   latency_ms: z.number().int(),
@@ -140,6 +158,61 @@ const QuestionArmsSchema = z.object({
   samples_answered: z.number().int(),
   self_moa: ArmAnswerSchema.nullable(),
   majority_vote: ArmAnswerSchema.extend({ votes: z.number().int() }).nullable(),
+  sample_answers: z
+    .array(z.object({ answer: z.string().nullable(), correct: z.boolean() }).nullable())
+    .nullable()
+    .describe(
+      'Each sample in order (the first is the baseline’s): the answer its majority vote counted (null when unreadable, and while the run is sealed) and the checker on it; null for a sample that failed. Null on rows before issue 52.',
+    ),
+});
+const pairedDifference = z.object({
+  pairs: z.number().int(),
+  difference: z.number(),
+  ci_low: z.number().nullable(),
+  ci_high: z.number().nullable(),
+  confidence: z.number(),
+  degrees_of_freedom: z.number().int(),
+  no_interval_reason: z.string().nullable(),
+});
+/** Issue 52 item 1: each seat's own answer and the seats' vote, beside the answer the mode returned. */
+const QuestionSeatsSchema = z.object({
+  answer_kind: z.string().describe('How the seats’ texts were read: `choice`, `yes_no`, `number`, `short_text`, `math`.'),
+  round: z.number().int().describe('The panel’s final round: the passes read.'),
+  seats: z.array(
+    z.object({
+      role: z.string(),
+      engine: z.string().nullable().describe('Null when the seat gave no answer in the final round.'),
+      answer: z.string().nullable().describe('The answer its text gives, as read; null when unreadable, and while the run is sealed.'),
+      correct: z.boolean(),
+      not_asked: z.boolean().describe('A first wave agreed and the seat was never asked.'),
+    }),
+  ),
+  vote: z.object({
+    answer: z.string().nullable(),
+    votes: z.number().int(),
+    seat: z.string().nullable().describe('The seat whose text stands for the vote.'),
+    correct: z.boolean(),
+    decided_by: z
+      .enum(['plurality', 'tie_first', 'none_readable', 'no_answer'])
+      .describe('`tie_first`: a tie, the first tied seat’s answer stands; `none_readable`: no seat’s answer could be read.'),
+  }),
+  mode_answer: z.string().nullable().describe('The answer the mode returned, read the same way.'),
+});
+const seatsVoteAccuracy = z.object({
+  correct: z.number().int(),
+  accuracy: z.number(),
+  accuracy_ci_low: z.number(),
+  accuracy_ci_high: z.number().describe('Wilson 95% over the questions.'),
+});
+const SeatsVoteSummarySchema = z.object({
+  questions: z.number().int(),
+  mode: seatsVoteAccuracy.describe('The answer the mode returned.'),
+  seats_vote: seatsVoteAccuracy.describe('The seats’ plurality over their own final answers.'),
+  mode_minus_vote: pairedDifference.describe('Paired by question, 95% interval clustered by the questions’ clusters.'),
+  lost: z.number().int().describe('Questions the vote got right and the returned answer wrong: what the final step threw away.'),
+  gained: z.number().int().describe('Questions the vote got wrong and the returned answer right.'),
+  ties: z.number().int(),
+  unreadable: z.number().int(),
 });
 const ArmSummarySchema = z.object({
   arm: z.enum(['mode', 'baseline', 'self_moa', 'majority_vote']),
@@ -149,16 +222,7 @@ const ArmSummarySchema = z.object({
   accuracy_ci_high: z.number().describe('Wilson 95% over the questions.'),
   cost_per_question_usd: z.number(),
   latency_ms_median: z.number().int(),
-  mode_minus_arm: z
-    .object({
-      pairs: z.number().int(),
-      difference: z.number(),
-      ci_low: z.number().nullable(),
-      ci_high: z.number().nullable(),
-      confidence: z.number(),
-      degrees_of_freedom: z.number().int(),
-      no_interval_reason: z.string().nullable(),
-    })
+  mode_minus_arm: pairedDifference
     .nullable()
     .describe(
       'The mode’s accuracy minus the arm’s, paired by question, 95% interval clustered by the questions’ clusters; null for the mode.',
@@ -228,6 +292,7 @@ export const RunQuestionSchema = z.object({
     .nullable()
     .describe('The mode’s and the baseline’s own cost and time: the recorded figures the equal-cost arms’ k is chosen from.'),
   arms: QuestionArmsSchema.nullable().describe('The equal-cost arms’ answers; null on a run without them.'),
+  seats: QuestionSeatsSchema.nullable().describe('Each seat’s answer and the seats’ own vote (issue 52); null on rows before it.'),
 });
 
 const QuestionPageSchema = z
@@ -394,6 +459,9 @@ export const BatchSchema = z.object({
     .object({ samples: z.array(SamplePlanSchema), arms: z.array(ArmSummarySchema).nullable().describe('Once the run has ended.') })
     .nullable()
     .describe('The equal-cost arms (docs/runs.md); null on a run launched with `svc.baselines: false` or before them.'),
+  seats_vote: SeatsVoteSummarySchema.nullable().describe(
+    'The answer the mode returned against its seats’ own vote, paired (docs/runs.md); null until the run has ended, and on runs before issue 52.',
+  ),
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string().nullable() }).nullable(),
 });

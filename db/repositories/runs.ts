@@ -535,14 +535,14 @@ export async function answeredCounts(db: DbOrTrx, runIds: readonly string[]): Pr
 }
 
 /**
- * What the mode version's seats and its baseline cost per question on one tier, as recorded by the organisation's
- * earlier runs of this key kind (a test key's are `sim` engines, a live key's real ones): the means the equal-cost
- * arms' k is chosen from (issue 39 item 2), over questions that recorded both.
+ * What the mode version (all of it, and its seats alone) and its baseline cost per question on one tier, as recorded
+ * by the organisation's earlier runs of this key kind (a test key's are `sim` engines, a live key's real ones): the
+ * means the equal-cost arms' k is chosen from (issue 39 item 2, issue 52 item 2), over questions that recorded them.
  */
 export async function recordedQuestionCosts(
   db: DbOrTrx,
   input: { orgId: string; modeId: string; modeVersion: number; keyMode: 'live' | 'test'; tier: Tier },
-): Promise<{ questions: number; modeSeatsMicros: number; baselineMicros: number }> {
+): Promise<{ questions: number; modeMicros: number; modeSeatsMicros: number; baselineMicros: number }> {
   const row = (await db('run_questions as q')
     .join('runs as r', 'r.id', 'q.run_id')
     .where({ 'r.org_id': input.orgId, 'r.mode_id': input.modeId, 'r.mode_version': input.modeVersion, 'r.key_mode': input.keyMode })
@@ -550,8 +550,14 @@ export async function recordedQuestionCosts(
     .whereRaw(`(q.result->'costs'->>'baselineMicros')::numeric > 0`)
     .first(
       db.raw('count(*)::int as questions'),
+      db.raw(`coalesce(avg((q.result->'costs'->>'modeMicros')::numeric), 0)::float8 as mode`),
       db.raw(`coalesce(avg((q.result->'costs'->>'modeSeatsMicros')::numeric), 0)::float8 as seats`),
       db.raw(`coalesce(avg((q.result->'costs'->>'baselineMicros')::numeric), 0)::float8 as baseline`),
-    )) as { questions: number; seats: number; baseline: number };
-  return { questions: row.questions, modeSeatsMicros: Math.round(row.seats), baselineMicros: Math.round(row.baseline) };
+    )) as { questions: number; mode: number; seats: number; baseline: number };
+  return {
+    questions: row.questions,
+    modeMicros: Math.round(row.mode),
+    modeSeatsMicros: Math.round(row.seats),
+    baselineMicros: Math.round(row.baseline),
+  };
 }

@@ -44,6 +44,11 @@ function checkShaped(reply: string, reference: string): boolean {
 /** `Final answer:` in any case, also as markdown (`**Final answer:**`, `**Final answer**:`). */
 const MARKER = /final\s+answer\s*(?:\*\*|__)?\s*[:：]/gi;
 
+/** Whether the reply states its answer after an explicit `Final answer:` marker. */
+export function hasFinalAnswerMarker(reply: string): boolean {
+  return reply.search(new RegExp(MARKER.source, 'i')) >= 0;
+}
+
 /**
  * The text after the last `Final answer:` (its first non-empty line: a model may add a closing remark below it), else
  * the last non-empty line of the reply. Trimmed, otherwise as written.

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { MessagesSchema, ModelSchema, StreamSchema, type RequestSchemas } from './common';
+import { AnswerKindSchema, MessagesSchema, ModelSchema, StreamSchema, withAnswerKind, type RequestSchemas } from './common';
 import { callOptionsOf, OPENAI_FIELDS } from './openai-params';
 
 const completion = z.object({
   model: ModelSchema.describe('A mode key (`api_model_id`) from the model list.'),
   messages: MessagesSchema,
   stream: StreamSchema,
-  svc: z.looseObject({}).optional().describe('Per-call overrides; extra keys allowed.'),
+  svc: z.looseObject({ answer_kind: AnswerKindSchema }).optional().describe('Per-call overrides; extra keys allowed.'),
   ...OPENAI_FIELDS,
 });
 
@@ -16,8 +16,7 @@ export const formARequests: RequestSchemas = {
     model,
     messages,
     stream,
-    svc,
-    options: callOptionsOf(openai),
+    ...withAnswerKind(svc, callOptionsOf(openai)),
   })),
   // `tier` is not a Form A field (spec 01: "Form B"): taken and ignored, as it always was, so not refused as unknown.
   completionKeys: [...Object.keys(completion.shape), 'tier'],

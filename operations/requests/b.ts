@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MessagesSchema, ModelSchema, StreamSchema, TierSchema, type RequestSchemas } from './common';
+import { AnswerKindSchema, MessagesSchema, ModelSchema, StreamSchema, TierSchema, withAnswerKind, type RequestSchemas } from './common';
 import { callOptionsOf, OPENAI_FIELDS } from './openai-params';
 
 const Ticker = ModelSchema.describe('A ticker `COMPANY:MODE` (mode part four letters A-Z), optionally with `:LAB`.');
@@ -10,7 +10,10 @@ const completion = z.object({
   stream: StreamSchema,
   tier: TierSchema,
   svc: z
-    .looseObject({ max_cost_usd: z.number().positive().optional().describe('Lowers the ceiling for this call; cannot raise it.') })
+    .looseObject({
+      max_cost_usd: z.number().positive().optional().describe('Lowers the ceiling for this call; cannot raise it.'),
+      answer_kind: AnswerKindSchema,
+    })
     .optional()
     .describe('Per-call overrides; extra keys allowed.'),
   ...OPENAI_FIELDS,
@@ -23,8 +26,7 @@ export const formBRequests: RequestSchemas = {
     messages,
     stream,
     tier,
-    svc,
-    options: callOptionsOf(openai),
+    ...withAnswerKind(svc, callOptionsOf(openai)),
   })),
   completionKeys: Object.keys(completion.shape),
   estimate: z.object({ model: Ticker, messages: MessagesSchema, tier: TierSchema }),

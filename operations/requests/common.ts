@@ -4,6 +4,7 @@ import { CHAT_ROLES, type ChatMessage, type ChatRole } from '../../domain/messag
 import { isStorableText } from '../../domain/storable-text';
 import { TIERS, type Tier } from '../../domain/modes';
 import type { AnswerOptions } from '../../domain/answer-options';
+import { CALLER_ANSWER_KINDS, type CallerAnswerKind } from '../../domain/aggregation';
 
 /** Request pieces both Forms share; each Form's file assembles its own validators from them (DESIGN §9). */
 const ContentPartSchema = z.looseObject({ type: z.string(), text: z.unknown().optional() });
@@ -43,6 +44,31 @@ export const ModelSchema = z.string().min(1);
 export const absentWhenNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
 export const StreamSchema = absentWhenNull(z.literal(false)).describe('Only `false` is accepted; token streaming is not implemented.');
 export const TierSchema = absentWhenNull(z.enum(TIERS)).describe('Engine tier that fills the seats; default `plus`.');
+/**
+ * `svc.answer_kind` (issue 52, both Forms, chat completions and responses): how a voting mode reads the seats' answers.
+ * Absent (or null): only an explicit `Final answer:` line is read.
+ */
+export const AnswerKindSchema = absentWhenNull(
+  z.enum(CALLER_ANSWER_KINDS, { error: `must be one of ${CALLER_ANSWER_KINDS.join(', ')}` }),
+).describe(
+  `How a mode that votes reads the seats' answers: ${CALLER_ANSWER_KINDS.map((k) => `\`${k}\``).join(', ')}. Absent: only an explicit \`Final answer:\` line is read.`,
+);
+
+/**
+ * The call's options with `svc.answer_kind` among the answer's (`AnswerOptions.answerKind`), and `svc` without it: the
+ * kind is an option of the answer, so the derived key and the fingerprint (which hash the options) tell two calls
+ * differing only in it apart; a call without it is as it always was.
+ */
+export function withAnswerKind<S extends { answer_kind?: CallerAnswerKind }>(
+  svc: S | undefined,
+  options: CallOptions | undefined,
+): { svc: Omit<S, 'answer_kind'> | undefined; options: CallOptions | undefined } {
+  if (svc === undefined || !('answer_kind' in svc)) return { svc, options };
+  const { answer_kind: kind, ...rest } = svc;
+  if (kind === undefined) return { svc: rest, options };
+  return { svc: rest, options: { ...options, answer: { ...options?.answer, answerKind: { kind } } } };
+}
+
 /** The `Idempotency-Key` a caller sent (a header, or a tool argument), validated; undefined when absent. */
 export function parseIdempotencyKey(raw: unknown): string | undefined {
   if (raw === undefined) return undefined;
@@ -104,6 +130,8 @@ export interface RequestSchemas {
 /** The spec's code for a bad value at a path; anything unlisted is a generic 400. */
 const FIELD_CODES: readonly (readonly [string, ErrorCode])[] = [
   ['svc.max_cost_usd', 'invalid_max_cost_usd'],
+  // Additive (issue 52): no code of its own in the spec, so the generic one, naming the field.
+  ['svc.answer_kind', 'invalid_request'],
   ['model', 'invalid_model'],
   ['messages', 'invalid_messages'],
   ['stream', 'stream_not_supported'],

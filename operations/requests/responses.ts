@@ -3,7 +3,7 @@ import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import { isStorableText } from '../../domain/storable-text';
 import { invalidParam, singleParam } from '../query-params';
-import { ModelSchema, parseRequest, TierSchema, type CompletionInput, type RequestSchemas } from './common';
+import { AnswerKindSchema, ModelSchema, parseRequest, TierSchema, type CompletionInput, type RequestSchemas } from './common';
 
 /**
  * `POST /v1/responses` (issue 40 item 1): a subset of OpenAI's Responses API, read into the chat completion it runs as
@@ -209,7 +209,10 @@ export function responseRequestDoc(form: Form): z.ZodType {
     top_p: z.number().min(0).max(1).nullish().describe('As on chat completions.'),
     user: z.string().max(256).nullish().describe('An end user id: stored, shown on the receipt.'),
     ...(form === 'B' ? { tier: TierSchema } : {}),
-    svc: z.looseObject({}).optional().describe('Per-call overrides, as on chat completions.'),
+    svc: z
+      .looseObject({ answer_kind: AnswerKindSchema })
+      .optional()
+      .describe('Per-call overrides, as on chat completions (`svc.answer_kind`; Form B `svc.max_cost_usd`).'),
     ...refused,
   });
 }

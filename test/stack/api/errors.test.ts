@@ -195,6 +195,19 @@ for (const form of FORMS) {
       );
     });
 
+    it('svc.answer_kind (issue 52): another value is 400 invalid_request naming it and the values, on completions and responses', async () => {
+      for (const kind of ['math', 'NUMBER', 7]) {
+        const completion = await call(api, 'POST', '/v1/chat/completions', { key, body: { ...valid(), svc: { answer_kind: kind } } });
+        expectError(completion, 400, 'invalid_request_error', 'invalid_request', 'svc.answer_kind');
+        assert.match(String(completion.body.error?.message), /choice, yes_no, number, short_text/);
+        const response = await call(api, 'POST', '/v1/responses', {
+          key,
+          body: { model: PANEL[form], input: 'What is 2+2?', svc: { answer_kind: kind } },
+        });
+        expectError(response, 400, 'invalid_request_error', 'invalid_request', 'svc.answer_kind');
+      }
+    });
+
     if (form === 'B') {
       it('invalid_tier (Form B)', async () => {
         // `null` means absent (as clients send an unset option), so it is not among these.

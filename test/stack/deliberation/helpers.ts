@@ -1,3 +1,4 @@
+import type { AnswerOptions } from '../../../domain/answer-options';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { canonicalHash } from '../../../domain/canonical-json';
@@ -99,6 +100,8 @@ export interface Call {
   keyMode?: 'live' | 'test';
   ceilingMicros?: number;
   idempotencyKey?: string;
+  /** What the caller asks of the answer (its structure, limit, sampling, answer kind), as the API hands it on. */
+  answer?: AnswerOptions;
 }
 
 /** One call through the API's path; `record` names its history for the replay test, whether it succeeds or fails. */
@@ -129,6 +132,7 @@ function deliberateOnce(c: Call & { idempotencyKey: string }): Promise<{ outcome
     messages,
     promptTokens: countMessagesTokens(messages),
     ceilingMicros: c.ceilingMicros ?? callCeilingMicros(form, c.mode.config, undefined, undefined),
+    ...(c.answer && { options: { answer: c.answer } }),
   };
   return conductDeliberation({ db: stack().db, client: stack().env.client }, input);
 }

@@ -244,6 +244,29 @@ describe('modes that organisations build', function () {
       assert.deepEqual(stored?.config.quorum, { seats: 2, graceMs: 1_500 });
     });
 
+    it('an aggregation through the tools: each refusal at its path, stored in the released configuration with its defaults (issue 52)', async () => {
+      const checked = await tool(client, 'validate_mode', {
+        spec: spec('AGGA', { aggregation: { method: 'select', ballot: true, first_wave: 2 }, quorum: 2 }),
+      });
+      assert.equal(checked.valid, false);
+      const entries = checked.refusals as { body: { error: { code: string; param: string } } }[];
+      assert.deepEqual(
+        entries.map((e) => [e.body.error.code, e.body.error.param]),
+        [
+          ['aggregation_invalid', 'aggregation.ballot'],
+          ['aggregation_conflict', 'aggregation.first_wave'],
+          ['aggregation_conflict', 'skip_synthesis_when_converged'],
+        ],
+      );
+      const released = await tool(client, 'save_mode', {
+        spec: spec('AGGB', { aggregation: { method: 'vote', tie_break: 'first' }, skip_synthesis_when_converged: undefined }),
+        release: true,
+      });
+      assert.equal(released.state, 'released', JSON.stringify(released));
+      const stored = await findMode(stack().db, { orgId: org.orgId, form: 'B', model: String(released.ticker) });
+      assert.deepEqual(stored?.config.aggregation, { method: 'vote', prose: 'verbatim', tieBreak: 'first', ballot: true });
+    });
+
     it('who may change what: test key, limited key, missing scope, another organisation’s mode, a platform mode, no owner', async () => {
       const mine = await tool(client, 'save_mode', { spec: spec('WHOA'), release: true });
       const asKey = async (key: string, args: Record<string, unknown>): Promise<ToolJson> => {

@@ -1,21 +1,34 @@
 import assert from 'node:assert/strict';
 import { TestPollSchema } from '../../../api/v1/run-resources';
+import { answerKey } from '../../../domain/questions/check';
 import { call, FORMS, newOrg } from '../api/helpers';
 import { demoModes, runApis, untilEnded } from './helpers';
 
 /**
  * Issue 39 item 2: every run answers whether the panel beats the same money spent on its best engine. Beside the
- * spec's baseline, the baseline's engine is sampled k times (k: the mode's seat cost per question over one sample's)
- * and aggregated by Self-MoA and by majority vote; the dry run prices them, the launch bills them, the poll reports
- * each arm with its interval, and each question its arms' answers. k and the arms' figures are recomputed here
- * from what the run recorded.
+ * spec's baseline, the baseline's engine is sampled k times (k: the mode's whole cost per question over one
+ * sample's, issue 52 item 2, the seats-only k beside it) and aggregated by Self-MoA and by majority vote; the dry run
+ * prices them, the launch bills them, the poll reports each arm with its interval, and each question its arms'
+ * answers. Issue 52 item 1: each question also records its seats' own answers and their vote, and the poll the
+ * answer returned against that vote. k, the votes and the figures are recomputed here from what the run recorded.
  */
 
 type Obj = Record<string, unknown>;
 const micros = (usd: unknown): number => Math.round(Number(usd) * 1_000_000);
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-/** docs/runs.md: k = ⌊seats ÷ sample⌋, within 2…12. */
-const kOf = (seatsMicros: number, sampleMicros: number): number => Math.min(12, Math.max(2, Math.floor(seatsMicros / sampleMicros)));
+const round4 = (x: number): number => Math.round(x * 10_000) / 10_000;
+/** docs/runs.md: k = ⌊cost ÷ sample⌋, within 2…12. */
+const kOf = (costMicros: number, sampleMicros: number): number => Math.min(12, Math.max(2, Math.floor(costMicros / sampleMicros)));
+
+/** The plurality of the readable answers, a tie to the answer of the first tied seat in seat order (docs/runs.md). */
+function pluralityOf(seats: readonly { role: string; answer: string | null }[]): { answer: string; votes: number; role: string } | null {
+  const count = (a: string): number => seats.filter((s) => s.answer === a).length;
+  const readable = seats.filter((s) => s.answer !== null);
+  if (readable.length === 0) return null;
+  const most = Math.max(...readable.map((s) => count(s.answer as string)));
+  const first = readable.find((s) => count(s.answer as string) === most) as { role: string; answer: string };
+  return { answer: first.answer, votes: most, role: first.role };
+}
 
 describe('runs: equal-cost baselines (issue 39 item 2)', function () {
   this.timeout(600_000);
@@ -43,7 +56,10 @@ describe('runs: equal-cost baselines (issue 39 item 2)', function () {
       assert.ok(arms.price_usd > 0, 'a live key pays for the extra samples');
       const [projected] = arms.samples;
       assert.deepEqual([projected.tier, projected.basis, projected.recorded_questions], ['plus', 'projected', 0]);
-      assert.equal(projected.samples, kOf(micros(projected.mode_seats_cost_usd), micros(projected.sample_cost_usd)));
+      // k at the mode's whole cost; the seats' alone is less (the judge and synthesis cost something), its k beside.
+      assert.ok(micros(projected.mode_cost_usd) > micros(projected.mode_seats_cost_usd), JSON.stringify(projected));
+      assert.equal(projected.samples, kOf(micros(projected.mode_cost_usd), micros(projected.sample_cost_usd)));
+      assert.equal(projected.samples_seats_only, kOf(micros(projected.mode_seats_cost_usd), micros(projected.sample_cost_usd)));
 
       // The launch bills what its dry run quoted.
       const launched = await call(api, 'POST', '/v1/tests', { key: org.ownerKey, body });
@@ -83,6 +99,38 @@ describe('runs: equal-cost baselines (issue 39 item 2)', function () {
         // Self-MoA spends the vote's samples and an aggregation call on top.
         assert.ok(moa.cost_usd > vote.cost_usd, `${q.id}: the aggregation costs something`);
         assert.ok(vote.cost_usd > q.costs.baseline_usd, `${q.id}: the baseline's answer and more samples`);
+        // Each sample's answer as the vote read it (issue 52): the first is the baseline's, and the vote is their
+        // most common readable answer.
+        const samples = q.arms.sample_answers ?? [];
+        assert.equal(samples.length, projected.samples, `${q.id}: every sample recorded`);
+        assert.equal(samples[0]?.correct, q.baseline_correct, `${q.id}: the first sample is the baseline's answer`);
+        const counted = pluralityOf(samples.flatMap((a, i) => (a ? [{ role: String(i), answer: a.answer }] : [])));
+        if (counted) assert.deepEqual([vote.extracted_answer, vote.votes], [counted.answer, counted.votes], `${q.id}: the vote`);
+
+        // The seats' own answers (issue 52 item 1): the vote recomputed from them, its correctness its seat's.
+        const seats = q.seats;
+        assert.ok(seats, `${q.id} recorded its seats`);
+        assert.equal(seats.seats.length, 3);
+        const plural = pluralityOf(seats.seats);
+        const named = seats.seats.find((x) => x.role === seats.vote.seat);
+        if (plural) {
+          const tied = seats.seats
+            .filter((x) => x.answer !== null && x.answer !== plural.answer)
+            .some((x) => {
+              const n = seats.seats.filter((y) => y.answer === x.answer).length;
+              return n === plural.votes;
+            });
+          assert.deepEqual(
+            [seats.vote.answer, seats.vote.votes, seats.vote.seat, seats.vote.decided_by],
+            [plural.answer, plural.votes, plural.role, tied ? 'tie_first' : 'plurality'],
+            `${q.id}: the seats' vote`,
+          );
+        } else assert.ok(['none_readable', 'no_answer'].includes(seats.vote.decided_by), `${q.id}: no readable seat`);
+        assert.equal(seats.vote.correct, named?.correct ?? false, `${q.id}: the vote is as right as the seat it names`);
+        // A seat's answer as read and the checker on its text agree: right exactly when it reads as the reference does.
+        const reference = answerKey(`Final answer: ${q.reference_answer ?? ''}`);
+        for (const seat of seats.seats)
+          if (seat.answer !== null) assert.equal(seat.correct, seat.answer === reference, `${q.id}: ${seat.role} ${seat.answer}`);
       }
 
       // The poll's arms are the questions' figures, recomputed here: accuracy and mean cost per arm.
@@ -108,16 +156,37 @@ describe('runs: equal-cost baselines (issue 39 item 2)', function () {
         if (d.ci_low !== null && d.ci_high !== null) assert.ok(d.ci_low <= d.difference && d.difference <= d.ci_high);
       }
 
-      // The second run's k rests on the first run's 21 recorded questions: their mean seat cost over their mean
-      // baseline cost, recomputed from include=questions.
+      // The returned answer against the seats' own vote, over the same questions: each accuracy, what the final
+      // step threw away, and the paired difference.
+      const seatsVote = ended.batch.seats_vote;
+      assert.ok(seatsVote, 'the poll compares the answer returned with the seats’ vote');
+      const modeRight = questions.filter((q) => q.mode_correct).length;
+      const voteRight = questions.filter((q) => q.seats?.vote.correct).length;
+      assert.deepEqual(
+        [seatsVote.questions, seatsVote.mode.correct, seatsVote.seats_vote.correct],
+        [questions.length, modeRight, voteRight],
+      );
+      assert.equal(seatsVote.seats_vote.accuracy, round4(voteRight / questions.length));
+      assert.equal(seatsVote.lost, questions.filter((q) => q.seats?.vote.correct && !q.mode_correct).length);
+      assert.equal(seatsVote.gained, questions.filter((q) => !q.seats?.vote.correct && q.mode_correct).length);
+      assert.equal(seatsVote.mode_minus_vote.pairs, questions.length);
+      assert.equal(seatsVote.mode_minus_vote.difference, round4(modeRight / questions.length - voteRight / questions.length));
+      const dv = seatsVote.mode_minus_vote;
+      assert.ok(dv.ci_low !== null || dv.no_interval_reason, 'an interval, or why there is none');
+
+      // The second run's k rests on the first run's 21 recorded questions: their mean whole mode cost (and seat cost)
+      // over their mean baseline cost, recomputed from include=questions.
+      const whole = mean(questions.map((q) => micros(q.costs?.mode_usd)));
       const seats = mean(questions.map((q) => micros(q.costs?.mode_seats_usd)));
       const sample = mean(questions.map((q) => micros(q.costs?.baseline_usd)));
       const again = ((await dry({})).svc as Obj).baselines as { samples: Obj[] };
       const [recorded] = again.samples;
       assert.deepEqual([recorded.basis, recorded.recorded_questions], ['recorded', 21]);
+      assert.ok(Math.abs(micros(recorded.mode_cost_usd) - whole) <= 1, `mean mode cost ${whole}`);
       assert.ok(Math.abs(micros(recorded.mode_seats_cost_usd) - seats) <= 1, `mean seat cost ${seats}`);
       assert.ok(Math.abs(micros(recorded.sample_cost_usd) - sample) <= 1, `mean sample cost ${sample}`);
-      assert.equal(recorded.samples, kOf(seats, sample));
+      assert.equal(recorded.samples, kOf(whole, sample));
+      assert.equal(recorded.samples_seats_only, kOf(seats, sample));
     });
   }
 

@@ -110,7 +110,12 @@ describe('runs: simulated runs are never evidence', function () {
       const ask = async (model: string) => {
         const result = await client.callTool({ name: 'ask_advisor', arguments: { model } });
         assert.ok(!result.isError, JSON.stringify(result));
-        return json(result) as { runs: { batch_id: string }[]; buckets: { questions: number }[]; receipts: { calls: number } };
+        return json(result) as {
+          runs: { batch_id: string }[];
+          buckets: { questions: number }[];
+          receipts: { calls: number };
+          aggregation: { questions: number; winner: string } | null;
+        };
       };
       const advised = await ask(modes.strong.B);
       assert.deepEqual(advised.runs, []);
@@ -119,6 +124,7 @@ describe('runs: simulated runs are never evidence', function () {
         JSON.stringify(advised.buckets),
       );
       assert.equal(advised.receipts.calls, 1, 'the live call only');
+      assert.equal(advised.aggregation, null, 'no live run recorded its seats’ answers');
       const controlled = await ask(control.strong.B);
       assert.deepEqual(
         controlled.runs.map((r) => r.batch_id),
@@ -128,6 +134,9 @@ describe('runs: simulated runs are never evidence', function () {
         controlled.buckets.reduce((n, b) => n + b.questions, 0),
         12,
       );
+      // Which aggregation wins (issue 52 item 4): the live run's 12 questions recorded their seats' vote.
+      assert.equal(controlled.aggregation?.questions, 12, JSON.stringify(controlled.aggregation));
+      assert.ok(['vote', 'mode', 'unclear'].includes(controlled.aggregation.winner));
     } finally {
       await client.close();
     }

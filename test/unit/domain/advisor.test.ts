@@ -151,4 +151,72 @@ describe('domain: the mode advisor', () => {
     assert.match(lines, /raise seat_max_output_tokens/);
     assert.equal(receiptHealth([]).fallbackRate, null);
   });
+
+  describe('which aggregation wins on the mode’s own runs (issue 52 item 4)', () => {
+    /**
+     * Ten clusters of two questions (every one judged a win). One answer is right on all 20; the other misses one
+     * question in clusters 0–4 and both in 5–9: 5 of 20 right.
+     */
+    function seated(voteWins: boolean, votes = true): QuestionResult[] {
+      return Array.from({ length: 20 }, (_, i) => {
+        const cluster = Math.floor(i / 2);
+        const weakRight = cluster < 5 && i % 2 === 0;
+        const [modeCorrect, voteCorrect] = voteWins ? [weakRight, true] : [true, weakRight];
+        return {
+          ...question(`q${i}`, 'medium', ['win']),
+          cluster: `t${cluster}`,
+          modeCorrect,
+          ...(votes && {
+            seats: {
+              answerKind: 'number' as const,
+              round: 1,
+              seats: [],
+              vote: { answer: 'number 1', votes: 2, role: 'seat1', correct: voteCorrect, decidedBy: 'plurality' as const },
+              modeAnswer: null,
+            },
+          }),
+        };
+      });
+    }
+    // Vote minus mode D = 1 − 0.25 = 0.75. The weaker answer's residuals: (1 − 0.25)/20 + (0 − 0.25)/20 = +0.025 in
+    // clusters 0–4 and −0.5/20 = −0.025 in 5–9; Σe² = 10 · 0.000625; SE² = 10/9 · 0.00625 = 1/144: SE = 1/12.
+    // t(0.975, 9) = 2.262157, so the interval is 0.75 ± 0.188513.
+    const HALF = 2.262157 / 12;
+
+    it('advises aggregation: {method: "vote"} when the seats’ vote beats the answer returned, by how much and its interval', () => {
+      const advice = advise(summarizeRun('test', seated(true)), [], NAMES);
+      const a = advice.aggregation;
+      assert.ok(a);
+      assert.deepEqual([a.questions, a.modeAccuracy, a.voteAccuracy, a.lost, a.gained], [20, 0.25, 1, 15, 0]);
+      close(a.voteMinusMode, 0.75);
+      close(a.interval?.low ?? null, 0.75 - HALF, 1e-5);
+      close(a.interval?.high ?? null, 0.75 + HALF, 1e-5);
+      assert.equal(a.winner, 'vote');
+      assert.deepEqual(a.set, { aggregation: { method: 'vote' } });
+      const line = adviceLines(advice, NAMES).find((l) => l.startsWith('Aggregation:'));
+      assert.match(line ?? '', /vote minus returned \+75\.0 points \[\+56\.1, \+93\.9\] \(95%\)/);
+      assert.match(line ?? '', /turned 15 right votes wrong and 0 wrong votes right/);
+      assert.match(line ?? '', /Set aggregation: \{method: "vote"\}/);
+      // A mode that votes already is told so, not to set what it has.
+      const voting = advise(summarizeRun('test', seated(true)), [], NAMES, { aggregationMethod: 'vote' });
+      assert.deepEqual([voting.aggregation?.winner, voting.aggregation?.set], ['vote', null]);
+      assert.ok(adviceLines(voting, NAMES).some((l) => l.includes('The mode votes already')));
+    });
+
+    it('keeps the mode’s own aggregation when it beats the vote; too close or no seats recorded says so', () => {
+      const kept = advise(summarizeRun('test', seated(false)), [], NAMES).aggregation;
+      assert.deepEqual([kept?.winner, kept?.set], ['mode', null]);
+      close(kept?.voteMinusMode ?? null, -0.75);
+      close(kept?.interval?.high ?? null, -0.75 + HALF, 1e-5);
+      // The same answers both ways: no difference, and no spread to give an interval.
+      const even = seated(true).map((r) => ({ ...r, modeCorrect: true }));
+      const tied = advise(summarizeRun('test', even), [], NAMES);
+      assert.deepEqual([tied.aggregation?.winner, tied.aggregation?.interval, tied.aggregation?.set], ['unclear', null, null]);
+      assert.ok(adviceLines(tied, NAMES).some((l) => l.includes('Too close to call')));
+      // Runs before issue 52 recorded no seats: no aggregation advice, and no line for it.
+      const before = advise(summarizeRun('test', seated(true, false)), [], NAMES);
+      assert.equal(before.aggregation, null);
+      assert.ok(!adviceLines(before, NAMES).some((l) => l.startsWith('Aggregation:')));
+    });
+  });
 });

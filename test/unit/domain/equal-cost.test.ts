@@ -1,13 +1,218 @@
 import assert from 'node:assert/strict';
-import { equalCostSummary, majorityVote, MAX_SAMPLES, samplesAtEqualCost, type ArmRow } from '../../../domain/equal-cost';
+import {
+  equalCostSamples,
+  equalCostSummary,
+  majorityVote,
+  MAX_SAMPLES,
+  questionSeats,
+  sampleAnswers,
+  samplesAtEqualCost,
+  seatsVoteSummary,
+  type ArmRow,
+  type QuestionSeats,
+  type SeatsVote,
+} from '../../../domain/equal-cost';
+import type { PanelResult, SeatPass, SeatRole } from '../../../domain/outcome';
 import { answerKey } from '../../../domain/questions/check';
 
+/** A panel's seats and passes, as questionSeats reads them: `passes` are [seat, round, text]. */
+function panelOf(
+  rounds: number,
+  passes: [SeatRole, number, string][],
+  answer: string,
+  notAsked: SeatRole[] = [],
+): Pick<PanelResult, 'seats' | 'passes' | 'rounds' | 'answer'> {
+  const roles: SeatRole[] = ['seat1', 'seat2', 'seat3'];
+  return {
+    rounds,
+    answer,
+    seats: roles.map((role) => ({
+      role,
+      designed: `sim/${role}`,
+      latest: null,
+      failures: [],
+      ...(notAsked.includes(role) && { notAsked: true }),
+    })),
+    passes: passes.map(([role, round, content]) => ({ role, round, content, modelUsed: `sim/${role}` }) as SeatPass),
+  };
+}
+
 describe('domain: equal-cost arms (issue 39 item 2)', () => {
-  it('k is the mode seats’ cost over one sample’s, rounded down, at least 2 and at most MAX_SAMPLES', () => {
+  it('k is a cost over one sample’s, rounded down, at least 2 and at most MAX_SAMPLES', () => {
     assert.equal(samplesAtEqualCost(9_000, 2_000), 4);
     assert.equal(samplesAtEqualCost(3_000, 2_000), 2, 'never fewer than two samples');
     assert.equal(samplesAtEqualCost(1_000_000, 1), MAX_SAMPLES);
     assert.equal(samplesAtEqualCost(5_000, 0), 2, 'a free sample (no recorded cost) still gives two');
+  });
+
+  it('k is at the mode’s whole cost per question (judge and synthesis in), the seats-only k beside it (issue 52 item 2)', () => {
+    // Seats $0.006, judge and synthesis $0.005 more: 11,000 µ$ ÷ 2,000 = 5.5 → 5 samples; the seats alone 3.
+    assert.deepEqual(equalCostSamples({ modeMicros: 11_000, modeSeatsMicros: 6_000, sampleMicros: 2_000 }), {
+      samples: 5,
+      samplesSeatsOnly: 3,
+    });
+    // Both within the bounds: a mode of 100 samples' cost is still 12; a seats' share under two samples is still 2.
+    assert.deepEqual(equalCostSamples({ modeMicros: 200_000, modeSeatsMicros: 1_000, sampleMicros: 2_000 }), {
+      samples: MAX_SAMPLES,
+      samplesSeatsOnly: 2,
+    });
+    assert.deepEqual(equalCostSamples({ modeMicros: 9_000, modeSeatsMicros: 9_000, sampleMicros: 0 }), { samples: 2, samplesSeatsOnly: 2 });
+  });
+
+  it('records each sample’s answer as the vote reads it, and the checker on it; a failed sample is null', () => {
+    const q = { answer: '8' };
+    assert.deepEqual(sampleAnswers([{ text: 'Final answer: 8' }, null, { text: 'seven or eight' }, { text: 'it is 9' }], q), [
+      { answer: 'number 8', correct: true },
+      null,
+      { answer: null, correct: false },
+      { answer: 'number 9', correct: false },
+    ]);
+  });
+
+  describe('the seats’ own answers and vote on a question (issue 52 item 1)', () => {
+    it('reads each seat’s final-round pass by the question’s kind; a tie takes the first tied seat’s answer', () => {
+      // Round 2: seat1 says 41, seat2 42; seat3 answered round 1 only, so it abstains from the final round's vote.
+      const panel = panelOf(
+        2,
+        [
+          ['seat1', 1, 'Final answer: 42'],
+          ['seat2', 1, 'Final answer: 42'],
+          ['seat3', 1, 'Final answer: 42'],
+          ['seat1', 2, 'On reflection, 41.\nFinal answer: 41'],
+          ['seat2', 2, 'Final answer: 42'],
+        ],
+        'The panel says: Final answer: 42',
+      );
+      const seats = questionSeats(panel, { answer: '42' });
+      assert.equal(seats.answerKind, 'number', 'a generated question with a number for its reference reads numbers');
+      assert.equal(seats.round, 2);
+      assert.deepEqual(seats.seats, [
+        { role: 'seat1', engineId: 'sim/seat1', answer: 'number 41', correct: false },
+        { role: 'seat2', engineId: 'sim/seat2', answer: 'number 42', correct: true },
+        { role: 'seat3', engineId: null, answer: null, correct: false },
+      ]);
+      assert.deepEqual(seats.vote, {
+        answer: 'number 41',
+        votes: 1,
+        role: 'seat1',
+        correct: false,
+        decidedBy: 'tie_first',
+      } satisfies SeatsVote);
+      assert.equal(seats.modeAnswer, 'number 42');
+    });
+
+    it('a plurality of a choice question’s letters, the option’s text read as its letter; a seat not asked abstains', () => {
+      const q = { answer: 'B', answerKind: 'choice' as const, choices: ['red', 'blue', 'green'] };
+      const seats = questionSeats(
+        panelOf(
+          1,
+          [
+            ['seat1', 1, 'Final answer: C'],
+            ['seat2', 1, 'I think it is blue.\nFinal answer: blue'],
+            ['seat3', 1, 'Final answer: (B)'],
+          ],
+          'Final answer: C',
+        ),
+        q,
+      );
+      assert.equal(seats.answerKind, 'choice');
+      assert.deepEqual(
+        seats.seats.map((s) => [s.answer, s.correct]),
+        [
+          ['C', false],
+          ['B', true],
+          ['B', true],
+        ],
+      );
+      assert.deepEqual(seats.vote, { answer: 'B', votes: 2, role: 'seat2', correct: true, decidedBy: 'plurality' });
+      assert.equal(seats.modeAnswer, 'C', 'the returned answer threw the vote away');
+
+      const early = questionSeats(
+        panelOf(
+          1,
+          [
+            ['seat1', 1, 'Final answer: yes'],
+            ['seat2', 1, 'Yes.'],
+          ],
+          'Final answer: yes',
+          ['seat3'],
+        ),
+        { answer: 'yes', answerKind: 'yes-no' },
+      );
+      assert.equal(early.answerKind, 'yes_no');
+      assert.deepEqual(early.seats[2], { role: 'seat3', engineId: null, answer: null, correct: false, notAsked: true });
+      assert.deepEqual([early.vote.answer, early.vote.votes, early.vote.decidedBy], ['yes', 2, 'plurality']);
+    });
+
+    it('with no readable answer the first answering seat stands with no votes; with no answer there is no vote', () => {
+      const unread = questionSeats(
+        panelOf(
+          1,
+          [
+            ['seat2', 1, 'I am not sure.'],
+            ['seat3', 1, 'Somewhere between 3 and 5'],
+          ],
+          '',
+        ),
+        { answer: '4' },
+      );
+      assert.deepEqual(unread.vote, { answer: null, votes: 0, role: 'seat2', correct: false, decidedBy: 'none_readable' });
+      assert.equal(unread.modeAnswer, null);
+      const none = questionSeats(panelOf(1, [], ''), { answer: '4' });
+      assert.deepEqual(none.vote, { answer: null, votes: 0, role: null, correct: false, decidedBy: 'no_answer' });
+      assert.ok(none.seats.every((s) => s.engineId === null && s.answer === null));
+    });
+
+    it('summarises the returned answer against the vote, paired by question, clustered as the arms are', () => {
+      // Four clusters of two questions. The vote is right on all 8; the mode on both of c0 and c1, one of c2, none
+      // of c3: 5 of 8.
+      const modeRight = [true, true, true, true, true, false, false, false];
+      const rows = modeRight.map((modeCorrect, i) => ({
+        questionId: `q${i}`,
+        cluster: `c${Math.floor(i / 2)}`,
+        modeCorrect,
+        seats: {
+          answerKind: 'number',
+          round: 1,
+          seats: [],
+          vote: {
+            answer: 'number 1',
+            votes: 2,
+            role: 'seat1',
+            correct: true,
+            decidedBy: i === 0 ? 'tie_first' : i === 1 ? 'none_readable' : 'plurality',
+          },
+          modeAnswer: null,
+        } satisfies QuestionSeats,
+      }));
+      const before = { questionId: 'old', cluster: 'c9', modeCorrect: true };
+      const s = seatsVoteSummary([...rows, before]);
+      assert.ok(s);
+      assert.deepEqual(
+        [s.questions, s.mode.correct, s.mode.accuracy, s.seatsVote.correct, s.seatsVote.accuracy],
+        [8, 5, 0.625, 8, 1],
+        'the row without seats (written before them) is left out',
+      );
+      assert.deepEqual([s.lost, s.gained, s.ties, s.unreadable], [3, 0, 1, 1]);
+      // D = 0.625 − 1 = −0.375. Residuals e_g = Σ(y_mode − 0.625)/8 (the vote's are all 0): c0, c1 +0.75/8, c2
+      // −0.25/8, c3 −1.25/8; Σe² = (0.5625·2 + 0.0625 + 1.5625)/64 = 11/256; SE² = 4/3 · 11/256 = 11/192.
+      const d = s.modeMinusVote;
+      assert.equal(d.pairs, 8);
+      assert.equal(d.difference, -0.375);
+      assert.ok(Math.abs(d.standardError - Math.sqrt(11 / 192)) < 1e-12);
+      assert.equal(d.degreesOfFreedom, 3);
+      assert.equal(d.interval?.low, -1, 'clamped to a difference of proportions');
+      assert.ok(Math.abs((d.interval?.high ?? 0) - (-0.375 + 3.182446 * Math.sqrt(11 / 192))) < 1e-5);
+      // Wilson 95% for 5 of 8.
+      const z = 1.959964;
+      const centre = (0.625 + (z * z) / 16) / (1 + (z * z) / 8);
+      const half = (z * Math.sqrt((0.625 * 0.375) / 8 + (z * z) / 256)) / (1 + (z * z) / 8);
+      assert.ok(Math.abs(s.mode.accuracyInterval.low - (centre - half)) < 1e-5);
+      assert.equal(seatsVoteSummary([before]), null, 'a run from before issue 52');
+      const one = seatsVoteSummary(rows.slice(0, 2));
+      assert.equal(one?.modeMinusVote.interval, null, 'one cluster gives no interval');
+      assert.match(one?.modeMinusVote.noInterval ?? '', /Fewer than two clusters/);
+    });
   });
 
   it('reads answers as the checker compares them, phrased the ways models phrase them', () => {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { CATALOG } from '../../../engines/catalog';
 import { modeTemplate, ModeSpecDocSchema, validateMode, VALIDATION_CODE_NAMES, type ValidationContext } from '../../../domain/mode-spec';
 import type { ValidationCode } from '../../../domain/mode-validation-codes';
-import { ModeConfigSchema } from '../../../domain/modes';
+import { ModeConfigSchema, modeConfigHash } from '../../../domain/modes';
+import { BASE_FIELD, editorSections, JSON_FIELD, specFromFields } from '../../../api/console/mode-fields';
 
 /** Pure: the validation table, one refusing spec per code, over the real catalog. */
 
@@ -32,6 +33,10 @@ const PRO = ['openai/gpt-5', 'anthropic/claude-opus-4-1', 'google/gemini-2.5-pro
 const AUTO3 = [{ auto: true }, { auto: true }, { auto: true }];
 const fixedRows = { experience: ['openai/gpt-4.1-mini'], plus: PLUS, pro: PRO };
 const noAuto = (s: Spec): Spec => Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'auto'));
+/** The template without its explicit `skip_synthesis_when_converged`, which only a synthesis may set. */
+const noSkip = (): Spec => Object.fromEntries(Object.entries(template()).filter(([k]) => k !== 'skip_synthesis_when_converged'));
+/** The template's configuration hash before issue 52: a spec without `aggregation` keeps it. */
+const TEMPLATE_HASH = '41d50383d2c1';
 
 interface Case {
   code: ValidationCode;
@@ -118,6 +123,16 @@ const CASES: Case[] = [
   { code: 'invalid_value', spec: withField('critique', 'sometimes') },
   { code: 'quorum_invalid', spec: withField('quorum', 4), check: (r) => assert.equal(r.path, 'quorum') },
   { code: 'grace_without_quorum', spec: withField('grace_ms', 500), check: (r) => assert.equal(r.path, 'grace_ms') },
+  {
+    code: 'aggregation_invalid',
+    spec: withField('aggregation', { method: 'average' }),
+    check: (r) => assert.equal(r.path, 'aggregation.method'),
+  },
+  {
+    code: 'aggregation_conflict',
+    spec: () => ({ ...noSkip(), aggregation: { method: 'vote', first_wave: 2 }, quorum: 2 }),
+    check: (r) => assert.equal(r.path, 'aggregation.first_wave'),
+  },
   // Listing and price
   { code: 'description_too_long', spec: withField('description', 'x'.repeat(501)) },
   { code: 'use_when_invalid', spec: withField('use_when', '') },
@@ -216,6 +231,116 @@ describe('mode spec validation', () => {
     });
   }
 
+  it('an aggregation compiles with its defaults filled in; a spec without one compiles as before, to the same hash', () => {
+    const compiled = (spec: Spec): unknown => {
+      const result = validateMode(spec, context());
+      assert.deepEqual(result.refusals, []);
+      return result.ok ? ModeConfigSchema.parse(result.mode.config).aggregation : 'refused';
+    };
+    const agg = (block: Record<string, unknown>): Spec => ({ ...noSkip(), aggregation: block });
+    assert.deepEqual(compiled(agg({ method: 'vote' })), { method: 'vote', prose: 'verbatim', tieBreak: 'judge', ballot: true });
+    assert.deepEqual(compiled(agg({ method: 'select' })), { method: 'select', prose: 'verbatim', tieBreak: 'judge', ballot: false });
+    assert.deepEqual(compiled(agg({ method: 'synthesis' })), {
+      method: 'synthesis',
+      prose: 'verbatim',
+      tieBreak: 'judge',
+      ballot: false,
+    });
+    assert.deepEqual(compiled(agg({ method: 'vote', prose: 'pinned', tie_break: 'first', ballot: false, first_wave: 2 })), {
+      method: 'vote',
+      prose: 'pinned',
+      tieBreak: 'first',
+      ballot: false,
+      firstWave: 2,
+    });
+    assert.deepEqual(compiled(agg({ method: 'select', prose: 'pinned', first_wave: 2 })), {
+      method: 'select',
+      prose: 'pinned',
+      tieBreak: 'judge',
+      ballot: false,
+      firstWave: 2,
+    });
+    // A synthesis may keep the template's explicit skip: it has a synthesis to skip.
+    assert.equal((compiled({ ...template(), aggregation: { method: 'synthesis' } }) as { method: string }).method, 'synthesis');
+    for (const spec of [template(), noSkip()]) {
+      const plain = validateMode(spec, context());
+      assert.ok(plain.ok);
+      assert.equal('aggregation' in plain.mode.config, false, 'no key at all without the block');
+      assert.equal(modeConfigHash(plain.mode.config), TEMPLATE_HASH, 'the configuration hash of a mode without one is unchanged');
+    }
+    const voting = validateMode(agg({ method: 'vote' }), context());
+    assert.ok(voting.ok);
+    assert.notEqual(modeConfigHash(voting.mode.config), TEMPLATE_HASH, 'an aggregation is a different panel');
+    ModeSpecDocSchema.parse(agg({ method: 'vote', prose: 'pinned', tie_break: 'first', ballot: false, first_wave: 2 }));
+    assert.equal(ModeSpecDocSchema.safeParse(agg({ method: 'vote', extra: 1 })).success, false, 'the documented block is closed too');
+  });
+
+  for (const [label, over, expected] of [
+    ['an aggregation that is not an object', { aggregation: 'vote' }, [['aggregation_invalid', 'aggregation']]],
+    ['an aggregation without a method', { aggregation: { prose: 'verbatim' } }, [['aggregation_invalid', 'aggregation.method']]],
+    ['an unknown method', { aggregation: { method: 'average' } }, [['aggregation_invalid', 'aggregation.method']]],
+    ['an unknown key', { aggregation: { method: 'vote', quorum: 2 } }, [['aggregation_invalid', 'aggregation.quorum']]],
+    ['an unknown prose', { aggregation: { method: 'vote', prose: 'free' } }, [['aggregation_invalid', 'aggregation.prose']]],
+    [
+      'pinned prose with a synthesis, which writes already',
+      { aggregation: { method: 'synthesis', prose: 'pinned' } },
+      [['aggregation_invalid', 'aggregation.prose']],
+    ],
+    ['an unknown tie break', { aggregation: { method: 'vote', tie_break: 'coin' } }, [['aggregation_invalid', 'aggregation.tie_break']]],
+    [
+      'a tie break without a vote',
+      { aggregation: { method: 'select', tie_break: 'first' } },
+      [['aggregation_invalid', 'aggregation.tie_break']],
+    ],
+    ['a ballot given as text', { aggregation: { method: 'vote', ballot: 'yes' } }, [['aggregation_invalid', 'aggregation.ballot']]],
+    ['a ballot without a vote', { aggregation: { method: 'synthesis', ballot: false } }, [['aggregation_invalid', 'aggregation.ballot']]],
+    ['a first wave of three', { aggregation: { method: 'vote', first_wave: 3 } }, [['aggregation_invalid', 'aggregation.first_wave']]],
+    [
+      'a first wave given as text',
+      { aggregation: { method: 'vote', first_wave: '2' } },
+      [['aggregation_invalid', 'aggregation.first_wave']],
+    ],
+    [
+      'an aggregation on a mode that is always express',
+      { aggregation: { method: 'vote' }, express: 'always' },
+      [['aggregation_conflict', 'aggregation']],
+    ],
+    [
+      'a first wave with a quorum',
+      { aggregation: { method: 'synthesis', first_wave: 2 }, quorum: 2 },
+      [['aggregation_conflict', 'aggregation.first_wave']],
+    ],
+    [
+      'skip_synthesis_when_converged with a vote',
+      { aggregation: { method: 'vote' }, skip_synthesis_when_converged: true },
+      [['aggregation_conflict', 'skip_synthesis_when_converged']],
+    ],
+    [
+      'skip_synthesis_when_converged (false) with a selection',
+      { aggregation: { method: 'select' }, skip_synthesis_when_converged: false },
+      [['aggregation_conflict', 'skip_synthesis_when_converged']],
+    ],
+    [
+      'every wrong key at once, each at its path',
+      { aggregation: { method: 'select', prose: 'pinned!', tie_break: 'judge', ballot: true, first_wave: 1, x: 0 } },
+      [
+        ['aggregation_invalid', 'aggregation.x'],
+        ['aggregation_invalid', 'aggregation.prose'],
+        ['aggregation_invalid', 'aggregation.tie_break'],
+        ['aggregation_invalid', 'aggregation.ballot'],
+        ['aggregation_invalid', 'aggregation.first_wave'],
+      ],
+    ],
+  ] as const) {
+    it(`refuses ${label} (${expected.map(([code, path]) => `${code} at ${path}`).join(', ')})`, () => {
+      const result = validateMode({ ...noSkip(), ...over }, context());
+      assert.deepEqual(
+        result.refusals.map((r) => [r.code, r.path]),
+        expected,
+      );
+    });
+  }
+
   it('returns every refusal at once, price_override_not_allowed first, each with its path', () => {
     const spec = { ...template(), name: 'x', ticker: 'abc', rounds: 0, api_commercial: { price_override_acknowledged: true } };
     const result = validateMode(spec, context());
@@ -244,5 +369,50 @@ describe('mode spec validation', () => {
     const result = validateMode(spec, context());
     assert.ok(result.ok, JSON.stringify(result.refusals));
     assert.deepEqual(result.mode.config.tiers, { experience: { seats: ['openai/gpt-4.1'] }, plus: { seats: PLUS } });
+  });
+});
+
+describe("the builder's aggregation fields", () => {
+  const sections = editorSections('B');
+  /** The form a page rendered from `spec` posts: every field as shown (nested, as the body parser nests dotted names). */
+  function posted(spec: Spec, edits: Record<string, string> = {}): Spec {
+    const body: Spec = { [BASE_FIELD]: JSON.stringify(spec), [JSON_FIELD]: JSON.stringify(spec) };
+    const set = (name: string, value: string): void => {
+      const keys = name.split('.');
+      let at = body;
+      for (const key of keys.slice(0, -1)) at = (at[key] ??= {}) as Spec;
+      at[keys[keys.length - 1]] = value;
+    };
+    for (const section of [...sections, ...sections.flatMap((s) => s.sections ?? [])])
+      for (const unit of section.units) {
+        const values = unit.read(spec);
+        unit.fields.forEach((f, i) => set(f.name, edits[f.name] ?? values[i]));
+      }
+    return body;
+  }
+
+  it('show a spec with an aggregation and post it back unchanged', () => {
+    const spec = { ...noSkip(), aggregation: { method: 'vote', prose: 'pinned', tie_break: 'first', ballot: false, first_wave: 2 } };
+    assert.deepEqual(specFromFields(sections, posted(spec)).spec, spec);
+    assert.deepEqual(specFromFields(sections, posted(noSkip())).spec, noSkip());
+  });
+
+  it('set the block with typed values, and drop it when every field is blanked', () => {
+    const edits = {
+      'aggregation.method': 'vote',
+      'aggregation.tie_break': 'first',
+      'aggregation.ballot': 'false',
+      'aggregation.first_wave': '2',
+      skip_synthesis_when_converged: '',
+    };
+    const { spec } = specFromFields(sections, { ...posted(template(), edits), [JSON_FIELD]: '' });
+    assert.deepEqual(spec.aggregation, { method: 'vote', tie_break: 'first', ballot: false, first_wave: 2 });
+    assert.equal('skip_synthesis_when_converged' in spec, false);
+    const result = validateMode(spec, context());
+    assert.ok(result.ok, JSON.stringify(result.refusals));
+    assert.deepEqual(result.mode.config.aggregation, { method: 'vote', prose: 'verbatim', tieBreak: 'first', ballot: false, firstWave: 2 });
+    const blanked = Object.fromEntries(['method', 'tie_break', 'ballot', 'first_wave'].map((k) => [`aggregation.${k}`, '']));
+    const { spec: without } = specFromFields(sections, { ...posted(spec, blanked), [JSON_FIELD]: '' });
+    assert.equal('aggregation' in without, false, 'no empty block is left behind');
   });
 });

@@ -201,6 +201,10 @@ describe('domain: a run’s summary from its question rows', () => {
       'r1',
     );
     assert.deepEqual([matched?.verdict, /not clearly the same money/.test(matched?.reason ?? '')], ['unknown', true]);
+    // Both arms must be beaten: a Self-MoA whose aggregation never answered is not beaten, however clearly the vote is.
+    const oneArm = armed((i) => i % 5 === 0).map((r) => ({ ...r, arms: r.arms && { ...r.arms, selfMoa: null } }));
+    const halfMeasured = runEvidence(summarizeRun('test', oneArm), 'medium', 'r1');
+    assert.deepEqual([halfMeasured?.verdict, /not clearly the same money/.test(halfMeasured?.reason ?? '')], ['unknown', true]);
     assert.equal(runEvidence(summarizeRun('test', many('loss', 30)), 'medium', 'r1')?.verdict, 'likely_hurts');
     const mixed = summarizeRun('test', [...many('win', 10), ...many('loss', 10).map((r, i) => ({ ...r, questionId: `l${i}` }))]);
     const unknown = runEvidence(mixed, 'medium', 'r1');
