@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { BALLOT_TAG } from '../../../domain/aggregation';
+import type { AnswerOptions } from '../../../domain/answer-options';
 import type { Aggregation, ModeRecord } from '../../../domain/modes';
 import type { Outcome } from '../../../domain/outcome';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
@@ -12,7 +13,7 @@ import {
   type Reply,
 } from '../../fixtures/providers';
 import { stack } from '../../harness/stack';
-import { newOrg } from '../api/helpers';
+import { call, newOrg, startApi, USER } from '../api/helpers';
 import { customMode, deliberate, startProductWorkers } from './helpers';
 
 /**
@@ -34,6 +35,8 @@ const SEATS: Record<string, [string, string, string | null]> = {
   tie: ['Short waves scatter.\nFinal answer: A', 'Final answer: C', 'I cannot tell which option fits.'],
   ballot: ['The sky is blue because blue light scatters.', 'Rayleigh scattering makes it blue.', 'Mostly scattering, I believe.'],
   pinned: ['Because of scattering.\nFinal answer: B', 'Final answer: B', 'Final answer: B'],
+  select: ['Final answer: A', 'Final answer: B', 'Final answer: B'],
+  open: ['Sunlight scatters off air molecules.', 'Short wavelengths scatter more.', 'Blue light bounces around the sky.'],
   wave: ['Final answer: B', 'So the answer is B.\nFinal answer: B', null],
   plain: ['Rayleigh scattering.', 'Scattering of short waves.', 'Blue light scatters most.'],
 };
@@ -96,7 +99,7 @@ describe('a panel that keeps the answer (issue 52): vote, tie, ballot, pinned sy
   async function run(
     scenario: string,
     aggregation: Aggregation | undefined,
-    answer = CHOICE,
+    answer: AnswerOptions = CHOICE,
   ): Promise<{ outcome: Outcome; requests: RecordedRequest[] }> {
     const org = await newOrg(10);
     const mode = await panelMode(org.orgId, aggregation);
@@ -227,6 +230,70 @@ describe('a panel that keeps the answer (issue 52): vote, tie, ballot, pinned sy
       [432, 22, 180, 634],
     );
     assert.deepEqual([outcome.usage.promptTokens, outcome.usage.completionTokens], [200, 40]);
+  });
+
+  it('select: the judge names one seat and its text is returned verbatim, no synthesis', async () => {
+    const { outcome, requests } = await run('select', { method: 'select', prose: 'verbatim', tieBreak: 'judge', ballot: false });
+    const judge = requests.filter((r) => r.bodyText.includes(JUDGE_TAG));
+    assert.equal(judge.length, 1);
+    const user = (JSON.parse(judge[0].bodyText) as { messages: { content: string }[] }).messages[1].content;
+    // The script's judge names the last of three labels: the answer is the text shown under C, as written.
+    const shownC = /Answer C:\n([\s\S]*)$/.exec(user)?.[1];
+    assert.equal(outcome.answer, shownC);
+    assert.equal(requests.filter((r) => r.bodyText.includes(SYNTHESIS_TAG)).length, 0);
+    assert.deepEqual([outcome.aggregation?.decidedBy, outcome.bestSeatJudgedBy], ['judge_select', 'llm']);
+  });
+
+  it('a vote without a declared kind reads only Final answer lines: open prose is selected by the judge, not voted', async () => {
+    const { outcome, requests } = await run('open', vote, {});
+    assert.equal(requests.filter((r) => r.bodyText.includes(BALLOT_TAG)).length, 0, 'no ballot without a kind to read');
+    assert.equal(requests.filter((r) => r.bodyText.includes(JUDGE_TAG)).length, 1);
+    assert.ok(SEATS.open.includes(outcome.answer), 'a seat’s text, verbatim');
+    assert.deepEqual(
+      [outcome.aggregation?.answerKind, outcome.aggregation?.decidedBy, outcome.aggregation?.votes],
+      [null, 'judge_select', []],
+    );
+  });
+
+  it('on the wire: svc.answer_kind in, svc.aggregation on the completion and the receipt (Form B)', async () => {
+    const api = await startApi('B');
+    try {
+      const org = await newOrg(10);
+      const mode = await panelMode(org.orgId, vote);
+      const body = { model: mode.ticker, messages: USER('Why is the sky blue? [[vote]]'), svc: { answer_kind: 'choice' } };
+      const r = await call(api, 'POST', '/v1/chat/completions', { key: org.ownerKey, body });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const svc = r.body.svc as { request_id: string; aggregation: Record<string, unknown>; best_seat_judged_by: string };
+      const choices = r.body.choices as { message: { content: string } }[];
+      assert.equal(choices[0].message.content, SEATS.vote[0]);
+      assert.equal(svc.best_seat_judged_by, 'heuristic');
+      const expected = {
+        method: 'vote',
+        answer_kind: 'choice',
+        decided_by: 'plurality',
+        winner: { seat: 'seat1', answer: 'B' },
+        seats_asked: 3,
+        early_stop: false,
+        ballot_call: null,
+        synthesis: 'none',
+        answer_line_added: false,
+      };
+      for (const [k, v] of Object.entries(expected)) assert.deepEqual(svc.aggregation[k], v, k);
+      const receipt = await call(api, 'GET', `/v1/receipts/${svc.request_id}?include_transcript=true`, { key: org.ownerKey });
+      const rec = (receipt.body as { receipt: { aggregation: Record<string, unknown>; synthesis?: unknown } }).receipt;
+      assert.deepEqual(rec.aggregation.votes, [
+        { answer: 'B', votes: 2 },
+        { answer: 'C', votes: 1 },
+      ]);
+      const bad = await call(api, 'POST', '/v1/chat/completions', {
+        key: org.ownerKey,
+        body: { ...body, svc: { answer_kind: 'essay' } },
+      });
+      assert.equal(bad.status, 400);
+      assert.equal((bad.body.error as { param: string }).param, 'svc.answer_kind');
+    } finally {
+      await api.close();
+    }
   });
 
   it('a mode without aggregation answers and bills exactly as before: judge, then synthesis', async () => {

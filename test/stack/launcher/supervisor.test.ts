@@ -269,24 +269,29 @@ describe('npm start: the supervisor', function () {
       assert.ok(r.receipt.seats.length >= 2, JSON.stringify(r));
       assert.deepEqual([...new Set(r.receipt.seats.map((x) => x.model_used))], ['local/smollm2'], 'every seat on the local model');
       assert.equal(panel.svc.best_seat_judged_by, 'llm', 'the local model judged, and its verdict was read');
-      // The local panel (issue 39 item 3): three seats on the one model, tuned apart, answer differently.
+      // The local panel (issues 39 and 52): seats on the one model, tuned apart, answer differently; they vote, two
+      // first and the third only when those two do not state one answer (an open question states none).
       const local = await ask('DEMO:LOCL', 'Give one reason why the sky looks blue.');
       const tuned = await fetch(`http://127.0.0.1:${ports.PORT}/v1/receipts/${String(local.svc.request_id)}?include_transcript=true`, {
         headers: { authorization: `Bearer ${key}` },
       });
       const seats = ((await tuned.json()) as { receipt: { seats: { model_used: string; content: string; tuning: unknown }[] } }).receipt
         .seats;
-      assert.equal(seats.length, 3, JSON.stringify(seats));
+      const aggregation = local.svc.aggregation as { method: string; seats_asked: number; early_stop: boolean } | null;
+      assert.equal(aggregation?.method, 'vote', JSON.stringify(local.svc));
+      assert.equal(seats.length, aggregation.seats_asked, JSON.stringify(seats));
+      assert.equal(aggregation.early_stop, aggregation.seats_asked === 2);
       assert.deepEqual([...new Set(seats.map((x) => x.model_used))], ['local/smollm2']);
-      assert.ok(
-        new Set(seats.map((x) => x.content.trim())).size >= 2,
-        `the seats answered alike: ${JSON.stringify(seats.map((x) => x.content))}`,
-      );
       assert.deepEqual(
         seats.map((x) => (x.tuning as { seed: number }).seed).sort((a, b) => a - b),
-        [11, 23, 37],
+        [11, 23, 37].slice(0, seats.length),
         'each seat asked with its own settings, shown in the receipt',
       );
+      if (seats.length === 3)
+        assert.ok(
+          new Set(seats.map((x) => x.content.trim())).size >= 2,
+          `the seats answered alike: ${JSON.stringify(seats.map((x) => x.content))}`,
+        );
       assert.equal(await ctrlC(s), 0, s.output());
       assert.equal(await healthy(modelUrl), false, 'the model server stopped with the stack');
       await assertGone(ports, localDir);
