@@ -685,31 +685,42 @@ async function synthesisCall(panel: PanelState, prompt: ChatMessage[], tokensIn:
   input.onEvent?.({ type: 'synthesising' });
   const format = input.answer?.format;
   const maxOut = withinCaller(input.config.seatMaxOutputTokens * 2, input.answer);
+  return staffCallCharged(panel, { role: 'synthesis', chain: input.seating.synthesis.chain, tokensIn, maxOut }, (engine, attempt) =>
+    synthesize({
+      orgId: input.orgId,
+      engineId: engine.engineId,
+      ownKey: false,
+      messages: prompt,
+      maxOutputTokens: maxOut,
+      attempt,
+      lane: input.lane,
+      ...callerSampling(input.answer?.sampling),
+      ...(format && { reply: replySchemaOf(format) }),
+    }),
+  );
+}
+
+/**
+ * A staff call down its engine chain: each engine only when the meter affords it, hedged, charged when it answers; an
+ * engine that fails for good is named on the receipt under the staff role.
+ */
+function staffCallCharged(
+  panel: PanelState,
+  staff: { role: string; chain: SeatAssignment['chain']; tokensIn: number; maxOut: number },
+  call: (engine: SeatAssignment['chain'][number], attempt: number | undefined) => Promise<EngineCallResult>,
+): Promise<EngineCallResult | undefined> {
+  const { input } = panel;
   return firstAnswering(
-    input.seating.synthesis.chain,
+    staff.chain,
     async (engine) => {
-      const reply = await hedged(
-        (attempt) =>
-          synthesize({
-            orgId: input.orgId,
-            engineId: engine.engineId,
-            ownKey: false,
-            messages: prompt,
-            maxOutputTokens: maxOut,
-            attempt: attempt || undefined,
-            lane: input.lane,
-            ...callerSampling(input.answer?.sampling),
-            ...(format && { reply: replySchemaOf(format) }),
-          }),
-        input.hedgeAfterMs,
-      );
+      const reply = await hedged((attempt) => call(engine, attempt || undefined), input.hedgeAfterMs);
       input.meter.charge(reply);
       return { answer: reply };
     },
     {
-      affords: (engine) => input.meter.affords([{ engine, tokensIn, maxOut }]),
+      affords: (engine) => input.meter.affords([{ engine, tokensIn: staff.tokensIn, maxOut: staff.maxOut }]),
       failed: (reason) => {
-        panel.staffUnavailable.push({ role: 'synthesis', reason });
+        panel.staffUnavailable.push({ role: staff.role, reason });
       },
     },
   );
@@ -852,32 +863,20 @@ async function ballotRound(
   const prompt = ballotPrompt(input.messages, labelled, kind);
   const labels = labelled.map((l) => l.label);
   const tokensIn = readingAll(panel, answered);
-  const r = await firstAnswering(
-    input.seating.judge.chain,
-    async (engine) => {
-      const reply = await hedged(
-        (attempt) =>
-          ballot({
-            orgId: input.orgId,
-            engineId: engine.engineId,
-            ownKey: false,
-            messages: prompt,
-            maxOutputTokens: BALLOT_MAX_OUTPUT,
-            attempt: attempt || undefined,
-            lane: input.lane,
-            reply: ballotSchema(labels, kind),
-          }),
-        input.hedgeAfterMs,
-      );
-      input.meter.charge(reply);
-      return { answer: reply };
-    },
-    {
-      affords: (engine) => input.meter.affords([{ engine, tokensIn, maxOut: BALLOT_MAX_OUTPUT }]),
-      failed: (reason) => {
-        panel.staffUnavailable.push({ role: 'ballot', reason });
-      },
-    },
+  const r = await staffCallCharged(
+    panel,
+    { role: 'ballot', chain: input.seating.judge.chain, tokensIn, maxOut: BALLOT_MAX_OUTPUT },
+    (engine, attempt) =>
+      ballot({
+        orgId: input.orgId,
+        engineId: engine.engineId,
+        ownKey: false,
+        messages: prompt,
+        maxOutputTokens: BALLOT_MAX_OUTPUT,
+        attempt,
+        lane: input.lane,
+        reply: ballotSchema(labels, kind),
+      }),
   );
   if (!r) return undefined;
   const read = readBallot(r.text, labels, kind);
