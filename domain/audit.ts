@@ -36,7 +36,7 @@ export const INVARIANTS = {
   plan_usage_mismatch:
     "A plan's usage equals its receipts: each settled row of plan_usage charged exactly its receipt's billed amount, and each plan call's receipt has its settled row.",
   mode_stats_mismatch:
-    "A mode's running call count (the basis of its recorded fee rate, issue 42 item 3) equals its receipts recounted: per configuration and tier, the live API-key calls not paid by a plan, their tokens and their mode fees.",
+    "A mode's running call count (the basis of its recorded fee rate, issue 42 item 3) equals its receipts recounted: per configuration and tier, the live API-key calls not paid by a plan, their tokens and their mode fees, and of them those that recorded round 1's seats asked and those that asked every seat (a first wave's share, issue 52).",
   key_spend_mismatch:
     "A key's running spend per month (what its monthly budget is judged against, issue 41 item 3) equals its calls' ledger entries recounted: per key and month the calls were made in, their net charges and what they still hold.",
 } as const;

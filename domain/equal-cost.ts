@@ -48,10 +48,14 @@ export interface SamplePlan {
   samplesSeatsOnly?: number;
 }
 
-/** k = ⌊a cost ÷ one sample's cost⌋, within [MIN_SAMPLES, MAX_SAMPLES]. */
+/**
+ * k = ⌈a cost ÷ one sample's cost⌉, within [MIN_SAMPLES, MAX_SAMPLES]: rounded up, so the arm is never given less money
+ * than the mode spends (issue 52: the mode must be at least as good as the same money spent on one engine, at a cost
+ * no higher than the arm's).
+ */
 export function samplesAtEqualCost(costMicros: number, sampleMicros: number): number {
   if (!(sampleMicros > 0)) return MIN_SAMPLES;
-  return Math.min(MAX_SAMPLES, Math.max(MIN_SAMPLES, Math.floor(costMicros / sampleMicros)));
+  return Math.min(MAX_SAMPLES, Math.max(MIN_SAMPLES, Math.ceil(costMicros / sampleMicros)));
 }
 
 /** A tier's k at the mode's whole cost per question, and at its seats' alone beside it (issue 52 item 2). */

@@ -26,6 +26,8 @@ export interface CallStats {
   inputTokens: number;
   outputTokens: number;
   modeFeeMicros: number;
+  /** Of those calls, the ones whose receipt records round 1's seats asked, and how many of them asked every seat. */
+  wave?: WaveStats;
 }
 
 /** The mode's fee as a rate per token processed (output at 4× input), per tier. */
@@ -36,16 +38,29 @@ export interface TierRate {
   basis: 'api_calls';
   /** Set when too few calls were recorded and the configured rate stands in. */
   reason?: 'below_min_sample';
+  /**
+   * The tier's recorded calls as a first wave reads them (issue 52), read with the rate: a quote of a mode with
+   * `aggregation.firstWave` prices its other seats from them (`QuoteInput.waveStats`). Absent: none read.
+   */
+  wave?: WaveStats;
 }
 
 export function tierRate(config: ModeConfig, stats: CallStats): TierRate {
   const weighted = stats.inputTokens + 4 * stats.outputTokens;
+  const wave = stats.wave && { wave: stats.wave };
   if (stats.n >= MIN_SAMPLE && weighted > 0) {
     const input = stats.modeFeeMicros / weighted;
-    return { inputMicrosPerToken: input, outputMicrosPerToken: input * 4, n: stats.n, basis: 'api_calls' };
+    return { inputMicrosPerToken: input, outputMicrosPerToken: input * 4, n: stats.n, basis: 'api_calls', ...wave };
   }
   const input = config.fees.perMtokInputUsd;
-  return { inputMicrosPerToken: input, outputMicrosPerToken: input * 4, n: stats.n, basis: 'api_calls', reason: 'below_min_sample' };
+  return {
+    inputMicrosPerToken: input,
+    outputMicrosPerToken: input * 4,
+    n: stats.n,
+    basis: 'api_calls',
+    reason: 'below_min_sample',
+    ...wave,
+  };
 }
 
 export type TierRates = Record<Tier, TierRate>;
@@ -57,7 +72,8 @@ export function tierRates(config: ModeConfig, statsByTier: Record<Tier, CallStat
 /**
  * A mode's first wave (issue 52: `aggregation.firstWave`): round 1 asks that many seats, the rest only when they
  * disagree or one is unreadable, and a seat never asked is not billed. The recorded calls of such a mode: how many, and
- * how many asked every seat of their row (no early stop).
+ * how many asked every seat of their row (no early stop). Counted per configuration and tier with the fee rate's calls
+ * (live, billed API-key calls: db/repositories/mode-call-stats.ts), from each receipt's `aggregation`.
  */
 export interface WaveStats {
   n: number;

@@ -288,10 +288,12 @@ export function simDemoModes(owner: { idPrefix: string; company: string }): Syst
 
 /**
  * The local demo's panel (`npm start` with QUORUM_LOCAL_MODEL=on; issues 39 and 52): three seats on the one real local
- * model with one brief, told apart by temperature (all at most 0.8) and seed. They vote (docs/evidence.md: a 135M model
- * rewriting three answers into one lost the answer; counting them keeps it): the first two seats answer first and the
- * third only when they disagree or one is unreadable; when none states a readable answer, one short ballot call reads
- * them; a tie goes to the first tied seat, the coolest (a 135M judge picks little better than chance).
+ * model with one brief, drawn alike (temperature 0.8, the server's default) under distinct seeds. They vote (a 135M
+ * model rewriting three answers into one lost the answer): the first two answer first and the third only when they
+ * disagree or one is unreadable; when none states a readable answer, one short ballot call reads them; a tie goes to
+ * the first tied seat. The seats are alike on purpose: stopping when two agree, and taking the first of a tie, give a
+ * vote of three's answer only when the seats are exchangeable samples; a cooler seat agrees with another by its bias
+ * (docs/evidence.md: at 0.2 this model answered BoolQ `no` 94 times of 94, and its early stops lost 8 points).
  */
 export function localDemoMode(owner: { idPrefix: string; company: string }, engineId: string): SystemModeSeed {
   const brief = 'You are a careful analyst. Answer precisely and briefly.';
@@ -307,7 +309,7 @@ export function localDemoMode(owner: { idPrefix: string; company: string }, engi
       ...demoConfig({
         tiers: {
           experience: { seats: [engineId] },
-          plus: { seats: [engineId, engineId, engineId], tunings: [seat(0.2, 11), seat(0.6, 23), seat(0.8, 37)] },
+          plus: { seats: [engineId, engineId, engineId], tunings: [seat(0.8, 11), seat(0.8, 23), seat(0.8, 37)] },
         },
         staff: { judge: { engine: engineId }, synthesis: { engine: engineId } },
         rounds: 1,

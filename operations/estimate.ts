@@ -54,7 +54,10 @@ export function classifierPromptTokens(mode: ModeRecord, messages: readonly Chat
   return mode.config.staff.classifier ? countMessagesTokens(classifierPrompt(messages)) : undefined;
 }
 
-/** The mode version's fee rate per tier, from its configuration's recorded calls (one row per tier). */
+/**
+ * The mode version's fee rate per tier, from its configuration's recorded calls (one row per tier), with the share of
+ * them that asked every seat of a first wave (`TierRate.wave`).
+ */
 export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
   return tierRates(mode.config, await recordedCallStats(db, mode));
 }
@@ -122,6 +125,8 @@ export function callQuoteInput(
     classification,
     promptTokens,
     rate: rates[tier],
+    // A first wave's other seats at the share of the tier's recorded calls that asked them (issue 52).
+    waveStats: rates[tier].wave,
     // A seat runs on an own key when the organisation has one for its engine's family (domain/seat-assignment.ts).
     onOwnKey: (engineId) => ownFamilies.has(deps.engines.find(engineId)?.family ?? ''),
     classifierPromptTokens: call.classifierPromptTokens,

@@ -329,7 +329,8 @@ const CHECKS: readonly Check[] = [
        where $scope(x.org_id) and x.outcome->>'payer' = 'plan' and (u.request_id is null or u.state <> 'settled')`,
   },
   {
-    // A system mode (no owner) is audited with every organisation: its count holds the calls of all of them.
+    // A system mode (no owner) is audited with every organisation: its count holds the calls of all of them. A first
+    // wave's counts (issue 52) are in the line when either side has any.
     invariant: 'mode_stats_mismatch',
     sql: `
       with recount as (${RECOUNTED_CALL_STATS})
@@ -337,12 +338,17 @@ const CHECKS: readonly Check[] = [
              format('%s (configuration %s) at %s: counted %s calls, %s tokens in, %s out, %s µ$ mode fee; its receipts hold %s, %s, %s, %s µ$',
                     coalesce(k.mode_id, r.mode_id), coalesce(k.config_hash, r.config_hash), coalesce(k.tier, r.tier),
                     coalesce(k.n, 0), coalesce(k.input_tokens, 0), coalesce(k.output_tokens, 0), coalesce(k.mode_fee_micros, 0),
-                    coalesce(r.n, 0), coalesce(r.input_tokens, 0), coalesce(r.output_tokens, 0), coalesce(r.mode_fee_micros, 0)) as detail
+                    coalesce(r.n, 0), coalesce(r.input_tokens, 0), coalesce(r.output_tokens, 0), coalesce(r.mode_fee_micros, 0))
+             || case when greatest(k.wave_calls, k.wave_all_asked, r.wave_calls, r.wave_all_asked) > 0
+                     then format('; of them with their seats asked recorded, counted %s, %s asking every seat; its receipts hold %s, %s',
+                                 coalesce(k.wave_calls, 0), coalesce(k.wave_all_asked, 0), coalesce(r.wave_calls, 0), coalesce(r.wave_all_asked, 0))
+                     else '' end as detail
         from mode_call_stats k
         full join recount r on r.mode_id = k.mode_id and r.config_hash = k.config_hash and r.tier = k.tier
         left join modes m on m.id = coalesce(k.mode_id, r.mode_id)
        where $scope(m.org_id)
-         and (k.n, k.input_tokens, k.output_tokens, k.mode_fee_micros) is distinct from (r.n, r.input_tokens, r.output_tokens, r.mode_fee_micros)`,
+         and (k.n, k.input_tokens, k.output_tokens, k.mode_fee_micros, k.wave_calls, k.wave_all_asked)
+             is distinct from (r.n, r.input_tokens, r.output_tokens, r.mode_fee_micros, r.wave_calls, r.wave_all_asked)`,
   },
   {
     invariant: 'key_spend_mismatch',

@@ -100,11 +100,12 @@ export type EstimateAdmission =
 
 /**
  * An estimate's one round trip after its mode (issue 42 item 3): one of the organisation's `limit` slots, the
- * estimate's record, its mode configuration's recorded calls per tier and the organisation's own provider families
- * (when `ownKeys`), in one statement; the record lets a receipt lookup of the estimate's id say that no deliberation
- * ran. Nothing is written when every slot is taken. `holdSlot` takes a lease, which
- * the caller releases, for an estimate that waits on a classifier model; without it, the estimate classifies in
- * process in well under a millisecond, and a free slot now is the slot it would take and give back (no lease).
+ * estimate's record, its mode configuration's recorded calls per tier (with a first wave's count of them, issue 52)
+ * and the organisation's own provider families (when `ownKeys`), in one statement; the record lets a receipt lookup
+ * of the estimate's id say that no deliberation ran. Nothing is written when every slot is taken. `holdSlot` takes a
+ * lease, which the caller releases, for an estimate that waits on a classifier model; without it, the estimate
+ * classifies in process in well under a millisecond, and a free slot now is the slot it would take and give back (no
+ * lease).
  */
 export async function admitEstimate(
   db: DbOrTrx,
@@ -135,7 +136,7 @@ const ADMIT_ESTIMATE = `
   with slot as (?),
        est as (insert into estimate_requests (id, org_id) select ?, ? from slot where slot.ok)
   select slot.ok, array(select family from provider_credentials where slot.ok and ?::boolean and org_id = ?) as families,
-         s.tier, s.n, s.input_tokens, s.output_tokens, s.mode_fee_micros
+         s.tier, s.n, s.input_tokens, s.output_tokens, s.mode_fee_micros, s.wave_calls, s.wave_all_asked
     from slot left join mode_call_stats s on slot.ok and s.mode_id = ? and s.config_hash = ?`;
 
 export async function isEstimate(db: DbOrTrx, orgId: string, requestId: string): Promise<boolean> {

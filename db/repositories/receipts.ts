@@ -154,6 +154,7 @@ function receiptStatement(q: Knex, input: Settlement, o: Outcome, guard: string,
     completionTokens: o.usage.completionTokens,
     modeFeeMicros: o.money.modeFeeMicros,
     paidByPlan: o.payer === 'plan',
+    aggregation: o.aggregation,
   });
   return withCtes(q.select('request_id').from('receipt') as Statement, [
     ...before,

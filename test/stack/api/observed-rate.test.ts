@@ -1,14 +1,23 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createCompletion } from '../../../operations/completion';
+import { audit } from '../../../operations/audit';
 import { assignPlan } from '../../../db/repositories/plans';
 import { upsertMode } from '../../../db/repositories/modes';
 import { saveQuestionSet } from '../../../db/repositories/runs';
 import { BUCKETS } from '../../../domain/questions/types';
 import { simDemoModes, type ModeRecord } from '../../../domain/modes';
+import {
+  OPENAI_TEST_KEY,
+  openAiReply,
+  startOpenAiLoopback,
+  type Loopback,
+  type RecordedRequest,
+  type Reply,
+} from '../../fixtures/providers';
 import { stack } from '../../harness/stack';
 import { uniqueTicker } from '../../harness/unique';
-import { startProductWorkers } from '../deliberation/helpers';
+import { customMode, startProductWorkers } from '../deliberation/helpers';
 import { appAuth, newPerson, operationDeps, testPlan } from '../plans/helpers';
 import { call, newKey, newOrg, startApi, USER, type Api, type TestOrg } from './helpers';
 
@@ -166,5 +175,128 @@ describe('observed rates: only live, billed API-key calls move a mode published 
       basis: 'api_calls',
     });
     assert.deepEqual([(afterLive.estimate.basis as Obj).kind, (afterLive.estimate.basis as Obj).n], ['api_calls', MIN_SAMPLE]);
+  });
+});
+
+/**
+ * Issue 52: a mode whose first wave asks two seats and the third only when they disagree is quoted with every seat
+ * (`basis.first_wave.basis: "all_seats_assumed"`) until MIN_SAMPLE of its own live, billed API-key calls are recorded
+ * on the tier; from then on the third seat is priced at the share of those calls that asked it (`"observed"`). The
+ * seats are the real OpenAI adapter against a loopback: a prompt tagged `[[agree]]` gets the same final answer from
+ * every seat (the first wave stops early), one tagged `[[split]]` gets two answers (the third seat is asked). The
+ * expected share is counted here from the calls' own `svc.aggregation.early_stop`.
+ */
+describe("observed rates: a first wave's share of calls that asked every seat (issue 52)", function () {
+  this.timeout(600_000);
+  const TIER = 'plus';
+  const AGREE = 12;
+  const SPLIT = 8;
+  let openai: Loopback;
+  let workers: { stop(): Promise<void> };
+  let api: Api;
+  let org: TestOrg;
+  let mode: ModeRecord;
+  let liveKey: string;
+  let testKey: string;
+
+  const seatText = (req: RecordedRequest): string => {
+    const seed = (req.body as { seed?: number }).seed ?? 1;
+    const split = req.bodyText.includes('[[split]]');
+    return split && seed === 1 ? 'Short waves scatter.\nFinal answer: A' : 'Blue light scatters most.\nFinal answer: B';
+  };
+  const script = (req: RecordedRequest): Reply => openAiReply({ text: seatText(req), promptTokens: 100, completionTokens: 20 });
+
+  before(async () => {
+    openai = await startOpenAiLoopback(script);
+    const env = { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl };
+    workers = await startProductWorkers(env);
+    api = await startApi('B', { env });
+    org = await newOrg(200);
+    // Three OpenAI seats told apart by seed, voting with no judge (first in seat order breaks a tie), two asked first.
+    mode = await customMode(org.orgId, 'quorum-panel', {
+      tiers: {
+        experience: { seats: ['openai/gpt-4.1-mini'] },
+        plus: { seats: ['openai/gpt-4.1', 'openai/gpt-4.1-mini', 'openai/gpt-4.1'], tunings: [{ seed: 1 }, { seed: 2 }, { seed: 3 }] },
+      },
+      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1' } },
+      rounds: 1,
+      critique: 'never',
+      grounding: 'off',
+      express: 'never',
+      skipSynthesisWhenConverged: false,
+      aggregation: { method: 'vote', prose: 'verbatim', tieBreak: 'first', ballot: false, firstWave: 2 },
+    });
+    liveKey = await newKey(org.orgId, { limits: { requestsPerMinute: 10_000, concurrency: 20 } });
+    testKey = await newKey(org.orgId, { keyKind: 'test', limits: { requestsPerMinute: 10_000, concurrency: 20 } });
+  });
+  after(async () => {
+    await api?.close();
+    await workers?.stop();
+    await openai?.close();
+  });
+
+  /** One completion of the mode on the tier; its `svc.aggregation`. */
+  async function completion(key: string, scenario: 'agree' | 'split'): Promise<Obj | null> {
+    const reply = await call(api, 'POST', '/v1/chat/completions', {
+      key,
+      body: { model: mode.ticker, tier: TIER, messages: USER(`Why is the sky blue? ${randomUUID().slice(0, 6)} [[${scenario}]]`) },
+    });
+    assert.equal(reply.status, 200, JSON.stringify(reply.body));
+    return (reply.body.svc as Obj).aggregation as Obj | null;
+  }
+
+  /** A live call's round 1: whether it asked every seat, checked against what its scenario makes the seats answer. */
+  async function liveCall(scenario: 'agree' | 'split'): Promise<boolean> {
+    const a = await completion(liveKey, scenario);
+    assert.ok(a, 'the call recorded its aggregation');
+    assert.deepEqual([a.early_stop, a.seats_asked], scenario === 'agree' ? [true, 2] : [false, 3], scenario);
+    return a.early_stop === false;
+  }
+
+  /** The estimate's first wave, and its engines' cost (the mode fee's rate moves at MIN_SAMPLE calls too). */
+  async function firstWave(): Promise<{ basis: Obj; gatewayUsd: number }> {
+    const estimated = await call(api, 'POST', '/v1/estimate', {
+      key: liveKey,
+      body: { model: mode.ticker, tier: TIER, messages: USER('Why is the sky blue? Options: A) dust B) scattering') },
+    });
+    assert.equal(estimated.status, 200, JSON.stringify(estimated.body));
+    const estimate = estimated.body.estimate as Obj;
+    return { basis: (estimate.basis as Obj).first_wave as Obj, gatewayUsd: Number(estimate.gateway_usd) };
+  }
+
+  it('the whole panel is priced until MIN_SAMPLE live calls are recorded, then the share of them that asked every seat', async () => {
+    const before = await firstWave();
+    assert.deepEqual(before.basis, { seats: 2, of: 3, rest_asked_share: 1, basis: 'all_seats_assumed', n: 0 });
+
+    // Test-key calls (sim engines, billed nothing) never count, however their first wave went.
+    for (let i = 0; i < 3; i++) await completion(testKey, 'split');
+
+    // Live calls, the last one held back: two in every five split.
+    const scenarios = Array.from({ length: AGREE + SPLIT }, (_, i) =>
+      i % 5 === 1 || i % 5 === 3 ? ('split' as const) : ('agree' as const),
+    );
+    assert.deepEqual([scenarios.filter((x) => x === 'agree').length, scenarios.filter((x) => x === 'split').length], [AGREE, SPLIT]);
+    const asked: boolean[] = [];
+    for (const scenario of scenarios.slice(0, -1)) asked.push(await liveCall(scenario));
+    const few = await firstWave();
+    assert.deepEqual(few.basis, { seats: 2, of: 3, rest_asked_share: 1, basis: 'all_seats_assumed', n: MIN_SAMPLE - 1 });
+    assert.equal(few.gatewayUsd, before.gatewayUsd, 'below MIN_SAMPLE every seat is still priced');
+
+    asked.push(await liveCall(scenarios[scenarios.length - 1]));
+    assert.equal(asked.length, MIN_SAMPLE);
+    const share = asked.filter(Boolean).length / asked.length;
+    assert.equal(share, SPLIT / MIN_SAMPLE);
+    const observed = await firstWave();
+    assert.deepEqual(observed.basis, { seats: 2, of: 3, rest_asked_share: share, basis: 'observed', n: MIN_SAMPLE });
+    assert.ok(observed.gatewayUsd < before.gatewayUsd, `${observed.gatewayUsd} < ${before.gatewayUsd}: the third seat at ${share}`);
+
+    // The running count holds exactly the live calls, and the auditor's recount of the receipts agrees with it.
+    const row = await stack().db('mode_call_stats').where({ mode_id: mode.id, config_hash: mode.configHash, tier: TIER }).first();
+    assert.deepEqual([row?.n, row?.wave_calls, row?.wave_all_asked], [MIN_SAMPLE, MIN_SAMPLE, SPLIT]);
+    const found = await audit(stack().db, stack().env.client, { orgIds: [org.orgId] });
+    assert.deepEqual(
+      found.filter((v) => v.invariant === 'mode_stats_mismatch'),
+      [],
+    );
   });
 });

@@ -388,6 +388,47 @@ describe('audit: each invariant names the state that breaks it', function () {
     assert.match(line, /counted 3 calls, 300 tokens in, 30 out, 42 µ\$ mode fee; its receipts hold 0, 0, 0, 0 µ\$/);
   });
 
+  it("mode_stats_mismatch: a first wave's count its receipts do not hold (issue 52)", async () => {
+    const mode = await customMode(org.orgId, 'quorum-panel', {});
+    const found = await assertNames(
+      async (trx) => {
+        // The settled call, as if it were a call of the organisation's own mode whose first wave stopped early...
+        const [x] = (await trx('receipts')
+          .where({ request_id: call.requestId })
+          .update({
+            mode_id: mode.id,
+            config_hash: mode.configHash,
+            outcome: trx.raw('outcome || ?::jsonb', [JSON.stringify({ aggregation: { seatsAsked: 2, earlyStop: true } })]),
+          })
+          .returning(['tier', 'prompt_tokens', 'completion_tokens', 'mode_fee_micros'])) as {
+          tier: string;
+          prompt_tokens: number;
+          completion_tokens: number;
+          mode_fee_micros: string;
+        }[];
+        // ...counted with its tokens and fee, but as a call that asked every seat.
+        await trx('mode_call_stats').insert({
+          mode_id: mode.id,
+          config_hash: mode.configHash,
+          tier: x.tier,
+          n: 1,
+          input_tokens: x.prompt_tokens,
+          output_tokens: x.completion_tokens,
+          mode_fee_micros: x.mode_fee_micros,
+          wave_calls: 1,
+          wave_all_asked: 1,
+        });
+      },
+      'mode_stats_mismatch',
+      { org_id: org.orgId, mode_id: mode.id },
+    );
+    const line = found.find((v) => v.invariant === 'mode_stats_mismatch' && v.ids.mode_id === mode.id)?.detail ?? '';
+    assert.match(
+      line,
+      /counted 1 calls, .*; its receipts hold 1, .*; of them with their seats asked recorded, counted 1, 1 asking every seat; its receipts hold 1, 0$/,
+    );
+  });
+
   it("key_spend_mismatch: a key's month counted with more than its calls' ledger entries hold", async () => {
     const month = new Date().toISOString().slice(0, 7);
     const found = await assertNames(

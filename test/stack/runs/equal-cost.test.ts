@@ -17,8 +17,8 @@ type Obj = Record<string, unknown>;
 const micros = (usd: unknown): number => Math.round(Number(usd) * 1_000_000);
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const round4 = (x: number): number => Math.round(x * 10_000) / 10_000;
-/** docs/runs.md: k = ⌊cost ÷ sample⌋, within 2…12. */
-const kOf = (costMicros: number, sampleMicros: number): number => Math.min(12, Math.max(2, Math.floor(costMicros / sampleMicros)));
+/** docs/runs.md: k = ⌈cost ÷ sample⌉, within 2…12. */
+const kOf = (costMicros: number, sampleMicros: number): number => Math.min(12, Math.max(2, Math.ceil(costMicros / sampleMicros)));
 
 /** The plurality of the readable answers, a tie to the answer of the first tied seat in seat order (docs/runs.md). */
 function pluralityOf(seats: readonly { role: string; answer: string | null }[]): { answer: string; votes: number; role: string } | null {

@@ -38,17 +38,18 @@ function panelOf(
 }
 
 describe('domain: equal-cost arms (issue 39 item 2)', () => {
-  it('k is a cost over one sample’s, rounded down, at least 2 and at most MAX_SAMPLES', () => {
-    assert.equal(samplesAtEqualCost(9_000, 2_000), 4);
+  it('k is a cost over one sample’s, rounded up (the arm never gets less money than the mode), at least 2 and at most MAX_SAMPLES', () => {
+    assert.equal(samplesAtEqualCost(9_000, 2_000), 5, '4.5 samples’ money: five');
+    assert.equal(samplesAtEqualCost(8_000, 2_000), 4, 'exactly four');
     assert.equal(samplesAtEqualCost(3_000, 2_000), 2, 'never fewer than two samples');
     assert.equal(samplesAtEqualCost(1_000_000, 1), MAX_SAMPLES);
     assert.equal(samplesAtEqualCost(5_000, 0), 2, 'a free sample (no recorded cost) still gives two');
   });
 
   it('k is at the mode’s whole cost per question (judge and synthesis in), the seats-only k beside it (issue 52 item 2)', () => {
-    // Seats $0.006, judge and synthesis $0.005 more: 11,000 µ$ ÷ 2,000 = 5.5 → 5 samples; the seats alone 3.
+    // Seats $0.006, judge and synthesis $0.005 more: 11,000 µ$ ÷ 2,000 = 5.5 → 6 samples; the seats alone 3.
     assert.deepEqual(equalCostSamples({ modeMicros: 11_000, modeSeatsMicros: 6_000, sampleMicros: 2_000 }), {
-      samples: 5,
+      samples: 6,
       samplesSeatsOnly: 3,
     });
     // Both within the bounds: a mode of 100 samples' cost is still 12; a seats' share under two samples is still 2.
