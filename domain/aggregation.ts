@@ -284,8 +284,11 @@ export interface AggregationRecord<R extends string = string> {
   /** Seats asked in round 1, and whether a first wave's agreement left the rest unasked. */
   seatsAsked: number;
   earlyStop: boolean;
-  /** The ballot call, when one ran. */
-  ballotCall: { modelUsed: string; latencyMs: number } | null;
+  /**
+   * The ballot call, when one ran: on the service's keys, in the call's tokens and bill, so, as the classifier's, it is
+   * on the receipt in full (`quorum audit` accounts for it beside the seat rows).
+   */
+  ballotCall: { modelUsed: string; latencyMs: number; tokensIn: number; tokensOut: number; realCostMicros: number } | null;
   synthesis: SynthesisFate;
   /** The ballot read the answer: it was stated after the winning text. */
   answerLineAdded: boolean;

@@ -882,6 +882,6 @@ async function ballotRound(
   const read = readBallot(r.text, labels, kind);
   return {
     answers: Object.fromEntries(labelled.map((l) => [l.role, read[l.label]])),
-    call: { modelUsed: r.engineId, latencyMs: r.latencyMs },
+    call: { modelUsed: r.engineId, latencyMs: r.latencyMs, tokensIn: r.tokensIn, tokensOut: r.tokensOut, realCostMicros: r.costMicros },
   };
 }

@@ -167,7 +167,13 @@ export function aggregationJson(o: Outcome, showAnswers: boolean): JsonObject | 
     decided_by: a.decidedBy,
     seats_asked: a.seatsAsked,
     early_stop: a.earlyStop,
-    ballot_call: a.ballotCall && { model_used: a.ballotCall.modelUsed, latency_ms: a.ballotCall.latencyMs },
+    ballot_call: a.ballotCall && {
+      model_used: a.ballotCall.modelUsed,
+      latency_ms: a.ballotCall.latencyMs,
+      tokens_in: a.ballotCall.tokensIn,
+      tokens_out: a.ballotCall.tokensOut,
+      real_cost_usd: usd(a.ballotCall.realCostMicros),
+    },
     synthesis: a.synthesis,
     answer_line_added: a.answerLineAdded,
   };

@@ -108,9 +108,15 @@ const AggregationSchema = z
     seats_asked: z.number().int().describe('Seats asked in round 1.'),
     early_stop: z.boolean().describe('A first wave agreed and the rest of the seats were never asked (nor billed).'),
     ballot_call: z
-      .object({ model_used: z.string(), latency_ms: z.number().int() })
+      .object({
+        model_used: z.string(),
+        latency_ms: z.number().int(),
+        tokens_in: z.number().int(),
+        tokens_out: z.number().int(),
+        real_cost_usd: z.number(),
+      })
       .nullable()
-      .describe('The short structured call that read answers no seat stated plainly; null when none ran.'),
+      .describe('The short structured call that read answers no seat stated plainly, in the call’s tokens and bill; null when none ran.'),
     synthesis: z
       .enum(SYNTHESIS_FATES)
       .describe('`none`: no synthesis ran; `kept`: a pinned one kept the answer; else why the seat’s text stands.'),

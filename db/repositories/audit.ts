@@ -130,10 +130,14 @@ const CHECKS: readonly Check[] = [
                          else 'no judge or synthesis ran, so the rows and the classifier are all of it' end) as detail
         from receipts x
         left join rows r on r.request_id = x.request_id
-        -- The classifier model's call (issue 38) is on the receipt beside the rows, on the service's keys.
-        cross join lateral (select coalesce((x.outcome#>>'{staff,classifier,tokensIn}')::bigint, 0) as tokens_in,
-                                   coalesce((x.outcome#>>'{staff,classifier,tokensOut}')::bigint, 0) as tokens_out,
-                                   coalesce((x.outcome#>>'{staff,classifier,realCostMicros}')::bigint, 0) as cost) k
+        -- The classifier model's call (issue 38) and a vote's ballot call (issue 52) are on the receipt beside the rows,
+        -- on the service's keys.
+        cross join lateral (select coalesce((x.outcome#>>'{staff,classifier,tokensIn}')::bigint, 0)
+                                     + coalesce((x.outcome#>>'{aggregation,ballotCall,tokensIn}')::bigint, 0) as tokens_in,
+                                   coalesce((x.outcome#>>'{staff,classifier,tokensOut}')::bigint, 0)
+                                     + coalesce((x.outcome#>>'{aggregation,ballotCall,tokensOut}')::bigint, 0) as tokens_out,
+                                   coalesce((x.outcome#>>'{staff,classifier,realCostMicros}')::bigint, 0)
+                                     + coalesce((x.outcome#>>'{aggregation,ballotCall,realCostMicros}')::bigint, 0) as cost) k
         cross join lateral (select coalesce(r.tokens_in, 0) + k.tokens_in as tokens_in, coalesce(r.tokens_out, 0) + k.tokens_out as tokens_out,
                                    coalesce(r.service_cost, 0) + k.cost as service_cost,
                                    coalesce(x.outcome#>'{staff,judge}', 'null'::jsonb) <> 'null'::jsonb

@@ -184,6 +184,8 @@ describe('a panel that keeps the answer (issue 52): vote, tie, ballot, pinned sy
     assert.equal(outcome.answer, `${SEATS.ballot[0]}\n\nFinal answer: B`);
     const a = outcome.aggregation;
     assert.deepEqual([a?.decidedBy, a?.answerLineAdded, a?.ballotCall?.modelUsed], ['ballot', true, 'openai/gpt-4.1']);
+    // The ballot is on the receipt in full: the provider's counts at gpt-4.1's prices (100 × $2 + 20 × $8 per Mtok).
+    assert.deepEqual([a?.ballotCall?.tokensIn, a?.ballotCall?.tokensOut, a?.ballotCall?.realCostMicros], [100, 20, 360]);
     assert.deepEqual(
       a?.ballots.map((b) => [b.role, b.answer, b.readBy]),
       [

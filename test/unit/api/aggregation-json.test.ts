@@ -49,7 +49,7 @@ const VOTE: AggregationRecord<SeatRole> = {
   decidedBy: 'plurality',
   seatsAsked: 3,
   earlyStop: false,
-  ballotCall: { modelUsed: 'sim/judge', latencyMs: 120 },
+  ballotCall: { modelUsed: 'sim/judge', latencyMs: 120, tokensIn: 300, tokensOut: 12, realCostMicros: 1_234 },
   synthesis: 'none',
   answerLineAdded: false,
 };
@@ -112,7 +112,7 @@ const SHOWN = {
   decided_by: 'plurality',
   seats_asked: 3,
   early_stop: false,
-  ballot_call: { model_used: 'sim/judge', latency_ms: 120 },
+  ballot_call: { model_used: 'sim/judge', latency_ms: 120, tokens_in: 300, tokens_out: 12, real_cost_usd: 0.001234 },
   synthesis: 'none',
   answer_line_added: false,
 };
