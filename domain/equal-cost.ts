@@ -1,4 +1,4 @@
-import { plurality, questionAnswerKind, readAnswer, type AnswerKindName, type SeatBallot } from './aggregation';
+import { plurality, questionAnswerKind, readAnswer, tally, type AnswerKindName, type SeatBallot } from './aggregation';
 import type { Tier } from './modes';
 import type { PanelResult } from './outcome';
 import { answerKey, checkAnswer } from './questions/check';
@@ -28,8 +28,8 @@ export interface SamplePlan {
   /** The mode's strongest seat engine: the spec's baseline, and the engine every sample asks. */
   engineId: string;
   /**
-   * k: ⌊modeMicros ÷ sampleMicros⌋ within the bounds. On a plan without `modeMicros` (launched before issue 52) it
-   * was chosen at the seats' cost alone, ⌊modeSeatsMicros ÷ sampleMicros⌋.
+   * k: ⌈modeMicros ÷ sampleMicros⌉ within the bounds (`samplesAtEqualCost`). On a plan without `modeMicros` (launched
+   * before issue 52) it was chosen at the seats' cost alone, rounded down.
    */
   samples: number;
   /** `recorded`: means over the mode version's earlier questions; `projected`: the quote's arithmetic. */
@@ -44,7 +44,7 @@ export interface SamplePlan {
   /** The seats' share of it, and one answer of the engine, in µ$ (means when recorded). */
   modeSeatsMicros: number;
   sampleMicros: number;
-  /** k at the seats' cost alone, ⌊modeSeatsMicros ÷ sampleMicros⌋ within the bounds: shown beside k. Absent before issue 52. */
+  /** k at the seats' cost alone, ⌈modeSeatsMicros ÷ sampleMicros⌉ within the bounds: shown beside k. Absent before issue 52. */
   samplesSeatsOnly?: number;
 }
 
@@ -132,14 +132,14 @@ export function majorityVote(
   asked: Pick<Question, 'answerKind' | 'choices'>,
 ): { index: number; votes: number } | null {
   if (samples.length === 0) return null;
-  const keys = samples.map((s) => answerKey(s, asked));
-  let best = { index: 0, votes: 0 };
-  keys.forEach((key, index) => {
-    if (key === undefined || keys.indexOf(key) !== index) return;
-    const votes = keys.filter((k) => k === key).length;
-    if (votes > best.votes) best = { index, votes };
-  });
-  return best;
+  // The panel's own count (domain/aggregation.ts): most votes first, an equal count to the earliest answer.
+  const top = tally(
+    samples.map((text, i) => {
+      const answer = answerKey(text, asked) ?? null;
+      return { role: String(i), answer, readBy: answer === null ? null : ('text' as const), cut: false };
+    }),
+  )[0];
+  return top ? { index: Number(top.seats[0]), votes: top.votes } : { index: 0, votes: 0 };
 }
 
 export const ARMS = ['mode', 'baseline', 'self_moa', 'majority_vote'] as const;
