@@ -17,7 +17,8 @@ export const ACCOUNT_EVENT_TYPES = {
 
 export type AccountEventType = keyof typeof ACCOUNT_EVENT_TYPES;
 
-export type AccountEventState = 'pending' | 'delivered' | 'failed' | 'no_endpoint';
+export const ACCOUNT_EVENT_STATES = ['pending', 'delivered', 'failed', 'no_endpoint'] as const;
+export type AccountEventState = (typeof ACCOUNT_EVENT_STATES)[number];
 
 /** What a receiver gets: Stripe's event shape, as `run.ended` has (domain/run-event.ts). */
 export interface AccountEventBody {

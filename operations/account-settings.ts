@@ -4,8 +4,8 @@ import { QuorumError } from '../domain/errors';
 import { microsToUsd, usdToMicros } from '../domain/money';
 import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../domain/retention';
 import { assertPublicCallbackHost, CallbackAddressRefused } from '../infra/callback-address';
-import { orgActedOn, requireOwner, type Principal } from './principal';
-import { recordActivity } from './activity';
+import { requireOwner } from './principal';
+import { orgOf, recordActivity, requireAdminKey, type Actor } from './activity';
 import type { StoreDeps } from './deps';
 
 /**
@@ -21,15 +21,25 @@ export interface AccountSettingsView {
   effectiveRetentionDays: number;
 }
 
+/** What changes; a field left out keeps its value (the console's form sends all three, the API one group). */
 export interface AccountSettingsInput {
-  webhookUrl: string | null;
-  /** Dollars as text (the form's field), at most six decimals. */
-  lowBalanceUsd: string;
-  retentionDays: number | null;
+  webhookUrl?: string | null;
+  /** Dollars, as the form's text or the API's number, at most six decimals. */
+  lowBalanceUsd?: string | number;
+  retentionDays?: number | null;
 }
 
-export async function accountSettingsOf(deps: StoreDeps, principal: Principal): Promise<AccountSettingsView> {
-  const settings = await accountSettings(deps.db, orgActedOn(principal));
+/**
+ * The organisation the settings are read or changed for: a person's (the console), the one the operator names, or an
+ * admin key's own (`/v1/organization/alerts`, `/v1/organization/retention`); any other key is refused.
+ */
+function settingsOrg(actor: Actor): string {
+  if (actor.via === 'key') requireAdminKey(actor.auth);
+  return orgOf(actor);
+}
+
+export async function accountSettingsOf(deps: StoreDeps, actor: Actor): Promise<AccountSettingsView> {
+  const settings = await accountSettings(deps.db, settingsOrg(actor));
   if (!settings) throw new QuorumError('not_found', 'No such organisation.');
   return { ...settings, effectiveRetentionDays: settings.retentionDays ?? DEFAULT_RETENTION_DAYS };
 }
@@ -44,7 +54,7 @@ function webhookUrlOf(raw: string | null): string | null {
   return url.href;
 }
 
-function thresholdMicros(usd: string): bigint {
+function thresholdMicros(usd: string | number): bigint {
   let micros: bigint | undefined;
   try {
     micros = usdToMicros(usd);
@@ -58,14 +68,19 @@ function thresholdMicros(usd: string): bigint {
   return micros;
 }
 
-/** Validated and saved at once; in production a webhook URL inside the deployment is refused here, and at each delivery. */
+/**
+ * Validated, every field sent, before anything is saved; then saved at once. The owner in the console, the operator,
+ * or the organisation's admin key over the API (which the owner alone makes). In production a webhook URL inside the
+ * deployment is refused here, and at each delivery.
+ */
 export async function changeAccountSettings(
   deps: StoreDeps & { publicCallbacksOnly?: boolean },
-  principal: Principal,
+  actor: Actor,
   input: AccountSettingsInput,
 ): Promise<AccountSettingsView> {
-  requireOwner(principal, 'Only the organisation owner changes alerts and retention.');
-  const webhookUrl = webhookUrlOf(input.webhookUrl);
+  if (actor.via !== 'key') requireOwner(actor, 'Only the organisation owner changes alerts and retention.');
+  const orgId = settingsOrg(actor);
+  const webhookUrl = input.webhookUrl === undefined ? undefined : webhookUrlOf(input.webhookUrl);
   if (webhookUrl) {
     try {
       await assertPublicCallbackHost(new URL(webhookUrl), deps.publicCallbacksOnly === true);
@@ -76,32 +91,41 @@ export async function changeAccountSettings(
       });
     }
   }
-  const lowBalanceMicros = thresholdMicros(input.lowBalanceUsd);
-  const days = input.retentionDays;
-  if (days !== null && (!Number.isInteger(days) || days < 0 || days > MAX_RETENTION_DAYS))
+  const sentMicros = input.lowBalanceUsd === undefined ? undefined : thresholdMicros(input.lowBalanceUsd);
+  const sentDays = input.retentionDays;
+  if (sentDays != null && (!Number.isInteger(sentDays) || sentDays < 0 || sentDays > MAX_RETENTION_DAYS))
     throw new QuorumError('invalid_request', `Transcript retention is a whole number of days from 0 to ${MAX_RETENTION_DAYS}.`, {
       param: 'transcript_retention_days',
     });
-  const orgId = orgActedOn(principal);
   await deps.db.transaction(async (trx) => {
-    const before = await accountSettings(trx, orgId);
-    await saveAccountSettings(trx, orgId, { webhookUrl, lowBalanceMicros, retentionDays: days });
-    if (before?.retentionDays !== days)
-      await recordActivity(trx, orgId, principal, {
+    // Locked, so two changes of different fields at once each keep the other's.
+    const before = await accountSettings(trx, orgId, { lock: true });
+    if (!before) throw new QuorumError('not_found', 'No such organisation.');
+    const after = {
+      webhookUrl: webhookUrl === undefined ? before.webhookUrl : webhookUrl,
+      lowBalanceMicros: sentMicros ?? before.lowBalanceMicros,
+      retentionDays: sentDays === undefined ? before.retentionDays : sentDays,
+    };
+    await saveAccountSettings(trx, orgId, after);
+    if (before.retentionDays !== after.retentionDays)
+      await recordActivity(trx, orgId, actor, {
         kind: 'retention.changed',
-        detail: { from_days: before?.retentionDays ?? null, to_days: days, default_days: DEFAULT_RETENTION_DAYS },
+        detail: { from_days: before.retentionDays, to_days: after.retentionDays, default_days: DEFAULT_RETENTION_DAYS },
       });
     // The URL's host only: a receiver's path or query may carry a token of its own.
-    if (before?.webhookUrl !== webhookUrl || before.lowBalanceMicros !== lowBalanceMicros)
-      await recordActivity(trx, orgId, principal, {
+    if (before.webhookUrl !== after.webhookUrl || before.lowBalanceMicros !== after.lowBalanceMicros)
+      await recordActivity(trx, orgId, actor, {
         kind: 'alerts.changed',
-        detail: { webhook_host: webhookUrl === null ? null : new URL(webhookUrl).host, balance_low_usd: microsToUsd(lowBalanceMicros) },
+        detail: {
+          webhook_host: after.webhookUrl === null ? null : new URL(after.webhookUrl).host,
+          balance_low_usd: microsToUsd(after.lowBalanceMicros),
+        },
       });
   });
-  return accountSettingsOf(deps, principal);
+  return accountSettingsOf(deps, actor);
 }
 
-/** The organisation's latest account events and how their delivery went (the console's list). */
-export async function accountEventsOf(deps: StoreDeps, principal: Principal): Promise<AccountEventLine[]> {
-  return recentAccountEvents(deps.db, orgActedOn(principal));
+/** The organisation's latest account events and how their delivery went (the console's list, an admin key's read). */
+export async function accountEventsOf(deps: StoreDeps, actor: Actor): Promise<AccountEventLine[]> {
+  return recentAccountEvents(deps.db, settingsOrg(actor));
 }

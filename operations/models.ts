@@ -13,6 +13,11 @@ import { callerCeilingMicros, ownKeyFamilies, ratesOf, runEvidenceOf } from './e
 
 export interface ModelView {
   mode: ModeRecord;
+  /**
+   * When the mode's id (and ticker) was first saved (`modes.created_at`): OpenAI's `created`. Stable: a new version of
+   * the panel keeps it, as an OpenAI model alias keeps its own date while the snapshot behind it moves.
+   */
+  created: Date;
   rates: TierRates;
   /** null: no per-call ceiling (a connected app's call on a plan). */
   ceilingMicros: number | null;
@@ -73,6 +78,7 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
       const latest = await runEvidenceOf(db, mode);
       return {
         mode,
+        created: mode.createdAt,
         rates: await ratesOf(db, mode),
         ceilingMicros: callerCeilingMicros(form, auth, mode, undefined),
         seating,

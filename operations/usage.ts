@@ -1,7 +1,7 @@
 import type { AuthContext } from '../db/repositories/api-keys';
 import { usageRows, type UsageDimension, type UsageRow } from '../db/repositories/usage';
 import { isStorableText } from '../domain/storable-text';
-import type { StoreDeps } from './deps';
+import type { OperationDeps, StoreDeps } from './deps';
 import { invalidParam, onlyParams, singleParam, timeWindow } from './query-params';
 
 /**
@@ -31,9 +31,42 @@ export interface UsageRequest {
   /** Where this page begins: `start`, or the `page` the one before returned. */
   pageStart: Date;
   groupBy: UsageDimension[];
+  /** `api_key_ids`: only calls made with these keys (Quorum key ids); absent: every key. */
+  apiKeyIds?: string[];
+  /** `models`: only calls of these modes (Form A mode keys, Form B tickers, as the results name them); absent: every mode. */
+  models?: string[];
 }
 
-const USAGE_PARAMS = ['start_time', 'end_time', 'bucket_width', 'group_by', 'limit', 'page'];
+/**
+ * OpenAI's list parameters as its SDKs send them (`group_by[]=mode&group_by[]=key`, Koa reading the key as
+ * `group_by[]`) or plainly (`group_by=mode&group_by=key`, `group_by=mode,key`); both spellings may be mixed.
+ */
+const LIST_PARAMS = ['group_by', 'api_key_ids', 'models'] as const;
+const USAGE_PARAMS = ['start_time', 'end_time', 'bucket_width', 'limit', 'page', ...LIST_PARAMS.flatMap((p) => [p, `${p}[]`])];
+/** A filter's most values, and the longest one: a key id or a mode key or ticker is far shorter. */
+const MAX_FILTER_VALUES = 100;
+const MAX_FILTER_VALUE = 200;
+
+/** Every value of a list parameter, from both spellings, each split at commas; undefined when not sent. */
+function listParam(query: Readonly<Record<string, unknown>>, param: string): string[] | undefined {
+  const sent = [query[param], query[`${param}[]`]].filter((v) => v !== undefined);
+  if (sent.length === 0) return undefined;
+  return sent.flatMap((raw) => (Array.isArray(raw) ? (raw as unknown[]) : [raw])).flatMap((v) => String(v).split(','));
+}
+
+/**
+ * `api_key_ids` or `models`: ids as the results name them, at least one. An id of no key or mode of the organisation
+ * matches nothing (as OpenAI's filters do, and as `GET /v1/receipts` filters): an empty value, one too long or not
+ * text, or too many, is 400 naming the parameter.
+ */
+function filterParam(query: Readonly<Record<string, unknown>>, param: 'api_key_ids' | 'models', what: string): string[] | undefined {
+  const items = listParam(query, param);
+  if (items === undefined) return undefined;
+  const bad = items.find((v) => v.trim() === '' || v.length > MAX_FILTER_VALUE || !isStorableText(v));
+  if (bad !== undefined) throw invalidParam(param, `\`${param}\` takes ${what}, comma-separated or repeated; not \`${bad.slice(0, 80)}\`.`);
+  if (items.length > MAX_FILTER_VALUES) throw invalidParam(param, `\`${param}\` names at most ${MAX_FILTER_VALUES} values.`);
+  return [...new Set(items)];
+}
 
 /** The query of `GET /v1/usage`; every bad value is 400 naming its parameter. */
 export function parseUsageQuery(query: Readonly<Record<string, unknown>>, now: Date = new Date()): UsageRequest {
@@ -50,7 +83,18 @@ export function parseUsageQuery(query: Readonly<Record<string, unknown>>, now: D
   const limit = limitText === undefined ? size.default : /^\d{1,4}$/.test(limitText) ? Number(limitText) : NaN;
   if (!(limit >= 1 && limit <= size.max))
     throw invalidParam('limit', `\`limit\` is a number of buckets from 1 to ${size.max} for \`${width}\` (default ${size.default}).`);
-  return { start, end, width, limit, pageStart: pageOf(query, { start, end, width }), groupBy: parseGroupBy(query.group_by) };
+  const apiKeyIds = filterParam(query, 'api_key_ids', 'key ids (`key_…`)');
+  const models = filterParam(query, 'models', 'modes as the results name them (Form A mode keys, Form B tickers)');
+  return {
+    start,
+    end,
+    width,
+    limit,
+    pageStart: pageOf(query, { start, end, width }),
+    groupBy: parseGroupBy(listParam(query, 'group_by')),
+    ...(apiKeyIds && { apiKeyIds }),
+    ...(models && { models }),
+  };
 }
 
 /** `page`: the `next_page` a page returned, the start of a bucket inside the window. */
@@ -63,10 +107,9 @@ function pageOf(query: Readonly<Record<string, unknown>>, w: { start: Date; end:
   return new Date(ms);
 }
 
-/** `group_by`: comma-separated, or sent more than once (as OpenAI's clients send an array). */
-function parseGroupBy(raw: unknown): UsageDimension[] {
-  if (raw === undefined) return [];
-  const items = (Array.isArray(raw) ? (raw as unknown[]) : [raw]).flatMap((v) => String(v).split(','));
+/** `group_by`: comma-separated, sent more than once, or as `group_by[]` (as OpenAI's clients send an array). */
+function parseGroupBy(items: readonly string[] | undefined): UsageDimension[] {
+  if (items === undefined) return [];
   const dims = items.map((item): UsageDimension => {
     if ((USAGE_DIMENSIONS as readonly string[]).includes(item)) return { by: item as (typeof USAGE_DIMENSIONS)[number] };
     const meta = METADATA_DIMENSION.exec(item);
@@ -105,7 +148,7 @@ function bucketsOf(req: UsageRequest): { start: Date; end: Date }[] {
 }
 
 /** A page of the organisation's usage: every bucket of it, those without calls empty. */
-export async function usageOf(deps: StoreDeps, auth: AuthContext, req: UsageRequest): Promise<UsagePage> {
+export async function usageOf(deps: StoreDeps & Pick<OperationDeps, 'form'>, auth: AuthContext, req: UsageRequest): Promise<UsagePage> {
   const spans = bucketsOf(req);
   const pageEnd = spans[spans.length - 1].end;
   const rows = await usageRows(deps.db, {
@@ -114,6 +157,9 @@ export async function usageOf(deps: StoreDeps, auth: AuthContext, req: UsageRequ
     end: pageEnd,
     width: req.width === '1d' ? 'day' : 'hour',
     groupBy: req.groupBy,
+    ...(req.apiKeyIds && { keyIds: req.apiKeyIds }),
+    // A mode as this Form's results name it: Form A its key, Form B its ticker.
+    ...(req.models && { modes: { by: deps.form === 'A' ? 'id' : 'ticker', values: req.models } }),
   });
   // A row's bucket is the UTC boundary before its calls; the page's first bucket may begin after it.
   const buckets = spans.map((span) => ({

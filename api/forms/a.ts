@@ -10,6 +10,7 @@ import {
   completionShape,
   estimateShape,
   lateSeatsJson,
+  modelHead,
   receiptEnvelope,
   receiptShape,
   replayFields,
@@ -20,7 +21,6 @@ import {
 import { runSerialiser } from './runs';
 
 /** Form A: modes by key, depth surcharges, provider families; `finish_reason: cost_cap` when the ceiling stopped the run. */
-const OWNER = 'quorum';
 
 /** Form A shows the families of the engines that answered, not model ids. */
 function families(engines: readonly string[]): string[] {
@@ -67,9 +67,7 @@ export const formA: FormSerialiser = {
     const { mode } = view;
     const fees = mode.config.fees;
     return {
-      id: mode.id,
-      object: 'model',
-      owned_by: OWNER,
+      ...modelHead(view, mode.id),
       svc: {
         mode_key: mode.id,
         name: mode.name,

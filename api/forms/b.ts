@@ -11,6 +11,7 @@ import {
   completionShape,
   estimateShape,
   lateSeatsJson,
+  modelHead,
   ratesJson,
   receiptEnvelope,
   receiptShape,
@@ -154,8 +155,7 @@ export const formB: FormSerialiser = {
   model: (view) => {
     const { mode, rates, ceilingMicros } = view;
     return {
-      id: mode.ticker,
-      object: 'model',
+      ...modelHead(view, mode.ticker),
       svc: {
         name: mode.name,
         description: mode.description,

@@ -17,6 +17,17 @@ const SIMULATED_NOTE: Readonly<Record<ModelView['simulatedBecause'], string>> = 
   test_key: 'A test key runs every seat and staff engine on simulated sim/* engines and bills nothing.',
 };
 
+/**
+ * The head of a model listing entry in both Forms: OpenAI's `Model` (`id`, `object`, `created`, `owned_by`), which
+ * strictly typed clients (Rust `async-openai`) require whole. `created` is when the mode was first saved (Unix
+ * seconds); `owned_by` is spec 01's constant neutral owner label (Form A), sent by Form B too: who made a mode is in
+ * its ticker and certification, not in a field a client may match on.
+ */
+export const MODEL_OWNER = 'quorum';
+export function modelHead(v: ModelView, id: string): JsonObject {
+  return { id, object: 'model', created: Math.floor(v.created.getTime() / 1000), owned_by: MODEL_OWNER };
+}
+
 /** `svc.simulated_engines` of a model listing, present only when a simulated engine would answer for a designed one. */
 export function simulatedDisclosure(v: ModelView): JsonObject {
   if (v.simulatedEngines.length === 0) return {};

@@ -123,7 +123,17 @@ export const USAGE_PARAMETERS: JsonObject[] = [
   query(
     'group_by',
     { type: 'array', items: { type: 'string', pattern: `^(${USAGE_DIMENSIONS.join('|')}|metadata\\..{1,64})$` } },
-    'Any of these, comma-separated or repeated; `metadata.<key>` groups by that key of the calls’ `metadata`.',
+    'Any of these, comma-separated or repeated, or as `group_by[]` (OpenAI’s SDKs); `metadata.<key>` groups by that key of the calls’ `metadata`.',
+  ),
+  query(
+    'api_key_ids',
+    { type: 'array', maxItems: 100, items: { type: 'string', minLength: 1, maxLength: 200 } },
+    'Only calls made with these keys (`key_…`), comma-separated, repeated or as `api_key_ids[]`; an id of no key of the organisation matches nothing.',
+  ),
+  query(
+    'models',
+    { type: 'array', maxItems: 100, items: { type: 'string', minLength: 1, maxLength: 200 } },
+    'Only calls of these modes as the results name them (Form A the mode key, Form B the ticker), comma-separated, repeated or as `models[]`; any other matches nothing.',
   ),
   query('limit', { type: 'integer', minimum: 1, maximum: 168 }, 'Buckets per page: 1d default 7, at most 31; 1h default 24, at most 168.'),
   query('page', { type: 'string', pattern: '^[0-9]{1,12}$' }, 'The `next_page` of the page before.'),

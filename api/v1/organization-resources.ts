@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { ACTIVITY_EDGES, ACTIVITY_KINDS } from '../../domain/activity';
 import { KEY_KINDS, SCOPES } from '../../domain/api-keys';
 import { ACTIVITY_PAGE } from '../../operations/activity';
-import { BudgetSchema, KeyCreateSchema } from '../../operations/requests/organization';
+import { AlertsChangeSchema, BudgetSchema, KeyCreateSchema, RetentionChangeSchema } from '../../operations/requests/organization';
+import { ACCOUNT_EVENT_STATES, ACCOUNT_EVENT_TYPES, type AccountEventType } from '../../domain/account-events';
 import type { JsonObject } from '../forms/json';
 
 /** `/v1/organization/keys` and `/v1/organization/activity` (issue 41 items 3 and 6) for the OpenAPI document. */
@@ -69,7 +70,43 @@ export const ActivityListSchema = z.object({
   has_more: z.boolean(),
 });
 
-export { BudgetSchema, KeyCreateSchema };
+/** `/v1/organization/alerts` and `/v1/organization/retention` (issue 53 item 5): the console's Alerts page by API. */
+export const OrganizationAlertsSchema = z.object({
+  object: z.literal('organization.alerts'),
+  webhook_url: z.string().nullable().describe('Where account events are POSTed, signed; null: none (events are recorded, not sent).'),
+  balance_low_usd: z.number().describe('`balance.low` below this balance; 0: never.'),
+});
+
+export const OrganizationRetentionSchema = z.object({
+  object: z.literal('organization.retention'),
+  transcript_retention_days: z.number().int().nullable().describe('As set; null: the default.'),
+  effective_days: z.number().int().describe('What applies now: the days set, else the default.'),
+  default_days: z.number().int(),
+  max_days: z.number().int(),
+});
+
+export const AccountEventListSchema = z.object({
+  object: z.literal('list'),
+  data: z
+    .array(
+      z.object({
+        object: z.literal('organization.account_event'),
+        id: z.string().describe('`evt_…`, as in the delivery’s `Quorum-Event-Id`.'),
+        type: z.enum(Object.keys(ACCOUNT_EVENT_TYPES) as [AccountEventType, ...AccountEventType[]]),
+        created_at: unix,
+        delivery: z.enum(ACCOUNT_EVENT_STATES),
+        attempts: z.number().int(),
+        last_status: z.number().int().nullable().describe('The receiver’s last HTTP status.'),
+        last_error: z.string().nullable(),
+      }),
+    )
+    .describe('The latest 50 events, newest first, with their delivery.'),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable(),
+  has_more: z.literal(false),
+});
+
+export { AlertsChangeSchema, BudgetSchema, KeyCreateSchema, RetentionChangeSchema };
 
 export const KEY_ID_PARAMETER: JsonObject = { name: 'key_id', in: 'path', required: true, schema: { type: 'string' } };
 

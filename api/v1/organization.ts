@@ -6,7 +6,11 @@ import { microsToUsd } from '../../domain/money';
 import { activityOf, parseActivityQuery, type KeyCaller } from '../../operations/activity';
 import { monthStartUtc } from '../../domain/api-keys';
 import { issueKey, keyOf, keysOf, revokeKey, setBudget } from '../../operations/api-keys';
-import { parseKeyBudget, parseNewKey } from '../../operations/requests/organization';
+import { parseAlertsChange, parseKeyBudget, parseNewKey, parseRetentionChange } from '../../operations/requests/organization';
+import { accountEventsOf, accountSettingsOf, changeAccountSettings, type AccountSettingsView } from '../../operations/account-settings';
+import type { AccountEventLine } from '../../db/repositories/account-events';
+import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../../domain/retention';
+import type { RunSettings } from '../../operations/run-settings';
 import { ADMIN_SCOPE } from '../http/access';
 import { readJsonObject } from '../http/body';
 import type { RouteDeps } from '../http/context';
@@ -14,9 +18,10 @@ import { authOf, gate } from '../http/gate';
 import type { JsonObject } from '../forms/json';
 
 /**
- * The organisation managed from code with an admin key (issue 41 items 3 and 6): its keys
- * (`/v1/organization/keys`) and its activity log (`/v1/organization/activity`). Any other key is 403
- * `insufficient_scope` at the gate.
+ * The organisation managed from code with an admin key (issue 41 items 3 and 6, issue 53 item 5): its keys
+ * (`/v1/organization/keys`), its activity log (`/v1/organization/activity`), its alerts
+ * (`/v1/organization/alerts`, with the account events raised) and its transcript retention
+ * (`/v1/organization/retention`). Any other key is 403 `insufficient_scope` at the gate.
  */
 
 const unix = (d: Date): number => Math.floor(d.getTime() / 1000);
@@ -70,8 +75,37 @@ function activityJson(r: ActivityRecord): JsonObject {
 
 const keyIdOf = (ctx: Context): string => String((ctx.params as Record<string, string | undefined>).key_id ?? '');
 
+/** The alert settings as the API shows them: the console's Alerts page's first two fields. */
+function alertsJson(v: AccountSettingsView): JsonObject {
+  return { object: 'organization.alerts', webhook_url: v.webhookUrl, balance_low_usd: microsToUsd(v.lowBalanceMicros) };
+}
+
+/** The transcript retention: as set (null: the default), what applies, and the bounds. */
+function retentionJson(v: AccountSettingsView): JsonObject {
+  return {
+    object: 'organization.retention',
+    transcript_retention_days: v.retentionDays,
+    effective_days: v.effectiveRetentionDays,
+    default_days: DEFAULT_RETENTION_DAYS,
+    max_days: MAX_RETENTION_DAYS,
+  };
+}
+
+function accountEventJson(e: AccountEventLine): JsonObject {
+  return {
+    object: 'organization.account_event',
+    id: e.id,
+    type: e.type,
+    created_at: unix(e.createdAt),
+    delivery: e.state,
+    attempts: e.attempts,
+    last_status: e.lastStatus,
+    last_error: e.lastError,
+  };
+}
+
 /** The routes, each behind the gate's admin check. */
-export function organizationRoutes(router: Router, deps: RouteDeps): void {
+export function organizationRoutes(router: Router, deps: RouteDeps & { runs: RunSettings }): void {
   const admin = gate(deps, ADMIN_SCOPE);
   router.post('/v1/organization/keys', admin, async (ctx) => {
     const input = parseNewKey(await readJsonObject(ctx));
@@ -95,6 +129,26 @@ export function organizationRoutes(router: Router, deps: RouteDeps): void {
   router.delete('/v1/organization/keys/:key_id', admin, async (ctx) => {
     const key = await revokeKey(deps, callerOf(ctx), keyIdOf(ctx));
     ctx.body = { object: 'organization.key.deleted', id: key.id, deleted: true, revoked_at: unixOrNull(key.revokedAt) };
+  });
+  // Issue 53 item 5: the console's Alerts page over the API, through the same operations (operations/account-settings.ts).
+  const settingsDeps = { ...deps, publicCallbacksOnly: deps.runs.publicCallbacksOnly };
+  router.get('/v1/organization/alerts', admin, async (ctx) => {
+    ctx.body = alertsJson(await accountSettingsOf(deps, callerOf(ctx)));
+  });
+  router.post('/v1/organization/alerts', admin, async (ctx) => {
+    const change = parseAlertsChange(await readJsonObject(ctx));
+    ctx.body = alertsJson(await changeAccountSettings(settingsDeps, callerOf(ctx), change));
+  });
+  router.get('/v1/organization/alerts/events', admin, async (ctx) => {
+    const data = (await accountEventsOf(deps, callerOf(ctx))).map(accountEventJson);
+    ctx.body = { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false };
+  });
+  router.get('/v1/organization/retention', admin, async (ctx) => {
+    ctx.body = retentionJson(await accountSettingsOf(deps, callerOf(ctx)));
+  });
+  router.post('/v1/organization/retention', admin, async (ctx) => {
+    const retentionDays = parseRetentionChange(await readJsonObject(ctx));
+    ctx.body = retentionJson(await changeAccountSettings(settingsDeps, callerOf(ctx), { retentionDays }));
   });
   router.get('/v1/organization/activity', admin, async (ctx) => {
     const page = await activityOf(deps, callerOf(ctx), parseActivityQuery(ctx.query));

@@ -12,11 +12,11 @@ export interface AccountSettings {
   retentionDays: number | null;
 }
 
-export async function accountSettings(db: DbOrTrx, orgId: string): Promise<AccountSettings | undefined> {
-  const row = (await db('organisations as o')
-    .join('balances as b', 'b.org_id', 'o.id')
-    .where('o.id', orgId)
-    .first('o.webhook_url', 'o.transcript_retention_days', 'b.low_balance_micros')) as
+/** `lock`: the rows held until the transaction `db` is ends, for a change read from them. */
+export async function accountSettings(db: DbOrTrx, orgId: string, opts: { lock?: boolean } = {}): Promise<AccountSettings | undefined> {
+  const query = db('organisations as o').join('balances as b', 'b.org_id', 'o.id').where('o.id', orgId);
+  if (opts.lock) query.forUpdate();
+  const row = (await query.first('o.webhook_url', 'o.transcript_retention_days', 'b.low_balance_micros')) as
     { webhook_url: string | null; transcript_retention_days: number | null; low_balance_micros: bigint } | undefined;
   return row && { webhookUrl: row.webhook_url, lowBalanceMicros: row.low_balance_micros, retentionDays: row.transcript_retention_days };
 }

@@ -54,6 +54,7 @@ export function withCurrentVersion(db: Conn): Knex.QueryBuilder {
 
 /** A row of `withCallableVersions`: the current release, and the listed version as `listed_*`. */
 interface CallableRow extends ModeRow {
+  created_at: Date;
   listing_state: ListingState | null;
   listing_version: number | null;
   listed_config: unknown;
@@ -134,13 +135,16 @@ export async function seedSystemModes(db: Knex): Promise<ModeRecord[]> {
  * Entitled to the organisation: published system modes, its own released modes, and modes listed in the marketplace
  * (another organisation's at its listed version).
  */
-export async function listModesForOrg(db: Conn, orgId: string): Promise<ModeRecord[]> {
+export async function listModesForOrg(db: Conn, orgId: string): Promise<ListedMode[]> {
   const rows = (await withCallableVersions(db)
     .where('m.published', true)
     .andWhere((q) => q.whereNull('m.org_id').orWhere('m.org_id', orgId).orWhere('m.listing_state', 'listed'))
     .orderBy('m.id')) as CallableRow[];
-  return rows.map((row) => callableBy(row, orgId));
+  return rows.map((row) => ({ ...callableBy(row, orgId), createdAt: row.created_at }));
 }
+
+/** An entitled mode with when its id (and ticker) was first saved: `modes.created_at`, never moved by a new version. */
+export type ListedMode = ModeRecord & { createdAt: Date };
 
 interface LabRow extends CallableRow {
   draft_config: unknown;

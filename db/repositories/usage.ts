@@ -18,6 +18,10 @@ export interface UsageQuery {
   end: Date;
   width: 'day' | 'hour';
   groupBy: readonly UsageDimension[];
+  /** Only calls made with these keys. */
+  keyIds?: readonly string[];
+  /** Only calls of these modes, by id or by the ticker their receipt names. */
+  modes?: { by: 'id' | 'ticker'; values: readonly string[] };
 }
 
 /** One bucket's calls of one group: each dimension grouped by is set (null when the calls had none), the rest absent. */
@@ -60,6 +64,18 @@ export async function usageRows(db: DbOrTrx, q: UsageQuery): Promise<UsageRow[]>
   const groups = q.groupBy.map((d, i) => (d.by === 'metadata' ? `metadata->>:meta${i} as g${i}` : `${COLUMN[d.by]} as g${i}`));
   const keys = q.groupBy.map((_, i) => `g${i}`);
   const bindings: Record<string, string | Date> = { orgId: q.orgId, start: q.start, end: q.end, width: q.width };
+  // Filters bound as one JSON array each, read back as a set of text.
+  const filters: string[] = [];
+  if (q.keyIds) {
+    bindings.keyIds = JSON.stringify(q.keyIds);
+    filters.push('and r.api_key_id in (select jsonb_array_elements_text(cast(:keyIds as jsonb)))');
+  }
+  if (q.modes) {
+    bindings.modes = JSON.stringify(q.modes.values);
+    // The ticker a Form B result names the mode by: its receipt's, else the mode id (as api/forms/account.ts shows it).
+    const column = q.modes.by === 'id' ? 'x.mode_id' : "coalesce(x.outcome->>'ticker', x.mode_id)";
+    filters.push(`and ${column} in (select jsonb_array_elements_text(cast(:modes as jsonb)))`);
+  }
   q.groupBy.forEach((d, i) => {
     if (d.by === 'metadata') bindings[`meta${i}`] = d.key;
   });
@@ -74,7 +90,7 @@ export async function usageRows(db: DbOrTrx, q: UsageQuery): Promise<UsageRow[]>
          left join ledger_entries c on c.org_id = x.org_id and c.request_id = x.request_id and c.kind = 'charge'
          left join ledger_entries k on k.org_id = x.org_id and k.request_id = x.request_id and k.kind = 'cap_credit'
         -- A call is charged after it began: the index on (org_id, created_at) bounds the scan.
-        where x.org_id = :orgId and x.created_at < :end)
+        where x.org_id = :orgId and x.created_at < :end ${filters.join(' ')})
      select date_trunc(:width, at, 'UTC') as bucket${groups.map((g) => `, ${g}`).join('')},
             min(ticker) as ticker, count(*)::int as calls,
             sum(prompt_tokens)::bigint as input_tokens, sum(completion_tokens)::bigint as output_tokens,

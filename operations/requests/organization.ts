@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { KEY_KINDS, SCOPES, type KeyKind, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { usdToMicros } from '../../domain/money';
+import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../../domain/retention';
 import { isStorableText } from '../../domain/storable-text';
 import { parseRequest } from './common';
 
@@ -83,4 +84,61 @@ export function parseKeyBudget(body: Record<string, unknown>): bigint | null {
   refuseUnknown(body, BudgetSchema.shape);
   const { monthly_budget_usd: usd } = parseRequest(BudgetSchema, body);
   return usd === null ? null : usdToMicros(usd);
+}
+
+/**
+ * The bodies of `POST /v1/organization/alerts` and `POST /v1/organization/retention`: the console's Alerts page's
+ * fields over the API. A field left out keeps its value; the operation (`changeAccountSettings`) checks what each
+ * value may be (a public http(s) URL, dollars with six decimals, days up to the most) and names the field it refuses.
+ */
+export const AlertsChangeSchema = z
+  .object({
+    webhook_url: z
+      .string()
+      .max(2048)
+      .nullable()
+      .optional()
+      .describe('Where account events are POSTed, signed: an http(s) URL without credentials; null or "" removes it (no delivery).'),
+    balance_low_usd: z
+      .number()
+      .min(0)
+      .max(1_000_000)
+      .optional()
+      .describe(
+        '`balance.low` is raised when a charge takes the balance below this (USD, at most 6 decimals); 0: never. A new value re-arms it.',
+      ),
+  })
+  .refine((b) => b.webhook_url !== undefined || b.balance_low_usd !== undefined, {
+    message: 'send `webhook_url`, `balance_low_usd` or both',
+    path: ['webhook_url'],
+  });
+
+export const RetentionChangeSchema = z.object({
+  transcript_retention_days: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_RETENTION_DAYS)
+    .nullable()
+    .describe(`Days a call's texts are kept after it ended (0: none past the call); null: the default, ${DEFAULT_RETENTION_DAYS}.`),
+});
+
+export interface AlertsChange {
+  webhookUrl?: string | null;
+  lowBalanceUsd?: number;
+}
+
+export function parseAlertsChange(body: Record<string, unknown>): AlertsChange {
+  refuseUnknown(body, AlertsChangeSchema.shape);
+  const b = parseRequest(AlertsChangeSchema, body);
+  return {
+    ...(b.webhook_url !== undefined && { webhookUrl: b.webhook_url }),
+    ...(b.balance_low_usd !== undefined && { lowBalanceUsd: b.balance_low_usd }),
+  };
+}
+
+/** The new retention in days (null: the default). */
+export function parseRetentionChange(body: Record<string, unknown>): number | null {
+  refuseUnknown(body, RetentionChangeSchema.shape);
+  return parseRequest(RetentionChangeSchema, body, { transcript_retention_days: 'invalid_request' }).transcript_retention_days;
 }

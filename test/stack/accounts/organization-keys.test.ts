@@ -451,5 +451,191 @@ for (const form of FORMS) {
       );
       for (const secret of secrets) assert.ok(!stored.includes(secret), 'no secret is stored in the log');
     });
+
+    it('alerts and retention by API (issue 53 item 5): the admin key reads and sets what the console does; bad input is 400 naming the field and changes nothing; any other key 403', async () => {
+      const { db } = stack();
+      // An organisation of its own: new (its settings the defaults), its admin key's requests per minute unspent.
+      const { admin, orgId, visitor } = await ownerOf(api, secrets);
+      const create = async (body: Record<string, unknown>): Promise<Reply> => {
+        const reply = await call(api, 'POST', '/v1/organization/keys', { key: admin, body });
+        assert.equal(reply.status, 200, JSON.stringify(reply.body));
+        secrets.push(String(reply.body.secret));
+        return reply;
+      };
+      /** What Postgres holds, read here, not through the code under test. */
+      const stored = async (): Promise<{ webhook: string | null; lowMicros: bigint; days: number | null }> => {
+        const row = (await db('organisations as o')
+          .join('balances as b', 'b.org_id', 'o.id')
+          .where('o.id', orgId)
+          .first('o.webhook_url', 'o.transcript_retention_days', 'b.low_balance_micros')) as {
+          webhook_url: string | null;
+          transcript_retention_days: number | null;
+          low_balance_micros: bigint;
+        };
+        return { webhook: row.webhook_url, lowMicros: BigInt(row.low_balance_micros), days: row.transcript_retention_days };
+      };
+      const get = (path: string, key = admin): Promise<Reply> => call(api, 'GET', path, { key });
+      const post = (path: string, body: unknown, key = admin): Promise<Reply> => call(api, 'POST', path, { key, body });
+      const alerts = (webhook: string | null, low: number): Record<string, unknown> => ({
+        object: 'organization.alerts',
+        webhook_url: webhook,
+        balance_low_usd: low,
+      });
+      const retention = (days: number | null): Record<string, unknown> => ({
+        object: 'organization.retention',
+        transcript_retention_days: days,
+        effective_days: days ?? 30,
+        default_days: 30,
+        max_days: 3650,
+      });
+      const ok = (reply: Reply): Record<string, unknown> => {
+        assert.equal(reply.status, 200, JSON.stringify(reply.body));
+        return reply.body as Record<string, unknown>;
+      };
+
+      // A new organisation: no webhook, the $2 default threshold, the default retention (docs/retention.md).
+      assert.deepEqual(await stored(), { webhook: null, lowMicros: 2_000_000n, days: null });
+      assert.deepEqual(ok(await get('/v1/organization/alerts')), alerts(null, 2));
+      assert.deepEqual(ok(await get('/v1/organization/retention')), retention(null));
+
+      // Set, read back, and the console's page shows it.
+      const hook = 'https://hooks.example.com/quorum?token=receiver-token';
+      assert.deepEqual(ok(await post('/v1/organization/alerts', { webhook_url: hook, balance_low_usd: 7.25 })), alerts(hook, 7.25));
+      assert.deepEqual(ok(await get('/v1/organization/alerts')), alerts(hook, 7.25));
+      assert.deepEqual(await stored(), { webhook: hook, lowMicros: 7_250_000n, days: null });
+      const page = (await visitor.get('/console/alerts')).body;
+      assert.match(page, /name="webhook_url" type="url" value="https:\/\/hooks\.example\.com\/quorum\?token=receiver-token"/);
+      assert.match(page, /name="balance_low_usd" value="7\.25"/);
+      // One field: the other kept.
+      assert.deepEqual(ok(await post('/v1/organization/alerts', { balance_low_usd: 0 })), alerts(hook, 0));
+      for (const days of [7, 0, null]) {
+        assert.deepEqual(ok(await post('/v1/organization/retention', { transcript_retention_days: days })), retention(days));
+        assert.deepEqual(ok(await get('/v1/organization/retention')), retention(days));
+        assert.deepEqual(await stored(), { webhook: hook, lowMicros: 0n, days });
+      }
+      assert.deepEqual(ok(await post('/v1/organization/retention', { transcript_retention_days: 3650 })), retention(3650));
+      assert.deepEqual(ok(await post('/v1/organization/alerts', { webhook_url: null })), alerts(null, 0));
+      assert.deepEqual(await stored(), { webhook: null, lowMicros: 0n, days: 3650 });
+
+      // Each change is in the activity log, by the admin key over the API; the webhook by its host only.
+      const logged = ok(await get('/v1/organization/activity?kind=alerts.changed,retention.changed&limit=200')).data as {
+        kind: string;
+        actor: Record<string, unknown>;
+        detail: Record<string, unknown>;
+      }[];
+      const adminKey = (await db('api_keys').where({ org_id: orgId, mode: 'admin' }).first('id')) as { id: string };
+      for (const r of logged) assert.deepEqual(r.actor, { type: 'key', id: adminKey.id, edge: 'api', ip: '127.0.0.1' });
+      assert.deepEqual(
+        logged
+          .filter((r) => r.kind === 'retention.changed')
+          .map((r) => [r.detail.from_days, r.detail.to_days])
+          .reverse(),
+        [
+          [null, 7],
+          [7, 0],
+          [0, null],
+          [null, 3650],
+        ],
+      );
+      assert.deepEqual(
+        logged
+          .filter((r) => r.kind === 'alerts.changed')
+          .map((r) => [r.detail.webhook_host, r.detail.balance_low_usd])
+          .reverse(),
+        [
+          ['hooks.example.com', 7.25],
+          ['hooks.example.com', 0],
+          [null, 0],
+        ],
+      );
+      assert.doesNotMatch(JSON.stringify(logged), /receiver-token/);
+
+      // Bad input: 400 naming the field; nothing saved, nothing logged, even beside a good field.
+      const before = await stored();
+      const activityCount = async (): Promise<number> =>
+        Number(((await db('activity').where({ org_id: orgId }).count('* as n').first()) as { n: string }).n);
+      const loggedBefore = await activityCount();
+      const bad: [string, unknown, string, string][] = [
+        ['/v1/organization/alerts', { webhook_url: 'ftp://example.com/x' }, 'invalid_request', 'webhook_url'],
+        ['/v1/organization/alerts', { webhook_url: 'https://user:pw@example.com/x' }, 'invalid_request', 'webhook_url'],
+        ['/v1/organization/alerts', { webhook_url: 42 }, 'invalid_request', 'webhook_url'],
+        ['/v1/organization/alerts', {}, 'invalid_request', 'webhook_url'],
+        ['/v1/organization/alerts', { webhook_url: 'https://ok.example.com/', balance_low_usd: -1 }, 'invalid_request', 'balance_low_usd'],
+        [
+          '/v1/organization/alerts',
+          { webhook_url: 'https://ok.example.com/', balance_low_usd: 0.0000001 },
+          'invalid_request',
+          'balance_low_usd',
+        ],
+        ['/v1/organization/alerts', { balance_low_usd: '5' }, 'invalid_request', 'balance_low_usd'],
+        ['/v1/organization/alerts', { balance_low_usd: 1_000_001 }, 'invalid_request', 'balance_low_usd'],
+        ['/v1/organization/alerts', { balance_low_usd: 1, threshold: 2 }, 'unknown_parameter', 'threshold'],
+        ['/v1/organization/retention', {}, 'invalid_request', 'transcript_retention_days'],
+        ['/v1/organization/retention', { transcript_retention_days: 3651 }, 'invalid_request', 'transcript_retention_days'],
+        ['/v1/organization/retention', { transcript_retention_days: -1 }, 'invalid_request', 'transcript_retention_days'],
+        ['/v1/organization/retention', { transcript_retention_days: 1.5 }, 'invalid_request', 'transcript_retention_days'],
+        ['/v1/organization/retention', { transcript_retention_days: '7' }, 'invalid_request', 'transcript_retention_days'],
+        ['/v1/organization/retention', { transcript_retention_days: 7, webhook_url: null }, 'unknown_parameter', 'webhook_url'],
+      ];
+      for (const [path, body, code, param] of bad) expectError(await post(path, body), 400, code, param);
+      assert.deepEqual(await stored(), before, 'nothing saved by a refused body');
+      assert.equal(await activityCount(), loggedBefore, 'nothing logged by a refused body');
+
+      // Any other key of the organisation, of every scope: 403 insufficient_scope, nothing changed.
+      const others = [String((await create({ label: 'every scope' })).body.secret), String((await create({ kind: 'test' })).body.secret)];
+      for (const key of others) {
+        for (const path of ['/v1/organization/alerts', '/v1/organization/alerts/events', '/v1/organization/retention'])
+          expectError(await get(path, key), 403, 'insufficient_scope');
+        expectError(await post('/v1/organization/alerts', { balance_low_usd: 1 }, key), 403, 'insufficient_scope');
+        expectError(await post('/v1/organization/retention', { transcript_retention_days: 1 }, key), 403, 'insufficient_scope');
+      }
+      assert.deepEqual(await stored(), before, 'nothing saved by another key');
+
+      // The threshold set by API is the one charges are judged against: a threshold above the balance, then a call,
+      // raises balance.low; the events route lists it as Postgres holds it.
+      await topUp(db, { orgId, amountMicros: 5_000_000n });
+      const balance = ((await db('balances').where({ org_id: orgId }).first('balance_micros')) as { balance_micros: bigint })
+        .balance_micros;
+      const threshold = Number(BigInt(balance) + 1_000_000n) / 1_000_000;
+      assert.deepEqual(ok(await post('/v1/organization/alerts', { balance_low_usd: threshold })), alerts(null, threshold));
+      const lowEvents = async (): Promise<number> =>
+        Number(((await db('account_events').where({ org_id: orgId, type: 'balance.low' }).count('* as n').first()) as { n: string }).n);
+      const lowBefore = await lowEvents();
+      const answered = await call(api, 'POST', '/v1/chat/completions', {
+        key: others[0],
+        body: { model: EXPRESS[form], messages: USER(`Name a prime number. ${randomUUID()}`) },
+      });
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.equal(await lowEvents(), lowBefore + 1, 'the charge below the threshold set by API raised balance.low');
+      const events = ok(await get('/v1/organization/alerts/events'));
+      const rows = (await db('account_events')
+        .where({ org_id: orgId })
+        .orderBy('created_at', 'desc')
+        .select('id', 'type', 'state', 'attempts', 'created_at')) as {
+        id: string;
+        type: string;
+        state: string;
+        attempts: number;
+        created_at: Date;
+      }[];
+      const listed = events.data as Record<string, unknown>[];
+      assert.deepEqual(
+        listed.map(({ delivery: _d, attempts: _a, last_status: _s, last_error: _e, ...rest }) => rest),
+        rows.map((r) => ({
+          object: 'organization.account_event',
+          id: r.id,
+          type: r.type,
+          created_at: Math.floor(r.created_at.getTime() / 1000),
+        })),
+      );
+      // No webhook: nothing is sent. A dispatcher (another suite's, on the same database) may mark an event
+      // `no_endpoint` between the two reads; nothing else moves.
+      for (const [i, e] of listed.entries()) {
+        assert.ok(e.delivery === rows[i].state || (e.delivery === 'pending' && rows[i].state === 'no_endpoint'), JSON.stringify(e));
+        assert.deepEqual([e.last_status, e.last_error], [null, null]);
+      }
+      assert.ok(listed.some((e) => e.type === 'balance.low'));
+      assert.deepEqual([events.object, events.has_more], ['list', false]);
+    });
   });
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { parse } from 'csv-parse/sync';
+import OpenAI from 'openai';
 import { z } from 'zod';
 import { createApiKey } from '../../../db/repositories/api-keys';
 import type { Form } from '../../../domain/form';
@@ -237,6 +238,63 @@ describe('usage, balance, the calls and the ledger by API (issue 41 items 1 and 
         assert.deepEqual(Object.fromEntries(got), Object.fromEntries(want));
       });
 
+      it('group_by[] and the api_key_ids / models filters as openai-node sends them: each the sum of the receipts of the calls they name (issue 53 item 5)', async () => {
+        // The official SDK's own query encoding (`group_by[]=mode&group_by[]=key`, `models[]=…`), not one written here.
+        const sdk = new OpenAI({ baseURL: `${api.url}/v1`, apiKey: keys[0].key, maxRetries: 0 });
+        const sdkUsage = async (query: Record<string, unknown>): Promise<z.infer<typeof UsagePageSchema>> =>
+          UsagePageSchema.parse(await sdk.get('/usage', { query: { start_time: window.start, end_time: window.end, ...query } }));
+        const results = (page: z.infer<typeof UsagePageSchema>): Obj[] => page.data.flatMap((b) => b.results);
+        const totalOf = (page: z.infer<typeof UsagePageSchema>): number[] => addUp(results(page).map(resultFigures));
+        const none = [0, 0, 0, 0, 0, 0, 0];
+
+        // group_by[]: one group per mode and key, each the sum of its own calls' receipts.
+        const grouped = await sdkUsage({ group_by: ['mode', 'key'] });
+        const got = new Map<string, number[]>();
+        for (const r of results(grouped)) {
+          const k = JSON.stringify([r.mode, r.api_key_id]);
+          got.set(k, addUp([got.get(k) ?? none, resultFigures(r)]));
+        }
+        const want = new Map<string, number[]>();
+        for (const c of calls) {
+          const k = JSON.stringify([c.model, c.keyId]);
+          want.set(k, addUp([want.get(k) ?? none, expectedFigures(form, [c])]));
+        }
+        assert.deepEqual(Object.fromEntries(got), Object.fromEntries(want));
+        assert.deepEqual(grouped, await usage('bucket_width=1d&group_by=mode,key'), 'the same page as the plain syntax');
+
+        // Filters: the figures of exactly the calls named, however they are spelt.
+        const of = (pick: (c: Made) => boolean): number[] => expectedFigures(form, calls.filter(pick));
+        const [k0, k1] = keys.map((k) => k.id);
+        const cases: [Record<string, unknown>, number[]][] = [
+          [{ api_key_ids: [k1] }, of((c) => c.keyId === k1)],
+          [{ api_key_ids: [k0, k1] }, of(() => true)],
+          [{ models: [PANEL[form]] }, of((c) => c.model === PANEL[form])],
+          [{ models: [EXPRESS[form], PANEL[form]] }, of(() => true)],
+          [{ models: [EXPRESS[form]], api_key_ids: [k0] }, of((c) => c.model === EXPRESS[form] && c.keyId === k0)],
+          // Ids of nothing here match nothing: another organisation's key, no key, the other Form's name of a mode.
+          [{ api_key_ids: [otherKey.id] }, none],
+          [{ api_key_ids: ['key_nobody'] }, none],
+          [{ models: [PANEL[form === 'A' ? 'B' : 'A']] }, none],
+        ];
+        for (const [query, figures] of cases) {
+          const page = await sdkUsage(query);
+          assert.deepEqual(totalOf(page), figures, JSON.stringify(query));
+          if (figures[0] === 0) assert.equal(results(page).length, 0, 'no group of no call');
+        }
+        // A filter with group_by[]: only the named key's groups.
+        const filtered = results(await sdkUsage({ api_key_ids: [k1], group_by: ['key', 'mode'] }));
+        assert.ok(filtered.length > 0 && filtered.every((r) => r.api_key_id === k1));
+        // The plain spellings say the same as the SDK's.
+        assert.deepEqual(
+          totalOf(await usage(`api_key_ids=${k1}&models=${encodeURIComponent(PANEL[form])}`)),
+          of((c) => c.keyId === k1 && c.model === PANEL[form]),
+        );
+        assert.deepEqual(
+          totalOf(await usage(`api_key_ids=${k0},${k1}`)),
+          of(() => true),
+        );
+      });
+
       it('usage pages its buckets: the pages together are the window once', async () => {
         const longStart = window.start - 5 * 86_400;
         const first = await call(api, 'GET', `/v1/usage?start_time=${longStart}&end_time=${window.end}&bucket_width=1d&limit=2`, {
@@ -471,6 +529,11 @@ describe('usage, balance, the calls and the ledger by API (issue 41 items 1 and 
           [`/v1/usage?start_time=${window.start}&limit=32`, 400, 'limit'],
           [`/v1/usage?start_time=${window.start}&page=12`, 400, 'page'],
           [`/v1/usage?start_time=${window.start}&project_ids=p`, 400, 'project_ids'],
+          [`/v1/usage?start_time=${window.start}&group_by%5B%5D=mode&group_by%5B%5D=model`, 400, 'group_by'],
+          [`/v1/usage?start_time=${window.start}&api_key_ids=`, 400, 'api_key_ids'],
+          [`/v1/usage?start_time=${window.start}&api_key_ids%5B%5D=${'k'.repeat(201)}`, 400, 'api_key_ids'],
+          [`/v1/usage?start_time=${window.start}&models%5B%5D=`, 400, 'models'],
+          [`/v1/usage?start_time=${window.start}&models=a,,b`, 400, 'models'],
           ['/v1/receipts?status=done', 400, 'status'],
           ['/v1/receipts?lane=fast', 400, 'lane'],
           ['/v1/receipts?limit=101', 400, 'limit'],

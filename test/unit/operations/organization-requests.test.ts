@@ -3,7 +3,7 @@ import { keyFormBody } from '../../../api/console/pages/keys';
 import { QuorumError } from '../../../domain/errors';
 import { parseActivityQuery } from '../../../operations/activity';
 import { monthStartUtc } from '../../../domain/api-keys';
-import { parseKeyBudget, parseNewKey } from '../../../operations/requests/organization';
+import { parseAlertsChange, parseKeyBudget, parseNewKey, parseRetentionChange } from '../../../operations/requests/organization';
 
 /** Issue 41 items 3 and 6: the key and activity requests read into the operations' shapes, or refused by name. */
 
@@ -134,5 +134,44 @@ describe('the activity log: the query of GET /v1/organization/activity', () => {
       const err = refusal(() => parseActivityQuery(query));
       assert.deepEqual([err.code, err.param], ['invalid_request', param], JSON.stringify(query));
     }
+  });
+});
+
+describe('alerts and retention by API: the bodies of POST /v1/organization/alerts and /retention (issue 53 item 5)', () => {
+  it('reads the alert fields sent, leaving out those not sent', () => {
+    assert.deepEqual(parseAlertsChange({ webhook_url: 'https://hooks.example.com/q', balance_low_usd: 12.5 }), {
+      webhookUrl: 'https://hooks.example.com/q',
+      lowBalanceUsd: 12.5,
+    });
+    assert.deepEqual(parseAlertsChange({ webhook_url: null }), { webhookUrl: null });
+    assert.deepEqual(parseAlertsChange({ balance_low_usd: 0 }), { lowBalanceUsd: 0 });
+  });
+
+  it('reads the retention: whole days, or null for the default', () => {
+    assert.equal(parseRetentionChange({ transcript_retention_days: 0 }), 0);
+    assert.equal(parseRetentionChange({ transcript_retention_days: 3650 }), 3650);
+    assert.equal(parseRetentionChange({ transcript_retention_days: null }), null);
+  });
+
+  it('refuses a bad field naming it, an empty change, and a field the body does not have as unknown_parameter', () => {
+    for (const [body, param] of [
+      [{}, 'webhook_url'],
+      [{ webhook_url: 42 }, 'webhook_url'],
+      [{ webhook_url: 'x'.repeat(2049) }, 'webhook_url'],
+      [{ balance_low_usd: -1 }, 'balance_low_usd'],
+      [{ balance_low_usd: '5' }, 'balance_low_usd'],
+      [{ balance_low_usd: 1_000_001 }, 'balance_low_usd'],
+    ] as const) {
+      const err = refusal(() => parseAlertsChange(body));
+      assert.deepEqual([err.code, err.param], ['invalid_request', param], JSON.stringify(body));
+    }
+    for (const body of [{}, { transcript_retention_days: 1.5 }, { transcript_retention_days: -1 }, { transcript_retention_days: 3651 }]) {
+      const err = refusal(() => parseRetentionChange(body));
+      assert.deepEqual([err.code, err.param], ['invalid_request', 'transcript_retention_days'], JSON.stringify(body));
+    }
+    const unknownAlerts = refusal(() => parseAlertsChange({ webhook_url: null, threshold: 3 }));
+    assert.deepEqual([unknownAlerts.code, unknownAlerts.param], ['unknown_parameter', 'threshold']);
+    const unknownRetention = refusal(() => parseRetentionChange({ transcript_retention_days: 7, webhook_url: null }));
+    assert.deepEqual([unknownRetention.code, unknownRetention.param], ['unknown_parameter', 'webhook_url']);
   });
 });
