@@ -69,25 +69,46 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
 
 /**
  * Gemini's `responseSchema` is an OpenAPI 3.0 subset: no `additionalProperties`, and `nullable` instead of a `null`
- * type. A nullable `anyOf` of one object becomes that object, nullable.
+ * type. A nullable `anyOf` of one object becomes that object, nullable. It has no JSON Schema keywords (`$schema`,
+ * `$defs`, `$ref`: zod 4 and pydantic write them), so a local `$ref` is written out in place, to REF_DEPTH deep (a
+ * recursive schema's deeper levels are left as any value).
  */
 export function geminiSchema(schema: JsonSchema): JsonSchema {
+  const defs = { ...asDefs(schema.definitions), ...asDefs(schema.$defs) };
+  return toGemini(schema, defs, 0);
+}
+
+/** How many `$ref`s deep a schema is written out. */
+const REF_DEPTH = 8;
+/** JSON Schema's own keywords, which Gemini's subset refuses. */
+const DROPPED = new Set(['additionalProperties', '$schema', '$id', '$comment', '$defs', 'definitions']);
+
+function toGemini(schema: JsonSchema, defs: Record<string, JsonSchema>, depth: number): JsonSchema {
+  const ref = typeof schema.$ref === 'string' ? /^#\/(?:\$defs|definitions)\/(.+)$/.exec(schema.$ref)?.[1] : undefined;
+  if (ref !== undefined) {
+    const target = defs[ref];
+    return target && depth < REF_DEPTH ? toGemini(target, defs, depth + 1) : {};
+  }
   const alternatives = schema.anyOf;
   if (Array.isArray(alternatives)) {
     const present = alternatives.filter((a): a is JsonSchema => isSchema(a) && a.type !== 'null');
     const [only] = present;
-    if (present.length === 1 && only) return { ...geminiSchema(only), nullable: true };
-    return { anyOf: present.map(geminiSchema) };
+    if (present.length === 1 && only) return { ...toGemini(only, defs, depth), nullable: true };
+    return { anyOf: present.map((a) => toGemini(a, defs, depth)) };
   }
   const out: Record<string, JsonSchema[keyof JsonSchema]> = {};
   for (const [key, value] of Object.entries(schema)) {
-    if (key === 'additionalProperties') continue;
+    if (DROPPED.has(key)) continue;
     if (key === 'properties' && isSchema(value))
-      out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSchema(v) ? geminiSchema(v) : v]));
-    else if (key === 'items' && isSchema(value)) out.items = geminiSchema(value);
+      out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSchema(v) ? toGemini(v, defs, depth) : v]));
+    else if (key === 'items' && isSchema(value)) out.items = toGemini(value, defs, depth);
     else out[key] = value;
   }
   return out;
+}
+
+function asDefs(value: unknown): Record<string, JsonSchema> {
+  return isSchema(value) ? (value as Record<string, JsonSchema>) : {};
 }
 
 function isSchema(value: unknown): value is JsonSchema {

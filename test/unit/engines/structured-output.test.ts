@@ -146,6 +146,28 @@ describe('engines: staff replies asked for in structure, each protocol its own w
     assert.deepEqual(contested?.required, ['label', 'quote', 'why']);
   });
 
+  it('Gemini: JSON Schema keywords (zod 4 and pydantic) are written out of the schema: `$schema` dropped, a local `$ref` inlined', () => {
+    const zodLike = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { home: { $ref: '#/$defs/City' }, visited: { type: 'array', items: { $ref: '#/definitions/City' } } },
+      required: ['home'],
+      additionalProperties: false,
+      $defs: { City: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false } },
+      definitions: { City: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+    };
+    const city = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] };
+    assert.deepEqual(geminiSchema(zodLike), {
+      type: 'object',
+      properties: { home: city, visited: { type: 'array', items: city } },
+      required: ['home'],
+    });
+    // A recursive schema is written out to a fixed depth, its deeper levels any value.
+    const tree = { $defs: { Node: { type: 'object', properties: { child: { $ref: '#/$defs/Node' } } } }, $ref: '#/$defs/Node' };
+    assert.ok(JSON.stringify(geminiSchema(tree)).length < 2_000);
+    assert.ok(!JSON.stringify(geminiSchema(tree)).includes('$ref'));
+  });
+
   it('Bedrock Converse: a tool whose input schema is the reply, its toolUse input read back', async () => {
     const s = track(
       await startBedrockLoopback(
