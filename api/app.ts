@@ -20,7 +20,7 @@ import { receipt } from './v1/receipts';
 import { organizationRoutes } from './v1/organization';
 import { deleteTranscriptRoute, exportRoute } from './v1/retention';
 import { balanceRoute, ledgerRoute, receiptListRoute, usageRoute } from './v1/account';
-import { cancelResponseRoute, createResponseRoute, deleteResponseRoute, retrieveResponseRoute } from './v1/responses';
+import { cancelResponseRoute, createResponseRoute, deleteResponseRoute, inputItemsRoute, retrieveResponseRoute } from './v1/responses';
 import { consoleRouter } from './console';
 import { mcpEndpoint } from './mcp/server';
 import { cancelRoute, launchCertify, launchTests, listRunsRoute, poll } from './v1/runs';
@@ -153,6 +153,7 @@ export function createApp(deps: AppDeps): Koa {
   router.post('/v1/responses', gate(routeDeps, 'completions', 'req'), createResponseRoute(routeDeps));
   router.get('/v1/responses/:response_id', gate(routeDeps, 'completions'), retrieveResponseRoute(routeDeps));
   router.post('/v1/responses/:response_id/cancel', gate(routeDeps, 'completions'), cancelResponseRoute(routeDeps));
+  router.get('/v1/responses/:response_id/input_items', gate(routeDeps, 'completions'), inputItemsRoute(routeDeps));
   router.delete('/v1/responses/:response_id', gate(routeDeps, 'completions'), deleteResponseRoute(routeDeps));
   router.post('/v1/estimate', gate(routeDeps, 'estimate', 'est'), estimate(routeDeps));
   router.get('/v1/models', gate(routeDeps, 'models'), models(routeDeps));

@@ -11,6 +11,8 @@ export type StreamItem =
   | { kind: 'in_progress' }
   | { kind: 'step'; event: StepEvent; recordedAt: Date }
   | { kind: 'answer'; part: AnswerPart }
+  /** OpenAI's `error` event: the run failed (before `response.failed`), or the stream itself could not go on. */
+  | { kind: 'error' }
   | { kind: 'ended' };
 
 /** OpenAI's events for one output message with one text part, in their order; the answer is one delta. */
@@ -21,7 +23,7 @@ export interface StreamState {
   /** The step events stored so far, in any order. */
   stored: readonly StoredEvent[];
   /** How the request ended; null while it runs. */
-  ended: null | { answered: boolean };
+  ended: null | { answered: boolean; failed: boolean };
   /**
    * The request ended but its last index was never written (a worker that died between its last step and the end,
    * or a database that refused the write): end the stream after the steps in hand.
@@ -50,6 +52,7 @@ export function streamPlan(state: StreamState): StreamPlan {
   if (!state.ended || !closed) return { items, finished: false };
   let seq = 2 + k;
   if (state.ended.answered) for (const part of ANSWER_PARTS) items.push({ seq: seq++, item: { kind: 'answer', part } });
+  if (state.ended.failed) items.push({ seq: seq++, item: { kind: 'error' } });
   items.push({ seq, item: { kind: 'ended' } });
   return { items, finished: true };
 }

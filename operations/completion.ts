@@ -42,12 +42,10 @@ export interface CompletionDeps extends OperationDeps {
  * Spec: without the header, an identical repeat is deduplicated. Identical means the same organisation, key, model,
  * messages, tier and per-call overrides: the same messages asked again at another tier are another call.
  */
-export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: CompletionInput, response?: { metadata: unknown }): string {
+export function derivedIdempotencyKey(orgId: string, apiKeyId: string, body: CompletionInput): string {
   const { model, messages, tier = 'plus', svc = null, options } = body;
-  // OpenAI's options make another call (issue 40); without them the key is the one it always was. A response repeats
-  // only a response with the same metadata, never a chat completion of the same messages.
-  const endpoint = response ? { endpoint: 'responses', metadata: response.metadata } : {};
-  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages, tier, svc, ...(options && { options }), ...endpoint })}`;
+  // OpenAI's options make another call (issue 40); without them the key is the one it always was.
+  return `derived-${canonicalHash({ orgId, apiKeyId, model, messages, tier, svc, ...(options && { options }) })}`;
 }
 
 /**

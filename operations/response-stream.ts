@@ -2,6 +2,7 @@ import type { AuthContext } from '../db/repositories/api-keys';
 import { readDeliberationEvents } from '../db/repositories/deliberation-events';
 import { findResponse } from '../db/repositories/responses';
 import { streamPlan, type StreamItem } from '../domain/response-stream';
+import type { Outcome } from '../domain/outcome';
 import type { CompletionDeps } from './completion';
 import { listening } from './deliberation-events';
 import { ownResponse, viewOfRow, type ResponseView } from './responses';
@@ -40,6 +41,7 @@ export async function openResponseStream(
   auth: AuthContext,
   id: string,
   startingAfter: number | null,
+  held?: Promise<Outcome>,
 ): Promise<(send: Send, stop: AbortSignal) => Promise<void>> {
   const { key, row: first } = await ownResponse(deps, auth, id);
   const { requestId } = first;
@@ -49,22 +51,47 @@ export async function openResponseStream(
       let endedSeenAt: number | null = null;
       let row = first;
       let notified = false;
-      while (!stop.aborted) {
-        const stored = await readDeliberationEvents(deps.db, requestId);
-        // A step's notification needs only the steps; the response is read again once the last index is stored (the
-        // request has ended by then) or when no notification came (one lost, or a call that ended without its last).
-        if (!notified || stored.some((s) => s.event.type === 'ended')) row = (await findResponse(deps.db, auth.orgId, key)) ?? row;
-        const view = viewOfRow(id, row);
-        const ended = row.state === 'running' ? null : { answered: view.status === 'completed' || view.status === 'incomplete' };
-        if (ended) endedSeenAt ??= Date.now();
-        const plan = streamPlan({ stored, ended, giveUp: endedSeenAt !== null && Date.now() - endedSeenAt >= ENDED_GRACE_MS });
-        for (const { seq, item } of plan.items) {
-          if (seq <= last || stop.aborted) continue;
-          await send({ seq, item, view: item.kind === 'answer' || item.kind === 'ended' ? view : runningView(view, item) });
-          last = seq;
+      try {
+        while (!stop.aborted) {
+          const stored = await readDeliberationEvents(deps.db, requestId);
+          // A step's notification needs only the steps; the response is read again once the last index is stored (the
+          // request has ended by then) or when no notification came (one lost, or a call that ended without its last).
+          if (!notified || stored.some((s) => s.event.type === 'ended')) row = (await findResponse(deps.db, auth.orgId, key)) ?? row;
+          const view = await withHeldAnswer(viewOfRow(id, row), held);
+          const ended =
+            row.state === 'running'
+              ? null
+              : { answered: view.status === 'completed' || view.status === 'incomplete', failed: view.status === 'failed' };
+          if (ended) endedSeenAt ??= Date.now();
+          const plan = streamPlan({ stored, ended, giveUp: endedSeenAt !== null && Date.now() - endedSeenAt >= ENDED_GRACE_MS });
+          for (const { seq, item } of plan.items) {
+            if (seq <= last || stop.aborted) continue;
+            const ending = item.kind === 'answer' || item.kind === 'error' || item.kind === 'ended';
+            await send({ seq, item, view: ending ? view : runningView(view, item) });
+            last = seq;
+          }
+          if (plan.finished) return;
+          notified = await wait();
         }
-        if (plan.finished) return;
-        notified = await wait();
+      } catch (err) {
+        // The caller is told, in OpenAI's terms, that this stream (not the response) broke, and how to go on.
+        if (stop.aborted) return;
+        deps.log.error('response stream failed', { responseId: id, err });
+        const error = {
+          code: 'internal_error',
+          message: `This stream failed on the server; poll the response, or resume it with starting_after=${last}.`,
+        };
+        await send({ seq: last + 1, item: { kind: 'error' }, view: { ...viewOfRow(id, row), error } });
       }
     });
+}
+
+/**
+ * Under zero retention the stored answer is blank by the time the call ends (migration 030): the connection that
+ * created the response holds the workflow's own outcome in memory and delivers that, once, to its caller.
+ */
+async function withHeldAnswer(view: ResponseView, held: Promise<Outcome> | undefined): Promise<ResponseView> {
+  if (!held || view.outcome?.transcriptDeleted?.reason !== 'zero_retention') return view;
+  const outcome = await held.catch(() => null);
+  return outcome && outcome.requestId === view.outcome.requestId ? { ...view, outcome } : view;
 }

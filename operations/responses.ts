@@ -1,11 +1,21 @@
+import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AuthContext } from '../db/repositories/api-keys';
-import { deleteStoredAnswer, findResponse, recordResponse, type ResponseExtras, type ResponseRow } from '../db/repositories/responses';
+import {
+  deleteStoredAnswer,
+  findResponse,
+  recordResponse,
+  type ResponseExtras,
+  type ResponseRow,
+  type ResponseSettings,
+} from '../db/repositories/responses';
+import { retentionDaysOf } from '../db/repositories/retention';
 import { QuorumError } from '../domain/errors';
+import type { ChatMessage } from '../domain/messages';
 import type { Outcome } from '../domain/outcome';
 import { IdempotencyKeySchema } from './requests/common';
 import type { ResponseRequest } from './requests/responses';
-import { createCompletion, derivedIdempotencyKey, type CompletionDeps } from './completion';
+import { createCompletion, type CompletionDeps } from './completion';
 import { requireScope } from './checks';
 import { CANCEL_WAIT_MS } from './run-cancel';
 
@@ -32,7 +42,25 @@ export interface ResponseView {
   extras: ResponseExtras;
 }
 
-const NO_EXTRAS: ResponseExtras = { instructions: null, metadata: null, background: false };
+const NO_EXTRAS: ResponseExtras = {
+  instructions: null,
+  metadata: null,
+  background: false,
+  settings: null,
+  input: null,
+  previousResponseId: null,
+};
+
+/** What the call was honoured with, read back from the one representation the completion parsed. */
+function settingsOf(request: ResponseRequest): ResponseSettings {
+  const answer = request.completion.options?.answer;
+  return {
+    temperature: answer?.sampling?.temperature ?? null,
+    topP: answer?.sampling?.topP ?? null,
+    maxOutputTokens: answer?.maxOutputTokens ?? null,
+    format: answer?.format ?? null,
+  };
+}
 
 export function responseIdOf(idempotencyKey: string): string {
   return `resp_${Buffer.from(idempotencyKey, 'utf8').toString('base64url')}`;
@@ -80,6 +108,55 @@ export async function ownResponse(deps: CompletionDeps, auth: AuthContext, id: s
 }
 
 /**
+ * `previous_response_id`: the earlier response's conversation and its answer come before this input, as OpenAI
+ * sends them (its `instructions` are not carried over). It must be the caller's own, ended with an answer whose
+ * texts are kept. Returns the completion to run and the conversation to keep with this response.
+ */
+async function continued(
+  deps: CompletionDeps,
+  auth: AuthContext,
+  request: ResponseRequest,
+): Promise<{ completion: ResponseRequest['completion']; input: ChatMessage[] }> {
+  const { completion, instructions, previousResponseId } = request;
+  const head = instructions ? completion.messages.slice(0, 1) : [];
+  const turns = completion.messages.slice(head.length);
+  if (previousResponseId === null) return { completion, input: turns };
+  const param = 'previous_response_id';
+  const missing = (): QuorumError =>
+    new QuorumError('response_not_found', `No response \`${previousResponseId.slice(0, 300)}\` under this organisation to continue.`, {
+      param,
+    });
+  const { row } = await ownResponse(deps, auth, previousResponseId).catch((err: unknown) => {
+    throw err instanceof QuorumError && err.code === 'response_not_found' ? missing() : err;
+  });
+  // A chat completion's call is not a response: it kept no conversation.
+  if (!row.extras) throw missing();
+  const previous = viewOfRow(previousResponseId, row);
+  if (previous.status !== 'completed' && previous.status !== 'incomplete')
+    throw new QuorumError(
+      'invalid_request',
+      `Response \`${previousResponseId}\` is ${previous.status}: only a response that answered can be continued.`,
+      { param },
+    );
+  const kept = row.extras.input;
+  if (!kept || !previous.outcome || previous.outcome.transcriptDeleted)
+    throw new QuorumError(
+      'invalid_request',
+      `Response \`${previousResponseId}\`'s texts were deleted (or never kept): send the earlier turns in \`input\`.`,
+      { param },
+    );
+  const input: ChatMessage[] = [...kept, { role: 'assistant', content: previous.outcome.answer }, ...turns];
+  return { completion: { ...completion, messages: [...head, ...input] }, input };
+}
+
+/** A create's answer: the response as it stands, and for a stream the call's own outcome once it ends. */
+export interface CreatedResponse {
+  view: ResponseView;
+  /** The workflow's outcome as this process received it (operations/response-stream.ts `withHeldAnswer`). */
+  held?: Promise<Outcome>;
+}
+
+/**
  * POST /v1/responses. Without `background` it answers when the deliberation ends, as a chat completion does; with
  * it, as soon as the workflow has started (`queued`), while this process keeps the call's concurrency slot until it
  * ends. A replay, or a call refused before it runs, answers at once either way.
@@ -87,17 +164,46 @@ export async function ownResponse(deps: CompletionDeps, auth: AuthContext, id: s
 export async function createResponse(
   deps: CompletionDeps,
   auth: AuthContext,
-  input: { request: ResponseRequest; idempotencyKey?: string },
-): Promise<ResponseView> {
-  const { request } = input;
-  const idempotencyKey =
-    input.idempotencyKey ?? derivedIdempotencyKey(auth.orgId, auth.keyId, request.completion, { metadata: request.metadata });
+  input: {
+    request: ResponseRequest;
+    idempotencyKey?: string;
+    /** Aborts when the caller's connection closes before it was answered in full. */
+    hangUp?: AbortSignal;
+  },
+): Promise<CreatedResponse> {
+  const { request, hangUp } = input;
+  if (request.background && (await retentionDaysOf(deps.db, auth.orgId)) === 0)
+    throw new QuorumError(
+      'invalid_request',
+      'This organisation keeps no transcripts (retention of 0 days), so a background response could not be kept until it is polled. Send it without `background`: answered at once, or streamed with `stream: true`.',
+      { param: 'background' },
+    );
+  // As OpenAI's: every create is a new response unless the caller names it (spec 01's derived deduplication is chat
+  // completions'; evals and sampling loops send the same input on purpose).
+  const idempotencyKey = input.idempotencyKey ?? `resp-${randomUUID()}`;
   const id = responseIdOf(idempotencyKey);
-  const extras: ResponseExtras = { instructions: request.instructions, metadata: request.metadata, background: request.background };
+  const conversation = await continued(deps, auth, request);
+  const extras: ResponseExtras = {
+    instructions: request.instructions,
+    metadata: request.metadata,
+    background: request.background,
+    settings: settingsOf(request),
+    input: conversation.input,
+    previousResponseId: request.previousResponseId,
+  };
   let started: (requestId: string) => void = () => undefined;
   const startedId = new Promise<string>((resolve) => (started = resolve));
+  // As on OpenAI, only a background response outlives its connection: a caller that hangs up on any other cancels
+  // it (once it has started), which bills what ran and releases the rest of its hold.
+  if (!request.background && hangUp)
+    void startedId.then(() => {
+      const cancel = (): void =>
+        void cancelResponse(deps, auth, id, 0).catch((err: unknown) => deps.log.warn('hung-up response not cancelled', { id, err }));
+      if (hangUp.aborted) cancel();
+      else hangUp.addEventListener('abort', cancel, { once: true });
+    });
   const done = createCompletion(deps, auth, {
-    body: request.completion,
+    body: conversation.completion,
     idempotencyKey,
     onStarted: async (requestId) => {
       await recordResponse(deps.db, { requestId, orgId: auth.orgId, ...extras });
@@ -119,22 +225,27 @@ export async function createResponse(
   if (!request.background && !request.stream) {
     const { outcome, replayed } = await done;
     if (!request.store) await deleteStoredAnswer(deps.db, { requestId: outcome.requestId, orgId: auth.orgId });
-    return view(outcome, replayed);
+    return { view: view(outcome, replayed) };
   }
   const first = await Promise.race([done.then((d) => ({ done: d })), startedId.then((requestId) => ({ requestId }))]);
-  if ('done' in first) return view(first.done.outcome, first.done.replayed);
+  const held = request.background ? undefined : done.then((d) => d.outcome);
+  if ('done' in first) return { view: view(first.done.outcome, first.done.replayed), held };
   // The workflow settles and records the call whatever happens here; a failure is read from its request by a poll.
   done.catch(() => undefined);
+  held?.catch(() => undefined);
   return {
-    id,
-    requestId: first.requestId,
-    model: request.completion.model,
-    createdAt: new Date(),
-    status: 'queued',
-    outcome: null,
-    replayed: false,
-    error: null,
-    extras,
+    view: {
+      id,
+      requestId: first.requestId,
+      model: request.completion.model,
+      createdAt: new Date(),
+      status: 'queued',
+      outcome: null,
+      replayed: false,
+      error: null,
+      extras,
+    },
+    held,
   };
 }
 
@@ -177,4 +288,35 @@ export async function deleteResponse(deps: CompletionDeps, auth: AuthContext, id
     });
   await deleteStoredAnswer(deps.db, { requestId: row.requestId, orgId: auth.orgId });
   return { id };
+}
+
+/** One item of `GET /v1/responses/{id}/input_items`: a message of the conversation before the answer. */
+export interface InputItem {
+  id: string;
+  role: ChatMessage['role'];
+  content: string;
+}
+
+/**
+ * `GET /v1/responses/{id}/input_items`: the response's conversation before its answer (a continued response's begins
+ * with the earlier ones), OpenAI's page of it: `order` (default `desc`, newest first), `after` an item id, `limit`.
+ * Items are numbered in conversation order, so an id names the same item on every page.
+ */
+export async function listInputItems(
+  deps: CompletionDeps,
+  auth: AuthContext,
+  id: string,
+  page: { order: 'asc' | 'desc'; after: string | null; limit: number },
+): Promise<{ items: InputItem[]; hasMore: boolean }> {
+  const { row } = await ownResponse(deps, auth, id);
+  const input = row.extras?.input ?? [];
+  const all = input.map((m, i) => ({ id: `msg_${row.requestId.slice(4)}_${i}`, role: m.role, content: m.content }));
+  const ordered = page.order === 'asc' ? all : [...all].reverse();
+  const start = page.after === null ? 0 : ordered.findIndex((item) => item.id === page.after) + 1;
+  if (page.after !== null && start === 0)
+    throw new QuorumError('invalid_request', `\`after\`: no item \`${page.after.slice(0, 100)}\` in this response's input.`, {
+      param: 'after',
+    });
+  const items = ordered.slice(start, start + page.limit);
+  return { items, hasMore: start + page.limit < ordered.length };
 }

@@ -30,6 +30,8 @@ export function streamEventJson(frame: StreamFrame, serialiser: FormSerialiser):
       });
     case 'answer':
       return answerEvent(item.part, view.outcome?.answer ?? '', responseJson(view, serialiser), at);
+    case 'error':
+      return at('error', { code: view.error?.code ?? 'internal_error', message: view.error?.message ?? '', param: null });
     case 'ended':
       return at(endedType(view.status), { response: responseJson(view, serialiser) });
   }

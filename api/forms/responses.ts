@@ -1,4 +1,5 @@
-import type { ResponseView } from '../../operations/responses';
+import type { AnswerFormat } from '../../domain/answer-options';
+import type { InputItem, ResponseView } from '../../operations/responses';
 import type { JsonObject } from './json';
 import type { FormSerialiser } from './shared';
 
@@ -11,6 +12,7 @@ export function responseJson(v: ResponseView, serialiser: FormSerialiser): JsonO
   const seconds = (d: Date): number => Math.floor(d.getTime() / 1000);
   const answered = o !== null && (v.status === 'completed' || v.status === 'incomplete');
   const svc = o ? (serialiser.completion(o, v.replayed).svc as JsonObject) : undefined;
+  const { settings } = v.extras;
   return {
     id: v.id,
     object: 'response',
@@ -41,16 +43,41 @@ export function responseJson(v: ResponseView, serialiser: FormSerialiser): JsonO
     },
     error: v.error,
     incomplete_details: v.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
-    // What this subset does not take, as OpenAI reports it when unset.
+    // What this subset does not take, as OpenAI reports it when unset; then the settings it honoured, as sent.
     tools: [],
     tool_choice: 'auto',
     parallel_tool_calls: false,
-    temperature: null,
-    top_p: null,
-    max_output_tokens: null,
-    previous_response_id: null,
-    text: { format: { type: 'text' } },
+    temperature: settings?.temperature ?? null,
+    top_p: settings?.topP ?? null,
+    max_output_tokens: settings?.maxOutputTokens ?? null,
+    previous_response_id: v.extras.previousResponseId,
+    text: { format: textFormat(settings?.format ?? null) },
     // The Form's completion `svc` once there is an outcome; before, the request's id (its receipt's, once it ends).
     svc: svc ?? { request_id: v.requestId },
   };
+}
+
+/** `text.format` as the Responses API spells the answer format: the JSON schema's fields one level up. */
+function textFormat(f: AnswerFormat | null): JsonObject {
+  if (f === null) return { type: 'text' };
+  if (f.type === 'json_object') return { type: 'json_object' };
+  return { type: 'json_schema', name: f.name, schema: f.schema as JsonObject, strict: f.strict };
+}
+
+/** `GET /v1/responses/{id}/input_items`: OpenAI's list of input message items (an assistant turn as `output_text`). */
+export function inputItemsJson(page: { items: InputItem[]; hasMore: boolean }): JsonObject {
+  const data = page.items.map((item) => ({
+    id: item.id,
+    type: 'message',
+    status: 'completed',
+    role: item.role,
+    content: [
+      {
+        type: item.role === 'assistant' ? 'output_text' : 'input_text',
+        text: item.content,
+        ...(item.role === 'assistant' && { annotations: [] }),
+      },
+    ],
+  }));
+  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore };
 }

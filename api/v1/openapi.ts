@@ -6,12 +6,17 @@ import type { FormSerialiser } from '../forms';
 import { ModeSpecDocSchema } from '../../domain/mode-spec';
 import { IdempotencyKeySchema } from '../../operations/requests/common';
 import { responseRequestDoc } from '../../operations/requests/responses';
-import { REFUSED } from '../../operations/requests/openai-params';
+import { CHAT_UNHONOURED } from '../../operations/requests/openai-params';
 import type { JsonObject } from '../forms/json';
 import { RUN_LIST_PARAMETERS, RunListSchema } from './run-list-resources';
 import {
+  AccountEventListSchema,
   ACTIVITY_PARAMETERS,
   ActivityListSchema,
+  AlertsChangeSchema,
+  OrganizationAlertsSchema,
+  OrganizationRetentionSchema,
+  RetentionChangeSchema,
   BudgetSchema,
   KEY_ID_PARAMETER,
   KeyCreateSchema,
@@ -194,6 +199,9 @@ function components(): JsonObject {
       OrganizationKeyWithSpend: schemaOf(OrganizationKeyWithSpendSchema),
       OrganizationKeyList: schemaOf(OrganizationKeyListSchema),
       ActivityList: schemaOf(ActivityListSchema),
+      OrganizationAlerts: schemaOf(OrganizationAlertsSchema),
+      OrganizationRetention: schemaOf(OrganizationRetentionSchema),
+      AccountEventList: schemaOf(AccountEventListSchema),
       // What the mode builder saves (MCP `validate_mode`, `save_mode`; `quorum mode template` prints a complete one).
       ModeSpec: schemaOf(ModeSpecDocSchema),
       UsagePage: schemaOf(UsagePageSchema),
@@ -206,14 +214,20 @@ function components(): JsonObject {
   };
 }
 
-/** Issue 40 item 4, beyond the spec: what a completion does with each of OpenAI's chat completion parameters. */
+/**
+ * Issues 40 item 4 and 53 item 2, beyond the spec: what a completion does with each of OpenAI's chat completion
+ * parameters, from the table the check reads (operations/requests/openai-params.ts).
+ */
 const COMPLETION_PARAMETERS = [
-  'OpenAI parameters are honoured or refused, never dropped (docs/api-extensions.md). Honoured: those in the body schema',
-  '(`response_format`, `max_tokens`, `max_completion_tokens`, `temperature`, `top_p`, `seed`, `stop`, `user`, `metadata`).',
-  `Refused with 400 \`unsupported_parameter\` naming it in \`error.param\`: ${Object.keys(REFUSED)
-    .map((k) => `\`${k}\``)
-    .join(', ')}`,
-  '(`n: 1`, `logprobs: false`, `modalities: ["text"]` and `store: true` are accepted). Any other key: 400 `unknown_parameter`.',
+  'OpenAI parameters are honoured, accepted where they ask for nothing, or refused, never dropped (docs/api-extensions.md).',
+  'Honoured: those in the body schema (`response_format`, `max_tokens`, `max_completion_tokens`, `temperature`, `top_p`,',
+  '`seed`, `stop`, `user`, `safety_identifier` (read as `user`), `metadata`).',
+  `Refused with 400 \`unsupported_parameter\` naming it in \`error.param\`, unless at a value that asks for nothing: ${Object.entries(
+    CHAT_UNHONOURED,
+  )
+    .map(([k, { noop }]) => `\`${k}\`${noop ? ` (accepted at ${noop.values})` : ''}`)
+    .join(', ')}.`,
+  'Any other key: 400 `unknown_parameter`. `stream: true` is 400 `stream_not_supported` (`POST /v1/responses` streams).',
   '`null` is absent. An answer that does not meet `response_format` ends 502 `response_format_failed`, nothing billed.',
   '`svc.answer_kind` (beyond the spec): how a mode that votes reads the seats’ answers; another value is 400 `invalid_request`',
   'with `error.param` `svc.answer_kind`.',
@@ -257,7 +271,9 @@ function callPaths(serialiser: FormSerialiser): JsonObject {
       get: {
         operationId: 'listModels',
         responses: {
-          '200': ok('`{object: list, data}` of callable modes; each `svc.certification` is a `ModeCertification`.'),
+          '200': ok(
+            '`{object: list, data}` of callable modes: each entry OpenAI’s `Model` (`id`, `object: model`, `created` in Unix seconds: when the mode was first saved, `owned_by: quorum`) with `svc`; each `svc.certification` is a `ModeCertification`.',
+          ),
           ...errors(...ALWAYS),
         },
       },
@@ -297,7 +313,7 @@ const RESPONSE =
 
 /** Issue 40 item 2: a response's server-sent events, with `stream: true` or `?stream=true`. */
 const EVENTS =
-  'With `stream`: `text/event-stream`, OpenAI’s events each with a `sequence_number` from 0: `response.created`, `response.in_progress`, one more `response.in_progress` per deliberation step with the step in `quorum` (`step`: classified, grounded, seat_answered, judged, critique_round, synthesising, aggregated; `recorded_at`; a seat’s or judge’s `ended_at`), then `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.output_item.done` and `response.completed` (`response.failed`; `response.incomplete` when cut by its output limit or cancelled). Resume with `GET /v1/responses/{id}?stream=true&starting_after=N`.';
+  'With `stream`: `text/event-stream`, OpenAI’s events each with a `sequence_number` from 0: `response.created`, `response.in_progress`, one more `response.in_progress` per deliberation step with the step in `quorum` (`step`: classified, grounded, seat_answered, judged, critique_round, synthesising, aggregated; `recorded_at`; a seat’s or judge’s `ended_at`), then `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.output_item.done` and `response.completed` (a failed call: `error` then `response.failed`; `response.incomplete` when cut by its output limit or cancelled). Resume with `GET /v1/responses/{id}?stream=true&starting_after=N`.';
 const okOrEvents = (description: string): JsonObject => {
   const plain = ok(description);
   return {
@@ -353,6 +369,35 @@ function responsePaths(serialiser: FormSerialiser): JsonObject {
         responses: {
           '200': ok(`${RESPONSE} \`cancelled\` once stopped (what ran billed, the rest of the hold released); an ended one unchanged.`),
           ...errors(...ALWAYS, 404),
+        },
+      },
+    },
+    '/v1/responses/{response_id}/input_items': {
+      get: {
+        operationId: 'listResponseInputItems',
+        parameters: [
+          pathResponseId,
+          {
+            name: 'order',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', enum: ['asc', 'desc'] },
+            description: 'Default `desc`: newest first.',
+          },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            schema: { type: 'integer', minimum: 1, maximum: 100 },
+            description: 'Default 20.',
+          },
+          { name: 'after', in: 'query', required: false, schema: { type: 'string' }, description: 'An item `id`: the page after it.' },
+        ],
+        responses: {
+          '200': ok(
+            '`{object: list, data, first_id, last_id, has_more}`: the conversation the response answered (a continued one’s earlier turns first), each a `message` item (`input_text`; an earlier answer `output_text`); empty once its texts were deleted.',
+          ),
+          ...errors(...ALWAYS, 400, 404),
         },
       },
     },
@@ -503,6 +548,41 @@ function organizationPaths(): JsonObject {
         operationId: 'listOrganizationActivity',
         parameters: ACTIVITY_PARAMETERS,
         responses: { '200': okOf('The account’s changes, newest first.', 'ActivityList'), ...errors(...ALWAYS, 400) },
+      },
+    },
+    // Issue 53 item 5: the console's Alerts page (alerts and transcript retention) by API.
+    '/v1/organization/alerts': {
+      get: {
+        operationId: 'getOrganizationAlerts',
+        responses: {
+          '200': okOf('The webhook URL account events go to and the `balance.low` threshold.', 'OrganizationAlerts'),
+          ...errors(...ALWAYS),
+        },
+      },
+      post: {
+        operationId: 'updateOrganizationAlerts',
+        requestBody: body(AlertsChangeSchema),
+        responses: {
+          '200': okOf('The alerts as saved; a field left out is unchanged.', 'OrganizationAlerts'),
+          ...errors(...ALWAYS, 400),
+        },
+      },
+    },
+    '/v1/organization/alerts/events': {
+      get: {
+        operationId: 'listOrganizationAccountEvents',
+        responses: { '200': okOf('The latest account events and their delivery.', 'AccountEventList'), ...errors(...ALWAYS) },
+      },
+    },
+    '/v1/organization/retention': {
+      get: {
+        operationId: 'getOrganizationRetention',
+        responses: { '200': okOf('How long transcripts are kept.', 'OrganizationRetention'), ...errors(...ALWAYS) },
+      },
+      post: {
+        operationId: 'updateOrganizationRetention',
+        requestBody: body(RetentionChangeSchema),
+        responses: { '200': okOf('The retention as saved.', 'OrganizationRetention'), ...errors(...ALWAYS, 400) },
       },
     },
   };

@@ -2,11 +2,12 @@ import type { Context } from 'koa';
 import { readJsonObject } from '../http/body';
 import { streamEventJson } from '../forms/response-events';
 import { authOf } from '../http/gate';
-import { responseJson } from '../forms/responses';
-import { cancelResponse, createResponse, deleteResponse, retrieveResponse } from '../../operations/responses';
+import { inputItemsJson, responseJson } from '../forms/responses';
+import { cancelResponse, createResponse, deleteResponse, listInputItems, retrieveResponse } from '../../operations/responses';
 import { parseIdempotencyKey } from '../../operations/requests/common';
-import { parseResponseRequest, parseRetrieveQuery } from '../../operations/requests/responses';
+import { parseInputItemsQuery, parseResponseRequest, parseRetrieveQuery } from '../../operations/requests/responses';
 import { openResponseStream, type Send } from '../../operations/response-stream';
+import type { Outcome } from '../../domain/outcome';
 import type { RouteDeps } from '../http/context';
 
 /** The `{response_id}` of a route. */
@@ -19,10 +20,11 @@ const KEEPALIVE_MS = 15_000;
 
 /**
  * Answers with the response's server-sent events (issue 40 item 2); a refusal (404, 400) was answered before, as
- * JSON. The events stop when the caller hangs up; the deliberation does not (resume with `starting_after`).
+ * JSON. The events stop when the caller hangs up; a background deliberation runs on (resume with `starting_after`),
+ * any other is cancelled (operations/responses.ts).
  */
-async function sendEvents(ctx: Context, deps: RouteDeps, id: string, startingAfter: number | null): Promise<void> {
-  const run = await openResponseStream(deps, authOf(ctx), id, startingAfter);
+async function sendEvents(ctx: Context, deps: RouteDeps, id: string, startingAfter: number | null, held?: Promise<Outcome>): Promise<void> {
+  const run = await openResponseStream(deps, authOf(ctx), id, startingAfter, held);
   const stop = new AbortController();
   const { res } = ctx;
   res.on('close', () => stop.abort());
@@ -52,13 +54,23 @@ async function sendEvents(ctx: Context, deps: RouteDeps, id: string, startingAft
     });
 }
 
+/** Aborts when the caller's connection closes before its answer was written in full. */
+function hangUpOf(ctx: Context): AbortSignal {
+  const hungUp = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) hungUp.abort();
+  });
+  return hungUp.signal;
+}
+
 /** POST /v1/responses (issue 40 item 1): the body (400) → the response operation → OpenAI's response object. */
 export function createResponseRoute(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const { serialiser } = deps;
     const request = parseResponseRequest(serialiser.form, serialiser.requests, await readJsonObject(ctx));
-    const view = await createResponse(deps, authOf(ctx), { request, idempotencyKey: parseIdempotencyKey(ctx.headers['idempotency-key']) });
-    if (request.stream) return sendEvents(ctx, deps, view.id, null);
+    const idempotencyKey = parseIdempotencyKey(ctx.headers['idempotency-key']);
+    const { view, held } = await createResponse(deps, authOf(ctx), { request, idempotencyKey, hangUp: hangUpOf(ctx) });
+    if (request.stream) return sendEvents(ctx, deps, view.id, null, held);
     ctx.body = responseJson(view, serialiser);
   };
 }
@@ -84,5 +96,13 @@ export function deleteResponseRoute(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const { id } = await deleteResponse(deps, authOf(ctx), responseId(ctx));
     ctx.body = { id, object: 'response', deleted: true };
+  };
+}
+
+/** GET /v1/responses/{id}/input_items: the conversation the response answered, OpenAI's list of message items. */
+export function inputItemsRoute(deps: RouteDeps) {
+  return async (ctx: Context): Promise<void> => {
+    const page = parseInputItemsQuery(ctx.query);
+    ctx.body = inputItemsJson(await listInputItems(deps, authOf(ctx), responseId(ctx), page));
   };
 }

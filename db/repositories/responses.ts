@@ -1,13 +1,28 @@
 import type { Knex } from 'knex';
+import type { AnswerFormat } from '../../domain/answer-options';
+import type { ChatMessage } from '../../domain/messages';
 import type { Outcome } from '../../domain/outcome';
 import type { RequestState } from './requests';
 import type { DbOrTrx } from './shared';
+
+/** The settings a response was honoured with, as its object echoes them (issue 53 item 3); null where unset. */
+export interface ResponseSettings {
+  temperature: number | null;
+  topP: number | null;
+  maxOutputTokens: number | null;
+  format: AnswerFormat | null;
+}
 
 /** What a response carries beside its deliberation (issue 40 item 1): one row per request. */
 export interface ResponseExtras {
   instructions: string | null;
   metadata: Record<string, string> | null;
   background: boolean;
+  /** Null on a response recorded before migration 037. */
+  settings: ResponseSettings | null;
+  /** Its conversation before the answer, `instructions` aside; null once its texts were deleted (or never kept). */
+  input: ChatMessage[] | null;
+  previousResponseId: string | null;
 }
 
 export async function recordResponse(db: DbOrTrx, input: { requestId: string; orgId: string } & ResponseExtras): Promise<void> {
@@ -15,10 +30,13 @@ export async function recordResponse(db: DbOrTrx, input: { requestId: string; or
     .insert({
       request_id: input.requestId,
       org_id: input.orgId,
-      // An organisation that keeps no transcripts (issue 41 item 5) never has the instructions stored.
+      // An organisation that keeps no transcripts (issue 41 item 5) never has the instructions or the input stored.
       instructions: db.raw('case when zero_retention(?) then null else ? end', [input.orgId, input.instructions]),
       metadata: input.metadata === null ? null : JSON.stringify(input.metadata),
       background: input.background,
+      settings: input.settings === null ? null : JSON.stringify(input.settings),
+      input: db.raw('case when zero_retention(?) then null else cast(? as jsonb) end', [input.orgId, JSON.stringify(input.input)]),
+      previous_response_id: input.previousResponseId,
     })
     .onConflict('request_id')
     .ignore();
@@ -54,6 +72,9 @@ export async function findResponse(db: DbOrTrx, orgId: string, idempotencyKey: s
       'p.instructions',
       'p.metadata',
       'p.background',
+      'p.settings',
+      'p.input',
+      'p.previous_response_id',
       'p.deleted_at',
       'x.outcome',
     )) as
@@ -68,6 +89,9 @@ export async function findResponse(db: DbOrTrx, orgId: string, idempotencyKey: s
         instructions: string | null;
         metadata: Record<string, string> | null;
         background: boolean | null;
+        settings: ResponseSettings | null;
+        input: ChatMessage[] | null;
+        previous_response_id: string | null;
         deleted_at: Date | null;
         outcome: Outcome | null;
       }
@@ -80,7 +104,17 @@ export async function findResponse(db: DbOrTrx, orgId: string, idempotencyKey: s
     errorCode: row.error_code,
     model: row.model,
     createdAt: row.created_at,
-    extras: row.extras_id === null ? null : { instructions: row.instructions, metadata: row.metadata, background: row.background === true },
+    extras:
+      row.extras_id === null
+        ? null
+        : {
+            instructions: row.instructions,
+            metadata: row.metadata,
+            background: row.background === true,
+            settings: row.settings,
+            input: row.input,
+            previousResponseId: row.previous_response_id,
+          },
     deleted: row.deleted_at !== null,
     outcome: row.outcome,
   };
@@ -95,7 +129,7 @@ export async function deleteStoredAnswer(db: Knex, input: { requestId: string; o
     await trx('responses')
       .insert({ request_id: input.requestId, org_id: input.orgId, background: false, deleted_at: trx.fn.now() })
       .onConflict('request_id')
-      .merge({ deleted_at: trx.fn.now() });
+      .merge({ deleted_at: trx.fn.now(), instructions: null, input: null });
     // The texts blanked as a transcript DELETE blanks them (migration 030's blank_transcript), the figures kept.
     await trx('receipts')
       .where({ request_id: input.requestId })

@@ -4,14 +4,14 @@ import type { DbOrTrx } from './shared';
 
 /**
  * Transcript retention and deletion (issue 41 item 5): the texts of a call (its answer, every seat's text, the
- * judge's rationale and quoted passage, a response's instructions) and of a run's questions (the answers) are
+ * judge's rationale and quoted passage, a response's instructions and input) and of a run's questions (the answers) are
  * blanked in place by the SQL functions of migration 030; money, tokens, costs and every other figure stay, so the
  * ledger, the receipts' sums and `quorum audit` are unchanged.
  */
 
 /**
  * The statement that blanks the receipts `target` selects (a CTE of `request_id`s), their seats and their response's
- * instructions, and any unsettled outcome kept on their request; returns how many receipts it blanked.
+ * instructions and input, and any unsettled outcome kept on their request; returns how many receipts it blanked.
  */
 async function blankSelected(
   db: DbOrTrx,
@@ -24,7 +24,7 @@ async function blankSelected(
           r as (update receipts x set outcome = blank_transcript(x.outcome, :reason), transcript_deleted_at = now()
                   from target t where x.request_id = t.request_id returning x.request_id),
           s as (update receipt_seats s set content = '' from target t where s.request_id = t.request_id),
-          p as (update responses p set instructions = null from target t where p.request_id = t.request_id),
+          p as (update responses p set instructions = null, input = null from target t where p.request_id = t.request_id),
           u as (update requests q set unsettled = jsonb_set(q.unsettled, '{outcome}', blank_transcript(q.unsettled->'outcome', :reason))
                   from target t where q.id = t.request_id and q.unsettled is not null)
      select count(*)::int as n from r`,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AnswerKindSchema, MessagesSchema, ModelSchema, StreamSchema, withAnswerKind, type RequestSchemas } from './common';
-import { callOptionsOf, OPENAI_FIELDS } from './openai-params';
+import { callOptionsOf, oneEndUser, OPENAI_FIELDS } from './openai-params';
 
 const completion = z.object({
   model: ModelSchema.describe('A mode key (`api_model_id`) from the model list.'),
@@ -12,7 +12,7 @@ const completion = z.object({
 
 /** Form A: `model` is a mode key; no tier and no per-call ceiling (the mode's ceiling stops the run). */
 export const formARequests: RequestSchemas = {
-  completion: completion.transform(({ model, messages, stream, svc, ...openai }) => ({
+  completion: completion.superRefine(oneEndUser).transform(({ model, messages, stream, svc, ...openai }) => ({
     model,
     messages,
     stream,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AnswerKindSchema, MessagesSchema, ModelSchema, StreamSchema, TierSchema, withAnswerKind, type RequestSchemas } from './common';
-import { callOptionsOf, OPENAI_FIELDS } from './openai-params';
+import { callOptionsOf, oneEndUser, OPENAI_FIELDS } from './openai-params';
 
 const Ticker = ModelSchema.describe('A ticker `COMPANY:MODE` (mode part four letters A-Z), optionally with `:LAB`.');
 
@@ -21,7 +21,7 @@ const completion = z.object({
 
 /** Form B: `model` is a ticker; `tier` picks the seats; `svc.max_cost_usd` may lower the call's ceiling. */
 export const formBRequests: RequestSchemas = {
-  completion: completion.transform(({ model, messages, stream, tier, svc, ...openai }) => ({
+  completion: completion.superRefine(oneEndUser).transform(({ model, messages, stream, tier, svc, ...openai }) => ({
     model,
     messages,
     stream,

@@ -42,7 +42,13 @@ export const MessagesSchema = z.array(MessageSchema).min(1).describe('At least o
 export const ModelSchema = z.string().min(1);
 /** `null` means absent, as clients send it for an unset option. */
 export const absentWhenNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
-export const StreamSchema = absentWhenNull(z.literal(false)).describe('Only `false` is accepted; token streaming is not implemented.');
+/** Spec 01's `stream_not_supported`, saying where a stream is to be had (issue 53). */
+const NO_STREAM = 'chat completions answer whole: to stream the answer, send the request to `POST /v1/responses` with `stream: true`';
+export const StreamSchema = absentWhenNull(z.literal(false, { error: NO_STREAM })).describe(
+  'Only `false` is accepted; `true` is 400 `stream_not_supported`: `POST /v1/responses` with `stream: true` streams the answer.',
+);
+export const streamNotSupported = (): QuorumError =>
+  new QuorumError('stream_not_supported', `\`stream\`: ${NO_STREAM}.`, { param: 'stream' });
 export const TierSchema = absentWhenNull(z.enum(TIERS)).describe('Engine tier that fills the seats; default `plus`.');
 /**
  * `svc.answer_kind` (issue 52, both Forms, chat completions and responses): how a voting mode reads the seats' answers.

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import { isStorableText } from '../../domain/storable-text';
-import { invalidParam, singleParam } from '../query-params';
+import { invalidParam, onlyParams, singleParam } from '../query-params';
 import { AnswerKindSchema, ModelSchema, parseRequest, TierSchema, type CompletionInput, type RequestSchemas } from './common';
+import { NO_TOOLS, noop, NONE, refuseUnhonoured, UNHONOURED_ON_BOTH, type Unhonoured } from './openai-params';
 
 /**
  * `POST /v1/responses` (issue 40 item 1): a subset of OpenAI's Responses API, read into the chat completion it runs as
@@ -18,10 +19,12 @@ export interface ResponseRequest {
   store: boolean;
   /** Answer with server-sent events (issue 40 item 2, operations/response-stream.ts). */
   stream: boolean;
+  /** The response this one continues (issue 53 item 3, operations/responses.ts `continued`). */
+  previousResponseId: string | null;
 }
 
 /** Keys read here, in every Form; Form B also reads `tier` (and both `svc`, as chat completions do). */
-const HONOURED = [
+export const RESPONSES_HONOURED = [
   'model',
   'input',
   'instructions',
@@ -35,6 +38,8 @@ const HONOURED = [
   'temperature',
   'top_p',
   'user',
+  'safety_identifier',
+  'previous_response_id',
 ] as const;
 
 /**
@@ -61,6 +66,7 @@ function asChatParameters(body: Record<string, unknown>): Record<string, unknown
     temperature: body.temperature,
     top_p: body.top_p,
     user: body.user,
+    safety_identifier: body.safety_identifier,
     metadata: body.metadata,
   };
 }
@@ -68,31 +74,35 @@ function asChatParameters(body: Record<string, unknown>): Record<string, unknown
 /** Where a chat parameter's problem came from in a response request. */
 const RESPONSE_PARAMS: Readonly<Record<string, string>> = { response_format: 'text.format', max_tokens: 'max_output_tokens' };
 
-/** OpenAI request parameters not honoured on responses: each is refused by name unless absent or `null`. */
-const REFUSED = [
-  'top_logprobs',
-  'tools',
-  'tool_choice',
-  'parallel_tool_calls',
-  'max_tool_calls',
-  'previous_response_id',
-  'conversation',
-  'reasoning',
-  'truncation',
-  'include',
-  'prompt',
-  'prompt_cache_key',
-  'prompt_cache_retention',
-  'safety_identifier',
-  'service_tier',
-  'stream_options',
-] as const;
+/**
+ * OpenAI's response parameters Quorum does not honour: each refused by name unless absent (`null` too) or at a value
+ * that asks for nothing (operations/requests/openai-params.ts, as on chat completions).
+ */
+export const RESPONSES_UNHONOURED: Readonly<Record<string, Unhonoured>> = {
+  ...UNHONOURED_ON_BOTH,
+  max_tool_calls: { why: NO_TOOLS, noop: noop(z.number().int().min(0), 'any whole number (there are no tools)') },
+  conversation: { why: 'conversations are not offered: continue with `previous_response_id`, or send the earlier turns in `input`' },
+  context_management: { why: 'the input is never compacted: it is sent whole, or refused over the input limit', noop: noop(NONE, '`[]`') },
+  reasoning: {
+    why: "the mode's engines decide their reasoning",
+    noop: noop(
+      z.strictObject({ effort: z.null().optional(), summary: z.null().optional(), generate_summary: z.null().optional() }),
+      '`{}` (its fields `null`)',
+    ),
+  },
+  // `disabled` is what Quorum does anyway: input over the key's limit is refused (413 `context_length_exceeded`).
+  truncation: { why: 'the input is never cut: over the input limit it is refused', noop: noop(z.literal('disabled'), '`"disabled"`') },
+  include: { why: 'a response holds its answer and `svc`, nothing more', noop: noop(NONE, '`[]`') },
+  prompt: { why: 'stored prompts are not offered' },
+  // OpenAI pads stream events with an `obfuscation` field unless told not to; Quorum's events carry none.
+  stream_options: {
+    why: 'stream events carry no `obfuscation` padding',
+    noop: noop(z.strictObject({ include_obfuscation: z.literal(false).optional() }), '`{}`, `{"include_obfuscation": false}`'),
+  },
+};
 
 function refuseUnsupported(body: Record<string, unknown>): void {
-  for (const key of REFUSED) {
-    if (body[key] !== undefined && body[key] !== null)
-      throw new QuorumError('unsupported_parameter', `\`${key}\` is not supported on responses; leave it out.`, { param: key });
-  }
+  for (const [key, rule] of Object.entries(RESPONSES_UNHONOURED)) refuseUnhonoured(key, body[key], rule, ' on responses');
 }
 
 const MessageInput = z.object({
@@ -140,7 +150,7 @@ function messagesOf(body: Record<string, unknown>): { messages: { role: string; 
 }
 
 export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: Record<string, unknown>): ResponseRequest {
-  const known: readonly string[] = [...HONOURED, ...REFUSED, ...(form === 'B' ? ['tier'] : [])];
+  const known: readonly string[] = [...RESPONSES_HONOURED, ...Object.keys(RESPONSES_UNHONOURED), ...(form === 'B' ? ['tier'] : [])];
   const unknown = Object.keys(body).find((k) => !known.includes(k));
   if (unknown !== undefined) throw new QuorumError('unknown_parameter', `Unknown parameter: \`${unknown}\`.`, { param: unknown });
   refuseUnsupported(body);
@@ -156,6 +166,11 @@ export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: 
       `A ${background ? 'background' : 'streamed'} response is stored until it is read (a stream resumes from it): \`store: false\` cannot be combined with it.`,
       { param: 'store' },
     );
+  const previous = body.previous_response_id ?? null;
+  if (previous !== null && (typeof previous !== 'string' || !/^resp_[A-Za-z0-9_-]{1,400}$/.test(previous)))
+    throw new QuorumError('invalid_request', '`previous_response_id` is the `id` of a response (`resp_…`).', {
+      param: 'previous_response_id',
+    });
   const { model, tier, svc } = body;
   const offset = instructions ? 1 : 0;
   try {
@@ -164,7 +179,7 @@ export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: 
       { model, messages, tier, svc, ...asChatParameters(body) },
       { model: 'invalid_model' },
     );
-    return { completion, instructions, metadata, background, store, stream };
+    return { completion, instructions, metadata, background, store, stream, previousResponseId: previous };
   } catch (err) {
     // A problem names the field as this request spelt it: a chat parameter by its Responses name, a message by where
     // in `input` (after `instructions`) it came from.
@@ -172,7 +187,9 @@ export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: 
     const named = Object.entries(RESPONSE_PARAMS).find(([chat]) => err.param === chat || err.param?.startsWith(`${chat}.`));
     if (named) {
       const param = named[1];
-      throw new QuorumError(err.code, err.message.replaceAll(named[0], param), { param });
+      // The schema's fields are one level up in `text.format`.
+      const message = err.message.replaceAll('response_format.json_schema.', 'text.format.').replaceAll(named[0], param);
+      throw new QuorumError(err.code, message, { param });
     }
     const at = /^messages\[(\d+)\](.*)$/.exec(err.param ?? '');
     if (!at) throw err;
@@ -184,13 +201,26 @@ export function parseResponseRequest(form: Form, schemas: RequestSchemas, body: 
 
 /** What `/openapi.json` shows of a response request in each Form, built from the pieces the parser reads with. */
 export function responseRequestDoc(form: Form): z.ZodType {
-  const refused = Object.fromEntries(
-    REFUSED.map((k) => [k, z.null().optional().describe('Not supported: refused with `unsupported_parameter` unless null.')]),
+  const unhonoured = Object.fromEntries(
+    Object.entries(RESPONSES_UNHONOURED).map(([k, { noop }]) => [
+      k,
+      noop
+        ? noop.schema
+            .nullish()
+            .describe(`Not supported; a no-op at ${noop.values}, which ask for nothing; else 400 \`unsupported_parameter\`.`)
+        : z.null().optional().describe('Not supported: refused with `unsupported_parameter` unless null.'),
+    ]),
   );
   return z.object({
     model: ModelSchema.describe(form === 'A' ? 'A mode key.' : 'A ticker.'),
     input: Input.describe('A string (one user message) or messages whose content is a string or `input_text` / `output_text` parts.'),
-    instructions: z.string().nullish().describe('Sent first, as the system message.'),
+    instructions: z.string().nullish().describe('Sent first, as the system message (not carried to a response that continues this one).'),
+    previous_response_id: z
+      .string()
+      .nullish()
+      .describe(
+        'Continue that response: its conversation and answer come before `input` (`GET /v1/responses/{id}/input_items` lists them).',
+      ),
     metadata: Metadata.nullish().describe('Stored with the response and shown on it.'),
     background: z.boolean().nullish().describe('Answer at once (`queued`); poll `GET /v1/responses/{id}`.'),
     store: z.boolean().nullish().describe('Default true; false removes the stored answer once it is given (not with `background`).'),
@@ -208,12 +238,17 @@ export function responseRequestDoc(form: Form): z.ZodType {
     temperature: z.number().min(0).max(2).nullish().describe('As on chat completions.'),
     top_p: z.number().min(0).max(1).nullish().describe('As on chat completions.'),
     user: z.string().max(256).nullish().describe('An end user id: stored, shown on the receipt.'),
+    safety_identifier: z
+      .string()
+      .max(256)
+      .nullish()
+      .describe('OpenAI’s newer name for `user`, read as `user`; with a different `user`, 400 `invalid_request`.'),
     ...(form === 'B' ? { tier: TierSchema } : {}),
     svc: z
       .looseObject({ answer_kind: AnswerKindSchema })
       .optional()
       .describe('Per-call overrides, as on chat completions (`svc.answer_kind`; Form B `svc.max_cost_usd`).'),
-    ...refused,
+    ...unhonoured,
   });
 }
 
@@ -228,4 +263,20 @@ export function parseRetrieveQuery(query: Readonly<Record<string, unknown>>): { 
   if (n !== null && stream !== 'true')
     throw invalidParam('starting_after', '`starting_after` resumes a stream: send it with `stream=true`.');
   return { stream: stream === 'true', startingAfter: n };
+}
+
+/** `GET /v1/responses/{id}/input_items`'s query, OpenAI's names: `order`, `after`, `limit` (1–100, default 20). */
+export function parseInputItemsQuery(query: Readonly<Record<string, unknown>>): {
+  order: 'asc' | 'desc';
+  after: string | null;
+  limit: number;
+} {
+  onlyParams(query, ['order', 'after', 'limit', 'include']);
+  if (singleParam(query, 'include') !== undefined) throw invalidParam('include', '`include` adds nothing to a message item: leave it out.');
+  const order = singleParam(query, 'order') ?? 'desc';
+  if (order !== 'asc' && order !== 'desc') throw invalidParam('order', '`order` is `asc` or `desc`.');
+  const limitText = singleParam(query, 'limit');
+  const limit = limitText === undefined ? 20 : /^\d{1,3}$/.test(limitText) ? Number(limitText) : NaN;
+  if (!(limit >= 1 && limit <= 100)) throw invalidParam('limit', '`limit` is a number of items from 1 to 100 (default 20).');
+  return { order, after: singleParam(query, 'after') ?? null, limit };
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import OpenAI, { APIError } from 'openai';
+import { z } from 'zod';
 import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions/completions';
 import type { Form } from '../../../domain/form';
 import { JUDGE_TAG } from '../../../domain/prompts';
@@ -112,29 +113,34 @@ const CASES: { [K in keyof Required<Params>]: Case } = {
     },
   },
   stream: { honoured: false, mode: 'express', check: ({ res }) => assert.equal(res.object, 'chat.completion') },
+  safety_identifier: {
+    honoured: 'end-user-9',
+    mode: 'express',
+    check: async ({ receipt }) => assert.equal((await receipt()).user, 'end-user-9'),
+  },
+  // Issue 53 item 2: each refused at a value that asks for something, and accepted (a no-op) at one that asks for nothing.
   n: { refused: 2, accepted: 1 },
   logprobs: { refused: true, accepted: false },
   modalities: { refused: ['text', 'audio'], accepted: ['text'] },
-  store: { refused: false, accepted: true },
-  top_logprobs: { refused: 2 },
-  logit_bias: { refused: { '50256': -100 } },
-  frequency_penalty: { refused: 0.5 },
-  presence_penalty: { refused: 0.5 },
-  tools: { refused: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] },
-  tool_choice: { refused: 'auto' },
-  parallel_tool_calls: { refused: true },
-  functions: { refused: [{ name: 'f', parameters: { type: 'object' } }] },
-  function_call: { refused: 'auto' },
+  store: { refused: 'yes', accepted: false },
+  top_logprobs: { refused: 2, accepted: 0 },
+  logit_bias: { refused: { '50256': -100 }, accepted: {} },
+  frequency_penalty: { refused: 0.5, accepted: 0 },
+  presence_penalty: { refused: 0.5, accepted: 0 },
+  tools: { refused: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }], accepted: [] },
+  tool_choice: { refused: 'required', accepted: 'auto' },
+  parallel_tool_calls: { refused: 'yes', accepted: true },
+  functions: { refused: [{ name: 'f', parameters: { type: 'object' } }], accepted: [] },
+  function_call: { refused: { name: 'f' }, accepted: 'none' },
   audio: { refused: { voice: 'alloy', format: 'wav' } },
   prediction: { refused: { type: 'content', content: 'x' } },
   reasoning_effort: { refused: 'low' },
   verbosity: { refused: 'low' },
-  service_tier: { refused: 'flex' },
+  service_tier: { refused: 'flex', accepted: 'auto' },
   web_search_options: { refused: {} },
   prompt_cache_key: { refused: 'k' },
   prompt_cache_retention: { refused: '24h' },
   prompt_cache_options: { refused: {} },
-  safety_identifier: { refused: 'u-1' },
   moderation: { refused: {} },
   stream_options: { refused: { include_usage: true } },
 };
@@ -235,6 +241,61 @@ describe('OpenAI chat completion parameters: honoured or refused by name, never 
           });
         }
       }
+
+      it('issue 53: a JSON Schema as zod 4 writes it ($schema 2020-12) is honoured; an unknown $schema is 400 naming it', async () => {
+        const City = z.object({ city: z.string(), population: z.number().int().nonnegative(), capital: z.boolean() });
+        const schema = z.toJSONSchema(City) as Record<string, unknown>;
+        assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
+        const res = await create({
+          model: EXPRESS[form],
+          messages: question(randomUUID()),
+          response_format: { type: 'json_schema', json_schema: { name: 'city', strict: true, schema } },
+        });
+        assert.deepEqual(Object.keys(JSON.parse(res.choices[0].message.content ?? '') as object).sort(), ['capital', 'city', 'population']);
+        const err = await refusal({
+          model: EXPRESS[form],
+          messages: question(randomUUID()),
+          response_format: {
+            type: 'json_schema',
+            json_schema: { name: 'city', schema: { ...schema, $schema: 'http://json-schema.org/draft-04/schema#' } },
+          },
+        });
+        assert.deepEqual([err.status, err.code, err.param], [400, 'invalid_request', 'response_format']);
+        assert.match(err.message, /"http:\/\/json-schema\.org\/draft-04\/schema#" is not a dialect Quorum checks/);
+      });
+
+      it('issue 53: what an SDK sends by default passes together; stream: true points to /v1/responses; user and another safety_identifier is 400', async () => {
+        const res = await create({
+          model: EXPRESS[form],
+          messages: question(randomUUID()),
+          frequency_penalty: 0,
+          presence_penalty: 0,
+          logit_bias: {},
+          tools: [],
+          tool_choice: 'none',
+          parallel_tool_calls: false,
+          store: false,
+          service_tier: 'default',
+        });
+        assert.ok(res.choices[0].message.content);
+        const stream = await call(apis[form] as Api, 'POST', '/v1/chat/completions', {
+          key,
+          body: { model: EXPRESS[form], messages: question(randomUUID()), stream: true, stream_options: { include_usage: true } },
+        });
+        assert.equal(stream.status, 400);
+        assert.deepEqual([stream.body.error?.code, stream.body.error?.param], ['stream_not_supported', 'stream']);
+        assert.match(String(stream.body.error?.message), /`POST \/v1\/responses` with `stream: true`/);
+        const err = await refusal({ model: EXPRESS[form], messages: question(randomUUID()), user: 'a', safety_identifier: 'b' });
+        assert.deepEqual([err.status, err.code, err.param], [400, 'invalid_request', 'safety_identifier']);
+        // /openapi.json says which values pass, from the same table.
+        const doc = (await (await fetch(`${apis[form]?.url}/openapi.json`)).json()) as {
+          paths: Record<string, Record<string, { description?: string }>>;
+        };
+        const description = doc.paths['/v1/chat/completions'].post.description ?? '';
+        for (const [param, c] of Object.entries(CASES) as [string, Case][])
+          if ('refused' in c) assert.ok(description.includes(`\`${param}\``), param);
+        assert.ok(description.includes('`frequency_penalty` (accepted at `0`)'), description);
+      });
 
       it('json_object: the answer is a JSON object', async () => {
         const res = await create({ model: EXPRESS[form], messages: question(randomUUID()), response_format: { type: 'json_object' } });

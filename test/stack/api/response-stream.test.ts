@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { stack } from '../../harness/stack';
-import { startProductWorkers } from '../deliberation/helpers';
+import { startProductWorkers, withReceiptsRefused } from '../deliberation/helpers';
 import { EXPRESS, newOrg, PANEL, startApi, USER, type Api } from './helpers';
 
 /**
@@ -40,7 +40,8 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     const org = await newOrg();
     const input = `Compare two approaches to caching and explain the trade-offs, step by step. Why? How? ${randomUUID()}`;
     const first: Event[] = [];
-    const stream = await client(api, org.ownerKey).responses.create({ model: PANEL.B, input, stream: true });
+    // A background response: as on OpenAI, only it outlives the connection that streams it (any other is cancelled).
+    const stream = await client(api, org.ownerKey).responses.create({ model: PANEL.B, input, stream: true, background: true });
     for await (const e of stream) {
       first.push(e as unknown as Event);
       // Cut once a seat has answered: the deliberation is mid-way.
@@ -133,6 +134,67 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     assert.equal(last.response.status, 'cancelled');
     assert.deepEqual(last.response.output, []);
     assert.ok(!seen.some((e) => e.type.startsWith('response.output_')));
+  });
+
+  it('a call that fails mid-run ends its stream with OpenAI’s `error` event, then response.failed naming the code (issue 53)', async () => {
+    const org = await newOrg();
+    const openai = client(api, org.ownerKey);
+    const events: Event[] = [];
+    // The engines answer and the judge reads them; then the receipt cannot be written (502 cost_unreadable).
+    await withReceiptsRefused(org.orgId, async () => {
+      const stream = await openai.responses.create({ model: PANEL.B, input: `What is 2+2? ${randomUUID()}`, stream: true });
+      for await (const e of stream) events.push(e as unknown as Event);
+    });
+    assert.deepEqual(
+      events.map((e) => e.sequence_number),
+      events.map((_, i) => i),
+    );
+    const [error, failed] = events.slice(-2) as [
+      Event & { code: string; message: string },
+      Event & { response: { status: string; error: { code: string } } },
+    ];
+    assert.deepEqual([error.type, error.code], ['error', 'cost_unreadable']);
+    assert.match(error.message, /cost_unreadable/);
+    assert.deepEqual([failed.type, failed.response.status, failed.response.error.code], ['response.failed', 'failed', 'cost_unreadable']);
+    assert.ok(!events.some((e) => e.type.startsWith('response.output_')), 'no answer events');
+    assert.ok(
+      events.some((e) => stepOf(e) === 'seat_answered'),
+      'it failed mid-run, after its seats answered',
+    );
+  });
+
+  it('zero retention: a streamed response delivers its answer to its caller, then reads blank; a background one is refused (issue 53)', async () => {
+    const org = await newOrg();
+    await stack().db('organisations').where({ id: org.orgId }).update({ transcript_retention_days: 0 });
+    const openai = client(api, org.ownerKey);
+    const stream = await openai.responses.stream({ model: EXPRESS.B, input: `Name one prime number. ${randomUUID()}` });
+    const delivered = await stream.finalResponse();
+    assert.equal(delivered.status, 'completed');
+    assert.ok(delivered.output_text.length > 0, 'the answer reached its caller');
+    // The caller has it; nothing else does: the receipt and a poll read blank.
+    const polled = await openai.responses.retrieve(delivered.id);
+    assert.equal(polled.output_text, '');
+    const receipt = await stack()
+      .db('receipts')
+      .where({ request_id: (polled as unknown as { svc: { request_id: string } }).svc.request_id })
+      .first('outcome');
+    assert.equal((receipt as { outcome: { answer: string; transcriptDeleted: { reason: string } } }).outcome.answer, '');
+    const refused = await openai.responses.create({ model: EXPRESS.B, input: 'Name one prime number.', background: true }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(refused instanceof OpenAI.APIError && refused.status === 400, String(refused));
+    assert.equal(refused.param, 'background');
+    assert.equal(
+      await stack()
+        .db('requests')
+        .where({ org_id: org.orgId })
+        .count({ n: '*' })
+        .first()
+        .then((r) => Number(r?.n)),
+      1,
+      'the refused one started nothing',
+    );
   });
 
   it('a chat completion, which no one can watch, stores no step events; the same question as a response stores its steps (issue 42)', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import OpenAI, { APIError } from 'openai';
+import { z } from 'zod';
 import { getBalance, listLedger } from '../../../db/repositories/ledger';
 import { JUDGE_TAG } from '../../../domain/prompts';
 import { OPENAI_TEST_KEY, startOpenAiLoopback, type Loopback, type RecordedRequest } from '../../fixtures/providers';
@@ -135,6 +136,112 @@ describe('responses through the official openai client (sim engines)', function 
         assert.deepEqual(await getBalance(stack().db, org.orgId), paid);
       });
 
+      it('without an Idempotency-Key every create is a new response, each billed, as on OpenAI (issue 53)', async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const body = { model: EXPRESS[form], input: `Name a prime number. ${randomUUID()}` };
+        const [a, b] = (await Promise.all([
+          openai.responses.create(body),
+          openai.responses.create(body),
+        ])) as WithSvc<OpenAI.Responses.Response>[];
+        assert.notEqual(a.id, b.id);
+        assert.notEqual(a.svc.request_id, b.svc.request_id);
+        // Spec 01: `replayed` is present (and true) only on a replay.
+        assert.equal(a.svc.replayed, undefined);
+        assert.equal(b.svc.replayed, undefined);
+        await assertEachBilledOnce(org.orgId, [String(a.svc.request_id), String(b.svc.request_id)]);
+        // Each is its own response to poll.
+        assert.equal((await openai.responses.retrieve(a.id)).id, a.id);
+        assert.equal((await openai.responses.retrieve(b.id)).id, b.id);
+      });
+
+      it('echoes the settings it honoured (temperature, top_p, max_output_tokens, text.format) on the create and on a poll (issue 53)', async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const schema = { type: 'object', properties: { prime: { type: 'integer' } }, required: ['prime'], additionalProperties: false };
+        const sent = {
+          temperature: 0.3,
+          top_p: 0.9,
+          max_output_tokens: 300,
+          text: { format: { type: 'json_schema' as const, name: 'prime', schema, strict: true } },
+        };
+        const created = await openai.responses.create({ model: EXPRESS[form], input: `Name a prime number. ${randomUUID()}`, ...sent });
+        const polled = await openai.responses.retrieve(created.id);
+        for (const r of [created, polled]) {
+          assert.deepEqual([r.temperature, r.top_p, r.max_output_tokens], [0.3, 0.9, 300]);
+          assert.deepEqual(r.text?.format, sent.text.format);
+        }
+        const plain = await openai.responses.create({ model: EXPRESS[form], input: `Name a prime number. ${randomUUID()}` });
+        assert.deepEqual(
+          [plain.temperature, plain.top_p, plain.max_output_tokens, plain.text?.format],
+          [null, null, null, { type: 'text' }],
+        );
+      });
+
+      it('previous_response_id continues a response: its turn and answer run before the new input, listed by input_items (issue 53)', async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const first = await openai.responses.create({
+          model: EXPRESS[form],
+          input: `My name is Ada. ${randomUUID()}`,
+          instructions: 'Be brief.',
+        });
+        const second = await openai.responses.create({ model: EXPRESS[form], input: 'What is my name?', previous_response_id: first.id });
+        assert.equal(second.status, 'completed');
+        assert.equal(second.previous_response_id, first.id);
+        assert.equal(second.instructions, null, 'instructions are not carried over');
+        // What the deliberation was asked: its workflow's input, read from Temporal's own history.
+        const key = Buffer.from(second.id.slice('resp_'.length), 'base64url').toString('utf8');
+        const history = await stack().env.client.workflow.getHandle(workflowIds.deliberation(org.orgId, key)).fetchHistory();
+        const payload = history.events?.[0].workflowExecutionStartedEventAttributes?.input?.payloads?.[0].data;
+        const asked = (
+          JSON.parse(Buffer.from(payload ?? new Uint8Array()).toString('utf8')) as { messages: { role: string; content: string }[] }
+        ).messages;
+        const firstInput = (await openai.responses.inputItems.list(first.id)).data;
+        assert.equal(firstInput.length, 1);
+        const firstText = (firstInput[0] as { content: { text: string }[] }).content[0].text;
+        assert.match(firstText, /^My name is Ada\./);
+        assert.deepEqual(asked, [
+          { role: 'user', content: firstText },
+          { role: 'assistant', content: first.output_text },
+          { role: 'user', content: 'What is my name?' },
+        ]);
+        // input_items: newest first by default, as OpenAI lists them; `order=asc`, `limit` and `after` page through.
+        const items = (await openai.responses.inputItems.list(second.id)).data as {
+          id: string;
+          role: string;
+          content: { type: string; text: string }[];
+        }[];
+        assert.deepEqual(
+          items.map((i) => [i.role, i.content[0].type, i.content[0].text]),
+          [
+            ['user', 'input_text', 'What is my name?'],
+            ['assistant', 'output_text', first.output_text],
+            ['user', 'input_text', firstText],
+          ],
+        );
+        const pageOne = await openai.responses.inputItems.list(second.id, { order: 'asc', limit: 2 });
+        assert.deepEqual(
+          pageOne.data.map((i) => i.id),
+          [items[2].id, items[1].id],
+        );
+        assert.equal(pageOne.has_more, true);
+        const pageTwo = await openai.responses.inputItems.list(second.id, { order: 'asc', limit: 2, after: items[1].id });
+        assert.deepEqual(
+          pageTwo.data.map((i) => i.id),
+          [items[0].id],
+        );
+        // Another organisation's response cannot be continued; a deleted one's texts are gone.
+        const other = await newOrg();
+        const foreign = await rejection(
+          client(apis[form], other.ownerKey).responses.create({ model: EXPRESS[form], input: 'Hi', previous_response_id: first.id }),
+        );
+        assert.deepEqual([foreign.status, foreign.code, foreign.param], [404, 'response_not_found', 'previous_response_id']);
+        await openai.responses.delete(first.id);
+        const gone = await rejection(openai.responses.create({ model: EXPRESS[form], input: 'Hi', previous_response_id: first.id }));
+        assert.deepEqual([gone.status, gone.param], [404, 'previous_response_id']);
+      });
+
       it("cancel of a finished response returns it unchanged; DELETE removes its answer; another organisation's id is 404", async () => {
         const org = await newOrg();
         const openai = client(apis[form], org.ownerKey);
@@ -177,7 +284,7 @@ describe('responses through the official openai client (sim engines)', function 
           [{ stream: 'yes' }, 'invalid_request', 'stream'],
           [{ stream: true, store: false }, 'invalid_request', 'store'],
           [{ tools: [{ type: 'web_search' }] }, 'unsupported_parameter', 'tools'],
-          [{ previous_response_id: 'resp_x' }, 'unsupported_parameter', 'previous_response_id'],
+          [{ conversation: 'conv_x' }, 'unsupported_parameter', 'conversation'],
           [{ text: { verbosity: 'low' } }, 'unsupported_parameter', 'text.verbosity'],
           [{ max_output_tokens: 0 }, 'invalid_request', 'max_output_tokens'],
           [{ background: true, store: false }, 'invalid_request', 'store'],
@@ -211,6 +318,47 @@ describe('responses through the official openai client (sim engines)', function 
         assert.ok('input' in props && 'background' in props && 'max_output_tokens' in props);
         assert.equal('tier' in props, form === 'B');
         assert.ok(doc.paths['/v1/responses/{response_id}'].delete && doc.paths['/v1/responses/{response_id}/cancel'].post);
+      });
+
+      it('issue 53: values that ask for nothing pass (an agent without tools, a zod 4 schema, safety_identifier as user); the rest are refused by name', async () => {
+        const org = await newOrg();
+        const openai = client(apis[form], org.ownerKey);
+        const schema = z.toJSONSchema(z.object({ colour: z.string(), certain: z.boolean() }));
+        const res = (await openai.responses.create({
+          model: EXPRESS[form],
+          input: `What colour is the sky? ${randomUUID()}`,
+          tools: [],
+          include: [],
+          tool_choice: 'auto',
+          parallel_tool_calls: true,
+          truncation: 'disabled',
+          service_tier: 'auto',
+          reasoning: { effort: null, summary: null },
+          safety_identifier: 'end-user-3',
+          text: { format: { type: 'json_schema', name: 'sky', schema, strict: true } },
+        })) as WithSvc<OpenAI.Responses.Response>;
+        assert.equal(res.status, 'completed', JSON.stringify(res));
+        assert.deepEqual(Object.keys(JSON.parse(res.output_text) as object).sort(), ['certain', 'colour']);
+        const receipt = await call(apis[form] as Api, 'GET', `/v1/receipts/${String(res.svc.request_id)}`, { key: org.ownerKey });
+        assert.equal((receipt.body.receipt as Svc).user, 'end-user-3');
+        const cases: [Record<string, unknown>, string, string][] = [
+          [{ truncation: 'auto' }, 'unsupported_parameter', 'truncation'],
+          [{ include: ['reasoning.encrypted_content'] }, 'unsupported_parameter', 'include'],
+          [{ service_tier: 'flex' }, 'unsupported_parameter', 'service_tier'],
+          [{ reasoning: { effort: 'low' } }, 'unsupported_parameter', 'reasoning'],
+          [{ tool_choice: 'required' }, 'unsupported_parameter', 'tool_choice'],
+          [{ user: 'a', safety_identifier: 'b' }, 'invalid_request', 'safety_identifier'],
+          [
+            { text: { format: { type: 'json_schema', name: 'sky', schema: { ...schema, $schema: 'urn:other' } } } },
+            'invalid_request',
+            'text.format',
+          ],
+        ];
+        for (const [extra, code, param] of cases) {
+          const body = { model: EXPRESS[form], input, ...extra };
+          const err = await rejection(openai.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming));
+          assert.deepEqual([err.status, err.code, err.param], [400, code, param], JSON.stringify(extra));
+        }
       });
     });
   }
@@ -294,6 +442,46 @@ describe('responses: cancel stops the engine calls and bills what ran (loopback 
   }
 
   for (const form of FORMS) {
+    for (const stream of [true, false])
+      it(`Form ${form}: ${stream ? 'a stream' : 'a plain create'} without background whose caller hangs up is cancelled, billed only for the seat that answered (issue 53)`, async () => {
+        const org = await newOrg(10);
+        const mode = await customMode(org.orgId, 'quorum-panel', slowSeatPanel(false));
+        const before = await getBalance(stack().db, org.orgId);
+        const sdk = client(apis[form], org.ownerKey);
+        const seen = openai.requests.length;
+        const mine = (): RecordedRequest[] => openai.requests.slice(seen);
+        const key = randomUUID();
+        const id = `resp_${Buffer.from(key).toString('base64url')}`;
+        const hangUp = new AbortController();
+        const body = { model: form === 'A' ? mode.id : mode.ticker, input: `Explain why the sky is blue, step by step. ${randomUUID()}` };
+        const created = stream
+          ? sdk.responses.create({ ...body, stream: true }, { headers: { 'Idempotency-Key': key }, signal: hangUp.signal })
+          : sdk.responses.create(body, { headers: { 'Idempotency-Key': key }, signal: hangUp.signal });
+        created.catch(() => undefined);
+        // The small seat has answered and the large one is waiting on the provider: hang up.
+        await until(() => mine().filter((r) => !isStaff(r)).length === 2, 30_000, 'both seat calls out');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        hangUp.abort();
+        await until(
+          async () => {
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            return (await sdk.responses.retrieve(id)).status === 'cancelled';
+          },
+          30_000,
+          'the hung-up response cancelled',
+        );
+        const held = mine().filter((r) => r.abortedAt !== undefined);
+        assert.deepEqual(held.map(modelOf), ['gpt-4.1'], 'the large seat call, and only it, was aborted');
+        const served = mine().filter((r) => r.abortedAt === undefined);
+        assert.deepEqual(served.map(modelOf), ['gpt-4.1-mini']);
+        const { expected } = servedBill(served, form);
+        const ended = (await sdk.responses.retrieve(id)) as WithSvc<OpenAI.Responses.Response>;
+        assert.equal(micros(ended.svc.billed_usd), expected);
+        await assertEachBilledOnce(org.orgId, [String(ended.svc.request_id)]);
+        const after = await getBalance(stack().db, org.orgId);
+        assert.equal(before.balanceMicros - after.balanceMicros, BigInt(expected));
+      });
+
     it(`Form ${form}: a background response cancelled mid-panel ends cancelled, its slow call aborted, billed only for the seat that answered`, async () => {
       const { receipt, served } = await cancelMidway(form, false, `cancelled-form-${form.toLowerCase()}`);
       assert.deepEqual(served.map(modelOf), ['gpt-4.1-mini']);

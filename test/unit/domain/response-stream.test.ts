@@ -32,7 +32,7 @@ describe('a response stream’s events from what is stored (issue 40 item 2)', (
   });
 
   it('an answered call ends with OpenAI’s six answer events and the end, numbered on from the last step', () => {
-    const p = streamPlan({ stored: stored([...steps, { type: 'ended' }]), ended: { answered: true }, giveUp: false });
+    const p = streamPlan({ stored: stored([...steps, { type: 'ended' }]), ended: { answered: true, failed: false }, giveUp: false });
     assert.deepEqual(kinds(p).slice(6), [
       '6:item_added',
       '7:part_added',
@@ -46,18 +46,24 @@ describe('a response stream’s events from what is stored (issue 40 item 2)', (
   });
 
   it('an ended call whose last index is not stored yet waits for it, unless the reader gave up on it', () => {
-    const waiting = streamPlan({ stored: stored(steps), ended: { answered: false }, giveUp: false });
+    const waiting = streamPlan({ stored: stored(steps), ended: { answered: false, failed: false }, giveUp: false });
     assert.equal(waiting.finished, false);
     assert.equal(waiting.items.length, 6);
-    const given = streamPlan({ stored: stored(steps), ended: { answered: false }, giveUp: true });
+    const given = streamPlan({ stored: stored(steps), ended: { answered: false, failed: false }, giveUp: true });
     assert.deepEqual(kinds(given).slice(6), ['6:ended']);
     assert.equal(given.finished, true);
   });
 
+  it('a failed call ends with OpenAI’s `error` event, then its end (`response.failed`), numbered on from the last step', () => {
+    const p = streamPlan({ stored: stored([...steps, { type: 'ended' }]), ended: { answered: false, failed: true }, giveUp: false });
+    assert.deepEqual(kinds(p).slice(6), ['6:error', '7:ended']);
+    assert.equal(p.finished, true);
+  });
+
   it('reads the same numbers whatever order the rows come in: a resumed reader sends what a cut one did not', () => {
     const all = stored([...steps, { type: 'ended' }]);
-    const a = streamPlan({ stored: all, ended: { answered: true }, giveUp: false });
-    const b = streamPlan({ stored: [...all].reverse(), ended: { answered: true }, giveUp: false });
+    const a = streamPlan({ stored: all, ended: { answered: true, failed: false }, giveUp: false });
+    const b = streamPlan({ stored: [...all].reverse(), ended: { answered: true, failed: false }, giveUp: false });
     assert.deepEqual(kinds(b), kinds(a));
     assert.deepEqual(
       a.items.map((i) => i.seq),
