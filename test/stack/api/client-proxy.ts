@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import assert from 'node:assert/strict';
-import { call, type Api } from './helpers';
+import { startProductWorkers } from '../deliberation/helpers';
+import { call, FORMS, startApi, type Api } from './helpers';
 
 /**
  * A pass-through in front of the API that keeps what each client sent and what it got back (issue 53 item 1): the
@@ -214,4 +215,27 @@ export async function expressReceipt(api: Api, key: string, exchange: Exchange):
   assert.equal(receipt.lane, 'express', JSON.stringify(receipt));
   assert.equal(receipt.seats.length, 1, 'the express lane asks one seat');
   return { receipt, answer: receipt.seats[0].content };
+}
+
+/**
+ * For the describe that calls it: the product's workers and each Form's API behind its own recording pass-through,
+ * started before its tests and stopped after; a client is given only the proxy's URL.
+ */
+export function proxiedApis(): { api: (form: 'A' | 'B') => Api; proxy: (form: 'A' | 'B') => RecordingProxy } {
+  let workers: { stop(): Promise<void> } | undefined;
+  const apis: Partial<Record<'A' | 'B', Api>> = {};
+  const proxies: Partial<Record<'A' | 'B', RecordingProxy>> = {};
+  before(async () => {
+    workers = await startProductWorkers({});
+    for (const form of FORMS) {
+      apis[form] = await startApi(form);
+      proxies[form] = await recordingProxy((apis[form] as Api).url);
+    }
+  });
+  after(async () => {
+    for (const proxy of Object.values(proxies)) await proxy?.close();
+    for (const api of Object.values(apis)) await api?.close();
+    await workers?.stop();
+  });
+  return { api: (form) => apis[form] as Api, proxy: (form) => proxies[form] as RecordingProxy };
 }

@@ -7,18 +7,8 @@ import { generateObject, generateText, Output, streamText } from 'ai';
 import { z } from 'zod';
 import { countMessagesTokens } from '../../../domain/tokens';
 import type { ChatMessage } from '../../../domain/messages';
-import { startProductWorkers } from '../deliberation/helpers';
-import {
-  exchangeWith,
-  expressReceipt,
-  posts,
-  recordingProxy,
-  turnsOf,
-  viaClient,
-  type Exchange,
-  type RecordingProxy,
-} from './client-proxy';
-import { EXPRESS, FORMS, newKey, newOrg, startApi, type Api } from './helpers';
+import { exchangeWith, expressReceipt, posts, proxiedApis, turnsOf, viaClient, type Exchange, type RecordingProxy } from './client-proxy';
+import { EXPRESS, FORMS, newKey, newOrg, type Api } from './helpers';
 
 /**
  * Issue 53 item 1, the JavaScript clients: each is given the API's base URL, a key and a mode key as its model, and
@@ -71,29 +61,16 @@ const bodyOf = (e: Exchange): Record<string, unknown> => e.request as Record<str
 
 describe('the JavaScript clients by base URL alone (issue 53 item 1, sim engines)', function () {
   this.timeout(5 * 60_000);
-  let workers: { stop(): Promise<void> };
-  const apis: Partial<Record<'A' | 'B', Api>> = {};
-  const proxies: Partial<Record<'A' | 'B', RecordingProxy>> = {};
-
-  before(async () => {
+  const stack = proxiedApis();
+  before(() => {
     // The Agents SDK's trace exporter posts to api.openai.com; the runs under test go to the base URL alone.
     setTracingDisabled(true);
-    workers = await startProductWorkers({});
-    for (const form of FORMS) {
-      apis[form] = await startApi(form);
-      proxies[form] = await recordingProxy((apis[form] as Api).url);
-    }
-  });
-  after(async () => {
-    for (const proxy of Object.values(proxies)) await proxy?.close();
-    for (const api of Object.values(apis)) await api?.close();
-    await workers?.stop();
   });
 
   for (const form of FORMS) {
     const model = EXPRESS[form];
-    const api = (): Api => apis[form] as Api;
-    const proxy = (): RecordingProxy => proxies[form] as RecordingProxy;
+    const api = (): Api => stack.api(form);
+    const proxy = (): RecordingProxy => stack.proxy(form);
     const baseURL = (): string => `${proxy().url}/v1`;
     const freshKey = async (): Promise<string> => newKey((await newOrg(5)).orgId, { limits: { requestsPerMinute: 1_000 } });
 

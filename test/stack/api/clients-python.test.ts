@@ -1,23 +1,22 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../../infra/config';
 import { countMessagesTokens } from '../../../domain/tokens';
 import type { ChatMessage } from '../../../domain/messages';
 import { ensureVenv } from '../../../stack/python-venv';
 import { toolEnv } from '../../../stack/tool-env';
-import { startProductWorkers } from '../deliberation/helpers';
 import {
   describeExchanges,
   exchangeWith,
   expressReceipt,
   posts,
-  recordingProxy,
+  proxiedApis,
   turnsOf,
   type Exchange,
   type RecordingProxy,
 } from './client-proxy';
-import { EXPRESS, FORMS, newKey, newOrg, startApi, type Api } from './helpers';
+import { EXPRESS, FORMS, newKey, newOrg, type Api } from './helpers';
+import { pythonOutput } from './python-script';
 
 /**
  * Issue 53 item 1, the Python clients, pinned on PyPI and installed by the project's own script (stack/python-venv.ts,
@@ -115,23 +114,14 @@ except Exception as e:
 print(json.dumps(out, default=str))
 `;
 
-function runPython(python: string, script: string, env: Record<string, string>): Promise<Record<string, Case>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, ['-c', script], { env: { ...process.env, ...env } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.once('error', reject);
-    child.once('close', (status) => {
-      if (status !== 0) return reject(new Error(`python exited ${String(status)}: ${err}\n${out}`));
-      try {
-        resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as Record<string, Case>);
-      } catch {
-        reject(new Error(`python printed no result: ${out}\n${err}`));
-      }
-    });
-  });
+/** The script's cases: the last line it printed, one JSON object. */
+async function runCases(python: string, script: string, env: Record<string, string>): Promise<Record<string, Case>> {
+  const out = await pythonOutput(python, script, env);
+  try {
+    return JSON.parse(out.trim().split('\n').pop() ?? '') as Record<string, Case>;
+  } catch {
+    throw new Error(`python printed no result: ${out}`);
+  }
 }
 
 /** A case's result, or a failure naming the exception, the server's status and body, and the exchanges of the run. */
@@ -151,29 +141,16 @@ const bodyOf = (e: Exchange): Record<string, unknown> => e.request as Record<str
 
 describe('the Python clients by base URL alone (issue 53 item 1, sim engines)', function () {
   this.timeout(10 * 60_000);
-  let workers: { stop(): Promise<void> };
   let python: string;
-  const apis: Partial<Record<'A' | 'B', Api>> = {};
-  const proxies: Partial<Record<'A' | 'B', RecordingProxy>> = {};
-
-  before(async () => {
+  const stack = proxiedApis();
+  before(() => {
     ({ python } = ensureVenv(VENV, toolEnv(loadConfig(), process.env)));
-    workers = await startProductWorkers({});
-    for (const form of FORMS) {
-      apis[form] = await startApi(form);
-      proxies[form] = await recordingProxy((apis[form] as Api).url);
-    }
-  });
-  after(async () => {
-    for (const proxy of Object.values(proxies)) await proxy?.close();
-    for (const api of Object.values(apis)) await api?.close();
-    await workers?.stop();
   });
 
   for (const form of FORMS) {
     const model = EXPRESS[form];
-    const api = (): Api => apis[form] as Api;
-    const proxy = (): RecordingProxy => proxies[form] as RecordingProxy;
+    const api = (): Api => stack.api(form);
+    const proxy = (): RecordingProxy => stack.proxy(form);
 
     describe(`openai-agents ${AGENTS_VERSION}, Form ${form}`, () => {
       const instructions = 'You are a concise assistant. Answer in one short paragraph.';
@@ -186,7 +163,7 @@ describe('the Python clients by base URL alone (issue 53 item 1, sim engines)', 
       before(async () => {
         key = await newKey((await newOrg(5)).orgId, { limits: { requestsPerMinute: 1_000 } });
         from = proxy().exchanges.length;
-        out = await runPython(python, AGENTS_SCRIPT, {
+        out = await runCases(python, AGENTS_SCRIPT, {
           BASE_URL: `${proxy().url}/v1`,
           KEY: key,
           MODEL: model,
@@ -257,7 +234,7 @@ describe('the Python clients by base URL alone (issue 53 item 1, sim engines)', 
       before(async () => {
         key = await newKey((await newOrg(5)).orgId, { limits: { requestsPerMinute: 1_000 } });
         from = proxy().exchanges.length;
-        out = await runPython(python, LANGCHAIN_SCRIPT, { BASE_URL: `${proxy().url}/v1`, KEY: key, MODEL: model, ...prompts });
+        out = await runCases(python, LANGCHAIN_SCRIPT, { BASE_URL: `${proxy().url}/v1`, KEY: key, MODEL: model, ...prompts });
       });
 
       it('invoke over chat completions: the answer is what the receipt records', async () => {

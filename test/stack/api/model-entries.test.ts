@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import OpenAI from 'openai';
 import { upsertMode } from '../../../db/repositories/modes';
 import { SYSTEM_MODES } from '../../../domain/modes';
 import { loadConfig } from '../../../infra/config';
+import { pythonOutput } from './python-script';
 import { ensureVenv } from '../../../stack/python-venv';
 import { toolEnv } from '../../../stack/tool-env';
 import { stack } from '../../harness/stack';
@@ -45,18 +45,6 @@ checked.append(Model.model_validate(one, strict=True).model_dump(include={"id", 
 listed = [{"id": m.id, "created": m.created, "owned_by": m.owned_by} for m in client.models.list()]
 print(json.dumps({"checked": checked, "listed": listed}))
 `;
-
-function runPython(python: string, env: Record<string, string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, ['-c', SCRIPT], { env: { ...process.env, ...env } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.once('error', reject);
-    child.once('close', (status) => (status === 0 ? resolve(out) : reject(new Error(`python exited ${String(status)}: ${err}`))));
-  });
-}
 
 /** When Postgres says the mode of this listing id was first saved, in Unix seconds. */
 async function createdInDb(form: 'A' | 'B', id: string): Promise<number> {
@@ -147,7 +135,7 @@ for (const form of FORMS) {
         { name: `openai-python-${VERSION}`, packages: [`openai==${VERSION}`] },
         toolEnv(loadConfig(), process.env),
       );
-      const out = JSON.parse(await runPython(python, { BASE_URL: `${api.url}/v1`, KEY: key, MODEL: PANEL[form] })) as {
+      const out = JSON.parse(await pythonOutput(python, SCRIPT, { BASE_URL: `${api.url}/v1`, KEY: key, MODEL: PANEL[form] })) as {
         checked: Entry[];
         listed: Entry[];
       };

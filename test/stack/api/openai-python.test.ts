@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { loadConfig } from '../../../infra/config';
+import { pythonOutput } from './python-script';
 import { ensureVenv } from '../../../stack/python-venv';
 import { toolEnv } from '../../../stack/tool-env';
 import { startProductWorkers } from '../deliberation/helpers';
@@ -39,18 +39,6 @@ except openai.BadRequestError as e:
 print(json.dumps(out))
 `;
 
-function runPython(python: string, env: Record<string, string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, ['-c', SCRIPT], { env: { ...process.env, ...env } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.once('error', reject);
-    child.once('close', (status) => (status === 0 ? resolve(out) : reject(new Error(`python exited ${String(status)}: ${err}`))));
-  });
-}
-
 describe(`the official Python client (openai==${VERSION}): response_format and a refused parameter (issue 40)`, function () {
   this.timeout(10 * 60_000);
   let workers: { stop(): Promise<void> };
@@ -68,7 +56,7 @@ describe(`the official Python client (openai==${VERSION}): response_format and a
         const org = await newOrg(5);
         const key = await newKey(org.orgId, { limits: { requestsPerMinute: 1_000 } });
         const out = JSON.parse(
-          await runPython(python, { BASE_URL: `${api.url}/v1`, KEY: key, MODEL: EXPRESS[form], MARKER: `${form}-${org.orgId}` }),
+          await pythonOutput(python, SCRIPT, { BASE_URL: `${api.url}/v1`, KEY: key, MODEL: EXPRESS[form], MARKER: `${form}-${org.orgId}` }),
         ) as { content: string; finish: string; refused: { status: number; code: string; param: string } | null };
         const answer = JSON.parse(out.content) as Record<string, unknown>;
         assert.deepEqual(Object.keys(answer).sort(), ['city', 'population']);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { getBalance } from '../../../db/repositories/ledger';
 import { loadConfig } from '../../../infra/config';
+import { pythonOutput } from './python-script';
 import { ensureVenv } from '../../../stack/python-venv';
 import { toolEnv } from '../../../stack/tool-env';
 import { stack } from '../../harness/stack';
@@ -42,17 +42,6 @@ except NotFoundError as e:
     print(json.dumps({"step": "after-delete", "status": e.status_code, "code": e.code}))
 `;
 
-function runPython(python: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, ['-c', SCRIPT], { env: { ...process.env, ...env } });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    child.once('error', reject);
-    child.once('close', (status) => resolve({ status, output }));
-  });
-}
-
 describe('responses through the official openai Python client', function () {
   this.timeout(10 * 60_000);
   let python: string;
@@ -72,15 +61,14 @@ describe('responses through the official openai Python client', function () {
   it('create(background=True), retrieve until completed, stream its events, cancel (unchanged), delete; billed once', async () => {
     const org = await newOrg();
     const before = await getBalance(stack().db, org.orgId);
-    const r = await runPython(python, {
+    const output = await pythonOutput(python, SCRIPT, {
       BASE_URL: `${api.url}/v1`,
       API_KEY: org.ownerKey,
       MODEL: EXPRESS.B,
       INPUT: `Why is the sky blue? ${randomUUID()}`,
     });
-    assert.equal(r.status, 0, r.output);
     const steps = Object.fromEntries(
-      r.output
+      output
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line) as { step: string } & Record<string, unknown>)

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { QuorumError } from '../../../domain/errors';
 import { parseRequest } from '../../../operations/requests/common';
 import { formARequests } from '../../../operations/requests/a';
 import { formBRequests } from '../../../operations/requests/b';
@@ -10,19 +9,10 @@ import { CHAT_UNHONOURED, checkParameters, type Unhonoured } from '../../../oper
 import { parseResponseRequest, RESPONSES_HONOURED, RESPONSES_UNHONOURED, responseRequestDoc } from '../../../operations/requests/responses';
 import { derivedIdempotencyKey } from '../../../operations/completion';
 import { CALLER_ANSWER_KINDS } from '../../../domain/aggregation';
+import { refusal } from './refusal';
 
 /** Issue 40 item 4: OpenAI's parameters parsed into the one internal shape (`CallOptions`), or refused by name. */
 const BASE = { model: 'QRM:PANL', messages: [{ role: 'user', content: 'Hi' }] };
-
-function refusal(fn: () => unknown): QuorumError {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof QuorumError, String(err));
-    return err;
-  }
-  assert.fail('expected a refusal');
-}
 
 describe('OpenAI parameters: parsed into CallOptions or refused by name', () => {
   const parse = (body: Record<string, unknown>): ReturnType<typeof formBRequests.completion.parse> => {

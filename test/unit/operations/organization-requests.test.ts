@@ -1,21 +1,11 @@
 import assert from 'node:assert/strict';
 import { keyFormBody } from '../../../api/console/pages/keys';
-import { QuorumError } from '../../../domain/errors';
 import { parseActivityQuery } from '../../../operations/activity';
 import { monthStartUtc } from '../../../domain/api-keys';
 import { parseAlertsChange, parseKeyBudget, parseNewKey, parseRetentionChange } from '../../../operations/requests/organization';
+import { refusal } from './refusal';
 
 /** Issue 41 items 3 and 6: the key and activity requests read into the operations' shapes, or refused by name. */
-
-function refusal(fn: () => unknown): QuorumError {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof QuorumError, String(err));
-    return err;
-  }
-  assert.fail('expected a refusal');
-}
 
 describe('keys by API: the body of POST /v1/organization/keys', () => {
   it('reads every field, USD into micro-dollars exactly and unix seconds into an instant', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { QuorumError } from '../../../domain/errors';
 import { parseUsageQuery } from '../../../operations/usage';
+import { refusal } from './refusal';
 
 /**
  * Issue 53 item 5: `GET /v1/usage`'s query as OpenAI's SDKs send it (`group_by[]=…`, read by Koa as the key
@@ -10,16 +10,6 @@ import { parseUsageQuery } from '../../../operations/usage';
 
 const START = '1764547200';
 const q = (extra: Record<string, string | string[]>): Record<string, string | string[]> => ({ start_time: START, ...extra });
-
-function refusal(fn: () => unknown): QuorumError {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof QuorumError, String(err));
-    return err;
-  }
-  assert.fail('expected a refusal');
-}
 
 describe('GET /v1/usage query: group_by[] and the api_key_ids / models filters', () => {
   const now = new Date('2025-12-02T00:00:00Z');
