@@ -36,7 +36,7 @@ describe('QUORUM_ROLE: the API with its worker starts deliberations eagerly', fu
     };
   };
 
-  it('QUORUM_ROLE=all: each call answered, each started eagerly; QUORUM_ROLE=api beside a worker process: answered, none eagerly', async () => {
+  it('QUORUM_ROLE=all: each call answered, started eagerly; QUORUM_ROLE=api beside a worker process: answered, none eagerly', async () => {
     // No worker metrics port: the suite's processes would contend for the default one.
     const env = stackProcessEnv(dataDir, { QUORUM_WORKER_METRICS_PORT: '0' });
     const org = await newOrg();
@@ -46,7 +46,12 @@ describe('QUORUM_ROLE: the API with its worker starts deliberations eagerly', fu
       const reply = await postCompletion(all.url, org.ownerKey, randomUUID(), { model: 'QRM:EXPR' });
       assert.equal(reply.status, 200, JSON.stringify(reply.body));
     }
-    assert.deepEqual(await starts(all.url), { eager: 3, normal: 0 });
+    // Eager start is Temporal's best effort, not a promise: the server answers a start the client retried (a slow
+    // reply on a loaded machine) without the task, and Core asks only while the worker has a free slot. CI's sharded
+    // suite saw 2 of 3 eager; what must hold is that every start is counted and the role asks (any eager at all).
+    const withWorker = await starts(all.url);
+    assert.equal(withWorker.eager + withWorker.normal, 3, JSON.stringify(withWorker));
+    assert.ok(withWorker.eager >= 1, `an API with its worker starts eagerly: ${JSON.stringify(withWorker)}`);
     // Its worker gone with it, the API alone must rely on a worker process.
     const stopped = exitOf(all.child);
     all.child.kill('SIGTERM');

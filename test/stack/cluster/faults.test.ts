@@ -4,11 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { TestPollSchema } from '../../../api/v1/run-resources';
 import { createDb, type Db } from '../../../db/knex';
 import { createApiKey } from '../../../db/repositories/api-keys';
-import { listLedger } from '../../../db/repositories/ledger';
 import { DEMO_ORG_ID } from '../../../db/seed';
 import type { Form } from '../../../domain/form';
 import { call } from '../api/helpers';
-import { assertEachBilledOnce } from '../deliberation/helpers';
+import { assertEachBilledOnce, requestLedger } from '../deliberation/helpers';
 import { untilEnded } from '../runs/helpers';
 import { quorumCli } from '../../harness/cli';
 import { startCluster, type RunningCluster } from '../../harness/cluster';
@@ -205,8 +204,10 @@ describe('the production topology under faults (npm run start:cluster)', functio
     const rows = (await db('run_questions').where({ run_id: runId }).select('question_id')) as { question_id: string }[];
     assert.equal(rows.length, 8);
     assert.equal(new Set(rows.map((r) => r.question_id)).size, 8);
-    const runEntries = (await listLedger(db, DEMO_ORG_ID, 1000)).filter((e) => e.requestId === runId).map((e) => e.kind);
-    assert.deepEqual(runEntries, ['test_run_charge']);
+    assert.deepEqual(
+      (await requestLedger(DEMO_ORG_ID, runId, db)).map((e) => e.kind),
+      ['test_run_charge'],
+    );
 
     const audit = await quorumCli(['audit', '--json'], cluster.dataDir, {
       DATABASE_URL: cluster.databaseUrl,

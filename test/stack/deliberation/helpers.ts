@@ -166,6 +166,21 @@ export async function requestState(orgId: string, idempotencyKey: string, db: Db
   return row?.state as string | undefined;
 }
 
+/**
+ * The entries one request or run wrote, oldest first: read by its id, not from a page of the organisation's latest
+ * entries (a run charged up front falls out of any fixed page while load goes on beside it).
+ */
+export async function requestLedger(orgId: string, requestId: string, db: Db = stack().db): Promise<{ kind: string; amount: bigint }[]> {
+  const rows = (await db('ledger_entries')
+    .where({ org_id: orgId, request_id: requestId })
+    .orderBy('id')
+    .select('kind', 'amount_micros')) as {
+    kind: string;
+    amount_micros: bigint;
+  }[];
+  return rows.map((r) => ({ kind: r.kind, amount: r.amount_micros }));
+}
+
 /** How many charges the organisation's ledger holds. `db`: another stack's database. */
 export async function chargeCount(orgId: string, db: Db = stack().db): Promise<number> {
   return (await listLedger(db, orgId, Number.MAX_SAFE_INTEGER, { kinds: ['charge'] })).length;

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { getBalance, listLedger } from '../../../db/repositories/ledger';
+import { getBalance } from '../../../db/repositories/ledger';
 import { quotedRequest } from '../../../operations/quotes';
 import { launchFingerprint, testRunSpec } from '../../../operations/run-launch';
 import type { QuotedRun } from '../../../db/repositories/quotes';
@@ -9,7 +9,7 @@ import { launchRun } from '../../../db/repositories/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { cancelSignal } from '../../../workflows/messages';
 import { call, moneySnapshot, newKey, newOrg, startApi, type Api, type TestOrg } from '../api/helpers';
-import { startProductWorkers } from '../deliberation/helpers';
+import { requestLedger, startProductWorkers } from '../deliberation/helpers';
 import { limitedDb } from '../../harness/limited-db';
 import { stack } from '../../harness/stack';
 import { demoModes, untilEnded } from '../runs/helpers';
@@ -42,14 +42,6 @@ async function ask(client: Client, args: Record<string, unknown>): Promise<ToolJ
 
 const approve = (client: Client, quoteId: string): ReturnType<Client['callTool']> =>
   client.callTool({ name: 'approve_quote', arguments: { quote_id: quoteId } });
-
-/** Ledger rows a run wrote (its charge, any refund), oldest first. */
-async function runLedger(orgId: string, runId: string): Promise<{ kind: string; amount: bigint }[]> {
-  return (await listLedger(stack().db, orgId, 1000))
-    .filter((e) => e.requestId === runId)
-    .map((e) => ({ kind: e.kind, amount: e.amountMicros }))
-    .reverse();
-}
 
 describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
   this.timeout(180_000);
@@ -147,7 +139,9 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
     const ids: string[] = [];
     for await (const w of started) ids.push(w.workflowId);
     assert.deepEqual(ids, [workflowIds.quote(quote.quote_id, 0)]);
-    assert.deepEqual(await runLedger(org.orgId, runId), [{ kind: 'test_run_charge', amount: -BigInt(Math.round(quote.price_usd * 1e6)) }]);
+    assert.deepEqual(await requestLedger(org.orgId, runId), [
+      { kind: 'test_run_charge', amount: -BigInt(Math.round(quote.price_usd * 1e6)) },
+    ]);
     const after = (await getBalance(stack().db, org.orgId)).balanceMicros;
     assert.equal(before - after, BigInt(Math.round(quote.price_usd * 1e6)));
 
@@ -156,7 +150,7 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
     // The launched run is not this test's subject: stop it, and its unanswered questions are credited back.
     await handle.signal(cancelSignal);
     await untilEnded(api, org.ownerKey, 'tests', runId);
-    assert.equal((await runLedger(org.orgId, runId)).filter((e) => e.kind === 'test_run_charge').length, 1);
+    assert.equal((await requestLedger(org.orgId, runId)).filter((e) => e.kind === 'test_run_charge').length, 1);
   });
 
   it('an expired quote is 410, a price that rose is 409 requoted with a new quote, a payer mismatch 403; none of them charges', async () => {
@@ -334,7 +328,7 @@ describe('mcp: the mode advisor (ask_advisor, approve_quote)', function () {
 
     const failed = refusal(await approve(client, quote.quote_id));
     assert.deepEqual([failed.code, failed.status], ['launch_failed', 502]);
-    assert.deepEqual(await runLedger(org.orgId, runId), [
+    assert.deepEqual(await requestLedger(org.orgId, runId), [
       { kind: 'test_run_charge', amount: -BigInt(Math.round(quote.price_usd * 1e6)) },
       { kind: 'run_refund', amount: BigInt(Math.round(quote.price_usd * 1e6)) },
     ]);

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { listLedger } from '../../../db/repositories/ledger';
 import { TestPollSchema } from '../../../api/v1/run-resources';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
+import { requestLedger } from '../deliberation/helpers';
 import { stack } from '../../harness/stack';
 import { startWorkerProcess, stackProcessEnv } from '../../harness/worker';
 import { demoModes, untilEnded } from './helpers';
@@ -68,9 +68,8 @@ describe('runs: the worker dies mid-run', function () {
         after.find((r) => r.question_id === row.question_id),
         row,
       );
-    const entries = (await listLedger(stack().db, org.orgId, 1000)).filter((e) => e.requestId === id);
     assert.deepEqual(
-      entries.map((e) => e.kind),
+      (await requestLedger(org.orgId, id)).map((e) => e.kind),
       ['test_run_charge'],
       'one charge, up front; nothing refunded, nothing charged again',
     );

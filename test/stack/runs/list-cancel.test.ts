@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { getBalance, listLedger } from '../../../db/repositories/ledger';
+import { getBalance } from '../../../db/repositories/ledger';
 import type { Form } from '../../../domain/form';
 import { RunListSchema } from '../../../api/v1/run-list-resources';
 import { CertifyPollSchema, TestPollSchema } from '../../../api/v1/run-resources';
 import { call, newKey, newOrg, startApi, type Api, type Reply } from '../api/helpers';
-import { startProductWorkers } from '../deliberation/helpers';
+import { requestLedger, startProductWorkers } from '../deliberation/helpers';
 import { connect, json } from '../mcp/helpers';
 import { stack } from '../../harness/stack';
 import { demoModes, unjudgedPrices, untilEnded } from './helpers';
@@ -33,13 +33,6 @@ async function answered(id: string): Promise<number> {
 async function untilAnswered(id: string, n: number): Promise<void> {
   for (const until = Date.now() + 120_000; (await answered(id)) < n; await sleep(100))
     if (Date.now() > until) throw new Error(`run ${id} answered fewer than ${n} questions in time`);
-}
-
-async function ledgerOf(orgId: string, runId: string): Promise<{ kind: string; amount: bigint }[]> {
-  return (await listLedger(stack().db, orgId, 1000))
-    .filter((e) => e.requestId === runId)
-    .map((e) => ({ kind: e.kind, amount: e.amountMicros }))
-    .reverse();
 }
 
 /** A launch's id and its up-front charge. */
@@ -95,7 +88,7 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
       const longRefund = await unjudgedPrices(long.id);
       assert.ok(longRefund > 0n);
       assert.equal(micros(longEnd.refunded_usd), longRefund);
-      assert.deepEqual(await ledgerOf(org.orgId, long.id), [
+      assert.deepEqual(await requestLedger(org.orgId, long.id), [
         { kind: 'test_run_charge', amount: -long.billed },
         { kind: 'run_refund', amount: longRefund },
       ]);
@@ -107,7 +100,7 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
         [againBatch.state, againBatch.refunded_usd, againBatch.finished_at],
         ['cancelled', longEnd.refunded_usd, longEnd.finished_at],
       );
-      assert.equal((await ledgerOf(org.orgId, long.id)).length, 2);
+      assert.equal((await requestLedger(org.orgId, long.id)).length, 2);
 
       // The certification through its own route, as soon as it is launched.
       const certReply = await call(api, 'POST', `/v1/certify/${cert.id}/cancel`, { key });
@@ -130,7 +123,7 @@ describe('runs: list and cancel (issue 28 items 1 and 2)', function () {
         [before.state, before.refunded_usd, before.finished_at, before.results],
       );
       assert.equal(endedBatch.state, 'completed');
-      assert.deepEqual(await ledgerOf(org.orgId, small.id), [{ kind: 'test_run_charge', amount: -small.billed }]);
+      assert.deepEqual(await requestLedger(org.orgId, small.id), [{ kind: 'test_run_charge', amount: -small.billed }]);
 
       // The balance is what it was less the three charges plus the two refunds.
       const balance = (await getBalance(stack().db, org.orgId)).balanceMicros;

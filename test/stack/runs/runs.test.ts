@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict';
-import { listLedger } from '../../../db/repositories/ledger';
 import { getRun } from '../../../db/repositories/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { CertifyPollSchema, LaunchSchema, TestPollSchema } from '../../../api/v1/run-resources';
 import { cancelRun } from '../../../starters/runs';
 import { call, newKey, newOrg, startApi, USER, type Api } from '../api/helpers';
-import { recordHistory, startProductWorkers } from '../deliberation/helpers';
+import { recordHistory, requestLedger, startProductWorkers } from '../deliberation/helpers';
 import { stack } from '../../harness/stack';
 import { demoModes, unjudgedPrices, untilEnded } from './helpers';
-
-async function ledgerOf(orgId: string, runId: string): Promise<{ kind: string; amount: bigint }[]> {
-  return (await listLedger(stack().db, orgId, 1000))
-    .filter((e) => e.requestId === runId)
-    .map((e) => ({ kind: e.kind, amount: e.amountMicros }))
-    .reverse(); // oldest first
-}
 
 describe('runs: test runs and certification on the real stack', function () {
   this.timeout(300_000);
@@ -73,7 +65,7 @@ describe('runs: test runs and certification on the real stack', function () {
     assert.ok(wp.certification && wp.certification.mode_accuracy < wp.certification.baseline_accuracy);
     for (const id of [sp.batch.id, wp.batch.id])
       assert.deepEqual(
-        await ledgerOf(org.orgId, id),
+        await requestLedger(org.orgId, id),
         [{ kind: 'test_run_charge', amount: -50_000_000n }],
         'charged once, up front, nothing back',
       );
@@ -195,7 +187,7 @@ describe('runs: test runs and certification on the real stack', function () {
       // Issue 38 item 9: each unjudged question gives back its own price.
       const refund = await unjudgedPrices(id);
       assert.ok(refund > 0n && refund < billed);
-      assert.deepEqual(await ledgerOf(org.orgId, id), [
+      assert.deepEqual(await requestLedger(org.orgId, id), [
         { kind: 'test_run_charge', amount: -billed },
         { kind: 'run_refund', amount: refund },
       ]);

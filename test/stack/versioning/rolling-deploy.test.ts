@@ -9,11 +9,10 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { temporal } from '@temporalio/proto';
 import { RunEndedEventSchema, TestPollSchema } from '../../../api/v1/run-resources';
-import { listLedger } from '../../../db/repositories/ledger';
 import { workflowIds } from '../../../domain/workflow-ids';
 import { writeWorkflowBundle } from '../../../worker/bundle';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
-import { assertEachBilledOnce, requestState } from '../deliberation/helpers';
+import { assertEachBilledOnce, requestLedger, requestState } from '../deliberation/helpers';
 import { demoModes, untilEnded } from '../runs/helpers';
 import { bundleFile, metaFile, type OldBundleMeta } from '../../fixtures/old-workers/build';
 import { quorumCli } from '../../harness/cli';
@@ -181,9 +180,8 @@ describe('deploying a new worker version while a run and a deliberation are in f
     const rows = await questionRows(runId);
     assert.equal(rows.length, TOTAL);
     assert.equal(new Set(rows).size, TOTAL);
-    const runEntries = (await listLedger(stack().db, org.orgId, 1000)).filter((e) => e.requestId === runId);
     assert.deepEqual(
-      runEntries.map((e) => e.kind),
+      (await requestLedger(org.orgId, runId)).map((e) => e.kind),
       ['test_run_charge'],
       'the run charged once, up front; nothing refunded',
     );
