@@ -65,7 +65,6 @@ export const PROVIDER_UNAVAILABLE = 'provider_unavailable';
 
 export function createBenchmarkActivities(deps: ActivityDeps) {
   const { db, engines } = deps;
-  const { env } = deps;
 
   async function questionsOf(ref: RunRef): Promise<Question[]> {
     const found = await questionsForRun(db, ref.orgId, ref.spec);
@@ -130,7 +129,7 @@ export function createBenchmarkActivities(deps: ActivityDeps) {
       };
     },
 
-    runJudge: createEngineCall({ db, engines, env }),
+    runJudge: createEngineCall(deps),
 
     /** One question's result, written as it completes: a crash after this loses nothing of it. */
     async recordQuestion(input: { runId: string; result: QuestionResult }): Promise<void> {

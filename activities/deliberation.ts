@@ -105,7 +105,7 @@ async function holdThenRead(
 
 export function createDeliberationActivities(deps: ActivityDeps) {
   const { db, engines, env } = deps;
-  const engineCall = createEngineCall({ db, engines, env });
+  const engineCall = createEngineCall(deps);
 
   return {
     /**

@@ -9,6 +9,8 @@ import type { CallSource } from '../domain/outcome';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import type { Credential, Engines, Family, KnownAnswer } from '../engines';
 import { isEngineError } from '../engines';
+import type { Logger } from '../infra/log';
+import { openAnswerWriter, type AnswerStream } from './answer-stream';
 import { joinRound, lateFailure } from './quorum-rounds';
 
 export interface EngineCallInput {
@@ -34,6 +36,8 @@ export interface EngineCallInput {
   /** Labels for the worker's metrics (worker/metrics.ts), no effect on the call: the call's lane and round. */
   lane?: Lane;
   round?: number;
+  /** The call writes a watched deliberation's answer: its text is stored as it arrives, and a retry continues it (issue 53 item 4). */
+  stream?: AnswerStream;
 }
 
 export interface EngineCallResult {
@@ -68,8 +72,8 @@ function keyedFamily(family: Family): ProviderFamily | undefined {
  * provider's retry-after); permanent ones are non-retryable `EnginePermanent` failures the workflow answers with a
  * backup. Registered under several names (`seat`, `judge`, `synthesize`, `ballot`, `runJudge`) so each step is named in history.
  */
-export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS.ProcessEnv }) {
-  const { db, engines, env } = deps;
+export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS.ProcessEnv; log: Logger }) {
+  const { db, engines, env, log } = deps;
   return async (input: EngineCallInput): Promise<EngineCallResult> => {
     // A duplicate for an engine that must not be hedged (a single-slot server would queue it behind the original)
     // sends nothing. The hedge ignores a duplicate's failure while the original is out (workflows/hedge.ts), so the
@@ -99,6 +103,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
     // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout (a
     // local activity has none: its workflow task's timeout does that).
     const heartbeat = Context.current().info.isLocal ? undefined : setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
+    const writer = input.stream && (await openAnswerWriter(db, log, input.orgId, input.stream));
     try {
       const r = await engines.call(
         {
@@ -113,12 +118,15 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
           seed: input.seed,
           topP: input.topP,
           stop: input.stop,
+          ...(writer && { onText: writer.onText }),
+          // What an earlier attempt stored was streamed to the caller: the answer goes on from it, not again from the start.
+          ...(writer?.prefix && { continueFrom: writer.prefix }),
         },
         credential,
       );
       return {
         engineId: r.engineId,
-        text: r.text,
+        text: (writer?.prefix ?? '') + r.text,
         finish: r.finish,
         tokensIn: r.tokensIn,
         tokensOut: r.tokensOut,
@@ -149,6 +157,8 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
         details: [err.kind],
       });
     } finally {
+      // Every piece received is stored before the workflow hears of the call: its next step follows them in the stream.
+      await writer?.close();
       clearInterval(heartbeat);
       round?.leave();
     }

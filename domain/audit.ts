@@ -39,6 +39,8 @@ export const INVARIANTS = {
     "A mode's running call count (the basis of its recorded fee rate, issue 42 item 3) equals its receipts recounted: per configuration and tier, the live API-key calls not paid by a plan, their tokens and their mode fees, and of them those that recorded round 1's seats asked and those that asked every seat (a first wave's share, issue 52).",
   key_spend_mismatch:
     "A key's running spend per month (what its monthly budget is judged against, issue 41 item 3) equals its calls' ledger entries recounted: per key and month the calls were made in, their net charges and what they still hold.",
+  streamed_answer_differs:
+    "What a call's caller was streamed is what its receipt records (issue 53 item 4): the answer's pieces stored as its engine wrote them, joined, begin the answer of its receipt (the rest is sent with the answer when the call ends).",
 } as const;
 
 export type Invariant = keyof typeof INVARIANTS;

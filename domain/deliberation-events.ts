@@ -28,6 +28,16 @@ export interface StoredEvent {
   recordedAt: Date;
 }
 
+/**
+ * One piece of a watched deliberation's answer as its engine wrote it (issue 53 item 4): stored after the step index it
+ * follows, numbered from 0 within it; the pieces of a step joined are the start of the answer, or all of it.
+ */
+export interface AnswerChunk {
+  step: number;
+  part: number;
+  text: string;
+}
+
 /** A line for a person watching (MCP progress notifications). */
 export function describeEvent(e: StepEvent): string {
   switch (e.type) {

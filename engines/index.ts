@@ -21,6 +21,7 @@
  *     find(id): EngineSpec | undefined;
  *     isAvailable(engineId, credential?): boolean;   // no credential: the service's own keys (sim: always)
  *     call(req: EngineRequest, credential?: Credential): Promise<EngineResult>;  // throws EngineError only
+ *       // req.onText gets the answer's pieces as the provider writes them; req.continueFrom: a lost attempt's text, continued
  *   }
  *
  * A call with no credential runs on the service's keys; with one, on that credential (an
@@ -239,6 +240,8 @@ async function callEngine(setup: EngineSetup, s: EngineSpec, req: EngineRequest,
     throw new EngineError('bad_request', `${s.id}: maxOutputTokens must be a positive integer`, { engineId: s.id });
   }
   const deadline = AbortSignal.timeout(req.timeoutMs ?? timeoutMs);
+  // Bedrock's replies are not streamed: its text is handed on whole once it has come.
+  const streamed = s.protocol !== 'bedrock';
   const adapterCall: AdapterCall = {
     spec: s,
     messages: req.messages,
@@ -251,12 +254,16 @@ async function callEngine(setup: EngineSetup, s: EngineSpec, req: EngineRequest,
     reply: s.structuredOutput ? req.reply : undefined,
     deadline,
     signal: req.signal,
+    onText: streamed ? req.onText : undefined,
+    continueFrom: req.continueFrom,
   };
   try {
     const out = await withSlot(setup.slots, s, deadline, req.signal, () => dispatch(setup, s, req, adapterCall, credential));
-    if (out.text.length === 0 && out.finish === 'stop') {
+    // A continued answer may have nothing left to say: only a reply that began it must hold text.
+    if (out.text.length === 0 && out.finish === 'stop' && !req.continueFrom) {
       throw new EngineError('malformed', `${s.id}: provider answered with no text`, { engineId: s.id });
     }
+    if (!streamed && out.text !== '') req.onText?.(out.text);
     const result: EngineResult = {
       ...out,
       latencyMs: Math.round(performance.now() - started),

@@ -76,6 +76,17 @@ export interface EngineRequest {
    * a `sim` engine gives the same answer but draws its latency anew, as a second request to a provider would.
    */
   attempt?: number;
+  /**
+   * The answer as it is written: called with each piece of text in order as the provider sends it, so a caller can
+   * show it and keep it should the call be lost midway. The result's `text` is exactly the pieces joined. A protocol
+   * that does not stream (Bedrock) gives the whole text in one piece once it has it. Absent: one reply, no stream.
+   */
+  onText?: (delta: string) => void;
+  /**
+   * Text an earlier attempt of this call already wrote before it was lost: sent as a final assistant turn, so the
+   * engine continues it instead of starting over; the result's `text` (and its pieces) are only what comes after it.
+   */
+  continueFrom?: string;
 }
 
 export type Finish = 'stop' | 'length';

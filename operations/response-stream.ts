@@ -1,5 +1,5 @@
 import type { AuthContext } from '../db/repositories/api-keys';
-import { readDeliberationEvents } from '../db/repositories/deliberation-events';
+import { readAnswerChunks, readDeliberationEvents } from '../db/repositories/deliberation-events';
 import { findResponse } from '../db/repositories/responses';
 import { streamPlan, type StreamItem } from '../domain/response-stream';
 import type { Outcome } from '../domain/outcome';
@@ -53,7 +53,7 @@ export async function openResponseStream(
       let notified = false;
       try {
         while (!stop.aborted) {
-          const stored = await readDeliberationEvents(deps.db, requestId);
+          const [stored, chunks] = await Promise.all([readDeliberationEvents(deps.db, requestId), readAnswerChunks(deps.db, requestId)]);
           // A step's notification needs only the steps; the response is read again once the last index is stored (the
           // request has ended by then) or when no notification came (one lost, or a call that ended without its last).
           if (!notified || stored.some((s) => s.event.type === 'ended')) row = (await findResponse(deps.db, auth.orgId, key)) ?? row;
@@ -61,9 +61,13 @@ export async function openResponseStream(
           const ended =
             row.state === 'running'
               ? null
-              : { answered: view.status === 'completed' || view.status === 'incomplete', failed: view.status === 'failed' };
+              : {
+                  answered: view.status === 'completed' || view.status === 'incomplete',
+                  failed: view.status === 'failed',
+                  answer: view.outcome?.answer ?? '',
+                };
           if (ended) endedSeenAt ??= Date.now();
-          const plan = streamPlan({ stored, ended, giveUp: endedSeenAt !== null && Date.now() - endedSeenAt >= ENDED_GRACE_MS });
+          const plan = streamPlan({ stored, chunks, ended, giveUp: endedSeenAt !== null && Date.now() - endedSeenAt >= ENDED_GRACE_MS });
           for (const { seq, item } of plan.items) {
             if (seq <= last || stop.aborted) continue;
             const ending = item.kind === 'answer' || item.kind === 'error' || item.kind === 'ended';

@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { AnswerStream } from '../activities/answer-stream';
 import type { ClassifyResult, DeliberationActivities, KeyBudget, PrepareRefusal } from '../activities/deliberation';
 import type { KeyKind } from '../domain/api-keys';
 import { isBillingRefusal } from '../domain/billing';
@@ -101,7 +102,11 @@ function trackProgress(): (next: Step) => void {
 
 const { deliberationEvents } = proxySinks<DeliberationSinks>();
 
-type Emit = (event: DeliberationEvent) => void;
+interface Emit {
+  (event: DeliberationEvent): void;
+  /** Where an answer written now streams: after the last step told (issue 53 item 4); undefined when no one can watch. */
+  answerStream(): AnswerStream | undefined;
+}
 
 /**
  * The call's step events for its caller's stream (issue 40 item 2), numbered from 0 in the order the workflow takes
@@ -109,9 +114,11 @@ type Emit = (event: DeliberationEvent) => void;
  * A call no one can watch stores none: the worker holds each activation until its events are written (issue 42).
  */
 function eventsOf({ requestId, stepEvents }: DeliberationInput): Emit {
-  if (stepEvents === false) return () => undefined;
+  if (stepEvents === false) return Object.assign(() => undefined, { answerStream: () => undefined });
   let index = 0;
-  return (event) => deliberationEvents.record(requestId, index++, event);
+  return Object.assign((event: DeliberationEvent) => deliberationEvents.record(requestId, index++, event), {
+    answerStream: () => (index > 0 ? { requestId, step: index - 1 } : undefined),
+  });
 }
 
 /** How a call ends without an answer once it has begun; each releases what it holds. */
@@ -342,6 +349,7 @@ async function deliberate(input: DeliberationInput, startedMs: number, ran: Ran,
     judgeSeed,
     onStep: step,
     onEvent: emit,
+    answerStream: emit.answerStream,
     localCalls: true,
     record: ran.panel,
     answer: input.answer,

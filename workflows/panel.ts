@@ -1,4 +1,5 @@
 import { deprecatePatch, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import type { AnswerStream } from '../activities/answer-stream';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import {
   BALLOT_MAX_OUTPUT,
@@ -98,6 +99,11 @@ export interface PanelInput {
   onStep?: (step: PanelStep) => void;
   /** Told of each step as it ends, for the caller's stream (issue 40 item 2); no effect on the panel. */
   onEvent?: (event: StepEvent) => void;
+  /**
+   * Where the call that writes the answer (the express lane's seat, a synthesis whose text is the answer) streams it
+   * as it is written (issue 53 item 4); absent, or undefined when no one can watch: not streamed.
+   */
+  answerStream?: () => AnswerStream | undefined;
   /** Where the panel records what answered as it answers: a deliberation cancelled mid-panel bills it (issue 40). */
   record?: PanelRecord;
 }
@@ -444,6 +450,8 @@ async function runSeat(
   return firstAnswering(
     s.assignment.chain.slice(s.at),
     async (engine) => {
+      // The express lane's seat writes the answer itself: its caller may watch it being written.
+      const stream = input.lane === 'express' ? input.answerStream?.() : undefined;
       // lane and round label the worker's metrics; the call ignores them.
       const call = {
         orgId: input.orgId,
@@ -456,6 +464,7 @@ async function runSeat(
         ...callerSampling(input.answer?.sampling),
         ...sampling(s.assignment.tuning),
         ...(quorumRound !== undefined && { quorumRound }),
+        ...(stream && { stream }),
       };
       const first = await hedged(
         (attempt) => seat({ ...call, maxOutputTokens: seatMax, attempt: attempt || undefined }),
@@ -667,7 +676,7 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
     .map((s) => ({ label: labels[s.assignment.role] ?? '?', text: s.latest?.content ?? '' }))
     .sort((a, b) => a.label.localeCompare(b.label));
   const prompt = withFormatInstruction(synthesisPrompt(input.messages, labelled, judgment.best, judgment.why), input.answer?.format);
-  const r = await synthesisCall(panel, prompt, readingAll(panel, answered));
+  const r = await synthesisCall(panel, prompt, readingAll(panel, answered), true);
   if (r) {
     // The first synthesis call that answers is the only one: its latency is the receipt's.
     result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
@@ -677,14 +686,23 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
   return result;
 }
 
-/** The synthesis engine's call (its chain, each engine within the meter), in the caller's structure when asked one. */
-async function synthesisCall(panel: PanelState, prompt: ChatMessage[], tokensIn: number): Promise<EngineCallResult | undefined> {
+/**
+ * The synthesis engine's call (its chain, each engine within the meter), in the caller's structure when asked one;
+ * `writesAnswer`: its text is the answer as written (not a pinned rewrite kept only if it passes), so it may stream.
+ */
+async function synthesisCall(
+  panel: PanelState,
+  prompt: ChatMessage[],
+  tokensIn: number,
+  writesAnswer: boolean,
+): Promise<EngineCallResult | undefined> {
   const { input } = panel;
   const { synthesize } = input.localCalls ? localEngineCalls : engineCalls;
   input.onStep?.({ stage: 'synthesising' });
   input.onEvent?.({ type: 'synthesising' });
   const format = input.answer?.format;
   const maxOut = withinCaller(input.config.seatMaxOutputTokens * 2, input.answer);
+  const stream = writesAnswer ? input.answerStream?.() : undefined;
   return staffCallCharged(panel, { role: 'synthesis', chain: input.seating.synthesis.chain, tokensIn, maxOut }, (engine, attempt) =>
     synthesize({
       orgId: input.orgId,
@@ -696,6 +714,7 @@ async function synthesisCall(panel: PanelState, prompt: ChatMessage[], tokensIn:
       lane: input.lane,
       ...callerSampling(input.answer?.sampling),
       ...(format && { reply: replySchemaOf(format) }),
+      ...(stream && { stream }),
     }),
   );
 }
@@ -755,7 +774,7 @@ async function aggregationStep(panel: PanelState, result: PanelResult, aggregati
   let synthesis: SynthesisFate = 'none';
   if ((aggregation.prose === 'pinned' || input.answer?.format) && !input.meter.capped) {
     const prompt = withFormatInstruction(pinnedSynthesisPrompt(input.messages, pass.content, choice.answer), input.answer?.format);
-    const r = await synthesisCall(panel, prompt, readingAll(panel, [choice.speaker]));
+    const r = await synthesisCall(panel, prompt, readingAll(panel, [choice.speaker]), false);
     synthesis = 'failed';
     if (r) {
       result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);

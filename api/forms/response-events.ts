@@ -25,16 +25,31 @@ export function streamEventJson(frame: StreamFrame, serialiser: FormSerialiser):
       return at('response.in_progress', { response: responseJson(view, serialiser) });
     case 'step':
       return at('response.in_progress', {
-        response: responseJson(view, serialiser),
+        response: item.answerSoFar === null ? responseJson(view, serialiser) : withAnswerBegun(view, serialiser, item.answerSoFar),
         quorum: { step: item.event.type, ...stepFields(item.event), recorded_at: item.recordedAt.toISOString() },
       });
     case 'answer':
-      return answerEvent(item.part, view.outcome?.answer ?? '', responseJson(view, serialiser), at);
+      return answerEvent(item.part, item.text, view, serialiser, at);
     case 'error':
       return at('error', { code: view.error?.code ?? 'internal_error', message: view.error?.message ?? '', param: null });
     case 'ended':
       return at(endedType(view.status), { response: responseJson(view, serialiser) });
   }
+}
+
+/** The response as it stands once its answer has begun: its one message in progress, with the text sent so far. */
+function withAnswerBegun(view: StreamFrame['view'], serialiser: FormSerialiser, text: string): JsonObject {
+  return { ...responseJson(view, serialiser), output: [messageInProgress(view, text)] };
+}
+
+function messageInProgress(view: StreamFrame['view'], text: string): JsonObject {
+  return {
+    type: 'message',
+    id: `msg_${view.requestId}`,
+    status: 'in_progress',
+    role: 'assistant',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  };
 }
 
 /**
@@ -66,15 +81,25 @@ function stepFields(e: StepEvent): JsonObject {
   }
 }
 
-/** The answer as one output message with one text part, in OpenAI's order of events. */
+/**
+ * The answer as one output message with one text part, in OpenAI's order of events; its first events may come while
+ * the call runs (the answer streamed as it is written), so the message is the response's once it has ended, and until
+ * then one in progress under the id it will have.
+ */
 function answerEvent(
   part: AnswerPart,
   text: string,
-  response: JsonObject,
+  view: StreamFrame['view'],
+  serialiser: FormSerialiser,
   at: (type: string, fields: JsonObject) => { type: string; data: JsonObject },
 ): { type: string; data: JsonObject } {
-  const message = ((response.output as JsonObject[] | undefined) ?? [])[0] ?? {};
-  const itemId = String(message.id ?? '');
+  const itemId = `msg_${view.requestId}`;
+  const begun = messageInProgress(view, text);
+  // A message that ended without an answer (a cancelled call) is incomplete, as OpenAI marks a cut one.
+  const message = ((responseJson(view, serialiser).output as JsonObject[] | undefined) ?? [])[0] ?? {
+    ...begun,
+    status: part === 'item_done' ? 'incomplete' : 'in_progress',
+  };
   const place = { item_id: itemId, output_index: 0, content_index: 0 };
   const textPart = (t: string): JsonObject => ({ type: 'output_text', text: t, annotations: [] });
   switch (part) {

@@ -371,6 +371,19 @@ const CHECKS: readonly Check[] = [
         full join recount c on c.org_id = k.org_id and c.api_key_id = k.api_key_id and c.month = k.month
        where (k.spent_micros, k.held_micros) is distinct from (c.spent_micros, c.held_micros)`,
   },
+  {
+    invariant: 'streamed_answer_differs',
+    sql: `
+      select q.org_id, q.id as request_id,
+             format('%s piece(s) of its answer were streamed (%s characters) that do not begin the answer its receipt records (%s characters)',
+                    c.n, length(c.streamed), length(x.outcome->>'answer')) as detail
+        from (select request_id, count(*) as n, string_agg(text, '' order by step, part) as streamed
+                from answer_chunks group by request_id) c
+        join receipts x on x.request_id = c.request_id
+        join requests q on q.id = c.request_id
+       where $scope(q.org_id) and x.transcript_deleted_at is null and q.state in ('succeeded', 'capped')
+         and left(x.outcome->>'answer', length(c.streamed)) <> c.streamed`,
+  },
 ];
 
 /** `$scope(col)` → a condition on that column: every organisation, or those of `:orgs` (a JSON array). */

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import pg from 'pg';
-import type { DeliberationEvent, StoredEvent } from '../../domain/deliberation-events';
+import type { AnswerChunk, DeliberationEvent, StoredEvent } from '../../domain/deliberation-events';
 import type { DbOrTrx } from './shared';
 
 /** Postgres's channel for "a deliberation stored an event"; the payload is its request id. */
@@ -34,6 +34,33 @@ export async function readDeliberationEvents(db: DbOrTrx, requestId: string): Pr
     recorded_at: Date;
   }[];
   return rows.map((r) => ({ index: r.step, event: r.event, recordedAt: r.recorded_at }));
+}
+
+/**
+ * Stores one piece of the answer and tells the listening API processes, in one statement. False when it was not
+ * stored: the organisation keeps no texts (zero retention), or another writer holds its place (a call thought lost
+ * still writing); either way its writer stops, so the pieces stored are one writer's text.
+ */
+export async function recordAnswerChunk(
+  db: DbOrTrx,
+  input: { orgId: string; requestId: string; step: number; part: number; text: string },
+): Promise<boolean> {
+  const { rows } = await db.raw<{ rows: unknown[] }>(
+    `with stored as (
+       insert into answer_chunks (request_id, step, part, text)
+       select ?, ?, ?, ? where not zero_retention(?)
+       on conflict do nothing returning request_id)
+     select pg_notify(?, request_id) from stored`,
+    [input.requestId, input.step, input.part, input.text, input.orgId, CHANNEL],
+  );
+  return rows.length > 0;
+}
+
+/** A request's answer pieces, in order (of one step: a call's own, to continue them). */
+export async function readAnswerChunks(db: DbOrTrx, requestId: string, step?: number): Promise<AnswerChunk[]> {
+  const query = db('answer_chunks').where({ request_id: requestId });
+  if (step !== undefined) query.where({ step });
+  return (await query.orderBy(['step', 'part']).select('step', 'part', 'text')) as AnswerChunk[];
 }
 
 /** Told when a request has stored an event; returns how to stop listening. */

@@ -135,5 +135,6 @@ export async function deleteStoredAnswer(db: Knex, input: { requestId: string; o
       .where({ request_id: input.requestId })
       .update({ outcome: trx.raw("blank_transcript(outcome, 'deleted')"), transcript_deleted_at: trx.fn.now() });
     await trx('receipt_seats').where({ request_id: input.requestId }).update({ content: '' });
+    await trx('answer_chunks').where({ request_id: input.requestId }).delete();
   });
 }

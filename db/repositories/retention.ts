@@ -10,8 +10,9 @@ import type { DbOrTrx } from './shared';
  */
 
 /**
- * The statement that blanks the receipts `target` selects (a CTE of `request_id`s), their seats and their response's
- * instructions and input, and any unsettled outcome kept on their request; returns how many receipts it blanked.
+ * The statement that blanks the receipts `target` selects (a CTE of `request_id`s), their seats, their response's
+ * instructions and input, their answer's streamed pieces (deleted) and any unsettled outcome kept on their request;
+ * returns how many receipts it blanked.
  */
 async function blankSelected(
   db: DbOrTrx,
@@ -25,6 +26,7 @@ async function blankSelected(
                   from target t where x.request_id = t.request_id returning x.request_id),
           s as (update receipt_seats s set content = '' from target t where s.request_id = t.request_id),
           p as (update responses p set instructions = null, input = null from target t where p.request_id = t.request_id),
+          c as (delete from answer_chunks c using target t where c.request_id = t.request_id),
           u as (update requests q set unsettled = jsonb_set(q.unsettled, '{outcome}', blank_transcript(q.unsettled->'outcome', :reason))
                   from target t where q.id = t.request_id and q.unsettled is not null)
      select count(*)::int as n from r`,

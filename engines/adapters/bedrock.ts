@@ -3,7 +3,7 @@ import type { ReplySchema } from '../../domain/reply-schemas';
 import { z } from 'zod';
 import { awsEngineError, awsSecrets, type AwsCredentials } from '../aws';
 import { EngineError } from '../errors';
-import { splitSystem, type AdapterCall, type AdapterOutput } from './common';
+import { continuation, splitSystem, type AdapterCall, type AdapterOutput } from './common';
 
 export interface BedrockTarget {
   region: string;
@@ -36,15 +36,18 @@ function replyTool(reply: ReplySchema, maker: string): ToolConfiguration {
 }
 
 /**
- * AWS Bedrock Converse through the AWS SDK (SigV4 signing, error shapes). Clients are cached per
- * region, endpoint and identity (the service, or one organisation's role), so connections are reused.
+ * AWS Bedrock Converse through the AWS SDK (SigV4 signing, error shapes); not streamed: the dispatcher hands the whole
+ * text to `onText`. Clients are cached per region, endpoint and identity (the service, or one organisation's role),
+ * so connections are reused.
  */
 export class BedrockAdapter {
   private readonly clients = new Map<string, { client: BedrockRuntimeClient; holder: { creds?: AwsCredentials } }>();
 
   async call(call: AdapterCall, target: BedrockTarget): Promise<AdapterOutput> {
     const { spec, reply } = call;
-    const { system, turns } = splitSystem(call.messages);
+    // Anthropic's models refuse a final assistant turn ending in whitespace here as on their own API.
+    const cont = continuation(call, spec.maker === 'anthropic');
+    const { system, turns } = splitSystem(cont.messages);
     const secrets = awsSecrets(target.credentials);
     let out: ConverseCommandOutput;
     try {
@@ -81,7 +84,9 @@ export class BedrockAdapter {
     }
     const body = parsed.data;
     return {
-      text: body.output.message.content.map((block) => (block.toolUse ? JSON.stringify(block.toolUse.input) : (block.text ?? ''))).join(''),
+      text: cont.after(
+        body.output.message.content.map((block) => (block.toolUse ? JSON.stringify(block.toolUse.input) : (block.text ?? ''))).join(''),
+      ),
       finish: body.stopReason === 'max_tokens' || body.stopReason === 'model_context_window_exceeded' ? 'length' : 'stop',
       tokensIn: body.usage.inputTokens,
       tokensOut: body.usage.outputTokens,

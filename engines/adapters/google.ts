@@ -1,37 +1,53 @@
 import { z } from 'zod';
 import type { JsonSchema } from '../../domain/reply-schemas';
-import { joinUrl, postJson } from '../http';
-import { splitSystem, type AdapterCall, type AdapterOutput, type ApiKeyTarget } from './common';
+import { EngineError } from '../errors';
+import { joinUrl, postJson, postStream, type PostOptions } from '../http';
+import {
+  continuation,
+  splitSystem,
+  streamedText,
+  type AdapterCall,
+  type AdapterOutput,
+  type ApiKeyTarget,
+  type Continuation,
+} from './common';
 
-const GenerateContent = z.object({
-  candidates: z
-    .array(
-      z.object({
-        content: z
-          .object({ parts: z.array(z.object({ text: z.string().optional(), thought: z.boolean().optional() })).optional() })
-          .optional(),
-        finishReason: z.string().optional(),
-      }),
-    )
-    .min(1),
-  usageMetadata: z.object({
-    promptTokenCount: z.number().int().nonnegative(),
-    candidatesTokenCount: z.number().int().nonnegative().optional(),
-    thoughtsTokenCount: z.number().int().nonnegative().optional(),
-  }),
+const Usage = z.object({
+  promptTokenCount: z.number().int().nonnegative(),
+  candidatesTokenCount: z.number().int().nonnegative().optional(),
+  thoughtsTokenCount: z.number().int().nonnegative().optional(),
 });
+type Usage = z.infer<typeof Usage>;
+
+const Candidates = z
+  .array(
+    z.object({
+      content: z
+        .object({ parts: z.array(z.object({ text: z.string().optional(), thought: z.boolean().optional() })).optional() })
+        .optional(),
+      finishReason: z.string().optional(),
+    }),
+  )
+  .min(1);
+type Candidate = z.infer<typeof Candidates>[number];
+
+const GenerateContent = z.object({ candidates: Candidates, usageMetadata: Usage });
+/** A streamed piece is a whole response of its own: some text, and on the last the finish reason and the usage. */
+const GenerateContentChunk = z.object({ candidates: Candidates, usageMetadata: Usage.optional() });
 
 /**
- * Google Gemini `generateContent`. Thinking tokens are billed as output but counted apart from
- * `candidatesTokenCount`, so they are added to `tokensOut` and reported as reasoning tokens. A wrong
- * key comes back as 400 INVALID_ARGUMENT with reason API_KEY_INVALID: that is an auth failure. A structured reply
- * is asked for with `responseMimeType` and `responseSchema`.
+ * Google Gemini `generateContent`, or with `onText` `streamGenerateContent` as server-sent events. Thinking tokens are
+ * billed as output but counted apart from `candidatesTokenCount`, so they are added to `tokensOut` and reported as
+ * reasoning tokens. A wrong key comes back as 400 INVALID_ARGUMENT with reason API_KEY_INVALID: that is an auth
+ * failure. A structured reply is asked for with `responseMimeType` and `responseSchema`.
  */
 export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promise<AdapterOutput> {
-  const { spec, reply } = call;
-  const { system, turns } = splitSystem(call.messages);
-  const body = await postJson({
-    url: joinUrl(target.key.baseUrl, `/v1beta/models/${encodeURIComponent(spec.model)}:generateContent`),
+  const { spec, reply, onText } = call;
+  const cont = continuation(call);
+  const { system, turns } = splitSystem(cont.messages);
+  const model = `/v1beta/models/${encodeURIComponent(spec.model)}`;
+  const request: PostOptions = {
+    url: joinUrl(target.key.baseUrl, onText ? `${model}:streamGenerateContent?alt=sse` : `${model}:generateContent`),
     headers: { 'x-goog-api-key': target.key.apiKey },
     body: {
       contents: turns.map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: [{ text: m.content }] })),
@@ -48,19 +64,48 @@ export async function callGoogle(call: AdapterCall, target: ApiKeyTarget): Promi
           : {}),
       },
     },
-    schema: GenerateContent,
     deadline: call.deadline,
     signal: call.signal,
     engineId: spec.id,
     secrets: [target.key.apiKey],
     classify: (status, bodyText) => (status === 400 && bodyText.includes('API_KEY_INVALID') ? 'auth' : undefined),
-  });
+  };
+  if (onText) return streamGoogle(request, cont, onText);
+  const body = await postJson({ ...request, schema: GenerateContent });
   const candidate = body.candidates[0];
-  const usage = body.usageMetadata;
+  return output(cont.after(candidateText(candidate)), candidate?.finishReason, body.usageMetadata);
+}
+
+async function streamGoogle(request: PostOptions, cont: Continuation, onText: (delta: string) => void): Promise<AdapterOutput> {
+  const written = streamedText(cont, onText);
+  let finishReason: string | undefined;
+  let usage: Usage | undefined;
+  await postStream({
+    ...request,
+    schema: GenerateContentChunk,
+    onEvent: (chunk) => {
+      const candidate = chunk.candidates[0];
+      written.write(candidateText(candidate));
+      finishReason = candidate?.finishReason ?? finishReason;
+      usage = chunk.usageMetadata ?? usage;
+    },
+    complete: () => finishReason !== undefined,
+  });
+  if (!usage)
+    throw new EngineError('malformed', `${request.engineId}: provider streamed a reply without its usage`, { engineId: request.engineId });
+  return output(written.text(), finishReason, usage);
+}
+
+/** The answer's text: thought summaries are not part of it. */
+function candidateText(candidate: Candidate | undefined): string {
+  return (candidate?.content?.parts ?? []).map((p) => (p.thought ? '' : (p.text ?? ''))).join('');
+}
+
+function output(text: string, finishReason: string | undefined, usage: Usage): AdapterOutput {
   const thoughts = usage.thoughtsTokenCount;
   return {
-    text: (candidate?.content?.parts ?? []).map((p) => (p.thought ? '' : (p.text ?? ''))).join(''),
-    finish: candidate?.finishReason === 'MAX_TOKENS' ? 'length' : 'stop',
+    text,
+    finish: finishReason === 'MAX_TOKENS' ? 'length' : 'stop',
     tokensIn: usage.promptTokenCount,
     tokensOut: (usage.candidatesTokenCount ?? 0) + (thoughts ?? 0),
     reasoningTokens: thoughts ?? null,

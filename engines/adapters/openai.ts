@@ -1,8 +1,17 @@
 import { z } from 'zod';
 import type { JsonSchema, ReplySchema } from '../../domain/reply-schemas';
 import { countMessagesTokens, countTokens } from '../../domain/tokens';
-import { joinUrl, postJson } from '../http';
-import type { AdapterCall, AdapterOutput, ApiKeyTarget } from './common';
+import { EngineError } from '../errors';
+import { joinUrl, postJson, postStream, type PostOptions } from '../http';
+import type { ChatMessage } from '../types';
+import { continuation, streamedText, type AdapterCall, type AdapterOutput, type ApiKeyTarget, type Continuation } from './common';
+
+const Usage = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  completion_tokens_details: z.object({ reasoning_tokens: z.number().int().nonnegative().nullish() }).nullish(),
+});
+type Usage = z.infer<typeof Usage>;
 
 const ChatCompletion = z.object({
   choices: z
@@ -13,14 +22,23 @@ const ChatCompletion = z.object({
       }),
     )
     .min(1),
-  usage: z
-    .object({
-      prompt_tokens: z.number().int().nonnegative(),
-      completion_tokens: z.number().int().nonnegative(),
-      completion_tokens_details: z.object({ reasoning_tokens: z.number().int().nonnegative().nullish() }).nullish(),
-    })
-    .nullish(),
+  usage: Usage.nullish(),
 });
+
+/** One streamed chunk: a piece of the answer, its finish reason, or (asked for, last) the usage with no choice. */
+const ChatChunk = z.union([
+  z.object({
+    choices: z.array(
+      z.object({
+        delta: z.object({ content: z.string().nullish(), refusal: z.string().nullish() }).nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    ),
+    usage: Usage.nullish(),
+  }),
+  // A server that fails once it has begun the stream (vLLM, llama.cpp) says so in a chunk of its own.
+  z.object({ error: z.object({ message: z.string() }) }),
+]);
 
 /**
  * The output limit in the form the endpoint honours. OpenAI's own models take `max_completion_tokens` (its reasoning
@@ -65,34 +83,73 @@ function responseFormat(call: AdapterCall, reply: ReplySchema): Record<string, u
 /**
  * OpenAI chat completions, and any server that speaks it (vLLM, llama.cpp, Ollama) at the configured
  * base URL. Reasoning models reject a temperature. A structured reply is asked for with a strict JSON schema
- * (`response_format`), which llama.cpp and vLLM enforce with a grammar.
+ * (`response_format`), which llama.cpp and vLLM enforce with a grammar. With `onText` the reply is streamed, its usage
+ * asked for in a last chunk of its own.
  */
 export async function callOpenAi(call: AdapterCall, target: ApiKeyTarget): Promise<AdapterOutput> {
-  const { spec, reply } = call;
-  const body = await postJson({
+  const { spec, reply, onText } = call;
+  const cont = continuation(call);
+  const request: PostOptions = {
     url: joinUrl(target.key.baseUrl, '/chat/completions'),
     headers: { authorization: `Bearer ${target.key.apiKey}` },
     body: {
       model: spec.model,
-      messages: call.messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: cont.messages.map((m) => ({ role: m.role, content: m.content })),
       ...outputLimit(call),
       ...sampling(call),
       ...(reply ? { response_format: responseFormat(call, reply) } : {}),
+      ...(onText ? { stream: true, stream_options: { include_usage: true } } : {}),
     },
-    schema: ChatCompletion,
     deadline: call.deadline,
     signal: call.signal,
     engineId: spec.id,
     secrets: [target.key.apiKey],
-  });
+  };
+  if (onText) return streamOpenAi(request, cont, onText);
+  const body = await postJson({ ...request, schema: ChatCompletion });
   const choice = body.choices[0];
-  const text = choice?.message.content ?? choice?.message.refusal ?? '';
-  // Some self-hosted servers omit usage; then the tokenizer's count stands in for it.
+  return output(cont.messages, cont.after(choice?.message.content ?? choice?.message.refusal ?? ''), choice?.finish_reason, body.usage);
+}
+
+async function streamOpenAi(request: PostOptions, cont: Continuation, onText: (delta: string) => void): Promise<AdapterOutput> {
+  const written = streamedText(cont, onText);
+  let finish: string | undefined;
+  let usage: Usage | undefined;
+  await postStream({
+    ...request,
+    schema: ChatChunk,
+    doneData: '[DONE]',
+    onEvent: (chunk) => {
+      if ('error' in chunk)
+        throw new EngineError('server', `${request.engineId}: provider failed mid-answer: ${chunk.error.message}`, {
+          engineId: request.engineId,
+          secrets: request.secrets,
+          said: chunk.error.message,
+        });
+      const choice = chunk.choices[0];
+      written.write(choice?.delta?.content ?? '');
+      written.write(choice?.delta?.refusal ?? '');
+      finish = choice?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    },
+    // A server that ends the stream without `[DONE]` has still said the answer is whole by its finish reason.
+    complete: () => finish !== undefined,
+  });
+  return output(cont.messages, written.text(), finish, usage);
+}
+
+/** Some self-hosted servers omit usage; then the tokenizer's count stands in for it. */
+function output(
+  messages: ChatMessage[],
+  text: string,
+  finishReason: string | null | undefined,
+  usage: Usage | null | undefined,
+): AdapterOutput {
   return {
     text,
-    finish: choice?.finish_reason === 'length' ? 'length' : 'stop',
-    tokensIn: body.usage?.prompt_tokens ?? countMessagesTokens(call.messages),
-    tokensOut: body.usage?.completion_tokens ?? countTokens(text),
-    reasoningTokens: body.usage?.completion_tokens_details?.reasoning_tokens ?? null,
+    finish: finishReason === 'length' ? 'length' : 'stop',
+    tokensIn: usage?.prompt_tokens ?? countMessagesTokens(messages),
+    tokensOut: usage?.completion_tokens ?? countTokens(text),
+    reasoningTokens: usage?.completion_tokens_details?.reasoning_tokens ?? null,
   };
 }

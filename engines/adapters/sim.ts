@@ -8,7 +8,7 @@ import { RUN_JUDGE_TAG } from '../../domain/run-judging';
 import { EngineError } from '../errors';
 import { schemaInstance } from './sim-json';
 import type { ChatMessage, KnownAnswer } from '../types';
-import type { AdapterCall, AdapterOutput } from './common';
+import { continuation, type AdapterCall, type AdapterOutput } from './common';
 
 /**
  * Simulated engines (DESIGN §6): everything is decided by a SHA-256 of (engine id, messages), so the
@@ -65,18 +65,34 @@ export async function callSim(
     full = freeFormText(spec.id, call.messages, rand);
   }
 
-  await sleep(delayMs, call, spec.id);
-
   const answer = stopped(full, call.stop);
-  const tokens = encodeTokens(answer);
+  // Asked to continue what an earlier attempt wrote, it writes the rest of the same answer.
+  const earlier = call.continueFrom ?? '';
+  const rest = answer.startsWith(earlier) ? answer.slice(earlier.length) : answer;
+  const tokens = encodeTokens(rest);
   const cut = tokens.length > call.maxOutputTokens;
+  const text = cut ? decodeTokens(tokens.slice(0, call.maxOutputTokens)) : rest;
+  if (call.onText) await writeOut(text, delayMs, call, call.onText);
+  else await sleep(delayMs, call, spec.id);
   return {
-    text: cut ? decodeTokens(tokens.slice(0, call.maxOutputTokens)) : answer,
+    text,
     finish: cut ? 'length' : 'stop',
-    tokensIn: countMessagesTokens(call.messages),
+    tokensIn: countMessagesTokens(continuation(call).messages),
     tokensOut: cut ? call.maxOutputTokens : tokens.length,
     reasoningTokens: null,
   };
+}
+
+/** A streamed answer: word-sized pieces, each handed on at its share of the latency, so it is written over the call's time. */
+async function writeOut(text: string, ms: number, call: AdapterCall, onText: (delta: string) => void): Promise<void> {
+  const pieces = text.match(/\s*\S+\s*/g) ?? (text === '' ? [] : [text]);
+  if (pieces.length === 0) return sleep(ms, call, call.spec.id);
+  // Each piece's time is set from the start, so timer granularity never adds up over a long answer.
+  const started = performance.now();
+  for (const [i, piece] of pieces.entries()) {
+    await sleep(started + (ms * (i + 1)) / pieces.length - performance.now(), call, call.spec.id);
+    onText(piece);
+  }
 }
 
 /** The text up to the first stop sequence, as a provider stops before writing one (the sequence is not returned). */

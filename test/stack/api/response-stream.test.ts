@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
+import type { Responses } from 'openai/resources/responses/responses';
+import type { Form } from '../../../domain/form';
 import { stack } from '../../harness/stack';
 import { startProductWorkers, withReceiptsRefused } from '../deliberation/helpers';
 import { EXPRESS, newOrg, PANEL, startApi, USER, type Api } from './helpers';
@@ -15,6 +17,10 @@ type Step = { step: string; round?: number; seats_answered?: number };
 type Event = { type: string; sequence_number: number; quorum?: Step } & Record<string, unknown>;
 /** A step's event is a `response.in_progress` with its step in `quorum` (docs/api-extensions.md). */
 const stepOf = (e: Event): string | undefined => (e.type === 'response.in_progress' ? e.quorum?.step : undefined);
+
+/** The answer's deltas joined: what a client that prints them as they come has shown. */
+const deltasOf = (events: readonly Event[]): string =>
+  events.flatMap((e) => (e.type === 'response.output_text.delta' ? [String(e.delta)] : [])).join('');
 
 function client(api: Api, key: string): OpenAI {
   return new OpenAI({ baseURL: `${api.url}/v1`, apiKey: key, maxRetries: 0, timeout: 120_000 });
@@ -74,11 +80,15 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     assert.equal(steps[2], 'classified');
     assert.ok(steps.includes('judged'));
     assert.equal(all[1].quorum, undefined, 'the first in_progress is OpenAI’s, before any step');
+    // The answer's message: one delta per piece a synthesis wrote as it went (issue 53 item 4), or one with the whole
+    // answer when no call wrote it for the caller (seats that agreed, the synthesis skipped).
     const answerTypes = types.slice(types.indexOf('response.output_item.added'));
+    const deltas = answerTypes.filter((t) => t === 'response.output_text.delta').length;
+    assert.ok(deltas >= 1);
     assert.deepEqual(answerTypes, [
       'response.output_item.added',
       'response.content_part.added',
-      'response.output_text.delta',
+      ...Array<string>(deltas).fill('response.output_text.delta'),
       'response.output_text.done',
       'response.content_part.done',
       'response.output_item.done',
@@ -87,9 +97,8 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
 
     const polled = (await openai.responses.retrieve(id)) as OpenAI.Responses.Response & { svc: { seats_answered: number } };
     assert.equal(polled.status, 'completed');
-    const delta = all.find((e) => e.type === 'response.output_text.delta') as Event & { delta: string };
     const done = all.find((e) => e.type === 'response.output_text.done') as Event & { text: string };
-    assert.equal(delta.delta, polled.output_text);
+    assert.equal(deltasOf(all), polled.output_text);
     assert.equal(done.text, polled.output_text);
     const completed = all[all.length - 1] as Event & { response: { output: unknown; usage: unknown } };
     assert.deepEqual(completed.response.output, polled.output);
@@ -179,6 +188,12 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
       .where({ request_id: (polled as unknown as { svc: { request_id: string } }).svc.request_id })
       .first('outcome');
     assert.equal((receipt as { outcome: { answer: string; transcriptDeleted: { reason: string } } }).outcome.answer, '');
+    const pieces = await stack()
+      .db('answer_chunks')
+      .where({ request_id: (polled as unknown as { svc: { request_id: string } }).svc.request_id })
+      .count({ n: '*' })
+      .first();
+    assert.equal(Number(pieces?.n), 0, 'no piece of the answer was kept while it was written');
     const refused = await openai.responses.create({ model: EXPRESS.B, input: 'Name one prime number.', background: true }).then(
       () => undefined,
       (e: unknown) => e,
@@ -234,5 +249,102 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     const res = await fetch(`${api.url}/v1/responses/${r.id}?starting_after=3`, { headers: { authorization: `Bearer ${org.ownerKey}` } });
     assert.equal(res.status, 400);
     assert.equal(((await res.json()) as { error: { param: string } }).error.param, 'starting_after');
+  });
+});
+
+describe('the answer streams as its engine writes it (issue 53 item 4, sim engines)', function () {
+  this.timeout(180_000);
+  let workers: { stop(): Promise<void> };
+  const apis: Partial<Record<Form, Api>> = {};
+
+  before(async () => {
+    // Each engine call takes 3 s and writes its text in pieces across them, as a provider streams tokens.
+    workers = await startProductWorkers({ QUORUM_SIM_LATENCY: 'fixed:3000' });
+    apis.A = await startApi('A');
+    apis.B = await startApi('B');
+  });
+  after(async () => {
+    await Promise.all(Object.values(apis).map((a) => a.close()));
+    await workers.stop();
+  });
+
+  /** The request's stored pieces: how many, and how far apart the first and the last were written. */
+  async function storedPieces(requestId: string): Promise<{ n: number; spreadMs: number; text: string }> {
+    const rows = (await stack()
+      .db('answer_chunks')
+      .where({ request_id: requestId })
+      .orderBy(['step', 'part'])
+      .select('text', 'recorded_at')) as { text: string; recorded_at: Date }[];
+    const times = rows.map((r) => r.recorded_at.getTime());
+    return { n: rows.length, spreadMs: Math.max(...times) - Math.min(...times), text: rows.map((r) => r.text).join('') };
+  }
+
+  for (const form of ['A', 'B'] as const)
+    it(`Form ${form}: the express lane's seat streams its answer in pieces before its step ends; a stream cut mid-answer and resumed carries each piece once; the pieces are the receipt's answer`, async () => {
+      const api = apis[form] as Api;
+      const org = await newOrg();
+      const openai = client(api, org.ownerKey);
+      const input = `Explain why the sky is blue in a few sentences. ${randomUUID()}`;
+      const first: Event[] = [];
+      const stream = await openai.responses.create({ model: EXPRESS[form], input, stream: true, background: true });
+      for await (const e of stream) {
+        first.push(e as unknown as Event);
+        // Cut after the second piece: the seat is still writing.
+        if (first.filter((x) => x.type === 'response.output_text.delta').length === 2) break;
+      }
+      const id = (first[0] as Event & { response: { id: string } }).response.id;
+      const rest: Event[] = [];
+      const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: first[first.length - 1].sequence_number });
+      for await (const e of resumed) rest.push(e as unknown as Event);
+      const all = [...first, ...rest];
+      assert.deepEqual(
+        all.map((e) => e.sequence_number),
+        all.map((_, i) => i),
+        `no gap and no repeat: ${all.map((e) => `${e.sequence_number}:${e.type}`).join(' ')}`,
+      );
+      const order = all.map((e) => stepOf(e) ?? e.type);
+      const firstDelta = order.indexOf('response.output_text.delta');
+      assert.ok(firstDelta > order.indexOf('classified'), 'the answer follows the classification');
+      assert.ok(firstDelta < order.indexOf('seat_answered'), `the answer streams before the seat's step ends: ${order.join(' ')}`);
+      assert.ok(order.filter((t) => t === 'response.output_text.delta').length >= 3, 'in pieces');
+
+      const polled = (await openai.responses.retrieve(id)) as OpenAI.Responses.Response & { svc: { request_id: string } };
+      assert.equal(polled.status, 'completed');
+      assert.equal(deltasOf(all), polled.output_text);
+      const receipt = (await stack().db('receipts').where({ request_id: polled.svc.request_id }).first('outcome')) as {
+        outcome: { answer: string };
+      };
+      assert.equal(deltasOf(all), receipt.outcome.answer);
+      // Written as the engine went: the pieces were stored over its 3 s, not at once at its end.
+      const pieces = await storedPieces(polled.svc.request_id);
+      assert.equal(pieces.text, receipt.outcome.answer);
+      assert.ok(pieces.n >= 3 && pieces.spreadMs >= 1_000, `${pieces.n} pieces over ${pieces.spreadMs} ms`);
+      // The SDK's own helper, reading the whole stream again from the start, ends on the same answer.
+      assert.equal((await openai.responses.stream({ response_id: id }).finalResponse()).output_text, polled.output_text);
+    });
+
+  it('a panel whose synthesis writes the answer streams it after the synthesising step, before the response completes', async () => {
+    const org = await newOrg();
+    const openai = client(apis.B as Api, org.ownerKey);
+    const events: Event[] = [];
+    // The debate mode never skips its synthesis.
+    const stream = await openai.responses.create({
+      model: 'QRM:DBTE',
+      input: `Compare two approaches to caching. Why? How? ${randomUUID()}`,
+      stream: true,
+    });
+    for await (const e of stream) events.push(e as unknown as Event);
+    const order = events.map((e) => stepOf(e) ?? e.type);
+    const synthesising = order.indexOf('synthesising');
+    assert.ok(synthesising > 0, order.join(' '));
+    const deltas = order.flatMap((t, i) => (t === 'response.output_text.delta' ? [i] : []));
+    assert.ok(deltas.length >= 3 && deltas[0] > synthesising, order.join(' '));
+    const completed = events[events.length - 1] as Event & { response: Responses.Response & { svc: { request_id: string } } };
+    assert.equal(completed.type, 'response.completed');
+    const answer = (completed.response.output[0] as Responses.ResponseOutputMessage).content[0] as Responses.ResponseOutputText;
+    assert.equal(deltasOf(events), answer.text);
+    const pieces = await storedPieces(completed.response.svc.request_id);
+    assert.equal(pieces.text, answer.text);
+    assert.ok(pieces.spreadMs >= 1_000, `${pieces.n} pieces over ${pieces.spreadMs} ms`);
   });
 });

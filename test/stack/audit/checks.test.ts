@@ -447,6 +447,33 @@ describe('audit: each invariant names the state that breaks it', function () {
     );
   });
 
+  it('streamed_answer_differs: answer pieces stored that do not begin the answer its receipt records; pieces that do are not named', async () => {
+    const receipt = (await stack().db('receipts').where({ request_id: call.requestId }).first('outcome')) as {
+      outcome: { answer: string };
+    };
+    const answer = receipt.outcome.answer;
+    assert.ok(answer.length > 10, 'the call has an answer to begin');
+    const piece = (trx: Knex.Transaction, part: number, text: string): PromiseLike<unknown> =>
+      trx('answer_chunks').insert({ request_id: call.requestId, step: 1, part, text });
+    const found = await assertNames(
+      async (trx) => {
+        await piece(trx, 0, answer.slice(0, 5));
+        await piece(trx, 1, 'not how the answer goes on');
+      },
+      'streamed_answer_differs',
+      { org_id: org.orgId, request_id: call.requestId },
+    );
+    assert.equal(
+      found.find((v) => v.invariant === 'streamed_answer_differs')?.detail,
+      `2 piece(s) of its answer were streamed (${5 + 'not how the answer goes on'.length} characters) that do not begin the answer its receipt records (${answer.length} characters)`,
+    );
+    const beginning = await violationsAfter(async (trx) => {
+      await piece(trx, 0, answer.slice(0, 5));
+      await piece(trx, 1, answer.slice(5, 10));
+    });
+    assert.deepEqual(beginning, [], 'pieces that begin the answer are what was streamed');
+  });
+
   it('quorum audit prints each violation with its ids and exits 1, then 0 once the state is repaired', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-audit-'));
     const temporal = { TEMPORAL_ADDRESS: stack().env.address, TEMPORAL_NAMESPACE: stack().namespace };

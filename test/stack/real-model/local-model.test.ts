@@ -16,6 +16,8 @@ import { assertEachBilledOnce, assertNothingBilled, customMode, startProductWork
 import { untilEnded } from '../runs/helpers';
 import { loadConfig } from '../../../infra/config';
 import { toolEnv } from '../../../stack/tool-env';
+import { createEngines } from '../../../engines';
+import { countMessagesTokens } from '../../../domain/tokens';
 
 /**
  * Quorum on a real model served by a real server this project did not write (issue 27 item 1): llama.cpp's HTTP
@@ -125,6 +127,25 @@ describe('real model: Quorum on llama.cpp serving SmolLM2-135M-Instruct', functi
     const cost = usage.prompt_tokens * PRICE.input + usage.completion_tokens * PRICE.output;
     assert.equal(micros((receipt.charges as { gateway_usd: number }).gateway_usd), cost);
     await assertEachBilledOnce(org.orgId, [String((r.body.svc as { request_id: string }).request_id)]);
+  });
+
+  it('the engine streams the server’s answer as it is written: the pieces join to the text, with the usage it reported', async () => {
+    const engines = createEngines({ env: { QUORUM_ENGINES_FILE: path.join(dir, 'engines.json') } });
+    const messages = USER('Name three colours of the rainbow.');
+    const req = { engineId: 'local/smollm2', messages, maxOutputTokens: 48, temperature: 0, seed: 7 };
+    const whole = await engines.call(req);
+    const deltas: string[] = [];
+    const streamed = await engines.call({ ...req, onText: (d) => deltas.push(d) });
+    assert.ok(deltas.length >= 3, `several pieces, got ${JSON.stringify(deltas)}`);
+    assert.equal(deltas.join(''), streamed.text);
+    assert.ok(streamed.text.trim().length > 0);
+    // The server's own counts (its chat template, its tokenizer), as its one-reply answer gives them, not the stand-in.
+    assert.equal(streamed.tokensIn, whole.tokensIn);
+    assert.notEqual(streamed.tokensIn, countMessagesTokens(messages));
+    assert.ok(streamed.tokensOut > 0 && streamed.tokensOut <= 48, `tokens out ${streamed.tokensOut}`);
+    // Greedy decoding: the streamed answer is the one the server gives in one reply.
+    assert.equal(streamed.text, whole.text);
+    assert.equal(streamed.tokensOut, whole.tokensOut);
   });
 
   it('a panel is judged by the model: its verdict, asked for as a JSON schema, is read', async () => {

@@ -222,6 +222,7 @@ describe('the `aggregated` step on a response stream (issue 52)', () => {
         kind: 'step' as const,
         event: { type: 'aggregated' as const, method: 'vote' as const, decidedBy: 'unanimous', earlyStop: true, votes: 2, seats: 2 },
         recordedAt: new Date('2025-01-01T00:00:01.000Z'),
+        answerSoFar: null,
       },
     };
     const { type, data } = streamEventJson(frame, formB);
