@@ -7,7 +7,8 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 /*
  * Layers (DESIGN §3), enforced here so a stray import fails `npm run lint`:
  *   api/{v1,mcp,console,oauth}  the edges: siblings that never import each other; api/http and api/forms hold
- *               what they share, and import no edge.
+ *               what they share, and import no edge. Every file under api/, and cli/, imports db/ as types only: it
+ *               reaches the database through operations/.
  *   operations/ the application layer every edge and the CLI call: never imports an edge (api/, cli/).
  *   domain/     pure logic: imports only itself and a few pure npm libraries; no I/O, no process state.
  *   workflows/  deterministic, sandboxed: domain/, @temporalio/workflow|common, and activity modules as types.
@@ -148,15 +149,15 @@ const operationsImports = {
 /** The edges of api/: each parses, calls an operation and serialises; none imports another. */
 const EDGES = ['v1', 'mcp', 'console', 'oauth'];
 /**
- * An edge reaches the database through operations/ (DESIGN §3): it imports db/ as types only. api/oauth/ and
- * api/http/ still call repositories (the authorization server's store, the key gate) and are not held to it yet.
+ * Every file under api/ (the edges, the plumbing and serialisers they share, the entry files) and cli/ reaches the
+ * database through operations/ (DESIGN §3): it imports db/ as types only. Each api/ block below carries this pattern
+ * beside its own, since a later block's `@typescript-eslint/no-restricted-imports` replaces an earlier one's.
  */
-const DB_THROUGH_OPERATIONS = ['v1', 'mcp', 'console'];
 const dbValueImport = {
   regex: intoFolders(['db']),
   allowTypeImports: true,
   message:
-    'An edge (api/*, cli/) reaches the database through operations/: it imports db/ as types only. Call the operation (or add one in operations/, named by its subject) that does the work.',
+    'api/ (every edge, the plumbing they share, the entry files) and cli/ reach the database through operations/: they import db/ as types only. Call the operation (or add one in operations/, named by its subject) that does the work.',
 };
 /** A relative import into one of api/'s `edges` from inside api/, at any depth: `../mcp/tools`, `../../oauth/server`. */
 const intoEdges = (edges) => `^(\\.\\./)+(api/)?(${edges.join('|')})(/|$)`;
@@ -170,7 +171,7 @@ const edgeImports = (edge) => ({
           ', ',
         )}). Move what both need to api/http/ (plumbing), api/forms/ (serialisers) or operations/; pass a capability in through the edge's deps.`,
     },
-    ...(DB_THROUGH_OPERATIONS.includes(edge) ? [dbValueImport] : []),
+    dbValueImport,
   ],
 });
 const sharedApiImports = {
@@ -180,6 +181,7 @@ const sharedApiImports = {
       message:
         'api/http/ and api/forms/ are what the edges share: they import no edge. Declare an interface here and let the edge implement it.',
     },
+    dbValueImport,
   ],
 };
 
@@ -257,6 +259,11 @@ export default tseslint.config(
     files: ['operations/**'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', operationsImports] },
   },
+  {
+    // The CLI and every file under api/: the entry files (main.ts, app.ts) and any folder the blocks below do not name.
+    files: ['cli/**', 'api/**'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [dbValueImport] }] },
+  },
   ...EDGES.map((edge) => ({
     files: [`api/${edge}/**`],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', edgeImports(edge)] },
@@ -264,11 +271,6 @@ export default tseslint.config(
   {
     files: ['api/http/**', 'api/forms/**'],
     rules: { '@typescript-eslint/no-restricted-imports': ['error', sharedApiImports] },
-  },
-  {
-    // The CLI and the API's own entry files (main.ts, app.ts) open and call operations, as the edges do.
-    files: ['cli/**', 'api/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [dbValueImport] }] },
   },
   {
     // Type-only imports count too: a circle of types still ties the modules into one unit to read and change.

@@ -1,4 +1,13 @@
-import { capCreditSince, getBalance, listLedger, topUp, type Balance, type LedgerEntry } from '../db/repositories/ledger';
+import {
+  capCreditSince,
+  getBalance,
+  ledgerTotals,
+  listLedger,
+  topUp,
+  type Balance,
+  type LedgerEntry,
+  type LedgerKindTotal,
+} from '../db/repositories/ledger';
 import { trialStanding, type TrialStanding } from '../db/repositories/trial-credit';
 import { usdToMicros } from '../domain/money';
 import { trialEndsAt } from '../domain/trial';
@@ -79,4 +88,12 @@ export async function addBalance(
   input: { orgId?: string; amountMicros: bigint; note: string },
 ): Promise<Balance> {
   return topUp(deps.db, { orgId: orgActedOn(principal, input.orgId), amountMicros: input.amountMicros, note: input.note });
+}
+
+/**
+ * Every organisation's ledger summed by kind: the service's money at a glance, as `/metrics` shows it. One aggregate
+ * over the whole ledger, so the scrape caches it.
+ */
+export async function serviceLedgerTotals(deps: StoreDeps): Promise<LedgerKindTotal[]> {
+  return ledgerTotals(deps.db);
 }

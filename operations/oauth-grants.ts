@@ -1,18 +1,23 @@
+import { admitRequest, type Admission } from '../db/repositories/limits';
 import {
   connectedAppsOf,
+  loadOAuthKeys,
+  OAuthStore,
   purgeExpiredOAuthRecords,
   revokeConnectedApp,
   rotateOAuthKeys,
   type ConnectedApp,
+  type OAuthKeys,
 } from '../db/repositories/oauth-store';
 import { QuorumError } from '../domain/errors';
-import { secretBox } from '../infra/secret-box';
+import { secretBox, type SecretBox } from '../infra/secret-box';
 import type { Principal } from './principal';
 import type { StoreDeps } from './deps';
 
 /**
- * Connected apps (DESIGN §15): the grants a person gave apps, which they revoke; and the authorization server's
- * upkeep by the operator (its keys are sealed with the secret box; expired tokens, codes and sessions cleared out).
+ * Connected apps (DESIGN §15): the grants a person gave apps, which they revoke; the authorization server's upkeep by
+ * the operator (its keys are sealed with the secret box; expired tokens, codes and sessions cleared out); and what the
+ * authorization server itself (api/oauth/server.ts) keeps in Postgres: its keys, its records, its registrations.
  */
 
 export async function connectedApps(deps: StoreDeps, principal: Principal & { via: 'person' }): Promise<ConnectedApp[]> {
@@ -36,4 +41,21 @@ export async function rotateAuthorizationKeys(
 /** Removes expired OAuth records; how many. */
 export async function purgeExpiredGrants(deps: StoreDeps, _principal: Principal & { via: 'operator' }): Promise<number> {
   return purgeExpiredOAuthRecords(deps.db);
+}
+
+/** The authorization server's signing and cookie keys, opened with `box`; generated and sealed at the first start. */
+export async function authorizationKeys(deps: StoreDeps, box: SecretBox): Promise<OAuthKeys> {
+  return loadOAuthKeys(deps.db, box);
+}
+
+/** Where the authorization server keeps one model's records (Client, Grant, AccessToken…): its `oidc-provider` adapter. */
+export function authorizationStore(deps: StoreDeps, model: string): OAuthStore {
+  return new OAuthStore(deps.db, model);
+}
+
+const HOUR_MS = 3_600_000;
+
+/** Counts one app registration from the address `ip` against `perHour` in the last hour. */
+export async function countAppRegistration(deps: StoreDeps, ip: string, perHour: number): Promise<Admission> {
+  return admitRequest(deps.db, `oauth-reg:${ip}`, perHour, HOUR_MS);
 }

@@ -1,10 +1,10 @@
 import type { AuthContext } from '../db/repositories/api-keys';
-import { isEstimate, refusalCode } from '../db/repositories/limits';
+import { isEstimate, recordRefusal, refusalCode } from '../db/repositories/limits';
 import { getReceipt, type CallerFields, type ReceiptRecord } from '../db/repositories/requests';
 import { QuorumError } from '../domain/errors';
 import type { Outcome } from '../domain/outcome';
 import { isStorableText } from '../domain/storable-text';
-import type { OperationDeps } from './deps';
+import type { OperationDeps, StoreDeps } from './deps';
 
 export type { CallerFields };
 
@@ -66,4 +66,12 @@ export async function readReceipt(
     };
   }
   throw notFound;
+}
+
+/**
+ * A call refused before it ran, under the id it was given (`req_…`, `est_…`), so `readReceipt` of that id says so. A
+ * repeat of the id is ignored.
+ */
+export async function recordRefusedRequest(deps: StoreDeps, orgId: string, requestId: string, code: string): Promise<void> {
+  await recordRefusal(deps.db, orgId, requestId, code);
 }

@@ -1,12 +1,14 @@
 import type { Db } from '../../db/knex';
-import { authenticate, authenticateAdmitting, type AuthContext } from '../../db/repositories/api-keys';
-import { authenticateApp, type AppGrant } from '../../db/repositories/app-principals';
-import { admitRequest, RATE_WINDOW_MS, type Admission } from '../../db/repositories/limits';
+import type { AuthContext } from '../../db/repositories/api-keys';
+import type { AppGrant } from '../../db/repositories/app-principals';
+import type { Admission } from '../../db/repositories/limits';
 import { isAccessTokenShaped, isApiKeyAttempt, ORG_REQUESTS_PER_MINUTE, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { isDependencyOutage } from './errors';
 import { ADMIN_KEY_CALLS_NOTHING, requireScope } from '../../operations/checks';
 import { requireAdminKey } from '../../operations/activity';
+import { authenticateGrant, authenticateKey, authenticateKeyCounted, countRequests } from '../../operations/callers';
+import type { StoreDeps } from '../../operations/deps';
 
 /**
  * Who is calling, and may they: the checks every edge (REST and MCP) runs first, in DESIGN §8's order —
@@ -77,12 +79,7 @@ export async function authorize(deps: AccessDeps, credentials: Credentials, scop
   }
 }
 
-async function admit(
-  { db, oauth }: AccessDeps,
-  { edge, onRate }: Credentials,
-  bearer: string,
-  scope: GateScope | undefined,
-): Promise<AuthContext> {
+async function admit(deps: AccessDeps, { edge, onRate }: Credentials, bearer: string, scope: GateScope | undefined): Promise<AuthContext> {
   // Our keys have a prefix of their own and access tokens a shape of their own (spec 01 item 7); anything else is a
   // key gone wrong, often a provider's key pasted here, and is answered as one (spec 01: a malformed key).
   if (!isApiKeyAttempt(bearer) && !isAccessTokenShaped(bearer))
@@ -91,19 +88,19 @@ async function admit(
       "This is neither a Quorum API key (they begin qrm_live_ or qrm_test_) nor an access token Quorum issued. A provider's own key is set in the console, under provider keys, not sent here.",
     );
   if (!isApiKeyAttempt(bearer)) {
-    const auth = await authenticateApp(db, await oauth.verify(bearer, edge));
+    const auth = await authenticateGrant(deps, await deps.oauth.verify(bearer, edge));
     checkGateScope(auth, scope);
-    await admitCalls(db, auth, 1, onRate);
+    await admitCalls(deps, auth, 1, onRate);
     return auth;
   }
   // A key for a calling route is counted in the statement that reads it (one round trip, issue 42); the rules below
   // still decide, and a request that statement did not count is counted after them.
   const foldable = scope !== ADMIN_SCOPE && scope !== ACCOUNT_READ_SCOPE;
   const { auth, admission } = foldable
-    ? await authenticateAdmitting(db, bearer, { scope: scope ?? null, defaultLimit: DEFAULT_REQUESTS_PER_MINUTE, windowMs: RATE_WINDOW_MS })
-    : { auth: await authenticate(db, bearer), admission: undefined };
+    ? await authenticateKeyCounted(deps, bearer, { scope: scope ?? null, defaultLimit: DEFAULT_REQUESTS_PER_MINUTE })
+    : { auth: await authenticateKey(deps, bearer), admission: undefined };
   checkGateScope(auth, scope);
-  await admitCalls(db, auth, 1, onRate, admission);
+  await admitCalls(deps, auth, 1, onRate, admission);
   return auth;
 }
 
@@ -122,7 +119,7 @@ function checkGateScope(auth: AuthContext, scope: GateScope | undefined): void {
  */
 export async function admitMore(deps: AccessDeps, auth: AuthContext, count: number): Promise<void> {
   try {
-    await admitCalls(deps.db, auth, count);
+    await admitCalls(deps, auth, count);
   } catch (err) {
     if (isDependencyOutage(err))
       throw new QuorumError('gate_check_failed', 'The access check could not complete; retry shortly.', { retryAfter: 2 });
@@ -130,16 +127,16 @@ export async function admitMore(deps: AccessDeps, auth: AuthContext, count: numb
   }
 }
 
-/** `counted`: the admission the key's own statement made already (`authenticateAdmitting`). */
+/** `counted`: the admission the key's own statement made already (`authenticateKeyCounted`). */
 async function admitCalls(
-  db: Db,
+  deps: StoreDeps,
   auth: AuthContext,
   count: number,
   onRate?: (rate: RateState) => void,
   counted?: Admission,
 ): Promise<void> {
   const limit = auth.limits.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE;
-  const admission = counted ?? (await admitRequest(db, auth.keyId, limit, undefined, count));
+  const admission = counted ?? (await countRequests(deps, auth.keyId, limit, count));
   onRate?.({ limit, remaining: admission.remaining, resetMs: admission.resetMs });
   if (admission.allowed) return;
   const message =

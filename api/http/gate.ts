@@ -2,8 +2,8 @@ import type { Context, Middleware, Next } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { AuthContext } from '../../db/repositories/api-keys';
-import { recordRefusal } from '../../db/repositories/limits';
 import { QuorumError } from '../../domain/errors';
+import { recordRefusedRequest } from '../../operations/receipt';
 import { authorize, type AccessDeps, type GateScope, type RateState } from './access';
 
 /** What the gate leaves on `ctx.state` for the handlers behind it. */
@@ -54,7 +54,6 @@ function setRateHeaders(ctx: Context, rate: RateState): void {
  * `scope` undefined: the operation checks the scopes of what it reads (GET /v1/runs).
  */
 export function gate(access: AccessDeps, scope: GateScope | undefined, requestIdPrefix?: 'req' | 'est'): Middleware {
-  const { db } = access;
   return async (ctx: Context, next: Next): Promise<void> => {
     const state = ctx.state as ApiState;
     state.startedAt = performance.now();
@@ -75,7 +74,7 @@ export function gate(access: AccessDeps, scope: GateScope | undefined, requestId
     } catch (err) {
       // Refused before it ran, under this request's own id: recorded so its receipt lookup says so (best effort).
       if (state.requestId && err instanceof QuorumError && err.requestId === undefined) {
-        await recordRefusal(db, auth.orgId, state.requestId, err.code).catch(() => undefined);
+        await recordRefusedRequest(access, auth.orgId, state.requestId, err.code).catch(() => undefined);
       }
       throw err;
     }

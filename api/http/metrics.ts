@@ -1,9 +1,10 @@
 import type Koa from 'koa';
 import { Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../../db/knex';
-import { ledgerTotals, type LedgerKindTotal } from '../../db/repositories/ledger';
+import type { LedgerKindTotal } from '../../db/repositories/ledger';
 import type { Logger } from '../../infra/log';
 import { DURATION_BUCKETS, metricsAuthorised } from '../../infra/metrics';
+import { serviceLedgerTotals } from '../../operations/ledger';
 import { registry } from '../../operations/metrics';
 
 /**
@@ -53,7 +54,7 @@ function ledgerRegistry(db: Db, log: Logger): Registry {
     if (!cached || Date.now() - cached.at > LEDGER_CACHE_MS) {
       cached = {
         at: Date.now(),
-        totals: ledgerTotals(db).catch((err: unknown) => {
+        totals: serviceLedgerTotals({ db }).catch((err: unknown) => {
           log.warn('metrics: ledger totals unavailable', { err });
           return undefined;
         }),

@@ -3,13 +3,12 @@ import type { Context, Middleware } from 'koa';
 import Provider, { errors as oidcErrors, type Configuration, type JWK, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../../db/knex';
 import type { AppGrant } from '../../db/repositories/app-principals';
-import { admitRequest } from '../../db/repositories/limits';
-import { loadOAuthKeys, OAuthStore } from '../../db/repositories/oauth-store';
 import { ACCESS_TOKEN_BITS, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { OAUTH_SCOPES, parseAccountId } from '../../domain/plans';
 import type { Logger } from '../../infra/log';
 import { secretBox, type SecretBox } from '../../infra/secret-box';
+import { authorizationKeys, authorizationStore, countAppRegistration } from '../../operations/oauth-grants';
 import { EDGES, type AccessTokens, type Edge } from '../http/access';
 import { html } from '../http/html';
 
@@ -26,7 +25,6 @@ export const OAUTH_MOUNT = '/oauth';
 
 /** Open registration (RFC 7591, as MCP clients need it) is limited per client address, so no one can fill the store. */
 export const REGISTRATIONS_PER_HOUR = 20;
-const HOUR_MS = 3_600_000;
 
 export interface OAuthSettings {
   /** The service's public origin (`QUORUM_PUBLIC_URL`); the issuer is this plus `/oauth`. */
@@ -85,7 +83,7 @@ export class OAuthServer implements AccessTokens {
   }
 
   private async build(): Promise<Provider> {
-    const keys = await loadOAuthKeys(this.db, this.box());
+    const keys = await authorizationKeys({ db: this.db }, this.box());
     const provider = new Provider(this.issuer, this.configuration(keys.signing, keys.cookie));
     provider.proxy = true;
     // Refused grants and tokens are the client's business; a server_error is ours and worth a line.
@@ -97,7 +95,7 @@ export class OAuthServer implements AccessTokens {
     const resources = new Set(EDGES.map((e) => this.resource(e)));
     const secure = this.settings.secureCookies;
     return {
-      adapter: (model: string) => new OAuthStore(this.db, model),
+      adapter: (model: string) => authorizationStore({ db: this.db }, model),
       jwks: { keys: signing },
       cookies: { keys: cookie, long: { signed: true, secure }, short: { signed: true, secure } },
       findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
@@ -189,7 +187,7 @@ export class OAuthServer implements AccessTokens {
   }
 
   private async admitRegistration(ip: string): Promise<void> {
-    const admission = await admitRequest(this.db, `oauth-reg:${ip}`, REGISTRATIONS_PER_HOUR, HOUR_MS);
+    const admission = await countAppRegistration({ db: this.db }, ip, REGISTRATIONS_PER_HOUR);
     if (!admission.allowed)
       throw new QuorumError(
         'rate_limit_exceeded',

@@ -205,8 +205,8 @@ describe('lint: layers are enforced', function () {
       );
     });
 
-    it('the console, the CLI and the API entry files refuse a value import of db/: they go through operations/', async () => {
-      const why = /reaches the database through operations\//;
+    it('the CLI and api/ refuse a value import of db/ at any depth, beside an inline type too: they go through operations/', async () => {
+      const why = /reach the database through operations\//;
       await refused(
         'api/console/pages/bad.ts',
         "import { findRun } from '../../../db/repositories/runs';\nexport const x = findRun;\n",
@@ -221,6 +221,35 @@ describe('lint: layers are enforced', function () {
       await refused('api/main.ts', "import { createDb } from '../db/knex';\nexport const x = createDb;\n", why);
       await refused('api/v1/bad.ts', "import { getReceipt } from '../../db/repositories/requests';\nexport const x = getReceipt;\n", why);
     });
+
+    // Every file under api/: the edges, the plumbing and serialisers they share (http/, forms/), the entry files, and a
+    // folder no block of eslint.config.mjs names yet.
+    const apiFiles = [
+      'oauth/bad.ts',
+      'http/bad.ts',
+      'forms/bad.ts',
+      'mcp/bad.ts',
+      'v1/bad.ts',
+      'console/bad.ts',
+      'app.ts',
+      'later/nested/bad.ts',
+    ];
+    for (const file of apiFiles.map((f) => `api/${f}`)) {
+      const up = '../'.repeat(file.split('/').length - 1);
+      it(`${file} refuses a value import of db/ and accepts a type-only one`, async () => {
+        const why = /reach the database through operations\/: they import db\/ as types only/;
+        await refused(file, `import { admitRequest } from '${up}db/repositories/limits';\nexport const x = admitRequest;\n`, why);
+        await refused(file, `import { OAuthStore } from '${up}db/repositories/oauth-store';\nexport const x = OAuthStore;\n`, why);
+        await refused(
+          file,
+          `import { authenticate, type AuthContext } from '${up}db/repositories/api-keys';\nexport const x = authenticate;\nexport type Y = AuthContext;\n`,
+          why,
+        );
+        await accepted(file, `import type { Admission } from '${up}db/repositories/limits';\nexport type X = Admission;\n`);
+        await accepted(file, `import { type AuthContext } from '${up}db/repositories/api-keys';\nexport type Y = AuthContext;\n`);
+        await accepted(file, `import { countRequests } from '${up}operations/callers';\nexport const x = countRequests;\n`);
+      });
+    }
   });
 
   describe('infra/ is the ground floor; stack/ (the launcher) the top', () => {
