@@ -74,10 +74,11 @@ export function streamPlan(state: StreamState): StreamPlan {
   }
   const closed = byIndex.get(k)?.event.type === 'ended' || state.giveUp;
   if (!state.ended || !closed) return { items, finished: false };
-  const { answered, failed } = state.ended;
-  const opened = streamed.length > 0;
-  if (answered || opened) {
-    const text = answered ? state.ended.answer : streamed;
+  const { answered, failed, answer: text } = state.ended;
+  // Only an answer is closed with its done events: a call that failed or was cancelled after its answer began ends
+  // with the pieces sent (its response has no output), as a failed OpenAI stream does.
+  if (answered) {
+    const opened = streamed.length > 0;
     open();
     // The pieces sent begin the answer: what follows them is one more delta (all of it when none was sent). Pieces
     // that do not begin it (a writer lost for good mid-answer, `quorum audit` reports it) are not sent again.

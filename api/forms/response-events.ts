@@ -94,12 +94,8 @@ function answerEvent(
   at: (type: string, fields: JsonObject) => { type: string; data: JsonObject },
 ): { type: string; data: JsonObject } {
   const itemId = `msg_${view.requestId}`;
-  const begun = messageInProgress(view, text);
-  // A message that ended without an answer (a cancelled call) is incomplete, as OpenAI marks a cut one.
-  const message = ((responseJson(view, serialiser).output as JsonObject[] | undefined) ?? [])[0] ?? {
-    ...begun,
-    status: part === 'item_done' ? 'incomplete' : 'in_progress',
-  };
+  // While the call runs its message is the one in progress; once answered, the response's own.
+  const message = ((responseJson(view, serialiser).output as JsonObject[] | undefined) ?? [])[0] ?? messageInProgress(view, text);
   const place = { item_id: itemId, output_index: 0, content_index: 0 };
   const textPart = (t: string): JsonObject => ({ type: 'output_text', text: t, annotations: [] });
   switch (part) {

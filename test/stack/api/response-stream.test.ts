@@ -22,6 +22,19 @@ const stepOf = (e: Event): string | undefined => (e.type === 'response.in_progre
 const deltasOf = (events: readonly Event[]): string =>
   events.flatMap((e) => (e.type === 'response.output_text.delta' ? [String(e.delta)] : [])).join('');
 
+/** The stream resumed after the last event of `first`: the events of both, each sequence number once and in order. */
+async function resumedAfter(openai: OpenAI, id: string, first: readonly Event[]): Promise<Event[]> {
+  const all = [...first];
+  const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: first[first.length - 1].sequence_number });
+  for await (const e of resumed) all.push(e as unknown as Event);
+  assert.deepEqual(
+    all.map((e) => e.sequence_number),
+    all.map((_, i) => i),
+    `no gap and no repeat: ${all.map((e) => `${e.sequence_number}:${e.type}`).join(' ')}`,
+  );
+  return all;
+}
+
 function client(api: Api, key: string): OpenAI {
   return new OpenAI({ baseURL: `${api.url}/v1`, apiKey: key, maxRetries: 0, timeout: 120_000 });
 }
@@ -62,18 +75,7 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     await api.close();
     api = await startApi('B');
     const openai = client(api, org.ownerKey);
-    const last = first[first.length - 1].sequence_number;
-    const rest: Event[] = [];
-    const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: last });
-    for await (const e of resumed) rest.push(e as unknown as Event);
-
-    const all = [...first, ...rest];
-    assert.deepEqual(
-      all.map((e) => e.sequence_number),
-      all.map((_, i) => i),
-      `no gap and no repeat: ${all.map((e) => `${e.sequence_number}:${e.type}`).join(' ')}`,
-    );
-    assert.ok(rest[0].sequence_number === last + 1);
+    const all = await resumedAfter(openai, id, first);
     const types = all.map((e) => e.type);
     assert.equal(types[types.length - 1], 'response.completed');
     const steps = all.map(stepOf);
@@ -165,7 +167,14 @@ describe('response streams: cut, resumed with starting_after on a restarted API 
     assert.deepEqual([error.type, error.code], ['error', 'cost_unreadable']);
     assert.match(error.message, /cost_unreadable/);
     assert.deepEqual([failed.type, failed.response.status, failed.response.error.code], ['response.failed', 'failed', 'cost_unreadable']);
-    assert.ok(!events.some((e) => e.type.startsWith('response.output_')), 'no answer events');
+    // A synthesis that wrote for the caller before the receipt failed has streamed its pieces: the answer never
+    // completed, so its message is not closed (no done events), and the pieces came before the error.
+    const done = ['response.output_text.done', 'response.content_part.done', 'response.output_item.done'];
+    assert.ok(!events.some((e) => done.includes(e.type)), 'no answer completed');
+    assert.ok(
+      events.every((e, i) => e.type !== 'response.output_text.delta' || i < events.length - 2),
+      'any piece sent came before the error',
+    );
     assert.ok(
       events.some((e) => stepOf(e) === 'seat_answered'),
       'it failed mid-run, after its seats answered',
@@ -293,15 +302,7 @@ describe('the answer streams as its engine writes it (issue 53 item 4, sim engin
         if (first.filter((x) => x.type === 'response.output_text.delta').length === 2) break;
       }
       const id = (first[0] as Event & { response: { id: string } }).response.id;
-      const rest: Event[] = [];
-      const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: first[first.length - 1].sequence_number });
-      for await (const e of resumed) rest.push(e as unknown as Event);
-      const all = [...first, ...rest];
-      assert.deepEqual(
-        all.map((e) => e.sequence_number),
-        all.map((_, i) => i),
-        `no gap and no repeat: ${all.map((e) => `${e.sequence_number}:${e.type}`).join(' ')}`,
-      );
+      const all = await resumedAfter(openai, id, first);
       const order = all.map((e) => stepOf(e) ?? e.type);
       const firstDelta = order.indexOf('response.output_text.delta');
       assert.ok(firstDelta > order.indexOf('classified'), 'the answer follows the classification');

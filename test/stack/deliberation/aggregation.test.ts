@@ -4,17 +4,10 @@ import type { AnswerOptions } from '../../../domain/answer-options';
 import type { Aggregation, ModeRecord } from '../../../domain/modes';
 import type { Outcome } from '../../../domain/outcome';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
-import {
-  OPENAI_TEST_KEY,
-  openAiReply,
-  startOpenAiLoopback,
-  type Loopback,
-  type RecordedRequest,
-  type Reply,
-} from '../../fixtures/providers';
+import { openAiReply, type RecordedRequest, type Reply } from '../../fixtures/providers';
 import { stack } from '../../harness/stack';
 import { call, newOrg, startApi, USER } from '../api/helpers';
-import { customMode, deliberate, startProductWorkers } from './helpers';
+import { customMode, deliberate, withOpenAiLoopback } from './helpers';
 
 /**
  * Issue 52: a panel that keeps the answer, on real workflows through the deliberation's own path, its seats on the
@@ -64,17 +57,7 @@ const CHOICE = { answerKind: { kind: 'choice' as const } };
 
 describe('a panel that keeps the answer (issue 52): vote, tie, ballot, pinned synthesis, first wave', function () {
   this.timeout(120_000);
-  let openai: Loopback;
-  let workers: { stop(): Promise<void> };
-
-  before(async () => {
-    openai = await startOpenAiLoopback(script);
-    workers = await startProductWorkers({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
-  });
-  after(async () => {
-    await workers.stop();
-    await openai.close();
-  });
+  const openai = withOpenAiLoopback(script);
 
   /** A panel of gpt-4.1, gpt-4.1-mini, gpt-4.1 (seeds 1, 2, 3), one round, judged and synthesised by gpt-4.1. */
   async function panelMode(orgId: string, aggregation?: Aggregation): Promise<ModeRecord> {
@@ -103,12 +86,12 @@ describe('a panel that keeps the answer (issue 52): vote, tie, ballot, pinned sy
   ): Promise<{ outcome: Outcome; requests: RecordedRequest[] }> {
     const org = await newOrg(10);
     const mode = await panelMode(org.orgId, aggregation);
-    const seen = openai.requests.length;
+    const seen = openai().requests.length;
     const { outcome } = await deliberate(
       { org, mode, content: `Why is the sky blue? Options: A) dust B) scattering C) oceans [[${scenario}]]`, answer },
       `aggregation-${scenario}`,
     );
-    return { outcome, requests: openai.requests.slice(seen) };
+    return { outcome, requests: openai().requests.slice(seen) };
   }
 
   const vote: Aggregation = { method: 'vote', prose: 'verbatim', tieBreak: 'judge', ballot: true };

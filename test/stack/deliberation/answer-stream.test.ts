@@ -1,16 +1,8 @@
 import assert from 'node:assert/strict';
 import { audit } from '../../../operations/audit';
 import { stack } from '../../harness/stack';
-import {
-  OPENAI_TEST_KEY,
-  openAiReply,
-  startOpenAiLoopback,
-  textPieces,
-  type Loopback,
-  type RecordedRequest,
-  type Reply,
-} from '../../fixtures/providers';
-import { customMode, deliberate, newOrg, startProductWorkers } from './helpers';
+import { openAiReply, textPieces, type RecordedRequest, type Reply } from '../../fixtures/providers';
+import { customMode, deliberate, newOrg, withOpenAiLoopback } from './helpers';
 
 /**
  * Issue 53 item 4, durable: the express seat writing a watched call's answer streams it into `answer_chunks`; an
@@ -46,20 +38,10 @@ function script(req: RecordedRequest): Reply {
 
 describe('the answer as it is written: a retried writer continues what it stored (issue 53 item 4)', function () {
   this.timeout(120_000);
-  let openai: Loopback;
-  let workers: { stop(): Promise<void> };
-
-  before(async () => {
-    openai = await startOpenAiLoopback(script);
-    workers = await startProductWorkers({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
-  });
-  after(async () => {
-    await workers.stop();
-    await openai.close();
-  });
+  const openai = withOpenAiLoopback(script);
   afterEach(() => {
     assert.deepEqual(
-      openai.rejected.map((r) => r.reason),
+      openai().rejected.map((r) => r.reason),
       [],
     );
   });
@@ -83,7 +65,7 @@ describe('the answer as it is written: a retried writer continues what it stored
       'answer-stream-continued',
     );
     assert.equal(o.answer, FULL);
-    const tries = openai.requests.filter((r) => r.bodyText.includes('[[break-once]]'));
+    const tries = openai().requests.filter((r) => r.bodyText.includes('[[break-once]]'));
     assert.equal(tries.length, 2);
     assert.ok(tries.every((r) => bodyOf(r).stream === true));
     assert.equal(continued(tries[0]), undefined);
@@ -111,7 +93,7 @@ describe('the answer as it is written: a retried writer continues what it stored
     });
     assert.equal(o.answer, `${CUT} and ends here.`);
     assert.equal(o.finishReason, 'stop');
-    const tries = openai.requests.filter((r) => r.bodyText.includes('[[cut-once]]'));
+    const tries = openai().requests.filter((r) => r.bodyText.includes('[[cut-once]]'));
     assert.deepEqual(
       tries.map((r) => [bodyOf(r).max_tokens, continued(r)]),
       [

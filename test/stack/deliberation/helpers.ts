@@ -22,6 +22,7 @@ import { createEngines } from '../../../engines';
 import { createLogger } from '../../../infra/log';
 import { createWorkers, type WorkerOptions } from '../../../worker/workers';
 import { historiesDir } from '../../harness/histories';
+import { OPENAI_TEST_KEY, startOpenAiLoopback, type Loopback, type Script } from '../../fixtures/providers';
 import { stack } from '../../harness/stack';
 import { uniqueTicker } from '../../harness/unique';
 import { deliberationWorkflow, type DeliberationInput } from '../../../workflows/deliberation';
@@ -59,6 +60,27 @@ export async function startProductWorkers(
       for (const w of workers) w.shutdown();
       await running;
     },
+  };
+}
+
+/**
+ * For a describe block: a loopback speaking OpenAI's chat completions by `script`, and the product's workers with the
+ * service's OpenAI key pointed at it. Returns the loopback (its recorded requests), there once the block's hooks ran.
+ */
+export function withOpenAiLoopback(script: Script): () => Loopback {
+  let openai: Loopback | undefined;
+  let workers: { stop(): Promise<void> } | undefined;
+  before(async () => {
+    openai = await startOpenAiLoopback(script);
+    workers = await startProductWorkers({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl });
+  });
+  after(async () => {
+    await workers?.stop();
+    await openai?.close();
+  });
+  return () => {
+    if (!openai) throw new Error('the loopback starts in the block’s before hook');
+    return openai;
   };
 }
 

@@ -187,10 +187,21 @@ describe('a response stream sends the answer as its engine writes it (issue 53 i
     assert.deepEqual(texts(p).slice(7), [`delta:${pieces[0]}`, `text_done:${other}`, `part_done:${other}`, `item_done:${other}`, 'ended']);
   });
 
-  it('a call cancelled mid-answer closes the message with the pieces sent, then ends', () => {
+  it('a call cancelled or failed mid-answer ends after the pieces sent, its message not closed as if answered', () => {
     const all = [...steps, { type: 'ended' } as DeliberationEvent];
-    const p = streamPlan({ stored: stored(all), chunks: chunks(2), ended: { answered: false, failed: false, answer: '' }, giveUp: false });
-    const sent = pieces[0] + pieces[1];
-    assert.deepEqual(texts(p).slice(9), [`text_done:${sent}`, `part_done:${sent}`, `item_done:${sent}`, 'ended']);
+    const cancelled = streamPlan({
+      stored: stored(all),
+      chunks: chunks(2),
+      ended: { answered: false, failed: false, answer: '' },
+      giveUp: false,
+    });
+    assert.deepEqual(texts(cancelled).slice(7), [`delta:${pieces[0]}`, `delta:${pieces[1]}`, 'ended']);
+    const failed = streamPlan({
+      stored: stored(all),
+      chunks: chunks(2),
+      ended: { answered: false, failed: true, answer: '' },
+      giveUp: false,
+    });
+    assert.deepEqual(texts(failed).slice(7), [`delta:${pieces[0]}`, `delta:${pieces[1]}`, 'error', 'ended']);
   });
 });

@@ -3,46 +3,24 @@ import { createEngines, type Engines } from '../../../engines';
 import { engineCostMicros } from '../../../domain/pricing';
 import {
   ANTHROPIC_TEST_KEY,
-  anthropicError,
-  anthropicReply,
   GOOGLE_TEST_KEY,
-  googleError,
-  googleReply,
   header,
   OPENAI_TEST_KEY,
-  openAiError,
-  openAiReply,
-  startAnthropicLoopback,
-  startGoogleLoopback,
-  startOpenAiLoopback,
   type Loopback,
   type RecordedRequest,
-  type Reply,
   type Script,
 } from '../../fixtures/providers';
-import { captureLogger, engineFailure, MESSAGES } from './helpers';
+import { API_KEY_PROTOCOLS, captureLogger, engineFailure, loopbackEngines, MESSAGES, type ApiKeyProtocol } from './helpers';
 
 /** What differs between the three API-key protocols; the behaviour under test is the same. */
-interface Protocol {
-  family: 'openai' | 'anthropic' | 'google';
-  engineId: string;
-  key: string;
-  start(script: Script): Promise<Loopback>;
-  ok(opts: { text: string; truncated?: boolean; tokensIn: number; tokensOut: number }): Reply;
-  error(status: number, message: string, headers?: Record<string, string>): Reply;
+interface Protocol extends ApiKeyProtocol {
   /** The provider-specific request for MESSAGES, maxOutputTokens 100, temperature 0.2; a header `undefined` must be absent. */
   request: { path: string; headers: Record<string, string | undefined>; body: unknown };
 }
 
 const PROTOCOLS: readonly Protocol[] = [
   {
-    family: 'openai',
-    engineId: 'openai/gpt-4.1',
-    key: OPENAI_TEST_KEY,
-    start: (s) => startOpenAiLoopback(s),
-    ok: (o) =>
-      openAiReply({ text: o.text, finish: o.truncated ? 'length' : 'stop', promptTokens: o.tokensIn, completionTokens: o.tokensOut }),
-    error: openAiError,
+    ...API_KEY_PROTOCOLS.openai,
     request: {
       path: '/v1/chat/completions',
       headers: { authorization: `Bearer ${OPENAI_TEST_KEY}` },
@@ -50,13 +28,7 @@ const PROTOCOLS: readonly Protocol[] = [
     },
   },
   {
-    family: 'anthropic',
-    engineId: 'anthropic/claude-sonnet-4',
-    key: ANTHROPIC_TEST_KEY,
-    start: (s) => startAnthropicLoopback(s),
-    ok: (o) =>
-      anthropicReply({ text: o.text, stop: o.truncated ? 'max_tokens' : 'end_turn', inputTokens: o.tokensIn, outputTokens: o.tokensOut }),
-    error: anthropicError,
+    ...API_KEY_PROTOCOLS.anthropic,
     request: {
       path: '/v1/messages',
       headers: { 'x-api-key': ANTHROPIC_TEST_KEY, 'anthropic-version': '2023-06-01', authorization: undefined },
@@ -70,13 +42,7 @@ const PROTOCOLS: readonly Protocol[] = [
     },
   },
   {
-    family: 'google',
-    engineId: 'google/gemini-2.5-flash',
-    key: GOOGLE_TEST_KEY,
-    start: (s) => startGoogleLoopback(s),
-    ok: (o) =>
-      googleReply({ text: o.text, finish: o.truncated ? 'MAX_TOKENS' : 'STOP', promptTokens: o.tokensIn, candidateTokens: o.tokensOut }),
-    error: (status, message, headers) => googleError(status, message, { headers }),
+    ...API_KEY_PROTOCOLS.google,
     // The key travels in its header, never in the query string.
     request: {
       path: '/v1beta/models/gemini-2.5-flash:generateContent',
@@ -93,12 +59,11 @@ const PROTOCOLS: readonly Protocol[] = [
 for (const p of PROTOCOLS) {
   describe(`engines: ${p.family} adapter against its loopback server`, () => {
     let server: Loopback | undefined;
-    const envKey = `QUORUM_${p.family.toUpperCase()}`;
 
     async function engines(script: Script): Promise<{ engines: Engines; server: Loopback }> {
-      server = await p.start(script);
-      const env = { [`${envKey}_API_KEY`]: p.key, [`${envKey}_BASE_URL`]: server.baseUrl };
-      return { engines: createEngines({ env, logger: captureLogger().logger }), server };
+      const started = await loopbackEngines(p, script);
+      server = started.server;
+      return started;
     }
     const call = (e: Engines, extra: { timeoutMs?: number } = {}): ReturnType<Engines['call']> =>
       e.call({ engineId: p.engineId, messages: MESSAGES, maxOutputTokens: 100, temperature: 0.2, ...extra });

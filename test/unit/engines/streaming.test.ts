@@ -3,37 +3,24 @@ import { createEngines, type EngineRequest, type EngineResult, type Engines } fr
 import { countMessagesTokens, countTokens } from '../../../domain/tokens';
 import {
   ANTHROPIC_TEST_KEY,
-  anthropicError,
   anthropicReply,
   anthropicStreamError,
   AWS_TEST_CREDENTIALS,
   bedrockReply,
-  GOOGLE_TEST_KEY,
-  googleError,
-  googleReply,
   OPENAI_TEST_KEY,
-  openAiError,
   openAiReply,
   sse,
   startAnthropicLoopback,
   startBedrockLoopback,
-  startGoogleLoopback,
   startOpenAiLoopback,
   type Loopback,
   type RecordedRequest,
-  type Reply,
   type Script,
 } from '../../fixtures/providers';
-import { captureLogger, engineFailure, MESSAGES } from './helpers';
+import { API_KEY_PROTOCOLS, captureLogger, engineFailure, loopbackEngines, MESSAGES, type ApiKeyProtocol } from './helpers';
 
 /** What differs between the three streaming protocols; the behaviour under test is the same. */
-interface Protocol {
-  family: 'openai' | 'anthropic' | 'google';
-  engineId: string;
-  key: string;
-  start(script: Script): Promise<Loopback>;
-  ok(opts: { text: string; truncated?: boolean; tokensIn: number; tokensOut: number }): Reply;
-  error(status: number, message: string, headers?: Record<string, string>): Reply;
+interface Protocol extends ApiKeyProtocol {
   /** Whether the request asked for a streamed reply, the protocol's own way. */
   askedStream(req: RecordedRequest): boolean;
   /** The last turn as sent: its role in the protocol's words and its text. */
@@ -50,13 +37,7 @@ const lastOf = <T>(items: unknown): T => (items as T[])[(items as T[]).length - 
 
 const PROTOCOLS: readonly Protocol[] = [
   {
-    family: 'openai',
-    engineId: 'openai/gpt-4.1',
-    key: OPENAI_TEST_KEY,
-    start: (s) => startOpenAiLoopback(s),
-    ok: (o) =>
-      openAiReply({ text: o.text, finish: o.truncated ? 'length' : 'stop', promptTokens: o.tokensIn, completionTokens: o.tokensOut }),
-    error: openAiError,
+    ...API_KEY_PROTOCOLS.openai,
     askedStream: (req) => {
       const body = bodyOf(req);
       return body.stream === true && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
@@ -69,13 +50,7 @@ const PROTOCOLS: readonly Protocol[] = [
     trims: false,
   },
   {
-    family: 'anthropic',
-    engineId: 'anthropic/claude-sonnet-4',
-    key: ANTHROPIC_TEST_KEY,
-    start: (s) => startAnthropicLoopback(s),
-    ok: (o) =>
-      anthropicReply({ text: o.text, stop: o.truncated ? 'max_tokens' : 'end_turn', inputTokens: o.tokensIn, outputTokens: o.tokensOut }),
-    error: anthropicError,
+    ...API_KEY_PROTOCOLS.anthropic,
     askedStream: (req) => bodyOf(req).stream === true,
     lastTurn: (req) => {
       const m = lastOf<{ role: string; content: string }>(bodyOf(req).messages);
@@ -85,13 +60,7 @@ const PROTOCOLS: readonly Protocol[] = [
     trims: true,
   },
   {
-    family: 'google',
-    engineId: 'google/gemini-2.5-flash',
-    key: GOOGLE_TEST_KEY,
-    start: (s) => startGoogleLoopback(s),
-    ok: (o) =>
-      googleReply({ text: o.text, finish: o.truncated ? 'MAX_TOKENS' : 'STOP', promptTokens: o.tokensIn, candidateTokens: o.tokensOut }),
-    error: (status, message, headers) => googleError(status, message, { headers }),
+    ...API_KEY_PROTOCOLS.google,
     askedStream: (req) => req.path.endsWith(':streamGenerateContent') && req.query.get('alt') === 'sse',
     lastTurn: (req) => {
       const m = lastOf<{ role: string; parts: { text: string }[] }>(bodyOf(req).contents);
@@ -124,12 +93,11 @@ async function streamed(
 for (const p of PROTOCOLS) {
   describe(`engines: ${p.family} streams the answer as the provider writes it`, () => {
     let server: Loopback | undefined;
-    const envKey = `QUORUM_${p.family.toUpperCase()}`;
 
     async function engines(script: Script): Promise<{ engines: Engines; server: Loopback }> {
-      server = await p.start(script);
-      const env = { [`${envKey}_API_KEY`]: p.key, [`${envKey}_BASE_URL`]: server.baseUrl };
-      return { engines: createEngines({ env, logger: captureLogger().logger }), server };
+      const started = await loopbackEngines(p, script);
+      server = started.server;
+      return started;
     }
     const request = (extra: Partial<EngineRequest> = {}): EngineRequest => ({
       engineId: p.engineId,
