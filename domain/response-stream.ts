@@ -54,8 +54,10 @@ export function streamPlan(state: StreamState): StreamPlan {
   };
   const answer = (part: AnswerPart, text: string): void => push({ kind: 'answer', part, text });
   let streamed = '';
+  let opened = false;
   const open = (): void => {
-    if (items.some(({ item }) => item.kind === 'answer')) return;
+    if (opened) return;
+    opened = true;
     answer('item_added', '');
     answer('part_added', '');
   };
@@ -78,12 +80,12 @@ export function streamPlan(state: StreamState): StreamPlan {
   // Only an answer is closed with its done events: a call that failed or was cancelled after its answer began ends
   // with the pieces sent (its response has no output), as a failed OpenAI stream does.
   if (answered) {
-    const opened = streamed.length > 0;
-    open();
     // The pieces sent begin the answer: what follows them is one more delta (all of it when none was sent). Pieces
     // that do not begin it (a writer lost for good mid-answer, `quorum audit` reports it) are not sent again.
-    if (!opened) answer('delta', text);
-    else if (text.startsWith(streamed) && text.length > streamed.length) answer('delta', text.slice(streamed.length));
+    if (!opened) {
+      open();
+      answer('delta', text);
+    } else if (text.startsWith(streamed) && text.length > streamed.length) answer('delta', text.slice(streamed.length));
     for (const part of ['text_done', 'part_done', 'item_done'] as const) answer(part, text);
   }
   if (failed) push({ kind: 'error' });
