@@ -10,13 +10,13 @@ import {
   reviewListing,
   saveMode,
   setPriceFloor,
-  type Author,
   type AuthoringDeps,
   type ModeView,
 } from '../operations/authoring/modes';
 import { modeTemplate } from '../domain/mode-spec';
 import type { Refusal } from '../domain/mode-validation-codes';
 import { createEngines } from '../engines';
+import type { Principal } from '../operations/principal';
 import { command, required, UsageError, type Command, type CommandContext, type CommandOutput } from './command';
 
 /**
@@ -50,14 +50,14 @@ function readSpec(file: string): unknown {
   }
 }
 
-/** The author a command acts as: `--org`, or the platform with `--system` (exactly one). */
-function authorOf(input: { org?: string; system?: boolean }): Author {
+/** The operator as the author a command acts as: `--org`, or the platform with `--system` (exactly one). */
+function authorOf(input: { org?: string; system?: boolean }): Principal & { via: 'operator' } {
   if (input.system === (input.org !== undefined)) throw new UsageError('give --org ORG_ID, or --system for a platform mode');
   return { via: 'operator', orgId: input.system ? null : (input.org as string) };
 }
 
 /** An operator acting on an existing mode acts as its organisation. */
-async function ownerOf(ctx: CommandContext, modeId: string): Promise<Author> {
+async function ownerOf(ctx: CommandContext, modeId: string): Promise<Principal & { via: 'operator' }> {
   return operatorOf(ctx.resources, modeId);
 }
 

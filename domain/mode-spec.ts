@@ -62,8 +62,8 @@ export interface ValidationContext {
   /** Whether the engine can run here now: a service key, one of the organisation's own keys, or a development stand-in. */
   canRun(engineId: string): boolean;
   floor: PriceFloor;
-  /** Who saves: only a person in the builder (`console`) may acknowledge a price override. */
-  via: 'key' | 'console' | 'operator';
+  /** Who saves: only a person in the builder (`person`) may acknowledge a price override. */
+  via: 'key' | 'person' | 'operator';
   hasOrg: boolean;
   /** Authoring a platform (system) mode: an operator only. */
   system: boolean;
@@ -170,7 +170,7 @@ export function validateMode(spec: unknown, ctx: ValidationContext): Validation 
   }
   // Listed first (spec 02): the one refusal a builder's own field causes.
   const commercial = spec.api_commercial;
-  if (isObj(commercial) && commercial.price_override_acknowledged !== undefined && ctx.via !== 'console') {
+  if (isObj(commercial) && commercial.price_override_acknowledged !== undefined && ctx.via !== 'person') {
     r.add(
       'price_override_not_allowed',
       'api_commercial.price_override_acknowledged',

@@ -4,8 +4,8 @@ import { QuorumError } from '../domain/errors';
 import { microsToUsd, usdToMicros } from '../domain/money';
 import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../domain/retention';
 import { assertPublicCallbackHost, CallbackAddressRefused } from '../infra/callback-address';
-import { requireOwner } from './principal';
-import { orgOf, recordActivity, requireAdminKey, type Actor } from './activity';
+import { recordActivity, requireAdminKey } from './activity';
+import { orgActedOn, requireOwner, type Principal } from './principal';
 import type { StoreDeps } from './deps';
 
 /**
@@ -33,12 +33,12 @@ export interface AccountSettingsInput {
  * The organisation the settings are read or changed for: a person's (the console), the one the operator names, or an
  * admin key's own (`/v1/organization/alerts`, `/v1/organization/retention`); any other key is refused.
  */
-function settingsOrg(actor: Actor): string {
-  if (actor.via === 'key') requireAdminKey(actor.auth);
-  return orgOf(actor);
+function settingsOrg(actor: Principal): string {
+  if (actor.via === 'key') requireAdminKey(actor);
+  return orgActedOn(actor);
 }
 
-export async function accountSettingsOf(deps: StoreDeps, actor: Actor): Promise<AccountSettingsView> {
+export async function accountSettingsOf(deps: StoreDeps, actor: Principal): Promise<AccountSettingsView> {
   const settings = await accountSettings(deps.db, settingsOrg(actor));
   if (!settings) throw new QuorumError('not_found', 'No such organisation.');
   return { ...settings, effectiveRetentionDays: settings.retentionDays ?? DEFAULT_RETENTION_DAYS };
@@ -75,7 +75,7 @@ function thresholdMicros(usd: string | number): bigint {
  */
 export async function changeAccountSettings(
   deps: StoreDeps & { publicCallbacksOnly?: boolean },
-  actor: Actor,
+  actor: Principal,
   input: AccountSettingsInput,
 ): Promise<AccountSettingsView> {
   if (actor.via !== 'key') requireOwner(actor, 'Only the organisation owner changes alerts and retention.');
@@ -126,6 +126,6 @@ export async function changeAccountSettings(
 }
 
 /** The organisation's latest account events and how their delivery went (the console's list, an admin key's read). */
-export async function accountEventsOf(deps: StoreDeps, actor: Actor): Promise<AccountEventLine[]> {
+export async function accountEventsOf(deps: StoreDeps, actor: Principal): Promise<AccountEventLine[]> {
   return recentAccountEvents(deps.db, settingsOrg(actor));
 }

@@ -1,10 +1,9 @@
-import type { AuthContext } from '../db/repositories/api-keys';
 import { insertActivity, listActivity, type ActivityRecord } from '../db/repositories/activity';
 import type { DbOrTrx } from '../db/repositories/shared';
-import { isActivityKind, type ActivityActor, type ActivityChange, type ActivityKind } from '../domain/activity';
+import { isActivityKind, type ActivityChange, type ActivityKind } from '../domain/activity';
 import { QuorumError } from '../domain/errors';
 import type { StoreDeps } from './deps';
-import { orgActedOn, type Principal } from './principal';
+import { actorOf, orgActedOn, type KeyPrincipal, type Principal } from './principal';
 import { invalidParam, pageLimit, singleParam, type PageSize } from './query-params';
 
 /**
@@ -12,38 +11,16 @@ import { invalidParam, pageLimit, singleParam, type PageSize } from './query-par
  * what changed, in the change's own transaction where the change is in Postgres; never a secret.
  */
 
-/** A key calling the API or MCP, with the client's address where the edge has one. */
-export interface KeyCaller {
-  via: 'key';
-  auth: AuthContext;
-  edge: 'api' | 'mcp';
-  ip: string | null;
-}
-
-/** Who changes the account: a person in the console, the operator at the CLI, or a key. */
-export type Actor = Principal | KeyCaller;
-
-export function actorOf(actor: Actor): ActivityActor {
-  if (actor.via === 'key') return { kind: 'key', id: actor.auth.keyId, edge: actor.edge, ip: actor.ip };
-  if (actor.via === 'person') return { kind: 'person', id: actor.person.id, edge: 'console', ip: actor.ip ?? null };
-  return { kind: 'operator', id: null, edge: 'cli', ip: null };
-}
-
-/** The organisation the actor changes: a key's own, a person's chosen one, or the one the operator names. */
-export function orgOf(actor: Actor, orgId?: string): string {
-  return actor.via === 'key' ? actor.auth.orgId : orgActedOn(actor, orgId);
-}
-
 /**
- * Records one change of `orgId` by `actor`. Pass the change's transaction (`db` may be one) so that the record and
+ * Records one change of `orgId` by `principal`. Pass the change's transaction (`db` may be one) so that the record and
  * the change commit together; `detail` says what changed and must never hold a secret.
  */
-export async function recordActivity(db: DbOrTrx, orgId: string, actor: Actor | ActivityActor, change: ActivityChange): Promise<void> {
-  await insertActivity(db, orgId, 'via' in actor ? actorOf(actor) : actor, change);
+export async function recordActivity(db: DbOrTrx, orgId: string, principal: Principal, change: ActivityChange): Promise<void> {
+  await insertActivity(db, orgId, actorOf(principal), change);
 }
 
 /** Only an admin key reads and manages the organisation over the API (403 `insufficient_scope` for any other). */
-export function requireAdminKey(auth: AuthContext): void {
+export function requireAdminKey(auth: KeyPrincipal): void {
   if (auth.keyKind !== 'admin')
     throw new QuorumError(
       'insufficient_scope',
@@ -52,9 +29,9 @@ export function requireAdminKey(auth: AuthContext): void {
 }
 
 /** Whoever may read the log: a key must be an admin key; a person reads their organisation's, the operator any. */
-function readerOrg(actor: Actor, orgId?: string): string {
-  if (actor.via === 'key') requireAdminKey(actor.auth);
-  return orgOf(actor, orgId);
+function readerOrg(principal: Principal, orgId?: string): string {
+  if (principal.via === 'key') requireAdminKey(principal);
+  return orgActedOn(principal, orgId);
 }
 
 export const ACTIVITY_PAGE: PageSize = { default: 50, max: 200 };
@@ -103,8 +80,8 @@ export interface ActivityPage {
 }
 
 /** A page of the organisation's activity, newest first. */
-export async function activityOf(deps: StoreDeps, actor: Actor, query: ActivityQuery, orgId?: string): Promise<ActivityPage> {
-  const org = readerOrg(actor, orgId);
+export async function activityOf(deps: StoreDeps, principal: Principal, query: ActivityQuery, orgId?: string): Promise<ActivityPage> {
+  const org = readerOrg(principal, orgId);
   const rows = await listActivity(deps.db, org, query.limit + 1, {
     kinds: query.kinds,
     since: query.since,

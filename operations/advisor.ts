@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { findMode } from '../db/repositories/modes';
 import { recentCalls } from '../db/repositories/receipts';
 import { findRun, modeVersionResults, questionResults, type RunRecord } from '../db/repositories/runs';
@@ -48,7 +48,7 @@ async function reading<T>(work: () => Promise<T>, code: 'advisor_unavailable' | 
 
 async function runResults(
   deps: RunDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   mode: ModeRecord,
   batchId: string | undefined,
 ): Promise<{ runs: AdviceResult['runs']; results: QuestionResult[] }> {
@@ -70,7 +70,7 @@ async function runResults(
 }
 
 /** The recent calls, each beside what the estimate would quote for it today. */
-async function receiptFacts(deps: RunDeps, auth: AuthContext, mode: ModeRecord): Promise<ReceiptFacts[]> {
+async function receiptFacts(deps: RunDeps, auth: KeyPrincipal, mode: ModeRecord): Promise<ReceiptFacts[]> {
   const [calls, rates, ownFamilies] = await Promise.all([
     recentCalls(deps.db, { orgId: auth.orgId, modeId: mode.id, limit: RECENT_CALLS }),
     ratesOf(deps.db, mode),
@@ -98,7 +98,7 @@ async function receiptFacts(deps: RunDeps, auth: AuthContext, mode: ModeRecord):
 
 export async function askAdvisor(
   deps: RunDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   input: { model: string; question?: string; batchId?: string },
 ): Promise<AdviceResult> {
   if (/(:LAB|@[^@]*)$/i.test(input.model))

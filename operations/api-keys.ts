@@ -6,14 +6,14 @@ import {
   raiseKeyBudgetReached,
   revokeApiKey,
   setKeyBudget,
-  type AuthContext,
   type KeyListing,
   type KeySpend,
 } from '../db/repositories/api-keys';
 import { fitsKeyBudget, keyBudgetExceeded, monthStartUtc, ORG_REQUESTS_PER_MINUTE } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
 import { microsToUsd } from '../domain/money';
-import { orgOf, recordActivity, requireAdminKey, type Actor } from './activity';
+import { recordActivity, requireAdminKey } from './activity';
+import { orgActedOn, type KeyPrincipal, type Principal } from './principal';
 import type { StoreDeps } from './deps';
 import type { NewKey } from './requests/organization';
 
@@ -24,13 +24,13 @@ import type { NewKey } from './requests/organization';
  */
 
 /** The organisation a caller manages keys of: a key must be an admin key. */
-function managedOrg(actor: Actor, orgId?: string): string {
-  if (actor.via === 'key') requireAdminKey(actor.auth);
-  return orgOf(actor, orgId);
+function managedOrg(actor: Principal, orgId?: string): string {
+  if (actor.via === 'key') requireAdminKey(actor);
+  return orgActedOn(actor, orgId);
 }
 
 /** The organisation's keys, newest first (prefix and last four characters only). */
-export async function keysOf(deps: StoreDeps, actor: Actor, orgId?: string): Promise<KeyListing[]> {
+export async function keysOf(deps: StoreDeps, actor: Principal, orgId?: string): Promise<KeyListing[]> {
   return listApiKeys(deps.db, managedOrg(actor, orgId));
 }
 
@@ -38,7 +38,7 @@ const noSuchKey = (keyId: string): QuorumError =>
   new QuorumError('not_found', `No key \`${keyId.slice(0, 60)}\` in this organisation.`, { param: 'key_id' });
 
 /** One key of the organisation with what its calls of this month (UTC) cost; another organisation's is 404. */
-export async function keyOf(deps: StoreDeps, actor: Actor, keyId: string): Promise<{ key: KeyListing; spend: KeySpend }> {
+export async function keyOf(deps: StoreDeps, actor: Principal, keyId: string): Promise<{ key: KeyListing; spend: KeySpend }> {
   const orgId = managedOrg(actor);
   const key = await findApiKey(deps.db, orgId, keyId);
   if (!key) throw noSuchKey(keyId);
@@ -46,7 +46,7 @@ export async function keyOf(deps: StoreDeps, actor: Actor, keyId: string): Promi
 }
 
 /** Refuses what a key may not be given, each naming its field. */
-function checkNewKey(actor: Actor, input: NewKey): void {
+function checkNewKey(actor: Principal, input: NewKey): void {
   if (input.keyKind === 'admin') {
     if (actor.via === 'key')
       throw new QuorumError('invalid_request', 'An admin key is created by the organisation owner in the console, not over the API.', {
@@ -70,7 +70,7 @@ const usdOrNull = (micros: bigint | null | undefined): number | null => (micros 
 /** A new key of the organisation; the key itself is in the result only, shown once. */
 export async function issueKey(
   deps: StoreDeps,
-  actor: Actor,
+  actor: Principal,
   input: NewKey & { orgId?: string },
 ): Promise<{ keyId: string; apiKey: string; key: KeyListing }> {
   const orgId = managedOrg(actor, input.orgId);
@@ -112,7 +112,7 @@ export async function issueKey(
 }
 
 /** Revokes a key: a person or an admin key only one of their organisation's, the operator any. */
-export async function revokeKey(deps: StoreDeps, actor: Actor, keyId: string): Promise<KeyListing> {
+export async function revokeKey(deps: StoreDeps, actor: Principal, keyId: string): Promise<KeyListing> {
   const orgId = actor.via === 'operator' ? undefined : managedOrg(actor);
   return deps.db.transaction(async (trx) => {
     const revoked = await revokeApiKey(trx, keyId, orgId).catch((err: unknown) => {
@@ -127,7 +127,7 @@ export async function revokeKey(deps: StoreDeps, actor: Actor, keyId: string): P
 }
 
 /** Sets (or with null clears) a key's monthly budget; recorded as `key.budget_set` from what it was. */
-export async function setBudget(deps: StoreDeps, actor: Actor, keyId: string, budgetMicros: bigint | null): Promise<KeyListing> {
+export async function setBudget(deps: StoreDeps, actor: Principal, keyId: string, budgetMicros: bigint | null): Promise<KeyListing> {
   const orgId = managedOrg(actor);
   return deps.db.transaction(async (trx) => {
     const before = await findApiKey(trx, orgId, keyId);
@@ -165,7 +165,7 @@ export async function keyBudgetState(
  * over-budget call its request row and workflow; calls made at once may all pass it, so the hold itself is judged again
  * under the key's lock (`holdWithinKeyBudget`), which is what keeps the key within its budget.
  */
-export async function checkKeyBudget(deps: StoreDeps, auth: AuthContext, budget: bigint, holdMicros: number | null): Promise<void> {
+export async function checkKeyBudget(deps: StoreDeps, auth: KeyPrincipal, budget: bigint, holdMicros: number | null): Promise<void> {
   const state = await keyBudgetState(deps, { orgId: auth.orgId, keyId: auth.keyId, budgetMicros: budget });
   const hold = BigInt(holdMicros ?? 0);
   if (fitsKeyBudget(state, hold)) return;
@@ -174,6 +174,6 @@ export async function checkKeyBudget(deps: StoreDeps, auth: AuthContext, budget:
 }
 
 /** The budget a call's hold is judged against: a live key's own, unless a connected app's plan pays. */
-export function keyBudgetOf(auth: AuthContext): bigint | undefined {
+export function keyBudgetOf(auth: KeyPrincipal): bigint | undefined {
   return auth.keyKind === 'live' && !auth.app ? auth.monthlyBudgetMicros : undefined;
 }

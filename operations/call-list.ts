@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { hasLedgerEntry, LEDGER_KINDS, listLedger, type LedgerEntry, type LedgerFilter, type LedgerKind } from '../db/repositories/ledger';
 import { hasCall, listCalls, type CallFilter } from '../db/repositories/usage';
 import type { RequestState } from '../db/repositories/requests';
@@ -84,7 +84,7 @@ export interface CallPage {
 }
 
 /** A page of the organisation's calls; `after` naming none of its calls is 404, as another organisation's id is. */
-export async function listOrgCalls(deps: StoreDeps, auth: AuthContext, query: CallListQuery): Promise<CallPage> {
+export async function listOrgCalls(deps: StoreDeps, auth: KeyPrincipal, query: CallListQuery): Promise<CallPage> {
   const { after } = query.filter;
   if (after !== undefined && !(await hasCall(deps.db, auth.orgId, after)))
     throw new QuorumError('receipt_not_found', '`after` names no call of this organisation: pass the `last_id` of the page before.', {
@@ -96,7 +96,7 @@ export async function listOrgCalls(deps: StoreDeps, auth: AuthContext, query: Ca
 }
 
 /** Every call the query's filters admit (from its `after` on), read a chunk at a time. */
-export async function* exportCalls(deps: StoreDeps, auth: AuthContext, query: CallListQuery): AsyncGenerator<ReceiptView> {
+export async function* exportCalls(deps: StoreDeps, auth: KeyPrincipal, query: CallListQuery): AsyncGenerator<ReceiptView> {
   let page = await listOrgCalls(deps, auth, { ...query, limit: EXPORT_CHUNK });
   for (;;) {
     yield* page.calls;
@@ -145,7 +145,7 @@ export interface LedgerPage {
 }
 
 /** A page of the organisation's ledger; `after` naming none of its entries is 404. */
-export async function ledgerPage(deps: StoreDeps, auth: AuthContext, query: LedgerQuery): Promise<LedgerPage> {
+export async function ledgerPage(deps: StoreDeps, auth: KeyPrincipal, query: LedgerQuery): Promise<LedgerPage> {
   if (query.after !== undefined && !(await hasLedgerEntry(deps.db, auth.orgId, query.after)))
     throw new QuorumError('not_found', '`after` names no ledger entry of this organisation: pass the `last_id` of the page before.', {
       param: 'after',
@@ -155,7 +155,7 @@ export async function ledgerPage(deps: StoreDeps, auth: AuthContext, query: Ledg
 }
 
 /** Every entry the query's filters admit (from its `after` on), read a chunk at a time. */
-export async function* exportLedger(deps: StoreDeps, auth: AuthContext, query: LedgerQuery): AsyncGenerator<LedgerEntry> {
+export async function* exportLedger(deps: StoreDeps, auth: KeyPrincipal, query: LedgerQuery): AsyncGenerator<LedgerEntry> {
   let page = await ledgerPage(deps, auth, { ...query, limit: EXPORT_CHUNK });
   for (;;) {
     yield* page.entries;

@@ -1,5 +1,5 @@
 import type { Db } from '../db/knex';
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { acquireLease, LEASE_TTL_MS, releaseLease, renewLease } from '../db/repositories/limits';
 import { namesLab } from '../db/repositories/modes';
 import { keyAllowsMode, type CallingKeyKind, type KeyKind, type Scope } from '../domain/api-keys';
@@ -19,7 +19,7 @@ export const DEFAULT_CONCURRENCY = 5;
 export const CONCURRENCY_RETRY_AFTER_S = 5;
 
 /** The mode `model` names, if this caller may call it. */
-export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: string): Promise<ModeRecord> {
+export async function resolveMode(db: Db, form: Form, auth: KeyPrincipal, model: string): Promise<ModeRecord> {
   // Made only when thrown: an error's stack trace costs more than the rest of a found mode's checks.
   const notFound = (): QuorumError =>
     new QuorumError('model_not_found', `No mode \`${JSON.stringify(model).slice(1, -1)}\` is available to this organisation.`, {
@@ -44,7 +44,7 @@ export async function resolveMode(db: Db, form: Form, auth: AuthContext, model: 
 }
 
 /** The prompt's token count, after refusing one over the key's input limit (413). */
-export function checkInputTokens(auth: AuthContext, messages: readonly ChatMessage[]): number {
+export function checkInputTokens(auth: KeyPrincipal, messages: readonly ChatMessage[]): number {
   const limit = auth.limits.maxInputTokens ?? DEFAULT_MAX_INPUT_TOKENS;
   const tokens = countMessagesTokens(messages);
   if (tokens > limit) {
@@ -86,7 +86,7 @@ export async function holdingLease<T>(db: Db, lease: string, work: () => Promise
 }
 
 /** How many calls the organisation may have in flight, and the refusal past them (429 `concurrency_limit_exceeded`). */
-export function concurrencySlots(auth: AuthContext): { limit: number; refusal: () => QuorumError } {
+export function concurrencySlots(auth: KeyPrincipal): { limit: number; refusal: () => QuorumError } {
   const limit = auth.limits.concurrency ?? DEFAULT_CONCURRENCY;
   const refusal = (): QuorumError =>
     new QuorumError('concurrency_limit_exceeded', `This organisation already has ${limit} calls in flight.`, {
@@ -98,7 +98,7 @@ export function concurrencySlots(auth: AuthContext): { limit: number; refusal: (
 /** `work` holding one of the organisation's concurrency slots (429 `concurrency_limit_exceeded`). */
 export function withConcurrencySlot<T>(
   db: Db,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   work: () => Promise<T>,
   needsNoSlot?: () => Promise<boolean>,
 ): Promise<T> {
@@ -111,7 +111,7 @@ export function withConcurrencySlot<T>(
  * organisations' under `person:<id>` (concurrency_leases.org_id has no foreign key), so the limit holds across API
  * processes the same way.
  */
-export function withPersonSlot<T>(db: Db, auth: AuthContext, work: () => Promise<T>, needsNoSlot?: () => Promise<boolean>): Promise<T> {
+export function withPersonSlot<T>(db: Db, auth: KeyPrincipal, work: () => Promise<T>, needsNoSlot?: () => Promise<boolean>): Promise<T> {
   if (!auth.app) return work();
   const { personId, plan } = auth.app;
   const refusal = (): QuorumError =>
@@ -129,7 +129,7 @@ export function requireScope(auth: { scopes: readonly Scope[] }, scope: Scope): 
 }
 
 /** The key's own per-call ceiling in micro-dollars, when the service set one. */
-export function keyCeilingMicros(auth: AuthContext): number | undefined {
+export function keyCeilingMicros(auth: KeyPrincipal): number | undefined {
   return auth.limits.maxCostMicros === null ? undefined : Number(auth.limits.maxCostMicros);
 }
 

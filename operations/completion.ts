@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { findRequestByKey } from '../db/repositories/requests';
 import { canonicalHash } from '../domain/canonical-json';
 import { quote } from '../domain/estimate';
@@ -78,7 +78,7 @@ function assertSamplingFits(mode: ModeRecord, options: CompletionInput['options'
  */
 async function checkCapCreditLimit(
   deps: CompletionDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   call: { mode: ModeRecord; tier: Tier; messages: ChatMessage[]; promptTokens: number; requested: number },
 ): Promise<void> {
   if (auth.keyKind !== 'live') return;
@@ -115,7 +115,7 @@ async function checkCapCreditLimit(
  */
 export async function createCompletion(
   deps: CompletionDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   input: {
     body: CompletionInput;
     idempotencyKey?: string;

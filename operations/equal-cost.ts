@@ -1,5 +1,5 @@
 import { callingKeyKind } from './checks';
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { recordedQuestionCosts } from '../db/repositories/runs';
 import { classifyHeuristic } from '../domain/classifier';
 import { equalCostSamples, RECORDED_MIN_QUESTIONS, type SamplePlan } from '../domain/equal-cost';
@@ -34,7 +34,7 @@ function expectedOutput(mode: ModeRecord): number {
 
 async function tierPlan(
   deps: OperationDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   mode: ModeRecord,
   lineup: TierLineup,
   promptTokens: number,
@@ -107,7 +107,7 @@ function questionArmsPrice(
  */
 export async function equalCostQuote(
   deps: OperationDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   mode: ModeRecord,
   run: { spec: RunSpec; lineup: RunLineup; questions: readonly Question[]; promptTokens: ReadonlyMap<string, number> },
 ): Promise<EqualCostQuote> {

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import type { Db } from '../db/knex';
 import { admitEstimate } from '../db/repositories/limits';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
@@ -66,7 +66,7 @@ export async function ratesOf(db: Db, mode: ModeRecord): Promise<TierRates> {
  * The ceiling of one call of `mode` by this caller: the key's or the mode's, lowered by `requested`; none (null) for a
  * connected app's call on a plan, which pays real cost with no per-call ceiling (spec 01 rule 11).
  */
-export function callerCeilingMicros(form: Form, auth: AuthContext, mode: ModeRecord, requested: number | undefined): Ceiling {
+export function callerCeilingMicros(form: Form, auth: KeyPrincipal, mode: ModeRecord, requested: number | undefined): Ceiling {
   return auth.app ? null : callCeilingMicros(form, mode.config, keyCeilingMicros(auth), requested);
 }
 
@@ -93,19 +93,19 @@ export function planHoldMicros(
  * The provider families whose seat calls would run on this caller's own keys, as the call's plan decides
  * (activities' `prepare`): none for a test key (simulated engines) or a connected app (the service's keys).
  */
-export async function ownKeyFamilies(db: Db, auth: AuthContext): Promise<ReadonlySet<string>> {
+export async function ownKeyFamilies(db: Db, auth: KeyPrincipal): Promise<ReadonlySet<string>> {
   return runsOnOwnKeys(auth) ? ownProviderFamilies(db, auth.orgId) : new Set();
 }
 
 /** Whether this caller's seat calls may run on the organisation's own keys (not a test key's, nor a connected app's). */
-function runsOnOwnKeys(auth: AuthContext): boolean {
+function runsOnOwnKeys(auth: KeyPrincipal): boolean {
   return auth.keyKind !== 'test' && !auth.app;
 }
 
 /** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
 export function callQuoteInput(
   deps: QuoteDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   call: {
     mode: ModeRecord;
     tier: Tier;
@@ -165,7 +165,7 @@ export function runEvidenceOf(db: Db, mode: ModeRecord): ReturnType<typeof lates
  */
 export async function estimate(
   deps: OperationDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   input: { requestId: string; body: EstimateInput; startedAt: number },
 ): Promise<EstimateView> {
   const { db, form } = deps;

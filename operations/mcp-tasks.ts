@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import {
   findTask,
   insertTask,
@@ -75,7 +75,7 @@ function ttlOf(requested: number | null | undefined): number {
  */
 export async function openTask(
   deps: TaskDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   input: { tool: TaskTool; ttl?: number | null; work?: TaskWork; result?: StoredResult; ended?: EndedTaskStatus },
 ): Promise<TaskRow> {
   const { work, ended } = input;
@@ -105,7 +105,7 @@ export async function openTask(
  */
 export async function endTask(
   deps: TaskDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   taskId: string,
   status: EndedTaskStatus,
   result: StoredResult | undefined,
@@ -113,7 +113,7 @@ export async function endTask(
   await updateTask(deps.db, auth.orgId, taskId, { status, result });
 }
 
-async function ownTask(deps: TaskDeps, auth: AuthContext, taskId: string): Promise<TaskRow | undefined> {
+async function ownTask(deps: TaskDeps, auth: KeyPrincipal, taskId: string): Promise<TaskRow | undefined> {
   const task = await findTask(deps.db, auth.orgId, taskId);
   if (task && task.apiKeyId !== auth.keyId) requireScope(auth, TASK_SCOPES[task.tool]);
   return task;
@@ -145,7 +145,7 @@ function runMessage(p: RunProgress): string {
 }
 
 /** A working task read from its work: still working with where it is, or ended (and recorded so). */
-async function refresh(deps: TaskDeps, auth: AuthContext, task: TaskRow, results: TaskResults): Promise<TaskRow> {
+async function refresh(deps: TaskDeps, auth: KeyPrincipal, task: TaskRow, results: TaskResults): Promise<TaskRow> {
   if (task.tool === 'deliberate') {
     const row = task.idempotencyKey ? await findResponse(deps.db, auth.orgId, task.idempotencyKey) : undefined;
     if (!row) return task;
@@ -168,7 +168,7 @@ async function refresh(deps: TaskDeps, auth: AuthContext, task: TaskRow, results
 }
 
 /** `tasks/get`: the organisation's task as its work stands now; undefined for another organisation's, or an expired one. */
-export async function currentTask(deps: TaskDeps, auth: AuthContext, taskId: string, results: TaskResults): Promise<TaskRow | undefined> {
+export async function currentTask(deps: TaskDeps, auth: KeyPrincipal, taskId: string, results: TaskResults): Promise<TaskRow | undefined> {
   const task = await ownTask(deps, auth, taskId);
   return task?.status === 'working' ? refresh(deps, auth, task, results) : task;
 }
@@ -178,7 +178,7 @@ export async function currentTask(deps: TaskDeps, auth: AuthContext, taskId: str
  * billed for what ran, the rest of its hold released), a run as `cancel_run` stops it; the task is `cancelled` from
  * then on, with the result the plain call would have returned for the cancelled work.
  */
-export async function cancelTask(deps: TaskDeps, auth: AuthContext, taskId: string): Promise<TaskRow | undefined> {
+export async function cancelTask(deps: TaskDeps, auth: KeyPrincipal, taskId: string): Promise<TaskRow | undefined> {
   const task = await ownTask(deps, auth, taskId);
   if (!task || task.status !== 'working') return task;
   // Cancelled first: the work's own end, which the cancel brings about, is then not written over it.
@@ -199,7 +199,7 @@ const RESULT_POLL_MS = 200;
  */
 export async function taskResult(
   deps: TaskDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   taskId: string,
   results: TaskResults,
 ): Promise<StoredResult | undefined> {
@@ -218,7 +218,11 @@ export async function taskResult(
 const LIST_PAGE = 20;
 
 /** `tasks/list`: the organisation's tasks, newest first, as stored (a page costs no call to the work behind each). */
-export async function listOwnTasks(deps: TaskDeps, auth: AuthContext, cursor?: string): Promise<{ tasks: TaskRow[]; nextCursor?: string }> {
+export async function listOwnTasks(
+  deps: TaskDeps,
+  auth: KeyPrincipal,
+  cursor?: string,
+): Promise<{ tasks: TaskRow[]; nextCursor?: string }> {
   if (cursor !== undefined && !(await findTask(deps.db, auth.orgId, cursor)))
     throw new QuorumError('invalid_request', `Invalid cursor: \`${cursor.slice(0, 100)}\`.`, { param: 'cursor' });
   const tasks = await listTasks(deps.db, auth.orgId, cursor, LIST_PAGE + 1);

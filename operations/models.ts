@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { listModesForOrg } from '../db/repositories/modes';
 import { listedCertifications, type ModeCertification } from '../db/repositories/certifications';
 import { keyAllowsMode } from '../domain/api-keys';
@@ -56,7 +56,7 @@ function familiesNow(config: ModeConfig, seating: readonly TierSeating[], deps: 
  * backup that would answer for it, a `sim` engine only where one would, so a listing never passes off simulated
  * answers as a real model's nor hides the real model that answers.
  */
-export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv }, auth: AuthContext): Promise<ModelView[]> {
+export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv }, auth: KeyPrincipal): Promise<ModelView[]> {
   const { db, form } = deps;
   const [entitled, ownFamilies] = await Promise.all([listModesForOrg(db, auth.orgId), ownKeyFamilies(db, auth)]);
   const modes = entitled.filter(

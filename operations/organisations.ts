@@ -1,7 +1,6 @@
 import type { StoreDeps } from './deps';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import type { AuthContext } from '../db/repositories/api-keys';
 import {
   createOrganisation,
   insertOwnedOrganisation,
@@ -15,7 +14,7 @@ import type { OrganisationStatus } from '../domain/billing';
 import { QuorumError } from '../domain/errors';
 import type { Logger } from '../infra/log';
 import { startTrialTimer } from '../starters/trial-credit';
-import { memberOrg, type Principal } from './principal';
+import { memberOrg, type KeyPrincipal, type Principal } from './principal';
 
 /** What creating an organisation needs: the database, Temporal for its trial timer (when reachable), a log. */
 export interface OrganisationDeps {
@@ -80,7 +79,7 @@ export async function setStatus(
 
 /**
  * How a person in the console reaches the same operations a key does. The console has a person, not a key, so this
- * builds the key-shaped `AuthContext` the operations take, as a member of the organisation acts:
+ * builds the key principal those operations take, as a member of the organisation acts:
  * - mode `live`: a person's launches are real and billed (a test key's simulated runs are the API's, not the console's);
  * - every scope and no allowed-modes limit: a member may build and run all of the organisation's modes (DESIGN §14);
  * - no per-key limits: the organisation's own limits (daily launches, balance) still hold in the operations;
@@ -89,10 +88,13 @@ export async function setStatus(
  * - `isOwner` from the person's role, as the owner's key.
  * A suspended organisation is refused as its keys are (`org_suspended`).
  */
-export async function memberAuth(deps: StoreDeps, principal: Principal & { via: 'person' }): Promise<AuthContext> {
+export async function memberAuth(deps: StoreDeps, principal: Principal & { via: 'person' }): Promise<KeyPrincipal> {
   const orgId = memberOrg(principal);
   if ((await organisationStatus(deps.db, orgId)) !== 'active') throw new QuorumError('org_suspended', 'The organisation is suspended.');
   return {
+    via: 'key',
+    edge: 'console',
+    ...(principal.ip !== undefined && { ip: principal.ip }),
     keyId: `console:${principal.person.id}`,
     orgId,
     keyKind: 'live',

@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { assertPlanAllows } from '../db/repositories/plans';
 import type { Db } from '../db/knex';
 import type { ModeRecord } from '../domain/modes';
@@ -16,7 +16,7 @@ import { CERTIFICATION, type RunSpec } from '../domain/runs';
  */
 
 /** 403 `tier_not_permitted` when the run seats a tier (or uses a mode) the caller's plan does not include. */
-export function assertPlanPermitsRun(auth: AuthContext, mode: ModeRecord, model: string, spec: Pick<RunSpec, 'tiers'>): void {
+export function assertPlanPermitsRun(auth: KeyPrincipal, mode: ModeRecord, model: string, spec: Pick<RunSpec, 'tiers'>): void {
   if (!auth.app) return;
   for (const tier of spec.tiers) assertPlanPermits(auth.app.plan, { mode, model, tier });
 }
@@ -34,11 +34,11 @@ export function planCertificationMicros(questionsMicros: number): number {
  * 402 `plan_limit_reached` before anything starts when the run's price would pass what is left of the plan's month.
  * A read only: the run's admission (`holdPlanRun`, under the person's lock) stays the authority.
  */
-export async function assertPlanAffordsRun(db: Db, auth: AuthContext, billedMicros: number): Promise<void> {
+export async function assertPlanAffordsRun(db: Db, auth: KeyPrincipal, billedMicros: number): Promise<void> {
   if (auth.app) await assertPlanAllows(db, auth.app.personId, BigInt(billedMicros));
 }
 
 /** Who pays the run a launch writes: the signed-in person's plan on a connected app, else the organisation. */
-export function planPayerOf(auth: AuthContext): { planPersonId: string } | Record<string, never> {
+export function planPayerOf(auth: KeyPrincipal): { planPersonId: string } | Record<string, never> {
   return auth.app ? { planPersonId: auth.app.personId } : {};
 }

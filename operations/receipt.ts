@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { isEstimate, recordRefusal, refusalCode } from '../db/repositories/limits';
 import { getReceipt, type CallerFields, type ReceiptRecord } from '../db/repositories/requests';
 import { QuorumError } from '../domain/errors';
@@ -38,7 +38,7 @@ export function receiptView(requestId: string, found: ReceiptRecord, includeTran
 /** A past call's receipt, scoped to the caller's organisation: another one's id is simply not found. */
 export async function readReceipt(
   deps: OperationDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   input: { requestId: string; includeTranscript?: unknown },
 ): Promise<ReceiptView> {
   const { requestId } = input;

@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { readAnswerChunks, readDeliberationEvents } from '../db/repositories/deliberation-events';
 import { findResponse } from '../db/repositories/responses';
 import { streamPlan, type StreamItem } from '../domain/response-stream';
@@ -38,7 +38,7 @@ export type Send = (frame: StreamFrame) => Promise<void>;
  */
 export async function openResponseStream(
   deps: CompletionDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   id: string,
   startingAfter: number | null,
   held?: Promise<Outcome>,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import {
   deleteStoredAnswer,
   findResponse,
@@ -99,7 +99,7 @@ export function viewOfRow(id: string, row: ResponseRow): ResponseView {
 }
 
 /** The caller's own response (404 for any other), as stored. */
-export async function ownResponse(deps: CompletionDeps, auth: AuthContext, id: string): Promise<{ key: string; row: ResponseRow }> {
+export async function ownResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string): Promise<{ key: string; row: ResponseRow }> {
   requireScope(auth, 'completions');
   const key = keyOfResponseId(id);
   const row = await findResponse(deps.db, auth.orgId, key);
@@ -114,7 +114,7 @@ export async function ownResponse(deps: CompletionDeps, auth: AuthContext, id: s
  */
 async function continued(
   deps: CompletionDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   request: ResponseRequest,
 ): Promise<{ completion: ResponseRequest['completion']; input: ChatMessage[] }> {
   const { completion, instructions, previousResponseId } = request;
@@ -163,7 +163,7 @@ export interface CreatedResponse {
  */
 export async function createResponse(
   deps: CompletionDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   input: {
     request: ResponseRequest;
     idempotencyKey?: string;
@@ -250,7 +250,7 @@ export async function createResponse(
 }
 
 /** GET /v1/responses/{id}. */
-export async function retrieveResponse(deps: CompletionDeps, auth: AuthContext, id: string): Promise<ResponseView> {
+export async function retrieveResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string): Promise<ResponseView> {
   const { row } = await ownResponse(deps, auth, id);
   return viewOfRow(id, row);
 }
@@ -262,7 +262,7 @@ const CANCEL_POLL_MS = 200;
  * it bills what answered, releases the rest of its hold and ends `cancelled` (workflows/deliberation.ts). Answers once
  * the request has ended (or after CANCEL_WAIT_MS, still `in_progress`); one that had ended is returned unchanged.
  */
-export async function cancelResponse(deps: CompletionDeps, auth: AuthContext, id: string, waitMs = CANCEL_WAIT_MS): Promise<ResponseView> {
+export async function cancelResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string, waitMs = CANCEL_WAIT_MS): Promise<ResponseView> {
   const { key, row } = await ownResponse(deps, auth, id);
   if (row.state !== 'running') return viewOfRow(id, row);
   try {
@@ -280,7 +280,7 @@ export async function cancelResponse(deps: CompletionDeps, auth: AuthContext, id
 }
 
 /** DELETE /v1/responses/{id}: a running response must be cancelled first (409); its figures stay on its receipt. */
-export async function deleteResponse(deps: CompletionDeps, auth: AuthContext, id: string): Promise<{ id: string }> {
+export async function deleteResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string): Promise<{ id: string }> {
   const { row } = await ownResponse(deps, auth, id);
   if (row.state === 'running')
     throw new QuorumError('request_in_progress', 'This response is still running; cancel it first, then delete it.', {
@@ -304,7 +304,7 @@ export interface InputItem {
  */
 export async function listInputItems(
   deps: CompletionDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   id: string,
   page: { order: 'asc' | 'desc'; after: string | null; limit: number },
 ): Promise<{ items: InputItem[]; hasMore: boolean }> {

@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { organisationRows } from '../db/repositories/organisation-export';
 import { deleteTranscript, markHistoryForgotten } from '../db/repositories/retention';
 import { deleteClosedWorkflow } from '../starters/histories';
@@ -18,7 +18,7 @@ import type { OperationDeps } from './deps';
  */
 export async function deleteTranscriptOf(
   deps: Pick<OperationDeps, 'db' | 'client' | 'log'>,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   requestId: string,
 ): Promise<{ requestId: string }> {
   const notFound = new QuorumError(
@@ -50,6 +50,6 @@ async function forgetWorkflow(deps: Pick<OperationDeps, 'db' | 'client' | 'log'>
 }
 
 /** `GET /v1/organization/export`: the organisation's rows as JSONL lines, streamed. */
-export async function* exportOrganisation(deps: Pick<OperationDeps, 'db'>, auth: AuthContext): AsyncGenerator<string> {
+export async function* exportOrganisation(deps: Pick<OperationDeps, 'db'>, auth: KeyPrincipal): AsyncGenerator<string> {
   for await (const row of organisationRows(deps.db, auth.orgId)) yield `${JSON.stringify(row)}\n`;
 }

@@ -1,7 +1,7 @@
 import { callingKeyKind } from './checks';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { randomInt, randomUUID } from 'node:crypto';
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { findMode, isListed } from '../db/repositories/modes';
 import { insertQuote, payerOf, returnDryRunQuote, takeDryRunQuote, type QuoteRecord } from '../db/repositories/quotes';
 import {
@@ -118,7 +118,7 @@ function refusal(form: 'A' | 'B', err: QuorumError): QuorumError {
   return new QuorumError('launch_refused', err.message, { param: err.param, requestId: err.requestId });
 }
 
-async function resolveOwnMode(deps: OperationDeps, auth: AuthContext, model: string): Promise<ModeRecord> {
+async function resolveOwnMode(deps: OperationDeps, auth: KeyPrincipal, model: string): Promise<ModeRecord> {
   const mode = await findMode(deps.db, { orgId: auth.orgId, form: deps.form, model });
   if (!mode)
     throw new QuorumError('model_not_found', `No mode \`${JSON.stringify(model).slice(1, -1)}\` is available to this organisation.`, {
@@ -139,7 +139,7 @@ async function resolveOwnMode(deps: OperationDeps, auth: AuthContext, model: str
  */
 async function pairedSpec(
   deps: OperationDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   batchId: string,
 ): Promise<Pick<RunSpec, 'counts' | 'questionSetId' | 'seed'>> {
   const earlier = await findRun(deps.db, auth.orgId, batchId);
@@ -173,7 +173,7 @@ async function pairedSpec(
   return { counts, questionSetId, seed };
 }
 
-async function runQuestions(deps: OperationDeps, auth: AuthContext, spec: RunSpec): Promise<Question[]> {
+async function runQuestions(deps: OperationDeps, auth: KeyPrincipal, spec: RunSpec): Promise<Question[]> {
   const found = await questionsForRun(deps.db, auth.orgId, spec);
   if ('questions' in found) return found.questions;
   const message = {
@@ -190,7 +190,7 @@ async function runQuestions(deps: OperationDeps, auth: AuthContext, spec: RunSpe
  */
 async function testRunPrices(
   deps: OperationDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   mode: ModeRecord,
   run: { spec: RunSpec; questions: Question[]; promptTokens: ReadonlyMap<string, number>; ownFamilies: ReadonlySet<string> },
 ): Promise<Record<string, number>> {
@@ -288,7 +288,7 @@ export function testRunSpec(request: RunRequest, seed: number): RunSpec {
  * kind, the request (dry or not), the mode version it would run and the UTC day, as a completion's is (DESIGN §4).
  * A run launched so in the last 24 hours keeps its key across midnight (`launchKey`); after a release it is a new run.
  */
-export function derivedLaunchKey(auth: AuthContext, kind: RunKind, fingerprint: string, modeVersion: number, day: string): string {
+export function derivedLaunchKey(auth: KeyPrincipal, kind: RunKind, fingerprint: string, modeVersion: number, day: string): string {
   return `derived-${canonicalHash({ orgId: auth.orgId, apiKeyId: auth.keyId, kind, fingerprint, modeVersion, day })}`;
 }
 
@@ -304,7 +304,7 @@ function freshSeed(): number {
  * The key of a launch sent without one: the derived key of the same body's run by this API key in the last 24 hours,
  * if any, so a retry across UTC midnight is still that run (issue 38 item 11); else today's derived key.
  */
-async function launchKey(deps: RunDeps, auth: AuthContext, kind: RunKind, priced: PricedLaunch): Promise<string> {
+async function launchKey(deps: RunDeps, auth: KeyPrincipal, kind: RunKind, priced: PricedLaunch): Promise<string> {
   const { fingerprint, mode, day } = priced;
   const recent = await recentDerivedRun(deps.db, { orgId: auth.orgId, apiKeyId: auth.keyId, kind, fingerprint, modeVersion: mode.version });
   return recent?.idempotencyKey ?? derivedLaunchKey(auth, kind, fingerprint, mode.version, day);
@@ -341,7 +341,7 @@ interface PricedLaunch {
 /** The mode (404 / 403), its questions and price (400, 409 `requoted`), its engines (409 `provider_unavailable`), its listing. */
 async function priceLaunch(
   deps: RunDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   kind: RunKind,
   request: RunRequest,
   opts: LaunchOptions,
@@ -408,7 +408,7 @@ async function priceLaunch(
  */
 async function startLaunchWorkflow(
   deps: RunDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   kind: RunKind,
   request: RunRequest,
   priced: PricedLaunch,
@@ -467,7 +467,7 @@ async function startLaunchWorkflow(
  * A test run's dry run keeps its quote (issue 38 item 8): the seed, each question's price and their sum, until the
  * quote TTL, for the launch of the same body by the same key. The advisor's dry runs (a seed given) keep their own.
  */
-async function quoteDryRun(deps: RunDeps, auth: AuthContext, priced: PricedLaunch, opts: LaunchOptions): Promise<LaunchView> {
+async function quoteDryRun(deps: RunDeps, auth: KeyPrincipal, priced: PricedLaunch, opts: LaunchOptions): Promise<LaunchView> {
   const { view, spec, mode } = priced;
   if (view.kind === 'certification') {
     view.note = priced.listed
@@ -510,7 +510,7 @@ async function quoteDryRun(deps: RunDeps, auth: AuthContext, priced: PricedLaunc
 /** A test run's launch honours the newest unexpired dry-run quote of its body by this key, using it up; else its fresh price. */
 async function honourQuote(
   deps: RunDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   priced: PricedLaunch,
   opts: LaunchOptions,
 ): Promise<{ priced: PricedLaunch; quote: QuoteRecord | null }> {
@@ -537,7 +537,7 @@ function chargeNote(kind: RunKind, billed: number, quoted: boolean): string {
     : `Priced afresh (no unexpired dry run of this request by this key to honour); charged up front; ${refunds}`;
 }
 
-async function launch(deps: RunDeps, auth: AuthContext, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
+async function launch(deps: RunDeps, auth: KeyPrincipal, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
   const { db, form } = deps;
   const fresh = await priceLaunch(deps, auth, kind, request, opts);
   const { fingerprint, view } = fresh;
@@ -604,13 +604,13 @@ function launchRefusal(form: Form, code: ErrorCode, message: string): QuorumErro
   return refusal(form, asInsufficientBalance(new QuorumError(code, message)));
 }
 
-export function launchTestRun(deps: RunDeps, auth: AuthContext, input: { request: RunRequest } & LaunchOptions): Promise<LaunchView> {
+export function launchTestRun(deps: RunDeps, auth: KeyPrincipal, input: { request: RunRequest } & LaunchOptions): Promise<LaunchView> {
   return launch(deps, auth, 'test', input.request, input);
 }
 
 export function launchCertification(
   deps: RunDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   input: { model: string; dryRun: boolean; callbackUrl?: string } & LaunchOptions,
 ): Promise<LaunchView> {
   const spec = certificationSpec(0);

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { attemptsBeside, type CertificationAttempt } from '../db/repositories/certifications';
 import { findMode } from '../db/repositories/modes';
 import { findRun, type RunRecord } from '../db/repositories/runs';
@@ -24,7 +24,7 @@ export interface RunView {
 /** What reading runs needs: the operator's CLI has no engines, and may have no Temporal (progress comes from Postgres then). */
 export type RunReadDeps = Pick<OperationDeps, 'db' | 'form'> & { client: Client | undefined };
 
-export async function pollRun(deps: OperationDeps, auth: AuthContext, kind: RunKind, batchId: string): Promise<RunView> {
+export async function pollRun(deps: OperationDeps, auth: KeyPrincipal, kind: RunKind, batchId: string): Promise<RunView> {
   return pollView(deps, auth.orgId, await findOwnRun(deps, auth.orgId, kind, batchId));
 }
 

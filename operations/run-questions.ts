@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { questionResultsPage, questionsForRun, type RunRecord } from '../db/repositories/runs';
 import { QUESTION_ID, type Question } from '../domain/questions/types';
 import { ENDED_STATES, type QuestionResult, type RunKind } from '../domain/runs';
@@ -115,7 +115,7 @@ export async function questionPage(deps: OperationDeps, run: RunRecord, options:
  */
 export async function exportQuestions(
   deps: OperationDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   kind: RunKind,
   batchId: string,
 ): Promise<AsyncGenerator<RunQuestionView>> {

@@ -1,4 +1,4 @@
-import type { AuthContext } from '../db/repositories/api-keys';
+import type { KeyPrincipal } from './principal';
 import { usageRows, type UsageDimension, type UsageRow } from '../db/repositories/usage';
 import { isStorableText } from '../domain/storable-text';
 import type { OperationDeps, StoreDeps } from './deps';
@@ -148,7 +148,7 @@ function bucketsOf(req: UsageRequest): { start: Date; end: Date }[] {
 }
 
 /** A page of the organisation's usage: every bucket of it, those without calls empty. */
-export async function usageOf(deps: StoreDeps & Pick<OperationDeps, 'form'>, auth: AuthContext, req: UsageRequest): Promise<UsagePage> {
+export async function usageOf(deps: StoreDeps & Pick<OperationDeps, 'form'>, auth: KeyPrincipal, req: UsageRequest): Promise<UsagePage> {
   const spans = bucketsOf(req);
   const pageEnd = spans[spans.length - 1].end;
   const rows = await usageRows(deps.db, {

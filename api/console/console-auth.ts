@@ -1,25 +1,19 @@
-import type { AuthoringDeps, Author } from '../../operations/authoring/modes';
-import type { AuthContext } from '../../db/repositories/api-keys';
-import type { Membership } from '../../db/repositories/people';
-import { memberAuth } from '../../operations/organisations';
+import type { AuthoringDeps } from '../../operations/authoring/modes';
+import type { Principal } from '../../operations/principal';
 import type { ConsoleDeps } from './deps';
-import type { ConsoleUser } from './session';
+import { personOf, type ConsoleUser } from './session';
 
-/** How a person in the console reaches the same operations a key does (see `memberAuth`). */
-export async function consoleAuth(deps: Pick<ConsoleDeps, 'db'>, user: ConsoleUser, org: Membership): Promise<AuthContext> {
-  return memberAuth(deps, { via: 'person', person: user.session.person, orgId: org.orgId, role: org.role });
+/** What the mode builder's core needs of the console's deps. */
+export function authoringDeps(deps: ConsoleDeps): AuthoringDeps {
+  return { db: deps.db, form: deps.form, engines: deps.engines, env: deps.env };
 }
 
 export interface Authoring {
   deps: AuthoringDeps;
-  author: Author;
+  author: Principal & { via: 'person' };
 }
 
-/** The mode builder's core, as the console calls it: a person of `org` in the builder (`user`: who, for the activity log). */
-export function consoleAuthoring(deps: ConsoleDeps, org: Membership, user?: ConsoleUser): Authoring {
-  const by = user && { kind: 'person' as const, id: user.session.person.id, edge: 'console' as const, ip: user.ip };
-  return {
-    deps: { db: deps.db, form: deps.form, engines: deps.engines, env: deps.env },
-    author: { via: 'console', orgId: org.orgId, ...(by && { by }) },
-  };
+/** The mode builder's core, as the console calls it: the signed-in person, in the organisation their session chose. */
+export function consoleAuthoring(deps: ConsoleDeps, user: ConsoleUser): Authoring {
+  return { deps: authoringDeps(deps), author: personOf(user) };
 }

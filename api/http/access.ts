@@ -1,5 +1,4 @@
 import type { Db } from '../../db/knex';
-import type { AuthContext } from '../../db/repositories/api-keys';
 import type { AppGrant } from '../../db/repositories/app-principals';
 import type { Admission } from '../../db/repositories/limits';
 import { isAccessTokenShaped, isApiKeyAttempt, ORG_REQUESTS_PER_MINUTE, type Scope } from '../../domain/api-keys';
@@ -7,8 +6,9 @@ import { QuorumError } from '../../domain/errors';
 import { isDependencyOutage } from './errors';
 import { ADMIN_KEY_CALLS_NOTHING, requireScope } from '../../operations/checks';
 import { requireAdminKey } from '../../operations/activity';
-import { authenticateGrant, authenticateKey, authenticateKeyCounted, countRequests } from '../../operations/callers';
+import { authenticateGrant, authenticateKey, authenticateKeyCounted, countRequests, type CallSite } from '../../operations/callers';
 import type { StoreDeps } from '../../operations/deps';
+import type { KeyPrincipal } from '../../operations/principal';
 
 /**
  * Who is calling, and may they: the checks every edge (REST and MCP) runs first, in DESIGN §8's order —
@@ -22,6 +22,8 @@ export interface Credentials {
   origin?: string;
   /** Which edge: an access token is good only on the one it was issued for. */
   edge: Edge;
+  /** The client's address, as the edge saw it (the principal's, for the activity log). */
+  ip?: string;
   /** Told the key's requests-per-minute once it is counted, admitted or not (the `x-ratelimit-*` headers). */
   onRate?: (rate: RateState) => void;
 }
@@ -63,7 +65,7 @@ export const ACCOUNT_READ_SCOPE = 'account_read';
 export type GateScope = Scope | typeof ADMIN_SCOPE | typeof ACCOUNT_READ_SCOPE;
 
 /** `scope` undefined: the caller checks each operation's own scope (`requireScope`), as the MCP server does per tool. */
-export async function authorize(deps: AccessDeps, credentials: Credentials, scope: GateScope | undefined): Promise<AuthContext> {
+export async function authorize(deps: AccessDeps, credentials: Credentials, scope: GateScope | undefined): Promise<KeyPrincipal> {
   // A browser sends Origin on cross-origin fetches; a real key seen there is treated as leaked (spec 01, Authentication 3).
   if (credentials.origin !== undefined)
     throw new QuorumError('browser_origin_not_allowed', 'Requests from a browser are not accepted; call the API from a server.');
@@ -79,7 +81,12 @@ export async function authorize(deps: AccessDeps, credentials: Credentials, scop
   }
 }
 
-async function admit(deps: AccessDeps, { edge, onRate }: Credentials, bearer: string, scope: GateScope | undefined): Promise<AuthContext> {
+async function admit(
+  deps: AccessDeps,
+  { edge, ip, onRate }: Credentials,
+  bearer: string,
+  scope: GateScope | undefined,
+): Promise<KeyPrincipal> {
   // Our keys have a prefix of their own and access tokens a shape of their own (spec 01 item 7); anything else is a
   // key gone wrong, often a provider's key pasted here, and is answered as one (spec 01: a malformed key).
   if (!isApiKeyAttempt(bearer) && !isAccessTokenShaped(bearer))
@@ -87,8 +94,10 @@ async function admit(deps: AccessDeps, { edge, onRate }: Credentials, bearer: st
       'invalid_api_key',
       "This is neither a Quorum API key (they begin qrm_live_ or qrm_test_) nor an access token Quorum issued. A provider's own key is set in the console, under provider keys, not sent here.",
     );
+  // The activity log names the REST edge `api`.
+  const site: CallSite = { edge: edge === 'v1' ? 'api' : edge, ...(ip !== undefined && { ip }) };
   if (!isApiKeyAttempt(bearer)) {
-    const auth = await authenticateGrant(deps, await deps.oauth.verify(bearer, edge));
+    const auth = await authenticateGrant(deps, await deps.oauth.verify(bearer, edge), site);
     checkGateScope(auth, scope);
     await admitCalls(deps, auth, 1, onRate);
     return auth;
@@ -97,15 +106,15 @@ async function admit(deps: AccessDeps, { edge, onRate }: Credentials, bearer: st
   // still decide, and a request that statement did not count is counted after them.
   const foldable = scope !== ADMIN_SCOPE && scope !== ACCOUNT_READ_SCOPE;
   const { auth, admission } = foldable
-    ? await authenticateKeyCounted(deps, bearer, { scope: scope ?? null, defaultLimit: DEFAULT_REQUESTS_PER_MINUTE })
-    : { auth: await authenticateKey(deps, bearer), admission: undefined };
+    ? await authenticateKeyCounted(deps, bearer, site, { scope: scope ?? null, defaultLimit: DEFAULT_REQUESTS_PER_MINUTE })
+    : { auth: await authenticateKey(deps, bearer, site), admission: undefined };
   checkGateScope(auth, scope);
   await admitCalls(deps, auth, 1, onRate, admission);
   return auth;
 }
 
 /** An admin key (issue 41) reaches the organisation's own routes, and only it does, and reads the account; it calls nothing. */
-function checkGateScope(auth: AuthContext, scope: GateScope | undefined): void {
+function checkGateScope(auth: KeyPrincipal, scope: GateScope | undefined): void {
   if (scope === ADMIN_SCOPE) requireAdminKey(auth);
   else if (scope === ACCOUNT_READ_SCOPE) {
     if (auth.keyKind !== 'admin') requireScope(auth, 'receipts');
@@ -117,7 +126,7 @@ function checkGateScope(auth: AuthContext, scope: GateScope | undefined): void {
  * Counts `count` more calls against the caller's requests per minute, all or none: the rest of a JSON-RPC batch on
  * `/mcp`, where each call counts (its first was counted by `authorize`).
  */
-export async function admitMore(deps: AccessDeps, auth: AuthContext, count: number): Promise<void> {
+export async function admitMore(deps: AccessDeps, auth: KeyPrincipal, count: number): Promise<void> {
   try {
     await admitCalls(deps, auth, count);
   } catch (err) {
@@ -130,7 +139,7 @@ export async function admitMore(deps: AccessDeps, auth: AuthContext, count: numb
 /** `counted`: the admission the key's own statement made already (`authenticateKeyCounted`). */
 async function admitCalls(
   deps: StoreDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   count: number,
   onRate?: (rate: RateState) => void,
   counted?: Admission,

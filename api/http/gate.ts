@@ -1,8 +1,8 @@
 import type { Context, Middleware, Next } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { AuthContext } from '../../db/repositories/api-keys';
 import { QuorumError } from '../../domain/errors';
+import type { KeyPrincipal } from '../../operations/principal';
 import { recordRefusedRequest } from '../../operations/receipt';
 import { authorize, type AccessDeps, type GateScope, type RateState } from './access';
 
@@ -10,13 +10,13 @@ import { authorize, type AccessDeps, type GateScope, type RateState } from './ac
 export interface ApiState {
   /** The id error bodies report as `svc.request_id` (completions and estimates have one from the start). */
   requestId?: string;
-  auth?: AuthContext;
+  auth?: KeyPrincipal;
   /** `performance.now()` when the request reached the gate: the start of this round trip's own timing. */
   startedAt?: number;
 }
 
 /** The caller the gate authenticated; only reachable behind `gate()`. */
-export function authOf(ctx: Context): AuthContext {
+export function authOf(ctx: Context): KeyPrincipal {
   const auth = (ctx.state as ApiState).auth;
   if (!auth) throw new Error('handler reached without the gate');
   return auth;
@@ -64,6 +64,7 @@ export function gate(access: AccessDeps, scope: GateScope | undefined, requestId
         authorization: ctx.get('authorization') || undefined,
         origin: ctx.headers.origin,
         edge: 'v1',
+        ip: ctx.ip || undefined,
         onRate: (rate) => setRateHeaders(ctx, rate),
       },
       scope,

@@ -67,7 +67,7 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
   return async (ctx: Context): Promise<void> => {
     const auth = await authorize(
       deps,
-      { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin, edge: 'mcp' },
+      { authorization: ctx.get('authorization') || undefined, origin: ctx.headers.origin, edge: 'mcp', ip: ctx.ip || undefined },
       undefined,
     );
     const body = await readJson(ctx);
@@ -75,7 +75,7 @@ export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
     // Each call of a batch is a request to the rate limit (spec 02: "per key"); the gate counted the first.
     if (Array.isArray(body) && body.length > 1) await admitMore(deps, auth, body.length - 1);
 
-    const base: ToolContext = { deps, auth, baseUrl: baseUrlOf(ctx), ip: ctx.ip };
+    const base: ToolContext = { deps, auth, baseUrl: baseUrlOf(ctx) };
     const taskStore = new QuorumTaskStore(base, byName, log);
     const server = new Server({ name: 'quorum', version: '1.0.0' }, { capabilities: { tools: {}, tasks: TASKS_CAPABILITY }, taskStore });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import type { AuthContext } from '../../db/repositories/api-keys';
 import type { Scope } from '../../domain/api-keys';
 import type { Form } from '../../domain/form';
 import { TIERS } from '../../domain/modes';
 import { CALLER_ANSWER_KINDS } from '../../domain/aggregation';
 import { BATCH_STATES } from '../../domain/runs';
 import { proposeMode } from '../../operations/authoring/propose';
-import { checkModeSpec, listEngines, listMode, saveMode, type Author, type AuthoringDeps } from '../../operations/authoring/modes';
+import { checkModeSpec, listEngines, listMode, saveMode, type AuthoringDeps } from '../../operations/authoring/modes';
 import { describeEvent } from '../../domain/deliberation-events';
 import { followSteps } from '../../operations/deliberation-events';
 import { workflowIds } from '../../domain/workflow-ids';
@@ -21,6 +20,7 @@ import { readReceipt } from '../../operations/receipt';
 import type { QuoteRecord } from '../../db/repositories/quotes';
 import { launchCertification, launchTestRun, type LaunchView } from '../../operations/run-launch';
 import type { TaskWork } from '../../operations/mcp-tasks';
+import type { KeyPrincipal } from '../../operations/principal';
 import type { RouteDeps } from '../http/context';
 import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey, parseRequest } from '../../operations/requests/common';
@@ -40,11 +40,9 @@ import { refusalEntry, type ToolKind } from './errors';
  */
 export interface ToolContext {
   deps: RouteDeps & RunDeps;
-  auth: AuthContext;
+  auth: KeyPrincipal;
   /** The base URL the caller reached, for status addresses. */
   baseUrl: string;
-  /** The client's address, for the activity log. */
-  ip?: string;
   /** Sends a progress notification; absent when the caller sent no `progressToken` (nothing is watched then). */
   progress?: (message: string) => Promise<void>;
   /** Told what the call set going (its workflow) once it has, for an MCP task to follow it (issue 40 item 5). */
@@ -322,18 +320,9 @@ const certifyMode = tool({
   },
 });
 
-function authoring(ctx: ToolContext): { deps: AuthoringDeps; author: Author } {
+function authoringDeps(ctx: ToolContext): AuthoringDeps {
   const { db, form, engines, env } = ctx.deps;
-  return {
-    deps: { db, form, engines, env },
-    author: {
-      via: 'key',
-      orgId: ctx.auth.orgId,
-      keyKind: ctx.auth.keyKind,
-      allowedModes: ctx.auth.allowedModes,
-      by: { kind: 'key', id: ctx.auth.keyId, edge: 'mcp', ip: ctx.ip ?? null },
-    },
-  };
+  return { db, form, engines, env };
 }
 
 const ModeId = z.string().min(1).describe('The mode’s id or ticker (COMPANY:MODE).');
@@ -352,12 +341,12 @@ const listEnginesTool = tool({
   kind: 'self_answered',
   forms: ['B'],
   async run(args, ctx) {
-    const { deps, author } = authoring(ctx);
+    const deps = authoringDeps(ctx);
     // A connected app lists up to its plan's highest tier; a tier the plan does not include is refused as a call's is.
     const plan = ctx.auth.app?.plan;
     if (plan && args.tier) assertTierPermitted(plan, args.tier);
     const tier = args.tier ?? (plan ? topTier(plan) : 'pro');
-    return { object: 'list', tier, data: (await listEngines(deps, author, tier)) as JsonObject[] };
+    return { object: 'list', tier, data: (await listEngines(deps, ctx.auth, tier)) as JsonObject[] };
   },
 });
 
@@ -370,8 +359,8 @@ const validateModeTool = tool({
   kind: 'self_answered',
   forms: ['B'],
   async run(args, ctx) {
-    const { deps, author } = authoring(ctx);
-    const result = await checkModeSpec(deps, author, { spec: args.spec, modeId: args.mode_id });
+    const deps = authoringDeps(ctx);
+    const result = await checkModeSpec(deps, ctx.auth, { spec: args.spec, modeId: args.mode_id });
     return { valid: result.valid, refusals: result.refusals.map(refusalEntry) };
   },
 });
@@ -389,8 +378,8 @@ const saveModeTool = tool({
   kind: 'self_answered',
   forms: ['B'],
   async run(args, ctx) {
-    const { deps, author } = authoring(ctx);
-    return { ...(await saveMode(deps, author, { spec: args.spec, modeId: args.mode_id, release: args.release })) } as JsonObject;
+    const deps = authoringDeps(ctx);
+    return { ...(await saveMode(deps, ctx.auth, { spec: args.spec, modeId: args.mode_id, release: args.release })) } as JsonObject;
   },
 });
 
@@ -403,8 +392,8 @@ const listModeTool = tool({
   kind: 'self_answered',
   forms: ['B'],
   async run(args, ctx) {
-    const { deps, author } = authoring(ctx);
-    return { ...(await listMode(deps, author, args.mode_id)) } as JsonObject;
+    const deps = authoringDeps(ctx);
+    return { ...(await listMode(deps, ctx.auth, args.mode_id)) } as JsonObject;
   },
 });
 
@@ -460,8 +449,8 @@ const proposeModeTool = tool({
   kind: 'self_answered',
   forms: ['B'],
   async run(args, ctx) {
-    const { deps, author } = authoring(ctx);
-    return proposeMode(deps, author, { description: args.description, budgetUsd: args.budget_usd, tier: args.tier });
+    const deps = authoringDeps(ctx);
+    return proposeMode(deps, ctx.auth, { description: args.description, budgetUsd: args.budget_usd, tier: args.tier });
   },
 });
 

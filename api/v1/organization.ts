@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { ActivityRecord } from '../../db/repositories/activity';
 import type { KeyListing, KeySpend } from '../../db/repositories/api-keys';
 import { microsToUsd } from '../../domain/money';
-import { activityOf, parseActivityQuery, type KeyCaller } from '../../operations/activity';
+import { activityOf, parseActivityQuery } from '../../operations/activity';
 import { monthStartUtc } from '../../domain/api-keys';
 import { issueKey, keyOf, keysOf, revokeKey, setBudget } from '../../operations/api-keys';
 import { parseAlertsChange, parseKeyBudget, parseNewKey, parseRetentionChange } from '../../operations/requests/organization';
@@ -26,11 +26,6 @@ import type { JsonObject } from '../forms/json';
 
 const unix = (d: Date): number => Math.floor(d.getTime() / 1000);
 const unixOrNull = (d: Date | null): number | null => (d === null ? null : unix(d));
-
-/** The calling admin key, with the client's address, as the operations' actor. */
-function callerOf(ctx: Context): KeyCaller {
-  return { via: 'key', auth: authOf(ctx), edge: 'api', ip: ctx.ip || null };
-}
 
 function keyStatus(k: KeyListing): 'active' | 'revoked' | 'expired' {
   if (k.revokedAt) return 'revoked';
@@ -109,49 +104,49 @@ export function organizationRoutes(router: Router, deps: RouteDeps & { runs: Run
   const admin = gate(deps, ADMIN_SCOPE);
   router.post('/v1/organization/keys', admin, async (ctx) => {
     const input = parseNewKey(await readJsonObject(ctx));
-    const { apiKey, key } = await issueKey(deps, callerOf(ctx), input);
+    const { apiKey, key } = await issueKey(deps, authOf(ctx), input);
     // Shown once: this response is the only place the key exists in the clear.
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { ...keyJson(key), secret: apiKey };
   });
   router.get('/v1/organization/keys', admin, async (ctx) => {
-    const data = (await keysOf(deps, callerOf(ctx))).map(keyJson);
+    const data = (await keysOf(deps, authOf(ctx))).map(keyJson);
     ctx.body = { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false };
   });
   router.get('/v1/organization/keys/:key_id', admin, async (ctx) => {
-    const { key, spend } = await keyOf(deps, callerOf(ctx), keyIdOf(ctx));
+    const { key, spend } = await keyOf(deps, authOf(ctx), keyIdOf(ctx));
     ctx.body = { ...keyJson(key), spend: spendJson(spend) };
   });
   router.post('/v1/organization/keys/:key_id', admin, async (ctx) => {
     const budget = parseKeyBudget(await readJsonObject(ctx));
-    ctx.body = keyJson(await setBudget(deps, callerOf(ctx), keyIdOf(ctx), budget));
+    ctx.body = keyJson(await setBudget(deps, authOf(ctx), keyIdOf(ctx), budget));
   });
   router.delete('/v1/organization/keys/:key_id', admin, async (ctx) => {
-    const key = await revokeKey(deps, callerOf(ctx), keyIdOf(ctx));
+    const key = await revokeKey(deps, authOf(ctx), keyIdOf(ctx));
     ctx.body = { object: 'organization.key.deleted', id: key.id, deleted: true, revoked_at: unixOrNull(key.revokedAt) };
   });
   // Issue 53 item 5: the console's Alerts page over the API, through the same operations (operations/account-settings.ts).
   const settingsDeps = { ...deps, publicCallbacksOnly: deps.runs.publicCallbacksOnly };
   router.get('/v1/organization/alerts', admin, async (ctx) => {
-    ctx.body = alertsJson(await accountSettingsOf(deps, callerOf(ctx)));
+    ctx.body = alertsJson(await accountSettingsOf(deps, authOf(ctx)));
   });
   router.post('/v1/organization/alerts', admin, async (ctx) => {
     const change = parseAlertsChange(await readJsonObject(ctx));
-    ctx.body = alertsJson(await changeAccountSettings(settingsDeps, callerOf(ctx), change));
+    ctx.body = alertsJson(await changeAccountSettings(settingsDeps, authOf(ctx), change));
   });
   router.get('/v1/organization/alerts/events', admin, async (ctx) => {
-    const data = (await accountEventsOf(deps, callerOf(ctx))).map(accountEventJson);
+    const data = (await accountEventsOf(deps, authOf(ctx))).map(accountEventJson);
     ctx.body = { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false };
   });
   router.get('/v1/organization/retention', admin, async (ctx) => {
-    ctx.body = retentionJson(await accountSettingsOf(deps, callerOf(ctx)));
+    ctx.body = retentionJson(await accountSettingsOf(deps, authOf(ctx)));
   });
   router.post('/v1/organization/retention', admin, async (ctx) => {
     const retentionDays = parseRetentionChange(await readJsonObject(ctx));
-    ctx.body = retentionJson(await changeAccountSettings(settingsDeps, callerOf(ctx), { retentionDays }));
+    ctx.body = retentionJson(await changeAccountSettings(settingsDeps, authOf(ctx), { retentionDays }));
   });
   router.get('/v1/organization/activity', admin, async (ctx) => {
-    const page = await activityOf(deps, callerOf(ctx), parseActivityQuery(ctx.query));
+    const page = await activityOf(deps, authOf(ctx), parseActivityQuery(ctx.query));
     const data = page.records.map(activityJson);
     ctx.body = { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore };
   });

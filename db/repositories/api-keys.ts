@@ -27,7 +27,8 @@ export interface KeyLimits {
   maxCostMicros: bigint | null;
 }
 
-export interface AuthContext {
+/** A usable key as `authenticate` reads it (or a connected app's grant, key-shaped); callers.ts makes the principal of it. */
+export interface AuthenticatedKey {
   keyId: string;
   orgId: string;
   /** A test key bills nothing and runs every seat on `sim` engines (DESIGN §8). */
@@ -157,7 +158,7 @@ function keyRowQuery(db: DbOrTrx, rawKey: string): Knex.QueryBuilder {
 const malformedKey = (): QuorumError => new QuorumError('invalid_api_key', 'The API key is missing or malformed.');
 
 /** Spec order: unknown key 401 → revoked/expired 401 → suspended organisation 403. Lookup is by hash only. */
-export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthContext> {
+export async function authenticate(db: DbOrTrx, rawKey: string): Promise<AuthenticatedKey> {
   if (!parseApiKeyKind(rawKey)) throw malformedKey();
   return authOfRow((await keyRowQuery(db, rawKey).first()) as KeyRow | undefined);
 }
@@ -172,7 +173,7 @@ export async function authenticateAdmitting(
   db: DbOrTrx,
   rawKey: string,
   rate: { scope: Scope | null; defaultLimit: number; windowMs: number },
-): Promise<{ auth: AuthContext; admission: Admission | undefined }> {
+): Promise<{ auth: AuthenticatedKey; admission: Admission | undefined }> {
   if (!parseApiKeyKind(rawKey)) throw malformedKey();
   // admit_request runs only for the row `usable` keeps: lateral on it, so no row, no call.
   const res = await db
@@ -199,7 +200,7 @@ const AUTHENTICATE_ADMITTING = `
        a as (select r.* from usable cross join lateral admit_request(usable.id, coalesce(usable.requests_per_minute, ?), ?, 1) r)
   select k.*, a.allowed, a.retry_after_ms, a.remaining, a.reset_ms from k left join a on true`;
 
-function authOfRow(row: KeyRow | undefined): AuthContext {
+function authOfRow(row: KeyRow | undefined): AuthenticatedKey {
   if (!row) throw new QuorumError('invalid_api_key', 'The API key is not recognised.');
   if (row.revoked_at) throw new QuorumError('revoked_api_key', 'The API key has been revoked.');
   if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw new QuorumError('revoked_api_key', 'The API key has expired.');

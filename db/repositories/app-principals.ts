@@ -1,6 +1,6 @@
 import type { Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
-import type { AuthContext } from './api-keys';
+import type { AuthenticatedKey } from './api-keys';
 import { planOfPersonSql, toPlan } from './plans';
 import type { DbOrTrx } from './shared';
 
@@ -19,7 +19,7 @@ export interface AppGrant {
  * operation takes it: `keyId` `app:<grantId>` (the per-minute rate limit and derived idempotency keys are per grant),
  * a live call, the granted scopes, no per-key limits (the plan sets the person's), never the owner's key.
  */
-export async function authenticateApp(db: DbOrTrx, grant: AppGrant): Promise<AuthContext> {
+export async function authenticateApp(db: DbOrTrx, grant: AppGrant): Promise<AuthenticatedKey> {
   const { rows } = await db.raw<{ rows: ({ org_status: string | null; member: boolean } & Record<string, unknown>)[] }>(
     `select o.status as org_status,
             exists (select 1 from memberships m where m.person_id = ? and m.org_id = o.id) as member,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { AuthContext } from './api-keys';
+import type { AuthenticatedKey } from './api-keys';
 import { QuorumError } from '../../domain/errors';
 import type { RunKind } from '../../domain/runs';
 import type { DbOrTrx } from './shared';
@@ -16,7 +16,7 @@ export type QuotePayer = 'organisation' | 'none' | 'plan';
 export type QuoteState = 'issued' | 'approved' | 'launched' | 'expired';
 
 /** Who pays a run this caller launches: a connected app's person's plan, nobody on a test key, else the organisation. */
-export function payerOf(auth: Pick<AuthContext, 'keyKind' | 'app'>): { payer: QuotePayer; payerPersonId: string | null } {
+export function payerOf(auth: Pick<AuthenticatedKey, 'keyKind' | 'app'>): { payer: QuotePayer; payerPersonId: string | null } {
   if (auth.app) return { payer: 'plan', payerPersonId: auth.app.personId };
   return { payer: auth.keyKind === 'test' ? 'none' : 'organisation', payerPersonId: null };
 }

@@ -1,9 +1,8 @@
 import type { StoreDeps } from '../deps';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { ActivityActor } from '../../domain/activity';
-import type { KeyKind } from '../../domain/api-keys';
 import { recordActivity } from '../activity';
+import type { Principal } from '../principal';
 import { QuorumError } from '../../domain/errors';
 import type { Form } from '../../domain/form';
 import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../../domain/mode-spec';
@@ -37,7 +36,7 @@ import { callSeatingContext, simStandInsAllowed } from '../../engines/seating-co
 
 /**
  * The mode builder's one core (spec 02 `list_engines`, `validate_mode`, `save_mode`, `list_mode`; the operator CLI;
- * the web builder in the console): every edge calls these functions with an `Author` and gets the same checks, codes and
+ * the web builder in the console): every edge calls these functions with its `Principal` and gets the same checks, codes and
  * writes. Nothing here knows which edge called.
  */
 
@@ -49,26 +48,23 @@ export interface AuthoringDeps {
   env: NodeJS.ProcessEnv;
 }
 
-/** Who authors: a bearer key, a person in the builder, or an operator (who alone may author platform modes: `orgId` null). */
-export type Author = (
-  | { via: 'key'; orgId: string; keyKind: KeyKind; allowedModes: readonly string[] | null }
-  | { via: 'console'; orgId: string | null }
-  | { via: 'operator'; orgId: string | null }
-) & {
-  /** Who, for the activity log (issue 41): the key or person and where from; the operator when absent. */
-  by?: ActivityActor;
-};
+/**
+ * The organisation a principal authors for: a key's, a person's chosen one, or the one the operator acts as (null:
+ * a platform mode, which an operator alone authors).
+ */
+export function authorOrg(author: Principal): string | null {
+  return author.via === 'operator' ? (author.orgId ?? null) : author.orgId;
+}
 
 /** Records a release or listing of an organisation's mode in the activity log (a platform mode has no organisation). */
 async function recordModeChange(
   trx: Knex.Transaction,
-  author: Author,
+  author: Principal,
   kind: 'mode.released' | 'mode.listed',
   m: AuthoredMode,
 ): Promise<void> {
   if (m.orgId === null) return;
-  const by = author.by ?? { kind: 'operator', id: null, edge: 'cli', ip: null };
-  await recordActivity(trx, m.orgId, by, { kind, subject: m.id, detail: { ticker: m.ticker, version: m.currentVersion } });
+  await recordActivity(trx, m.orgId, author, { kind, subject: m.id, detail: { ticker: m.ticker, version: m.currentVersion } });
 }
 
 /** The price floor when no operator set one: the cheapest the price slider goes. */
@@ -113,7 +109,7 @@ function view(deps: AuthoringDeps, m: AuthoredMode): ModeView {
 }
 
 /** A test key never changes modes; a key limited to named modes creates none and changes only those. */
-function mayAuthor(author: Author, mode?: AuthoredMode): void {
+function mayAuthor(author: Principal, mode?: AuthoredMode): void {
   if (author.via !== 'key') return;
   if (author.keyKind === 'test') throw new QuorumError('test_key_not_allowed', 'A test key cannot change modes; use a live key.');
   if (author.allowedModes === null) return;
@@ -126,11 +122,11 @@ function mayAuthor(author: Author, mode?: AuthoredMode): void {
  * The mode `modeId` names, if the author may change it. Another organisation's private mode is `mode_not_found`
  * (never revealed); one the author can see but not change (a platform mode, a listed mode) is `forbidden`.
  */
-async function modeToChange(deps: AuthoringDeps, author: Author, modeId: string): Promise<AuthoredMode> {
+async function modeToChange(deps: AuthoringDeps, author: Principal, modeId: string): Promise<AuthoredMode> {
   const mode = await readAuthoredMode(deps.db, modeId);
   const notFound = new QuorumError('mode_not_found', `No mode ${JSON.stringify(modeId)} that this organisation has.`, { param: 'mode_id' });
   if (!mode) throw notFound;
-  const own = mode.orgId === author.orgId && (mode.orgId !== null || author.via === 'operator');
+  const own = mode.orgId === authorOrg(author) && (mode.orgId !== null || author.via === 'operator');
   if (!own) {
     const visible = mode.orgId === null || (mode.listingState === 'listed' && mode.published);
     if (!visible) throw notFound;
@@ -140,15 +136,15 @@ async function modeToChange(deps: AuthoringDeps, author: Author, modeId: string)
   return mode;
 }
 
-export function requireOrg(author: Author): void {
+export function requireOrg(author: Principal): void {
   if (author.via === 'operator') return;
-  if (author.orgId === null) throw new QuorumError('org_required', 'A mode belongs to an organisation; create or join one first.');
+  if (authorOrg(author) === null) throw new QuorumError('org_required', 'A mode belongs to an organisation; create or join one first.');
 }
 
 /** The validation context for this author, with `mode` the mode being saved (excluded from the ticker check). */
-async function contextFor(deps: AuthoringDeps, author: Author, mode?: AuthoredMode): Promise<ValidationContext> {
+async function contextFor(deps: AuthoringDeps, author: Principal, mode?: AuthoredMode): Promise<ValidationContext> {
   const floor = await readPriceFloor(deps.db, configuredPriceFloor(deps.env));
-  const orgId = author.orgId;
+  const orgId = authorOrg(author);
   const [own, taken] = await Promise.all([
     orgId ? ownProviderFamilies(deps.db, orgId) : Promise.resolve(new Set<string>()),
     // Read only: a check writes nothing, not even the prefix a first save assigns.
@@ -179,7 +175,7 @@ async function contextFor(deps: AuthoringDeps, author: Author, mode?: AuthoredMo
 /** `validate_mode`: every refusal a save would give, nothing written. */
 export async function checkModeSpec(
   deps: AuthoringDeps,
-  author: Author,
+  author: Principal,
   input: { spec: unknown; modeId?: string },
 ): Promise<{ valid: boolean; refusals: Refusal[] }> {
   // No org_required error here: a person without an organisation gets it as a refusal, with the spec's other refusals.
@@ -242,7 +238,7 @@ export interface SaveInput {
 }
 
 /** `save_mode`: always writes a draft; `release: true` then releases it (or, with `mode_id` alone, the stored draft). */
-export async function saveMode(deps: AuthoringDeps, author: Author, input: SaveInput): Promise<ModeView> {
+export async function saveMode(deps: AuthoringDeps, author: Principal, input: SaveInput): Promise<ModeView> {
   requireOrg(author);
   if (input.spec === undefined) {
     if (!input.release)
@@ -256,13 +252,14 @@ export async function saveMode(deps: AuthoringDeps, author: Author, input: SaveI
   const existing = input.modeId ? await modeToChange(deps, author, input.modeId) : undefined;
   if (!existing) {
     mayAuthor(author);
-    if (author.orgId && author.via !== 'operator' && !(await orgHasOwner(deps.db, author.orgId)))
+    const orgId = authorOrg(author);
+    if (orgId && author.via !== 'operator' && !(await orgHasOwner(deps.db, orgId)))
       throw new QuorumError('org_owner_missing', 'This organisation has no owner to own a new mode; ask an operator to restore one.');
   }
   const result = validateMode(input.spec, await writing(() => contextFor(deps, author, existing)));
   if (!result.ok) throw invalid(result.refusals);
   const compiled = result.mode;
-  const orgId = existing ? existing.orgId : author.orgId;
+  const orgId = existing ? existing.orgId : authorOrg(author);
   if (existing && existing.currentVersion > 0 && compiled.ticker && compiled.ticker !== existing.ticker.split(':')[1])
     throw new QuorumError('conflict', `${existing.ticker} was released under its ticker; a released mode keeps it.`, { param: 'ticker' });
   const namesake = orgId ? await orgModeNamed(deps.db, orgId, compiled.name, existing?.id) : undefined;
@@ -283,7 +280,7 @@ export async function saveMode(deps: AuthoringDeps, author: Author, input: SaveI
 }
 
 /** Releases the stored draft: re-validated now, then the next version, unless the draft moved on meanwhile. */
-export async function releaseMode(deps: AuthoringDeps, author: Author, modeId: string): Promise<ModeView> {
+export async function releaseMode(deps: AuthoringDeps, author: Principal, modeId: string): Promise<ModeView> {
   requireOrg(author);
   const mode = await modeToChange(deps, author, modeId);
   if (mode.draftSpec === null) {
@@ -324,7 +321,7 @@ export async function releaseMode(deps: AuthoringDeps, author: Author, modeId: s
 }
 
 /** `list_mode`: publishes the current release to the marketplace. */
-export async function listMode(deps: AuthoringDeps, author: Author, modeId: string): Promise<ModeView> {
+export async function listMode(deps: AuthoringDeps, author: Principal, modeId: string): Promise<ModeView> {
   requireOrg(author);
   const mode = await modeToChange(deps, author, modeId);
   if (mode.currentVersion === 0) throw new QuorumError('mode_not_released', `${mode.ticker} is only a draft: release it, then list it.`);
@@ -373,7 +370,7 @@ export async function reviewListing(deps: AuthoringDeps, modeId: string, decisio
 /** Opens the mode's lab version to another organisation. */
 export async function inviteOrganisation(
   deps: AuthoringDeps,
-  author: Author,
+  author: Principal,
   modeId: string,
   guestOrgId: string,
 ): Promise<{ mode_id: string; invited: string }> {
@@ -396,7 +393,7 @@ export interface ModeDetail extends ModeView {
   lab_invited: string[];
 }
 
-export async function modeDetail(deps: AuthoringDeps, author: Author, modeId: string): Promise<ModeDetail> {
+export async function modeDetail(deps: AuthoringDeps, author: Principal, modeId: string): Promise<ModeDetail> {
   const mode = await modeToChange(deps, author, modeId);
   const [versions, invited] = await Promise.all([modeVersions(deps.db, mode.id), labInvites(deps.db, mode.id)]);
   const current = versions.find((v) => v.version === mode.currentVersion);
@@ -429,8 +426,9 @@ export type EngineListing = {
 };
 
 /** `list_engines`: the catalog up to `tier`, with what a seat needs to know and whether each can run here now. */
-export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tier = 'pro'): Promise<EngineListing[]> {
-  const own = author.orgId ? await ownProviderFamilies(deps.db, author.orgId) : new Set<string>();
+export async function listEngines(deps: AuthoringDeps, author: Principal, tier: Tier = 'pro'): Promise<EngineListing[]> {
+  const orgId = authorOrg(author);
+  const own = orgId ? await ownProviderFamilies(deps.db, orgId) : new Set<string>();
   const standIns = simStandInsAllowed(deps.env);
   const ctx = callSeatingContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.env);
   return deps.engines.catalog
@@ -457,13 +455,13 @@ export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tie
 }
 
 /** An operator acting on an existing mode acts as its organisation (a platform mode's is null). */
-export async function operatorOf(deps: StoreDeps, modeId: string): Promise<Author & { via: 'operator' }> {
+export async function operatorOf(deps: StoreDeps, modeId: string): Promise<Principal & { via: 'operator' }> {
   const mode = await readAuthoredMode(deps.db, modeId);
   if (!mode) throw new QuorumError('mode_not_found', `No mode ${modeId}.`);
   return { via: 'operator', orgId: mode.orgId };
 }
 
 /** The operator sets the price floor: the cheapest the price slider goes. */
-export async function setPriceFloor(deps: StoreDeps, _author: Author & { via: 'operator' }, floor: PriceFloor): Promise<void> {
+export async function setPriceFloor(deps: StoreDeps, _author: Principal & { via: 'operator' }, floor: PriceFloor): Promise<void> {
   await writePriceFloor(deps.db, floor);
 }

@@ -5,7 +5,8 @@ import { NAME_MAX } from '../../domain/mode-spec';
 import type { Refusal } from '../../domain/mode-validation-codes';
 import { microsToUsd } from '../../domain/money';
 import { DEPTHS, type Depth, type Tier } from '../../domain/modes';
-import { checkModeSpec, configuredPriceFloor, listEngines, requireOrg, type Author, type AuthoringDeps } from './modes';
+import type { Principal } from '../principal';
+import { authorOrg, checkModeSpec, configuredPriceFloor, listEngines, requireOrg, type AuthoringDeps } from './modes';
 
 /**
  * `advisor_propose_mode`: a whole mode designed from a description (domain/mode-proposal.ts) over the engines that can
@@ -41,7 +42,7 @@ export type ModeProposal = {
   next: string;
 };
 
-export async function proposeMode(deps: AuthoringDeps, author: Author, input: ProposeInput): Promise<ModeProposal> {
+export async function proposeMode(deps: AuthoringDeps, author: Principal, input: ProposeInput): Promise<ModeProposal> {
   requireOrg(author);
   const description = input.description.trim();
   if (description === '')
@@ -87,7 +88,7 @@ export async function proposeMode(deps: AuthoringDeps, author: Author, input: Pr
 }
 
 /** The whole catalog (staff sit at plus even when seats stop lower), each marked whether it can run for this author. */
-async function usableEngines(deps: AuthoringDeps, author: Author): Promise<ProposalEngine[]> {
+async function usableEngines(deps: AuthoringDeps, author: Principal): Promise<ProposalEngine[]> {
   const listed = await listEngines(deps, author, 'pro').catch((err: unknown) => {
     if (err instanceof QuorumError) throw err;
     throw new QuorumError('engines_unavailable', 'The engine list could not be read; nothing was proposed. Retry.');
@@ -115,13 +116,13 @@ function noProposal(refusals: Refusal[]): QuorumError {
  */
 async function checkedProposal(
   deps: AuthoringDeps,
-  author: Author,
+  author: Principal,
   designed: ProposedSpec,
 ): Promise<{ spec: ProposedSpec; notes: string[] }> {
   try {
     const notes: string[] = [];
     let spec = designed;
-    const name = await freeName(deps, author.orgId, spec.name);
+    const name = await freeName(deps, authorOrg(author), spec.name);
     if (name !== spec.name) {
       notes.push(`Your organisation already has a mode named "${spec.name}", so this one is "${name}".`);
       spec = { ...spec, name };

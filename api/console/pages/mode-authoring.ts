@@ -2,7 +2,6 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { checkModeSpec, saveMode } from '../../../operations/authoring/modes';
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
-import type { Membership } from '../../../db/repositories/people';
 import { QuorumError } from '../../../domain/errors';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { consoleAuthoring } from '../console-auth';
@@ -11,7 +10,7 @@ import { fieldsOf, text } from '../fields';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { editorSections, isShown, specFromFields, type Shown, type Spec } from '../mode-fields';
-import { requireOrg } from '../session';
+import { requireOrg, type ConsoleUser } from '../session';
 import { editorMarkup, validationFragment, type EditorState } from './mode-editor';
 import { enginesFor, modePage, problemHtml, type Problem } from './mode-page';
 
@@ -22,18 +21,18 @@ import { enginesFor, modePage, problemHtml, type Problem } from './mode-page';
  */
 export function authoringRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/modes/new', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    await newModePage(ctx, deps, org);
+    const { user } = requireOrg(ctx);
+    await newModePage(ctx, deps, user);
   });
   router.post('/modes/propose', (ctx) => proposeRoute(ctx, deps));
   router.post('/modes/validate', (ctx) => validateRoute(ctx, deps));
   router.post('/modes/new', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    await saveFromFields(ctx, deps, org, undefined);
+    const { user } = requireOrg(ctx);
+    await saveFromFields(ctx, deps, user, undefined);
   });
   router.post('/modes/:id', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    await saveFromFields(ctx, deps, org, ctx.params.id);
+    const { user } = requireOrg(ctx);
+    await saveFromFields(ctx, deps, user, ctx.params.id);
   });
 }
 
@@ -49,10 +48,10 @@ function blankSpec(): Spec {
 async function newModePage(
   ctx: Context,
   deps: ConsoleDeps,
-  org: Membership,
+  user: ConsoleUser,
   extras: { editor?: Partial<EditorState>; proposal?: ModeProposal; problem?: Problem } = {},
 ): Promise<void> {
-  const engines = await enginesFor(deps, org);
+  const engines = await enginesFor(deps, user);
   const state: EditorState = { spec: blankSpec(), refusals: [], checked: false, ...extras.editor };
   const proposal = extras.proposal;
   page(
@@ -92,31 +91,31 @@ async function newModePage(
 
 /** A proposal from a description fills the new-mode page's editor, checked; a refusal shows above it with its code. */
 async function proposeRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
-  const { org } = requireOrg(ctx);
+  const { user } = requireOrg(ctx);
   const fields = fieldsOf(ctx, { description: text(2_000), budget_usd: text(20) });
-  const a = consoleAuthoring(deps, org);
+  const a = consoleAuthoring(deps, user);
   try {
     const proposal = await proposeMode(a.deps, a.author, {
       description: fields.description,
       budgetUsd: fields.budget_usd.trim() === '' ? undefined : Number(fields.budget_usd),
     });
-    await newModePage(ctx, deps, org, { proposal, editor: { spec: proposal.proposal, checked: true } });
+    await newModePage(ctx, deps, user, { proposal, editor: { spec: proposal.proposal, checked: true } });
   } catch (err) {
     if (!(err instanceof QuorumError)) throw err;
     ctx.status = err.spec.status;
-    await newModePage(ctx, deps, org, { problem: err });
+    await newModePage(ctx, deps, user, { problem: err });
   }
 }
 
 /** Live validation: the editor's refusals as the fragment it swaps in, nothing written. */
 async function validateRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
-  const { org } = requireOrg(ctx);
+  const { user } = requireOrg(ctx);
   const sections = editorSections(deps.form);
   const body = ctx.request.body as Spec;
   const modeId = typeof body.mode_id === 'string' && body.mode_id !== '' ? body.mode_id : undefined;
   let state: Pick<EditorState, 'refusals' | 'error'>;
   try {
-    state = { refusals: await refusalsFor(deps, org, specFromFields(sections, body), modeId) };
+    state = { refusals: await refusalsFor(deps, user, specFromFields(sections, body), modeId) };
   } catch (err) {
     // Answered in the summary, which live validation swaps (the error page would replace it).
     if (!(err instanceof QuorumError)) throw err;
@@ -129,11 +128,11 @@ async function validateRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
 /** Every refusal of a posted editor's spec, checked as a save would check it (nothing written). */
 async function refusalsFor(
   deps: ConsoleDeps,
-  org: Membership,
+  user: ConsoleUser,
   posted: ReturnType<typeof specFromFields>,
   modeId: string | undefined,
 ): Promise<Shown[]> {
-  const a = consoleAuthoring(deps, org);
+  const a = consoleAuthoring(deps, user);
   const checked = await checkModeSpec(a.deps, a.author, { spec: posted.spec, modeId });
   return [...(posted.refusal ? [posted.refusal] : []), ...checked.refusals];
 }
@@ -155,21 +154,21 @@ function refusalsOf(err: QuorumError): Shown[] {
  * Saves the posted editor (`action`: draft, or release). A refusal re-renders the same editor with each refusal
  * beside its field; a JSON that does not parse saves nothing.
  */
-async function saveFromFields(ctx: Context, deps: ConsoleDeps, org: Membership, modeId: string | undefined): Promise<void> {
+async function saveFromFields(ctx: Context, deps: ConsoleDeps, user: ConsoleUser, modeId: string | undefined): Promise<void> {
   const body = ctx.request.body as Spec;
   const release = body.action === 'release';
   const posted = specFromFields(editorSections(deps.form), body);
   const { spec, refusal } = posted;
-  const a = consoleAuthoring(deps, org, requireOrg(ctx).user);
+  const a = consoleAuthoring(deps, user);
   const refused = (status: number, editor: Partial<EditorState>): Promise<void> => {
     ctx.status = status;
     const state = { spec, checked: true, ...editor };
-    return modeId ? modePage(ctx, deps, org, modeId, { editor: state }) : newModePage(ctx, deps, org, { editor: state });
+    return modeId ? modePage(ctx, deps, user, modeId, { editor: state }) : newModePage(ctx, deps, user, { editor: state });
   };
   try {
     if (refusal)
       return await refused(400, {
-        refusals: await refusalsFor(deps, org, posted, modeId),
+        refusals: await refusalsFor(deps, user, posted, modeId),
         error: { code: refusal.code, message: 'Nothing was saved: the JSON is not a spec object.' },
       });
     const saved = await saveMode(a.deps, a.author, { spec, modeId, release });

@@ -1,6 +1,5 @@
 import type { Context } from 'koa';
 import { listEngines, modeDetail, type EngineListing, type ModeDetail } from '../../../operations/authoring/modes';
-import type { Membership } from '../../../db/repositories/people';
 import type { Form } from '../../../domain/form';
 import { microsToUsd } from '../../../domain/money';
 import { BUCKETS, type Bucket } from '../../../domain/questions/types';
@@ -8,6 +7,7 @@ import type { RunKind } from '../../../domain/runs';
 import type { LaunchView } from '../../../operations/run-launch';
 import { FORM_B_DIFFICULTIES } from '../../../operations/requests/runs';
 import { consoleAuthoring } from '../console-auth';
+import type { ConsoleUser } from '../session';
 import type { ConsoleDeps } from '../deps';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
@@ -61,8 +61,8 @@ function bucketOf(form: Form, field: string): Bucket {
 const priceUsd = (micros: number): string => `$${microsToUsd(BigInt(micros)).toFixed(micros % 10_000 === 0 ? 2 : 4)}`;
 
 /** The engines the editor offers a seat. */
-export function enginesFor(deps: ConsoleDeps, org: Membership): Promise<EngineListing[]> {
-  const a = consoleAuthoring(deps, org);
+export function enginesFor(deps: ConsoleDeps, user: ConsoleUser): Promise<EngineListing[]> {
+  const a = consoleAuthoring(deps, user);
   return listEngines(a.deps, a.author);
 }
 
@@ -75,12 +75,12 @@ export function problemHtml(problem: Problem | undefined, id: string): Html {
 export async function modePage(
   ctx: Context,
   deps: ConsoleDeps,
-  org: Membership,
+  user: ConsoleUser,
   modeId: string,
   extras: ModePageExtras = {},
 ): Promise<void> {
-  const a = consoleAuthoring(deps, org);
-  const [m, engines] = await Promise.all([modeDetail(a.deps, a.author, modeId), enginesFor(deps, org)]);
+  const a = consoleAuthoring(deps, user);
+  const [m, engines] = await Promise.all([modeDetail(a.deps, a.author, modeId), enginesFor(deps, user)]);
   const key = ctx.query.done;
   const done = typeof key === 'string' && Object.hasOwn(DONE, key) ? DONE[key as Done] : undefined;
   const spec = extras.editor?.spec ?? m.spec;

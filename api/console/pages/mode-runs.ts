@@ -2,13 +2,14 @@ import type Router from '@koa/router';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { modeDetail, type ModeDetail } from '../../../operations/authoring/modes';
-import type { AuthContext } from '../../../db/repositories/api-keys';
 import { QuorumError } from '../../../domain/errors';
 import type { RunKind } from '../../../domain/runs';
 import { workflowIds } from '../../../domain/workflow-ids';
+import { memberAuth } from '../../../operations/organisations';
+import type { KeyPrincipal } from '../../../operations/principal';
 import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from '../../../operations/run-launch';
 import { parseTestRunRequest } from '../../../operations/requests/runs';
-import { consoleAuth, consoleAuthoring } from '../console-auth';
+import { consoleAuthoring } from '../console-auth';
 import type { ConsoleDeps } from '../deps';
 import { fieldsOf, text } from '../fields';
 import { postedValue, type Spec } from '../mode-fields';
@@ -26,7 +27,7 @@ export function runRoutes(router: Router, deps: ConsoleDeps): void {
 
 /** What the runs box posted, for the mode of the page it is on. */
 interface RunRequest {
-  auth: AuthContext;
+  auth: KeyPrincipal;
   kind: RunKind;
   m: ModeDetail;
   body: Spec;
@@ -70,7 +71,7 @@ function whole(value: unknown): unknown {
 /** The run the runs box asks for, priced (`dryRun`) or launched, through the same operation as `/v1/tests` and `/v1/certify`. */
 async function startRun(
   deps: ConsoleDeps,
-  auth: AuthContext,
+  auth: KeyPrincipal,
   kind: RunKind,
   model: string,
   body: Spec,
@@ -90,16 +91,16 @@ function runAction(
   act: (ctx: Context, deps: ConsoleDeps, run: RunRequest) => Promise<RunsState['priced']>,
 ): (ctx: Context) => Promise<void> {
   return async (ctx) => {
-    const { user, org } = requireOrg(ctx);
+    const { user } = requireOrg(ctx);
     const body = ctx.request.body as Spec;
     const kind: RunKind = body.kind === 'certification' ? 'certification' : 'test';
-    const a = consoleAuthoring(deps, org);
+    const a = consoleAuthoring(deps, user);
     const m = await modeDetail(a.deps, a.author, ctx.params.id);
     const { group, fields } = countFieldsOf(deps.form);
     const counts = Object.fromEntries(fields.map((f) => [f, postedValue(body, f) ?? '']));
     let runs: RunsState;
     try {
-      const priced = await act(ctx, deps, { auth: await consoleAuth(deps, user, org), kind, m, body });
+      const priced = await act(ctx, deps, { auth: await memberAuth(deps, a.author), kind, m, body });
       // No price: the run was launched and the answer is the redirect to it.
       if (!priced) return;
       runs = { counts, priced };
@@ -109,6 +110,6 @@ function runAction(
       const refusals = err.param?.startsWith(group) ? [{ code: err.code, message: err.message, path: err.param }] : [];
       runs = { counts, refusals, problem: refusals.length > 0 ? undefined : err };
     }
-    await modePage(ctx, deps, org, m.mode_id, { runs });
+    await modePage(ctx, deps, user, m.mode_id, { runs });
   };
 }

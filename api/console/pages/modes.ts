@@ -4,7 +4,7 @@ import { inviteOrganisation, listMode, listOrganisationModes, releaseMode } from
 import type { ModeCertification } from '../../../db/repositories/certifications';
 import { QuorumError } from '../../../domain/errors';
 import { certificationsOf } from '../../../operations/run-list';
-import { consoleAuthoring, type Authoring } from '../console-auth';
+import { authoringDeps, consoleAuthoring, type Authoring } from '../console-auth';
 import type { ConsoleDeps } from '../deps';
 import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
@@ -17,8 +17,8 @@ import { runRoutes } from './mode-runs';
 
 /**
  * The web mode builder (issue 14): another edge on the authoring core (`authoring/modes.ts`, `propose.ts`), called
- * as `{via: 'console', orgId}`, and on the run launches of `/v1/tests` and `/v1/certify` (`run-launch.ts`) with the
- * console's `AuthContext` (console-auth.ts). Every rule and code is theirs; these files only lay them out: refusals
+ * as the signed-in person (`personOf`), and on the run launches of `/v1/tests` and `/v1/certify` (`run-launch.ts`)
+ * with the key principal a member acts as there (`memberAuth`). Every rule and code is theirs; these files only lay them out: refusals
  * beside the fields they name, errors with their codes, and Post/Redirect/Get after every change. Here the list of
  * modes and a mode's page with its actions; the editor's routes in mode-authoring.ts, the runs box's in mode-runs.ts,
  * a mode's page itself in mode-page.ts.
@@ -70,7 +70,7 @@ export function certificationCell(c: ModeCertification | undefined): Html {
 function modeListRoute(router: Router, deps: ConsoleDeps): void {
   router.get('/modes', async (ctx) => {
     const { user, org } = requireOrg(ctx);
-    const modes = await listOrganisationModes(consoleAuthoring(deps, org).deps, org.orgId);
+    const modes = await listOrganisationModes(authoringDeps(deps), org.orgId);
     const certified = await certificationsOf(
       deps,
       personOf(user),
@@ -122,8 +122,8 @@ function modeListRoute(router: Router, deps: ConsoleDeps): void {
 /** A mode's page and its actions: releasing the draft, inviting an organisation to the lab version, publishing. */
 function modeRoutes(router: Router, deps: ConsoleDeps): void {
   router.get('/modes/:id', async (ctx) => {
-    const { org } = requireOrg(ctx);
-    await modePage(ctx, deps, org, ctx.params.id);
+    const { user } = requireOrg(ctx);
+    await modePage(ctx, deps, user, ctx.params.id);
   });
   router.post(
     '/modes/:id/release',
@@ -149,9 +149,9 @@ function modeRoutes(router: Router, deps: ConsoleDeps): void {
  */
 function modeAction(deps: ConsoleDeps, done: Done, act: (ctx: Context, a: Authoring) => Promise<unknown>): (ctx: Context) => Promise<void> {
   return async (ctx) => {
-    const { user, org } = requireOrg(ctx);
+    const { user } = requireOrg(ctx);
     try {
-      await act(ctx, consoleAuthoring(deps, org, user));
+      await act(ctx, consoleAuthoring(deps, user));
       ctx.redirect(`/console/modes/${encodeURIComponent(ctx.params.id)}?done=${done}`);
     } catch (err) {
       if (!(err instanceof QuorumError)) throw err;
@@ -160,7 +160,7 @@ function modeAction(deps: ConsoleDeps, done: Done, act: (ctx: Context, a: Author
       await modePage(
         ctx,
         deps,
-        org,
+        user,
         ctx.params.id,
         refusals.length > 0
           ? { editor: { refusals, checked: true, error: { code: err.code, message: 'Nothing was released.' } } }

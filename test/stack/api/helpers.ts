@@ -3,6 +3,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../../api/app';
 import { listen } from '../../../api/listen';
+import { authenticateKey } from '../../../operations/callers';
+import type { KeyPrincipal } from '../../../operations/principal';
 import type { RunSettings } from '../../../operations/run-settings';
 import type { Db } from '../../../db/knex';
 import type { Form } from '../../../domain/form';
@@ -83,6 +85,11 @@ export async function newKey(
   opts: Omit<CreateApiKeyInput, 'orgId' | 'keyKind'> & { keyKind?: KeyKind } = {},
 ): Promise<string> {
   return (await createApiKey(stack().db, { orgId, ...opts, keyKind: opts.keyKind ?? 'live' })).apiKey;
+}
+
+/** The principal the gate makes of `rawKey` on `edge` (the real `authenticateKey`), for calling operations in process. */
+export function keyPrincipal(rawKey: string, edge: KeyPrincipal['edge'] = 'api'): Promise<KeyPrincipal> {
+  return authenticateKey(stack(), rawKey, { edge });
 }
 
 export interface Reply {

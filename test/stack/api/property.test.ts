@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { countMessagesTokens } from '../../../domain/tokens';
 import { checkInputTokens } from '../../../operations/checks';
-import type { AuthContext } from '../../../db/repositories/api-keys';
+import type { KeyPrincipal } from '../../../operations/principal';
 import { call, EXPRESS, FORMS, moneySnapshot, newKey, newOrg, PANEL, startApi, type Api, type TestOrg } from './helpers';
 
 const ENDPOINTS: readonly [string, string][] = [
@@ -101,7 +101,7 @@ describe('property: malformed requests never 5xx and never move money', function
   });
 
   it("the bounded token count equals the tokenizer's on ordinary text", () => {
-    const auth = { limits: { maxInputTokens: 1_000_000 } } as AuthContext;
+    const auth = { limits: { maxInputTokens: 1_000_000 } } as KeyPrincipal;
     const words = fc.array(
       fc.oneof(
         fc.constantFrom('the', 'quorum', ' ', '\n', '  ', 'naïve', '日本語', '42', '3.14', '—', "don't", '```js', 'https://x.io/a?b=c'),

@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { releaseMode, reviewListing, saveMode, type Author, type AuthoringDeps } from '../../../operations/authoring/modes';
+import { releaseMode, reviewListing, saveMode, type AuthoringDeps } from '../../../operations/authoring/modes';
+import type { KeyPrincipal } from '../../../operations/principal';
 import { revokeApiKey } from '../../../db/repositories/api-keys';
 import { readAuthoredMode, releaseDraft, saveDraft, writeListing } from '../../../db/repositories/mode-authoring';
 import { findMode } from '../../../db/repositories/modes';
@@ -15,7 +16,7 @@ import { QuorumError } from '../../../domain/errors';
 import { modeTemplate, validateMode } from '../../../domain/mode-spec';
 import type { Form } from '../../../domain/form';
 import { createEngines } from '../../../engines';
-import { call, FORMS, newKey, newOrg, startApi, USER, type Api, type TestOrg } from '../api/helpers';
+import { call, FORMS, keyPrincipal, newKey, newOrg, startApi, USER, type Api, type TestOrg } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { quorumCli } from '../../harness/cli';
 import { limitedDb } from '../../harness/limited-db';
@@ -382,10 +383,10 @@ describe('modes that organisations build', function () {
 
   describe('races', () => {
     let org: TestOrg;
-    let author: Author;
+    let author: KeyPrincipal;
     before(async () => {
       org = await newOrg();
-      author = { via: 'key', orgId: org.orgId, keyKind: 'live', allowedModes: null };
+      author = await keyPrincipal(await newKey(org.orgId), 'mcp');
     });
 
     it('two releases of one draft at once: one new version, the other answered draft_changed or no_draft', async () => {

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
-import { checkModeSpec, saveMode, type Author, type AuthoringDeps } from '../../../operations/authoring/modes';
+import { checkModeSpec, saveMode, type AuthoringDeps } from '../../../operations/authoring/modes';
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
+import type { KeyPrincipal, Principal } from '../../../operations/principal';
 import type { Db } from '../../../db/knex';
 import { readAuthoredMode } from '../../../db/repositories/mode-authoring';
 import { setProviderKey, type KeyFamily } from '../../../db/repositories/provider-credentials';
 import { QuorumError } from '../../../domain/errors';
 import type { Form } from '../../../domain/form';
 import { createEngines } from '../../../engines';
-import { FORMS, newOrg } from '../api/helpers';
+import { FORMS, keyPrincipal, newKey, newOrg } from '../api/helpers';
 import { limitedDb } from '../../harness/limited-db';
 import { stack } from '../../harness/stack';
 
@@ -23,13 +24,17 @@ function ownKeysOnly(form: Form = 'B'): AuthoringDeps {
   return { db: stack().db, form, engines: createEngines({ env }), env };
 }
 
-async function orgWithKeys(families: readonly KeyFamily[]): Promise<Author> {
+async function orgWithKeys(families: readonly KeyFamily[]): Promise<KeyPrincipal> {
   const org = await newOrg();
   for (const family of families) await setProviderKey(stack().db, { orgId: org.orgId, family, apiKey: `sk-test-${family}-0123456789` });
   return liveKey(org.orgId);
 }
 
-const liveKey = (orgId: string): Author => ({ via: 'key', orgId, keyKind: 'live', allowedModes: null });
+/** A live key of the organisation with every mode allowed, as the MCP tools author with it. */
+const liveKey = async (orgId: string): Promise<KeyPrincipal> => keyPrincipal(await newKey(orgId), 'mcp');
+
+/** Someone signed in who has not joined or created an organisation yet. */
+const NO_ORG_PERSON = { id: 'person_without_org', email: 'alone@example.test', name: 'Alone' };
 
 const refusedWith =
   (code: string, status: number) =>
@@ -44,7 +49,7 @@ const engineIds = (p: ModeProposal): string[] =>
   Object.values(p.proposal.seats_by_tier).flatMap((row) => row.flatMap((s) => [s.engine, ...(s.backup ? [s.backup] : [])]));
 
 /** Saves and releases the proposal as it stands; the stored release seats exactly the proposed engines. */
-async function saveAndRelease(d: AuthoringDeps, author: Author, p: ModeProposal): Promise<void> {
+async function saveAndRelease(d: AuthoringDeps, author: Principal, p: ModeProposal): Promise<void> {
   const released = await saveMode(d, author, { spec: p.proposal, release: true });
   assert.equal(released.state, 'released');
   assert.equal(released.version, 1);
@@ -65,7 +70,7 @@ describe('advisor_propose_mode (authoring)', function () {
   for (const form of FORMS) {
     it(`Form ${form}: a proposal from a description validates, saves and releases`, async () => {
       const org = await newOrg();
-      const author = liveKey(org.orgId);
+      const author = await liveKey(org.orgId);
       const p = await proposeMode(deps(form), author, { description: 'Careful answers to hard maths and code questions' });
       assert.equal(p.valid, true);
       assert.deepEqual(await checkModeSpec(deps(form), author, { spec: p.proposal }), { valid: true, refusals: [] });
@@ -84,7 +89,7 @@ describe('advisor_propose_mode (authoring)', function () {
 
   it('a second proposal from the same description takes a free name and ticker, and saves too', async () => {
     const org = await newOrg();
-    const author = liveKey(org.orgId);
+    const author = await liveKey(org.orgId);
     const description = 'Contested policy questions';
     const first = await proposeMode(deps('B'), author, { description });
     await saveAndRelease(deps('B'), author, first);
@@ -97,7 +102,7 @@ describe('advisor_propose_mode (authoring)', function () {
   });
 
   it('a budget picks cheaper engines that fit it', async () => {
-    const author = liveKey((await newOrg()).orgId);
+    const author = await liveKey((await newOrg()).orgId);
     const description = 'Hard maths proofs';
     const dearest = await proposeMode(deps('B'), author, { description });
     const budgetUsd = Number((dearest.price.per_call_usd.deep / 2).toFixed(6));
@@ -136,7 +141,7 @@ describe('advisor_propose_mode (authoring)', function () {
   });
 
   it('engines_unavailable (503) when the engine list cannot be read', async () => {
-    const author = liveKey((await newOrg()).orgId);
+    const author = await liveKey((await newOrg()).orgId);
     const db = await limitedDb('propose_no_credentials', 'revoke select on provider_credentials from ROLE');
     try {
       await assert.rejects(proposeMode(deps('B', db), author, { description: 'Hard maths' }), refusedWith('engines_unavailable', 503));
@@ -147,17 +152,15 @@ describe('advisor_propose_mode (authoring)', function () {
 
   it('a test key may propose: nothing is written', async () => {
     const org = await newOrg();
-    const p = await proposeMode(
-      deps('B'),
-      { via: 'key', orgId: org.orgId, keyKind: 'test', allowedModes: null },
-      { description: 'Quick answers' },
-    );
+    const p = await proposeMode(deps('B'), await keyPrincipal(await newKey(org.orgId, { keyKind: 'test' }), 'mcp'), {
+      description: 'Quick answers',
+    });
     assert.equal(p.proposal.rounds, 1);
     assert.equal(Number((await stack().db('modes').where({ org_id: org.orgId }).count<{ n: string }[]>('* as n'))[0].n), 0);
   });
 
   it('refuses an empty description, a budget that is not positive, and an author without an organisation', async () => {
-    const author = liveKey((await newOrg()).orgId);
+    const author = await liveKey((await newOrg()).orgId);
     await assert.rejects(proposeMode(deps('B'), author, { description: '  ' }), refusedWith('invalid_request', 400));
     await assert.rejects(proposeMode(deps('B'), author, { description: 'Maths', budgetUsd: 0 }), refusedWith('invalid_request', 400));
     await assert.rejects(
@@ -165,7 +168,7 @@ describe('advisor_propose_mode (authoring)', function () {
       refusedWith('invalid_request', 400),
     );
     await assert.rejects(
-      proposeMode(deps('B'), { via: 'console', orgId: null }, { description: 'Maths' }),
+      proposeMode(deps('B'), { via: 'person', person: NO_ORG_PERSON, orgId: null, role: null }, { description: 'Maths' }),
       refusedWith('org_required', 400),
     );
   });

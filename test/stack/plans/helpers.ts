@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { authenticateGrant } from '../../../operations/callers';
 import type { OperationDeps } from '../../../operations/deps';
-import type { AuthContext } from '../../../db/repositories/api-keys';
-import { authenticateApp } from '../../../db/repositories/app-principals';
+import type { KeyPrincipal } from '../../../operations/principal';
 import { createPerson, type Person } from '../../../db/repositories/people';
 import { assignPlan } from '../../../db/repositories/plans';
 import { SCOPES } from '../../../domain/api-keys';
@@ -55,8 +55,8 @@ export async function newPerson(): Promise<Person> {
 export interface AppCaller {
   org: TestOrg;
   person: Person;
-  /** What the token validator hands the operations: `authenticateApp`, the real code. */
-  auth: AuthContext;
+  /** What the gate hands the operations for a verified token: `authenticateGrant`, the real code. */
+  auth: KeyPrincipal;
 }
 
 /** A member of a fresh organisation (with an API key of its own) calling through a connected app on `plan` (default free). */
@@ -70,12 +70,7 @@ export async function appCaller(plan?: Plan, creditUsd = 20): Promise<AppCaller>
   return { org, person, auth };
 }
 
-export function appAuth(orgId: string, personId: string): Promise<AuthContext> {
-  return authenticateApp(stack().db, {
-    personId,
-    orgId,
-    clientId: 'client_test',
-    grantId: `grant_${randomUUID()}`,
-    scopes: [...SCOPES],
-  });
+export function appAuth(orgId: string, personId: string): Promise<KeyPrincipal> {
+  const grant = { personId, orgId, clientId: 'client_test', grantId: `grant_${randomUUID()}`, scopes: [...SCOPES] };
+  return authenticateGrant(stack(), grant, { edge: 'api' });
 }

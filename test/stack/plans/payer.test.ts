@@ -4,14 +4,13 @@ import { formA } from '../../../api/forms/a';
 import { formB } from '../../../api/forms/b';
 import { createCompletion } from '../../../operations/completion';
 import { planHoldMicros } from '../../../operations/estimate';
-import { authenticate } from '../../../db/repositories/api-keys';
 import { getBalance, listLedger } from '../../../db/repositories/ledger';
 import { planUsage, planUsageRow } from '../../../db/repositories/plans';
 import { findMode } from '../../../db/repositories/modes';
 import type { Form } from '../../../domain/form';
 import type { Outcome } from '../../../domain/outcome';
 import { countMessagesTokens } from '../../../domain/tokens';
-import { EXPRESS, moneySnapshot, USER } from '../api/helpers';
+import { EXPRESS, keyPrincipal, moneySnapshot, USER } from '../api/helpers';
 import { customMode, startProductWorkers } from '../deliberation/helpers';
 import { stack } from '../../harness/stack';
 import { appCaller, operationDeps, testPlan } from './helpers';
@@ -137,7 +136,7 @@ describe('plans: billing by payer (a connected app pays real cost on its plan; a
       assert.equal((await planUsageRow(db, outcome.requestId))?.chargedMicros, BigInt(outcome.money.billedMicros));
 
       // The organisation's own key on the same mode is held to its ceiling, as today.
-      const viaKey = await createCompletion(operationDeps(form), await authenticate(db, org.ownerKey), {
+      const viaKey = await createCompletion(operationDeps(form), await keyPrincipal(org.ownerKey), {
         body: { model, messages: prompt(), tier: 'pro' },
       });
       assert.equal(viaKey.outcome.payer, 'service');
@@ -150,7 +149,7 @@ describe('plans: billing by payer (a connected app pays real cost on its plan; a
   it("an API-key call keeps today's rules: platform fee, mode fee, its ceiling, payer service, the organisation's ledger", async () => {
     const { db } = stack();
     const { org } = await appCaller();
-    const auth = await authenticate(db, org.ownerKey);
+    const auth = await keyPrincipal(org.ownerKey);
     const balance = await getBalance(db, org.orgId);
     const { outcome } = await createCompletion(operationDeps('B'), auth, { body: { model: EXPRESS.B, messages: prompt() } });
     const m = outcome.money;

@@ -4,7 +4,6 @@ import { formB } from '../../../api/forms/b';
 import { createCompletion } from '../../../operations/completion';
 import { estimate } from '../../../operations/estimate';
 import { listModels } from '../../../operations/models';
-import { authenticate } from '../../../db/repositories/api-keys';
 import { authenticateApp } from '../../../db/repositories/app-principals';
 import { acquireLease, releaseLease } from '../../../db/repositories/limits';
 import { setOrganisationStatus } from '../../../db/repositories/organisations';
@@ -12,7 +11,7 @@ import { holdPlanCharge, planOf, planUsage, planUsageRow, releasePlanCharge, set
 import { QuorumError, type ErrorCode } from '../../../domain/errors';
 import type { Form } from '../../../domain/form';
 import type { Tier } from '../../../domain/modes';
-import { EXPRESS, moneySnapshot, PANEL, USER } from '../api/helpers';
+import { EXPRESS, keyPrincipal, moneySnapshot, PANEL, USER } from '../api/helpers';
 import { assertHoldRefused, startProductWorkers, systemMode } from '../deliberation/helpers';
 import { getBalance } from '../../../db/repositories/ledger';
 import { abandonRequest } from '../../../db/repositories/requests';
@@ -121,7 +120,7 @@ describe('plans: the rules a plan sets on a connected app (tier_not_permitted, p
       const json = formB.model(listed[0]) as { svc: { pricing: { per_call_cost_ceiling_usd: unknown } } };
       assert.equal(json.svc.pricing.per_call_cost_ceiling_usd, null);
       // The organisation's own key still lists every mode it is entitled to, each with its ceiling.
-      const keyAuth = await authenticate(stack().db, org.ownerKey);
+      const keyAuth = await keyPrincipal(org.ownerKey);
       const all = await listModels(deps, keyAuth);
       assert.ok(all.length > 1 && all.every((v) => typeof v.ceilingMicros === 'number'));
     });
@@ -233,7 +232,7 @@ describe('plans: the rules a plan sets on a connected app (tier_not_permitted, p
         assert.equal(await requestCount(org.orgId), 0);
         // Estimates are not deliberations; the organisation's key calls on.
         assert.equal((await estimateOf('B', auth, EXPRESS.B)).mode.ticker, EXPRESS.B);
-        const keyAuth = await authenticate(db, org.ownerKey);
+        const keyAuth = await keyPrincipal(org.ownerKey);
         const viaKey = await createCompletion(operationDeps('B'), keyAuth, { body: { model: EXPRESS.B, messages: prompt() } });
         assert.equal(viaKey.outcome.payer, 'service');
       } finally {

@@ -357,7 +357,7 @@ describe('mode spec validation', () => {
 
   it('a person in the builder may acknowledge a price override; Form A needs no ticker', () => {
     const spec = { ...template(), api_commercial: { price_override_acknowledged: true } };
-    assert.equal(validateMode(spec, context({ via: 'console' })).ok, true);
+    assert.equal(validateMode(spec, context({ via: 'person' })).ok, true);
     const noTicker = { ...template(), ticker: undefined };
     const a = validateMode(noTicker, context({ form: 'A' }));
     assert.ok(a.ok);

@@ -242,11 +242,11 @@ describe('lint: layers are enforced', function () {
         await refused(file, `import { OAuthStore } from '${up}db/repositories/oauth-store';\nexport const x = OAuthStore;\n`, why);
         await refused(
           file,
-          `import { authenticate, type AuthContext } from '${up}db/repositories/api-keys';\nexport const x = authenticate;\nexport type Y = AuthContext;\n`,
+          `import { authenticate, type AuthenticatedKey } from '${up}db/repositories/api-keys';\nexport const x = authenticate;\nexport type Y = AuthenticatedKey;\n`,
           why,
         );
         await accepted(file, `import type { Admission } from '${up}db/repositories/limits';\nexport type X = Admission;\n`);
-        await accepted(file, `import { type AuthContext } from '${up}db/repositories/api-keys';\nexport type Y = AuthContext;\n`);
+        await accepted(file, `import { type AuthenticatedKey } from '${up}db/repositories/api-keys';\nexport type Y = AuthenticatedKey;\n`);
         await accepted(file, `import { countRequests } from '${up}operations/callers';\nexport const x = countRequests;\n`);
       });
     }

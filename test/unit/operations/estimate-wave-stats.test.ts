@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { formB } from '../../../api/forms/b';
 import type { JsonObject } from '../../../api/forms/json';
-import type { AuthContext } from '../../../db/repositories/api-keys';
+import type { KeyPrincipal } from '../../../operations/principal';
 import { callStatsByTier, firstWaveCounts, type CallStatsRow } from '../../../db/repositories/mode-call-stats';
 import { classifyHeuristic } from '../../../domain/classifier';
 import { MIN_SAMPLE, quote, tierRate, tierRates } from '../../../domain/estimate';
@@ -47,7 +47,9 @@ describe("a first wave's observed share, from the recorded calls to the quote", 
   };
   const mode: ModeRecord = { ...seed, config, version: 1, configHash: 'hash', orgId: 'org_1', published: true };
   const deps = { form: 'B' as const, engines: createEngines({ env: {} }) };
-  const auth: AuthContext = {
+  const auth: KeyPrincipal = {
+    via: 'key',
+    edge: 'api',
     keyId: 'key_1',
     orgId: 'org_1',
     keyKind: 'live',
