@@ -19,7 +19,7 @@ export interface Authoring {
 export function consoleAuthoring(deps: ConsoleDeps, org: Membership, user?: ConsoleUser): Authoring {
   const by = user && { kind: 'person' as const, id: user.session.person.id, edge: 'console' as const, ip: user.ip };
   return {
-    deps: { db: deps.db, form: deps.form, engines: deps.engines, env: deps.env },
+    deps: { db: deps.db, form: deps.form, engines: deps.engines, config: deps.config },
     author: { via: 'console', orgId: org.orgId, ...(by && { by }) },
   };
 }

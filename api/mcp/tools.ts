@@ -323,9 +323,9 @@ const certifyMode = tool({
 });
 
 function authoring(ctx: ToolContext): { deps: AuthoringDeps; author: Author } {
-  const { db, form, engines, env } = ctx.deps;
+  const { db, form, engines, config } = ctx.deps;
   return {
-    deps: { db, form, engines, env },
+    deps: { db, form, engines, config },
     author: {
       via: 'key',
       orgId: ctx.auth.orgId,

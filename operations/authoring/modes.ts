@@ -33,7 +33,8 @@ import {
 import { organisationExists } from '../../db/repositories/organisations';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
 import type { Engines } from '../../engines';
-import { callSeatingContext, simStandInsAllowed } from '../../engines/seating-context';
+import { callSeatingContext, simStandInsAllowed, type SeatingSettings } from '../../engines/seating-context';
+import type { Config } from '../../infra/config';
 
 /**
  * The mode builder's one core (spec 02 `list_engines`, `validate_mode`, `save_mode`, `list_mode`; the operator CLI;
@@ -45,8 +46,7 @@ export interface AuthoringDeps {
   db: Knex;
   form: Form;
   engines: Pick<Engines, 'find' | 'isAvailable' | 'catalog'>;
-  /** `QUORUM_PRICE_FLOOR_*` and `QUORUM_SIM_STANDINS` / `QUORUM_ENV` are read from here. */
-  env: NodeJS.ProcessEnv;
+  config: PriceFloorSettings & SeatingSettings;
 }
 
 /** Who authors: a bearer key, a person in the builder, or an operator (who alone may author platform modes: `orgId` null). */
@@ -71,13 +71,11 @@ async function recordModeChange(
   await recordActivity(trx, m.orgId, by, { kind, subject: m.id, detail: { ticker: m.ticker, version: m.currentVersion } });
 }
 
+export type PriceFloorSettings = Pick<Config, 'QUORUM_PRICE_FLOOR_PER_MTOK_USD' | 'QUORUM_PRICE_FLOOR_SURCHARGE_USD'>;
+
 /** The price floor when no operator set one: the cheapest the price slider goes. */
-export function configuredPriceFloor(env: NodeJS.ProcessEnv): PriceFloor {
-  const num = (name: string, fallback: number): number => {
-    const v = Number(env[name]);
-    return env[name] !== undefined && Number.isFinite(v) && v >= 0 ? v : fallback;
-  };
-  return { perMtokUsd: num('QUORUM_PRICE_FLOOR_PER_MTOK_USD', 0.05), surchargeUsd: num('QUORUM_PRICE_FLOOR_SURCHARGE_USD', 0.0005) };
+export function configuredPriceFloor(config: PriceFloorSettings): PriceFloor {
+  return { perMtokUsd: config.QUORUM_PRICE_FLOOR_PER_MTOK_USD ?? 0.05, surchargeUsd: config.QUORUM_PRICE_FLOOR_SURCHARGE_USD ?? 0.0005 };
 }
 
 /** What the edges show of a mode: its names, where its draft and release stand, and its listing. */
@@ -147,7 +145,7 @@ export function requireOrg(author: Author): void {
 
 /** The validation context for this author, with `mode` the mode being saved (excluded from the ticker check). */
 async function contextFor(deps: AuthoringDeps, author: Author, mode?: AuthoredMode): Promise<ValidationContext> {
-  const floor = await readPriceFloor(deps.db, configuredPriceFloor(deps.env));
+  const floor = await readPriceFloor(deps.db, configuredPriceFloor(deps.config));
   const orgId = author.orgId;
   const [own, taken] = await Promise.all([
     orgId ? ownProviderFamilies(deps.db, orgId) : Promise.resolve(new Set<string>()),
@@ -156,7 +154,7 @@ async function contextFor(deps: AuthoringDeps, author: Author, mode?: AuthoredMo
       p ? tickersUnder(deps.db, p) : new Map<string, string>(),
     ),
   ]);
-  const standIns = simStandInsAllowed(deps.env);
+  const standIns = simStandInsAllowed(deps.config);
   return {
     form: deps.form,
     find: (id) => deps.engines.find(id),
@@ -431,8 +429,8 @@ export type EngineListing = {
 /** `list_engines`: the catalog up to `tier`, with what a seat needs to know and whether each can run here now. */
 export async function listEngines(deps: AuthoringDeps, author: Author, tier: Tier = 'pro'): Promise<EngineListing[]> {
   const own = author.orgId ? await ownProviderFamilies(deps.db, author.orgId) : new Set<string>();
-  const standIns = simStandInsAllowed(deps.env);
-  const ctx = callSeatingContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.env);
+  const standIns = simStandInsAllowed(deps.config);
+  const ctx = callSeatingContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.config);
   return deps.engines.catalog
     .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[tier])
     .sort((a, b) => TIERS.indexOf(a.tier) - TIERS.indexOf(b.tier) || a.id.localeCompare(b.id))
