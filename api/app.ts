@@ -135,6 +135,8 @@ export function createApp(deps: AppDeps): Koa {
     serialiser,
     runs: deps.runs ?? runSettingsOf(config),
     oauth,
+    secureCookies: production,
+    selfTopUp: !production,
   };
   const openapi = openApiDocument(serialiser);
   // The first prompt should not pay for building the tokenizer.
@@ -190,7 +192,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(oauth.middleware());
   app.use(refuseBrowsers);
   app.use(router.routes());
-  app.use(consoleRouter({ ...routeDeps, secureCookies: production, selfTopUp: !production }).routes());
+  app.use(consoleRouter(routeDeps).routes());
   app.use((ctx) => {
     // No route took the request: a known path with another method is 405 with the methods it has (RFC 9110), anything else 404.
     const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];

@@ -1,7 +1,6 @@
 import { DEFAULT_CALLBACK_RETRY_MS } from '../domain/webhook-signature';
 import { DEFAULT_RUN_WINDOW } from '../domain/runs';
 import type { Config } from '../infra/config';
-import type { OperationDeps } from './deps';
 
 /** How runs are limited and paced in this deployment (environment, with defaults), and what their operations need. */
 export interface RunSettings {
@@ -62,8 +61,4 @@ export function runSettingsOf(
     callbackRetryMs: config.QUORUM_CALLBACK_RETRY_MS ?? DEFAULT_CALLBACK_RETRY_MS,
     publicCallbacksOnly: config.QUORUM_ENV === 'production',
   };
-}
-
-export interface RunDeps extends OperationDeps {
-  runs: RunSettings;
 }

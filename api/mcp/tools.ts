@@ -22,7 +22,6 @@ import type { QuoteRecord } from '../../db/repositories/quotes';
 import { launchCertification, launchTestRun, type LaunchView } from '../../operations/run-launch';
 import type { TaskWork } from '../../operations/mcp-tasks';
 import type { RouteDeps } from '../http/context';
-import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey, parseRequest } from '../../operations/requests/common';
 import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
 import { cancelOrgRun } from '../../operations/run-cancel';
@@ -39,7 +38,7 @@ import { refusalEntry, type ToolKind } from './errors';
  * SDK's; the JSON Schema each tool lists is documentation an agent can act on.
  */
 export interface ToolContext {
-  deps: RouteDeps & RunDeps;
+  deps: RouteDeps;
   auth: AuthContext;
   /** The base URL the caller reached, for status addresses. */
   baseUrl: string;

@@ -1,11 +1,10 @@
-import type { StoreDeps } from '../deps';
+import type { OperationDeps, StoreDeps } from '../deps';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ActivityActor } from '../../domain/activity';
 import type { KeyKind } from '../../domain/api-keys';
 import { recordActivity } from '../activity';
 import { QuorumError } from '../../domain/errors';
-import type { Form } from '../../domain/form';
 import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../../domain/mode-spec';
 import type { Refusal } from '../../domain/mode-validation-codes';
 import { TIER_RANK, TIERS, tiersOf, type Tier } from '../../domain/modes';
@@ -32,8 +31,7 @@ import {
 } from '../../db/repositories/mode-authoring';
 import { organisationExists } from '../../db/repositories/organisations';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
-import type { Engines } from '../../engines';
-import { callSeatingContext, simStandInsAllowed, type SeatingSettings } from '../../engines/seating-context';
+import { callSeatingContext, simStandInsAllowed } from '../../engines/seating-context';
 import type { Config } from '../../infra/config';
 
 /**
@@ -42,12 +40,8 @@ import type { Config } from '../../infra/config';
  * writes. Nothing here knows which edge called.
  */
 
-export interface AuthoringDeps {
-  db: Knex;
-  form: Form;
-  engines: Pick<Engines, 'find' | 'isAvailable' | 'catalog'>;
-  config: PriceFloorSettings & SeatingSettings;
-}
+/** What authoring works with of the operations' dependencies (the CLI has them without Temporal). */
+export type AuthoringDeps = Pick<OperationDeps, 'db' | 'form' | 'engines' | 'config'>;
 
 /** Who authors: a bearer key, a person in the builder, or an operator (who alone may author platform modes: `orgId` null). */
 export type Author = (

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import type { Context } from 'koa';
 import { checkModeSpec, saveMode } from '../../../operations/authoring/modes';
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
@@ -6,7 +7,6 @@ import type { Membership } from '../../../db/repositories/people';
 import { QuorumError } from '../../../domain/errors';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { consoleAuthoring } from '../console-auth';
-import type { ConsoleDeps } from '../deps';
 import { fieldsOf, text } from '../fields';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
@@ -20,7 +20,7 @@ import { enginesFor, modePage, problemHtml, type Problem } from './mode-page';
  * of a new mode or of an existing one (a draft, or a release). `/modes/new` and `/modes/propose` are registered
  * before `/modes/:id`, which would otherwise take them.
  */
-export function authoringRoutes(router: Router, deps: ConsoleDeps): void {
+export function authoringRoutes(router: Router, deps: RouteDeps): void {
   router.get('/modes/new', async (ctx) => {
     const { org } = requireOrg(ctx);
     await newModePage(ctx, deps, org);
@@ -48,7 +48,7 @@ function blankSpec(): Spec {
 /** The new-mode page: a proposal from a description, and the editor (the template with its name and ticker cleared). */
 async function newModePage(
   ctx: Context,
-  deps: ConsoleDeps,
+  deps: RouteDeps,
   org: Membership,
   extras: { editor?: Partial<EditorState>; proposal?: ModeProposal; problem?: Problem } = {},
 ): Promise<void> {
@@ -91,7 +91,7 @@ async function newModePage(
 }
 
 /** A proposal from a description fills the new-mode page's editor, checked; a refusal shows above it with its code. */
-async function proposeRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
+async function proposeRoute(ctx: Context, deps: RouteDeps): Promise<void> {
   const { org } = requireOrg(ctx);
   const fields = fieldsOf(ctx, { description: text(2_000), budget_usd: text(20) });
   const a = consoleAuthoring(deps, org);
@@ -109,7 +109,7 @@ async function proposeRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
 }
 
 /** Live validation: the editor's refusals as the fragment it swaps in, nothing written. */
-async function validateRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
+async function validateRoute(ctx: Context, deps: RouteDeps): Promise<void> {
   const { org } = requireOrg(ctx);
   const sections = editorSections(deps.form);
   const body = ctx.request.body as Spec;
@@ -128,7 +128,7 @@ async function validateRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
 
 /** Every refusal of a posted editor's spec, checked as a save would check it (nothing written). */
 async function refusalsFor(
-  deps: ConsoleDeps,
+  deps: RouteDeps,
   org: Membership,
   posted: ReturnType<typeof specFromFields>,
   modeId: string | undefined,
@@ -155,7 +155,7 @@ function refusalsOf(err: QuorumError): Shown[] {
  * Saves the posted editor (`action`: draft, or release). A refusal re-renders the same editor with each refusal
  * beside its field; a JSON that does not parse saves nothing.
  */
-async function saveFromFields(ctx: Context, deps: ConsoleDeps, org: Membership, modeId: string | undefined): Promise<void> {
+async function saveFromFields(ctx: Context, deps: RouteDeps, org: Membership, modeId: string | undefined): Promise<void> {
   const body = ctx.request.body as Spec;
   const release = body.action === 'release';
   const posted = specFromFields(editorSections(deps.form), body);

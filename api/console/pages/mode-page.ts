@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import type { RouteDeps } from '../../http/context';
 import { listEngines, modeDetail, type EngineListing, type ModeDetail } from '../../../operations/authoring/modes';
 import type { Membership } from '../../../db/repositories/people';
 import type { Form } from '../../../domain/form';
@@ -8,7 +9,6 @@ import type { RunKind } from '../../../domain/runs';
 import type { LaunchView } from '../../../operations/run-launch';
 import { FORM_B_DIFFICULTIES } from '../../../operations/requests/runs';
 import { consoleAuthoring } from '../console-auth';
-import type { ConsoleDeps } from '../deps';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { editorSections, type Shown, type Spec } from '../mode-fields';
@@ -61,7 +61,7 @@ function bucketOf(form: Form, field: string): Bucket {
 const priceUsd = (micros: number): string => `$${microsToUsd(BigInt(micros)).toFixed(micros % 10_000 === 0 ? 2 : 4)}`;
 
 /** The engines the editor offers a seat. */
-export function enginesFor(deps: ConsoleDeps, org: Membership): Promise<EngineListing[]> {
+export function enginesFor(deps: RouteDeps, org: Membership): Promise<EngineListing[]> {
   const a = consoleAuthoring(deps, org);
   return listEngines(a.deps, a.author);
 }
@@ -72,13 +72,7 @@ export function problemHtml(problem: Problem | undefined, id: string): Html {
 }
 
 /** A mode's page: versions, the editor, the lab version, the marketplace and runs. */
-export async function modePage(
-  ctx: Context,
-  deps: ConsoleDeps,
-  org: Membership,
-  modeId: string,
-  extras: ModePageExtras = {},
-): Promise<void> {
+export async function modePage(ctx: Context, deps: RouteDeps, org: Membership, modeId: string, extras: ModePageExtras = {}): Promise<void> {
   const a = consoleAuthoring(deps, org);
   const [m, engines] = await Promise.all([modeDetail(a.deps, a.author, modeId), enginesFor(deps, org)]);
   const key = ctx.query.done;

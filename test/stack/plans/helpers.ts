@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DEFAULT_RUN_SETTINGS } from '../../../operations/run-settings';
 import type { OperationDeps } from '../../../operations/deps';
 import type { AuthContext } from '../../../db/repositories/api-keys';
 import { authenticateApp } from '../../../db/repositories/app-principals';
@@ -16,7 +17,7 @@ import { entrySettingsOf } from '../../harness/settings';
 /** The operations' dependencies on the shared test stack, as the API builds them (sim engines stand in offline). */
 export function operationDeps(form: Form): OperationDeps {
   const log = createLogger('test-plans', () => undefined);
-  return { db: stack().db, client: stack().env.client, form, log, ...entrySettingsOf({}, log) };
+  return { db: stack().db, client: stack().env.client, form, log, runs: DEFAULT_RUN_SETTINGS, ...entrySettingsOf({}, log) };
 }
 
 /** A plan of the test's own (the seeded ones are shared by every test), assigned to nobody yet. */
