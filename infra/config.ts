@@ -9,7 +9,7 @@ const envFlag = z
   .pipe(z.enum(['true', 'false', '1', '0']))
   .transform((v) => v === 'true' || v === '1');
 const envText = z.string().min(1).optional();
-/** As envText, surrounding blanks dropped and a blank value taken as unset, as these settings have always been read. */
+/** As envText, surrounding blanks dropped (no path or engine id has them) and a value of blanks only taken as unset. */
 const trimmedText = z
   .string()
   .min(1)
