@@ -200,7 +200,19 @@ const noEnvRead = [
     object: 'process',
     property: 'env',
     message:
-      'Only the entry points and infra/config.ts read the environment: add the variable to EnvSchema (infra/config.ts) and docs/configuration.md, and take the setting from the Config (or the environment snapshot) the entry point hands down.',
+      'Only the entry points and infra/config.ts read the environment: add the variable to EnvSchema (infra/config.ts) and docs/configuration.md, and take the setting from the Config the entry point hands down (a variable read by name: from the EnvLookup it gives the engines).',
+  },
+];
+/** Below the entry points a setting comes typed, from the Config: no layer takes the raw environment to read it again. */
+const noRawEnvironment = [
+  'error',
+  {
+    types: {
+      'NodeJS.ProcessEnv': {
+        message:
+          'Only the entry points and infra/config.ts hold the raw environment: take the Config (or a Pick of it) the entry point validated, and for a variable read by name an EnvLookup (infra/config.ts).',
+      },
+    },
   },
 ];
 
@@ -284,6 +296,12 @@ export default tseslint.config(
     files: PRODUCT_FOLDERS.map((f) => `${f}/**/*.ts`),
     ignores: [...ENV_READERS, ...LAUNCHER_ENV_READERS, 'db/migrations/**'],
     rules: { 'no-restricted-properties': noEnvRead },
+  },
+  {
+    // npm start's launcher (stack/) hands environments to the processes it starts, as infra/entry-point.ts forks one.
+    files: PRODUCT_FOLDERS.filter((f) => f !== 'stack').map((f) => `${f}/**/*.ts`),
+    ignores: [...ENV_READERS, 'infra/entry-point.ts', 'db/migrations/**'],
+    rules: { '@typescript-eslint/no-restricted-types': noRawEnvironment },
   },
   {
     // A function longer than a screen and a half no longer reads as its steps: split it into named parts (as runPanel).

@@ -58,8 +58,8 @@ async function raiseKeyExpiryAlerts(db: Db): Promise<number> {
   return raised;
 }
 
-export function createAccountEventActivities(deps: Pick<ActivityDeps, 'db' | 'log' | 'env'>) {
-  const { db, env } = deps;
+export function createAccountEventActivities(deps: Pick<ActivityDeps, 'db' | 'log' | 'config' | 'box'>) {
+  const { db, config, box } = deps;
   return {
     /** One attempt: the stored body, signed with the organisation's secret as it is now, to its URL as it is now. */
     async deliverAccountEvent(input: { eventId: string }): Promise<AccountEventDelivery> {
@@ -75,8 +75,8 @@ export function createAccountEventActivities(deps: Pick<ActivityDeps, 'db' | 'lo
           url: event.url,
           body: event.body,
           eventId: input.eventId,
-          secret: await signingSecret(db, event.orgId),
-          production: env.QUORUM_ENV === 'production',
+          secret: await signingSecret(db, box, event.orgId),
+          production: config.QUORUM_ENV === 'production',
         });
         await recordAttempt(db, input.eventId, { state: 'delivered', status, counted: true });
         return { eventId: input.eventId, state: 'delivered', status };

@@ -95,8 +95,8 @@ export async function sendSigned(input: {
   throw ApplicationFailure.retryable(message, 'callback_failed');
 }
 
-export function createCallbackActivities(deps: Pick<ActivityDeps, 'db' | 'log' | 'env'>) {
-  const { env } = deps;
+export function createCallbackActivities(deps: Pick<ActivityDeps, 'db' | 'log' | 'config' | 'box'>) {
+  const { config } = deps;
   return {
     /**
      * The ended run's event, built from its row (the same bytes on every attempt), signed with the organisation's
@@ -111,8 +111,8 @@ export function createCallbackActivities(deps: Pick<ActivityDeps, 'db' | 'log' |
           url: input.url,
           body: JSON.stringify(event),
           eventId: event.id,
-          secret: await signingSecret(deps.db, input.orgId),
-          production: env.QUORUM_ENV === 'production',
+          secret: await signingSecret(deps.db, deps.box, input.orgId),
+          production: config.QUORUM_ENV === 'production',
         });
         return { eventId: event.id, status };
       } catch (err) {

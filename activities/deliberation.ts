@@ -104,7 +104,7 @@ async function holdThenRead(
 }
 
 export function createDeliberationActivities(deps: ActivityDeps) {
-  const { db, engines, env } = deps;
+  const { db, engines, config } = deps;
   const engineCall = createEngineCall(deps);
 
   return {
@@ -147,7 +147,7 @@ export function createDeliberationActivities(deps: ActivityDeps) {
         if (err instanceof QuorumError) return { refused: holdRefusal(err.code), message: err.message };
         throw err;
       }
-      return seatingFor(mode.config, input.tier, input.lane, callSeatingContext(engines, { ownFamilies, simOnly }, env));
+      return seatingFor(mode.config, input.tier, input.lane, callSeatingContext(engines, { ownFamilies, simOnly }, config));
     },
 
     /**
@@ -161,7 +161,7 @@ export function createDeliberationActivities(deps: ActivityDeps) {
     },
 
     async ground(input: { query: string }): Promise<GroundingResult> {
-      return searchGrounding(db, input.query, env.QUORUM_SEARXNG_URL);
+      return searchGrounding(db, input.query, config.QUORUM_SEARXNG_URL);
     },
 
     seat: engineCall,

@@ -1,15 +1,17 @@
 import type { Db } from '../db/knex';
 import type { Engines } from '../engines';
+import type { SeatingSettings } from '../engines/seating-context';
+import type { Config } from '../infra/config';
 import type { Logger } from '../infra/log';
+import type { SecretBox } from '../infra/secret-box';
 
 /** What activities need from the outside world (every activity group takes the same); built once per worker process. */
 export interface ActivityDeps {
   db: Db;
   engines: Engines;
   log: Logger;
-  /**
-   * The environment as the entry point read it at start, loadConfig having validated it: the settings activities
-   * read (QUORUM_SEARXNG_URL, QUORUM_ENV, QUORUM_SIM_STANDINS, QUORUM_STAND_IN, AWS_REGION).
-   */
-  env: NodeJS.ProcessEnv;
+  /** The settings activities read, from the Config the entry point validated at start. */
+  config: SeatingSettings & Pick<Config, 'QUORUM_SEARXNG_URL'>;
+  /** Opens organisations' own provider keys and webhook secrets, with the entry point's master key. */
+  box: SecretBox;
 }

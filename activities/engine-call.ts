@@ -1,5 +1,4 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import type { Knex } from 'knex';
 import type { Lane } from '../domain/classifier';
 import type { ChatMessage } from '../domain/messages';
 import { engineCostMicros } from '../domain/pricing';
@@ -9,7 +8,7 @@ import type { CallSource } from '../domain/outcome';
 import { getProviderCredential, type ProviderFamily } from '../db/repositories/provider-credentials';
 import type { Credential, Engines, Family, KnownAnswer } from '../engines';
 import { isEngineError } from '../engines';
-import type { Logger } from '../infra/log';
+import type { ActivityDeps } from './deps';
 import { openAnswerWriter, type AnswerStream } from './answer-stream';
 import { joinRound, lateFailure } from './quorum-rounds';
 
@@ -72,8 +71,8 @@ function keyedFamily(family: Family): ProviderFamily | undefined {
  * provider's retry-after); permanent ones are non-retryable `EnginePermanent` failures the workflow answers with a
  * backup. Registered under several names (`seat`, `judge`, `synthesize`, `ballot`, `runJudge`) so each step is named in history.
  */
-export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS.ProcessEnv; log: Logger }) {
-  const { db, engines, env, log } = deps;
+export function createEngineCall(deps: Pick<ActivityDeps, 'db' | 'engines' | 'box' | 'log'>) {
+  const { db, engines, box, log } = deps;
   return async (input: EngineCallInput): Promise<EngineCallResult> => {
     // A duplicate for an engine that must not be hedged (a single-slot server would queue it behind the original)
     // sends nothing. The hedge ignores a duplicate's failure while the original is out (workflows/hedge.ts), so the
@@ -83,7 +82,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
     let credential: Credential | undefined;
     if (input.ownKey) {
       const family = keyedFamily(engines.spec(input.engineId).protocol);
-      const stored = family ? await getProviderCredential(db, input.orgId, family) : undefined;
+      const stored = family ? await getProviderCredential(db, box, input.orgId, family) : undefined;
       if (!stored) throw ApplicationFailure.nonRetryable("the organisation's own key was removed", ENGINE_PERMANENT);
       // Decrypted here and only here; it never enters workflow history.
       credential =
@@ -93,7 +92,7 @@ export function createEngineCall(deps: { db: Knex; engines: Engines; env: NodeJS
               kind: 'bedrock_role',
               roleArn: stored.roleArn,
               externalId: stored.externalId,
-              region: env.AWS_REGION ?? 'us-east-1',
+              region: engines.roleRegion,
               source: 'own_key',
             };
     }

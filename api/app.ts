@@ -3,7 +3,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { Client } from '@temporalio/client';
-import { createEngines, type Engines } from '../engines';
+import type { Engines } from '../engines';
 import { QuorumError } from '../domain/errors';
 import { warmTokenizer } from '../domain/tokens';
 import type { Logger } from '../infra/log';
@@ -27,8 +27,9 @@ import { cancelRoute, launchCertify, launchTests, listRunsRoute, poll } from './
 import { httpMetrics, metricsEndpoint, statusOf } from './http/metrics';
 import { ACCOUNT_READ_SCOPE, type Edge } from './http/access';
 import { OAuthServer } from './oauth/server';
-import { loadConfig } from '../infra/config';
-import { runSettingsFromEnv, type RunSettings } from '../operations/run-settings';
+import type { Config } from '../infra/config';
+import type { SecretBox } from '../infra/secret-box';
+import { runSettingsOf, type RunSettings } from '../operations/run-settings';
 
 export interface AppDeps extends HealthDeps {
   log: Logger;
@@ -36,15 +37,14 @@ export interface AppDeps extends HealthDeps {
   form?: Form;
   /** Starts and awaits deliberations; default: a client on `temporal` in `namespace`. */
   client?: Client;
-  /** The estimate's classifier model, when a mode names one; default: engines configured from the environment. */
-  engines?: Engines;
-  /** Daily launch limits and questions in flight per run; default: from the environment (QUORUM_TEST_RUNS_PER_DAY…). */
+  /** The estimate's classifier model, when a mode names one, and who would answer in the listings. */
+  engines: Engines;
+  /** Daily launch limits and questions in flight per run; default: from `config` (QUORUM_TEST_RUNS_PER_DAY…). */
   runs?: RunSettings;
-  /**
-   * The environment as the entry point read it at start: the deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS…),
-   * validated here by loadConfig, and the provider keys the default engines are configured from.
-   */
-  env: NodeJS.ProcessEnv;
+  /** The deployment's settings, as the entry point validated them at start. */
+  config: Config;
+  /** Seals and opens secrets at rest (provider keys, webhook secrets, the authorization server's keys). */
+  box: SecretBox;
 }
 
 /**
@@ -112,8 +112,7 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = true;
   const router = new Router();
   const serialiser = serialiserFor(deps.form ?? 'B');
-  const { env } = deps;
-  const config = loadConfig(env);
+  const { config } = deps;
   const production = config.QUORUM_ENV === 'production';
   const oauth = new OAuthServer(
     deps.db,
@@ -123,17 +122,21 @@ export function createApp(deps: AppDeps): Koa {
       secureCookies: production,
     },
     deps.log,
+    deps.box,
   );
   const routeDeps = {
     db: deps.db,
-    env,
+    config,
+    box: deps.box,
     client: deps.client ?? new Client({ connection: deps.temporal, namespace: deps.namespace }),
     form: serialiser.form,
-    engines: deps.engines ?? createEngines({ env, logger: deps.log }),
+    engines: deps.engines,
     log: deps.log,
     serialiser,
-    runs: deps.runs ?? runSettingsFromEnv(env),
+    runs: deps.runs ?? runSettingsOf(config),
     oauth,
+    secureCookies: production,
+    selfTopUp: !production,
   };
   const openapi = openApiDocument(serialiser);
   // The first prompt should not pay for building the tokenizer.
@@ -189,7 +192,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(oauth.middleware());
   app.use(refuseBrowsers);
   app.use(router.routes());
-  app.use(consoleRouter({ ...routeDeps, secureCookies: production, selfTopUp: !production }).routes());
+  app.use(consoleRouter(routeDeps).routes());
   app.use((ctx) => {
     // No route took the request: a known path with another method is 405 with the methods it has (RFC 9110), anything else 404.
     const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];

@@ -1,7 +1,9 @@
 import { Client, Connection, type ConnectionLike } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Server } from 'node:http';
-import { loadConfig } from '../infra/config';
+import { envLookup, loadConfig } from '../infra/config';
+import { deferredSecretBox } from '../infra/secret-box';
+import { createEngines } from '../engines';
 import { onStopRequest } from '../infra/entry-point';
 import { createLogger } from '../infra/log';
 import { openDatabase } from '../operations/open';
@@ -36,7 +38,18 @@ async function main(): Promise<void> {
     namespace: config.TEMPORAL_NAMESPACE,
     interceptors: worker ? { workflow: [eagerStart] } : undefined,
   });
-  const app = createApp({ db, temporal, client, namespace: config.TEMPORAL_NAMESPACE, log, form: config.QUORUM_FORM, env: process.env });
+  const app = createApp({
+    db,
+    temporal,
+    client,
+    namespace: config.TEMPORAL_NAMESPACE,
+    log,
+    form: config.QUORUM_FORM,
+    config,
+    // The provider keys the engines read by name are looked up here, at start.
+    engines: createEngines({ config, variable: envLookup(), logger: log }),
+    box: deferredSecretBox(config),
+  });
 
   const server: Server = listen(app, config.PORT);
   server.once('listening', () => {

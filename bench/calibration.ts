@@ -24,6 +24,7 @@ import { stack, startStack, stopStack } from '../test/harness/stack';
 import { bundleInChild } from '../worker/bundle';
 import { configuredSlots, createWorkers } from '../worker/workers';
 import { machine, round, writeResults } from './results';
+import { settingsOf, testSecretBox } from '../test/harness/settings';
 
 /**
  * Calibration end to end (issue 26 item 11): whole certifications through the workflows (benchmarkWorkflow →
@@ -316,9 +317,14 @@ async function main(): Promise<void> {
   await startStack();
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
-  const real = createEngines({ env: { QUORUM_SIM_SKILL: SIM_SKILL }, simLatency: SPEEDUP > 0 ? `spec:${SPEEDUP}` : 'zero', logger: log });
+  const real = createEngines({
+    ...settingsOf({ QUORUM_SIM_SKILL: SIM_SKILL }),
+    simLatency: SPEEDUP > 0 ? `spec:${SPEEDUP}` : 'zero',
+    logger: log,
+  });
   const calls = { all: 0, hedges: 0 };
   const engines: Engines = {
+    roleRegion: real.roleRegion,
     catalog: real.catalog,
     spec: (id) => real.spec(id),
     find: (id) => real.find(id),
@@ -334,7 +340,7 @@ async function main(): Promise<void> {
     namespace,
     bundlePath: bundleInChild(),
     ...configuredSlots(loadConfig()),
-    deps: { db, engines, log, env: process.env },
+    deps: { db, engines, log, config: loadConfig(), box: testSecretBox() },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   const hedgeAfterMs = SPEEDUP > 0 && HEDGE_AFTER_MS > 0 ? HEDGE_AFTER_MS / SPEEDUP : undefined;

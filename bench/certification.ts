@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { entrySettingsOf } from '../test/harness/settings';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/app';
 import { DEFAULT_HEDGE_AFTER_MS } from '../operations/run-settings';
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
     form: 'A',
     client: env.client,
     runs: { testsPerDay: 20, certificationsPerDay: 3, window: WINDOW, hedgeAfterMs: HEDGE_AFTER_MS / SPEEDUP },
-    env: process.env,
+    ...entrySettingsOf(process.env, log),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

@@ -17,6 +17,7 @@ import { stack, startStack, stopStack } from '../test/harness/stack';
 import { machine, round, writeResults } from './results';
 import { fmt, summary } from './stats';
 import { pool } from './pool';
+import { settingsOf, testSecretBox } from '../test/harness/settings';
 
 /**
  * DESIGN §13 on the real stack (Temporal dev server + Postgres) with sim engines: throughput with zero-latency
@@ -87,7 +88,7 @@ async function withWorkers<T>(simLatency: string, work: () => Promise<T>): Promi
     namespace,
     bundlePath,
     ...configuredSlots(loadConfig()),
-    deps: { db, engines: createEngines({ env: {}, simLatency, logger: log }), log, env: process.env },
+    deps: { db, engines: createEngines({ ...settingsOf({}), simLatency, logger: log }), log, config: loadConfig(), box: testSecretBox() },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   try {

@@ -14,6 +14,7 @@ import { ensureLocalModel, LOCAL_ENGINE_ID, LOCAL_MODEL_NAME, localEnginesFile, 
 import { machine, round, writeResults } from './results';
 import { loadConfig } from '../infra/config';
 import { toolEnv } from '../stack/tool-env';
+import { settingsOf } from '../test/harness/settings';
 
 /**
  * Staff on the real local model (issue 27 items 2 and 8): SmolLM2-135M-Instruct on llama.cpp's server, called through
@@ -108,7 +109,7 @@ async function main(): Promise<void> {
     // The staff's own limits (a judge asks for up to 600 tokens), not the demo's 256-token answers.
     const declared = localEnginesFile(server.baseUrl).engines.map((e) => ({ ...e, max_output_tokens: 1024 }));
     fs.writeFileSync(file, JSON.stringify({ engines: declared }));
-    const engines = createEngines({ env: { QUORUM_ENGINES_FILE: file }, logger: createLogger('bench', () => undefined) });
+    const engines = createEngines({ ...settingsOf({ QUORUM_ENGINES_FILE: file }), logger: createLogger('bench', () => undefined) });
     const rows: Record<string, unknown>[] = [];
     for (const [staff, list] of Object.entries(tasks())) {
       const asText = await readable(engines, list, false);

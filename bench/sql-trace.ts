@@ -7,10 +7,10 @@ import { createDb } from '../db/knex';
 import { createApiKey } from '../db/repositories/api-keys';
 import { createOrganisation } from '../db/repositories/organisations';
 import { workflowIds } from '../domain/workflow-ids';
-import { createEngines } from '../engines';
 import { createLogger } from '../infra/log';
 import { createWorkers } from '../worker/workers';
 import { stack, startStack, stopStack } from '../test/harness/stack';
+import { entrySettingsOf } from '../test/harness/settings';
 
 /**
  * Every SQL statement of one completion through HTTP, by process (API, worker), in order, and per process the
@@ -77,7 +77,7 @@ async function main(): Promise<void> {
   const workers = await createWorkers({
     connection: env.nativeConnection,
     namespace,
-    deps: { db: workerDb, engines: createEngines({ env: {}, logger: log }), log, env: {} },
+    deps: { db: workerDb, log, ...entrySettingsOf({}, log) },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   const port = await freePort();
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     log,
     form: 'B',
     client: env.client,
-    env: { ...process.env, QUORUM_PUBLIC_URL: url },
+    ...entrySettingsOf({ ...process.env, QUORUM_PUBLIC_URL: url }, log),
   });
   const server = listen(app, port, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

@@ -1,5 +1,6 @@
-import { createEngines, type EnginesOptions } from '../engines';
+import { createEngines } from '../engines';
 import { loadConfig } from '../infra/config';
+import { settingsOf, testSecretBox } from '../test/harness/settings';
 import { createLogger } from '../infra/log';
 import { stack } from '../test/harness/stack';
 import { bundleInChild } from '../worker/bundle';
@@ -7,10 +8,10 @@ import { configuredSlots, createWorkers } from '../worker/workers';
 
 /**
  * The product's workers on the bench's stack, as `npm start` runs them (the workflow bundle built in a child, the
- * configured cache and activity slots), their engines from `engines` (a provider's environment, or sim engines at a
- * latency); `stop` shuts them down and waits.
+ * configured cache and activity slots), their engines from `engines.env` (a provider's environment, or sim engines at
+ * a latency); `stop` shuts them down and waits.
  */
-export async function startBenchWorkers(engines: Omit<EnginesOptions, 'logger'>): Promise<{ stop(): Promise<void> }> {
+export async function startBenchWorkers(engines: { env: NodeJS.ProcessEnv; simLatency?: string }): Promise<{ stop(): Promise<void> }> {
   const { env, db, namespace } = stack();
   const log = createLogger('bench', () => undefined);
   const workers = await createWorkers({
@@ -18,7 +19,13 @@ export async function startBenchWorkers(engines: Omit<EnginesOptions, 'logger'>)
     namespace,
     bundlePath: bundleInChild(),
     ...configuredSlots(loadConfig()),
-    deps: { db, engines: createEngines({ ...engines, logger: log }), log, env: process.env },
+    deps: {
+      db,
+      engines: createEngines({ ...settingsOf(engines.env), simLatency: engines.simLatency, logger: log }),
+      log,
+      config: loadConfig(),
+      box: testSecretBox(),
+    },
   });
   const running = Promise.all(workers.map((w) => w.run()));
   return {

@@ -1,8 +1,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 import { microsToDecimal, usdToMicros } from '../domain/money';
-import type { Config } from '../infra/config';
+import type { Config, EnvLookup } from '../infra/config';
 import type { Logger } from '../infra/log';
+import type { SecretBox } from '../infra/secret-box';
 import type { Principal } from '../operations/principal';
 import type { CliResources } from './connect';
 
@@ -27,8 +28,10 @@ export interface CommandContext {
   resources: CliResources;
   log: Logger;
   config: Config;
-  /** The environment as cli/main read it at start (provider keys and the engines file's key variables among it). */
-  env: NodeJS.ProcessEnv;
+  /** Seals what the commands store secret (provider keys, the authorization server's keys). */
+  box: SecretBox;
+  /** The variables the engines read by name (provider keys, the engines file's key variables), as cli/main found them. */
+  variable: EnvLookup;
 }
 
 /** `json` is the one object printed with `--json`; `text` the human-readable rendering. */

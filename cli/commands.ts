@@ -200,7 +200,7 @@ const byokSet = command({
     ],
     { error: 'must be openai, anthropic, google or bedrock' },
   ),
-  async run(input, { resources }) {
+  async run(input, { resources, box }) {
     if (input.family === 'bedrock') {
       await setOwnBedrockRole(resources, OPERATOR, { orgId: input.org, roleArn: input['role-arn'], externalId: input['external-id'] });
       return {
@@ -214,7 +214,7 @@ const byokSet = command({
     } catch (err) {
       throw new UsageError(`--key-file cannot be read: ${(err as Error).message}`);
     }
-    await setOwnProviderKey(resources, OPERATOR, { orgId: input.org, family: input.family, apiKey });
+    await setOwnProviderKey({ db: resources.db, box }, OPERATOR, { orgId: input.org, family: input.family, apiKey });
     // The key itself is never echoed.
     return {
       json: { org_id: input.org, family: input.family, configured: true },

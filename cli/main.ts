@@ -2,9 +2,10 @@
 import { QuorumError } from '../domain/errors';
 import type { Refusal } from '../domain/mode-validation-codes';
 import { refusalLine } from './mode-commands';
-import { loadConfig } from '../infra/config';
+import { envLookup, loadConfig } from '../infra/config';
 import { createLogger } from '../infra/log';
 import { redact } from '../infra/redact';
+import { deferredSecretBox } from '../infra/secret-box';
 import { COMMANDS, UsageError, type Command } from './commands';
 import { openResources } from './connect';
 
@@ -42,7 +43,8 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   const resources = await openResources(config, log);
   try {
-    const output = await invocation.run({ resources, log, config, env: process.env });
+    // The box is opened by the commands that seal (byok set, oauth rotate-keys) only: the others need no master key.
+    const output = await invocation.run({ resources, log, config, box: deferredSecretBox(config), variable: envLookup() });
     process.stdout.write((invocation.json ? JSON.stringify(output.json) : output.text) + '\n');
     return output.exitCode ?? 0;
   } catch (err) {

@@ -30,7 +30,13 @@ export function refusalLine(r: Refusal): string {
 }
 
 function deps(ctx: CommandContext): AuthoringDeps {
-  return { db: ctx.resources.db, form: ctx.config.QUORUM_FORM, engines: createEngines({ env: ctx.env, logger: ctx.log }), env: ctx.env };
+  const { config } = ctx;
+  return {
+    db: ctx.resources.db,
+    form: config.QUORUM_FORM,
+    engines: createEngines({ config, variable: ctx.variable, logger: ctx.log }),
+    config,
+  };
 }
 
 const oneFile = z.array(z.string()).length(1, 'name one FILE');

@@ -12,8 +12,8 @@ const rotateKeys = command({
   usage: '',
   options: {},
   input: z.strictObject({}),
-  async run(_input, { resources }) {
-    const ids = await rotateAuthorizationKeys(resources, OPERATOR);
+  async run(_input, { resources, box }) {
+    const ids = await rotateAuthorizationKeys({ db: resources.db, box }, OPERATOR);
     return {
       json: { signing_key: ids.signing, cookie_key: ids.cookie },
       text: `New signing key ${ids.signing} and cookie key ${ids.cookie}; APIs use them from their next start, and the previous two of each still verify.`,

@@ -10,7 +10,7 @@ import { ENDED_STATES, runTiming, SIMULATED_RUN_NOTE, type RunProgress } from '.
 import { cancelOrgRun } from '../operations/run-cancel';
 import { importQuestionSet } from '../operations/question-sets';
 import { anyRun, EVERY_RUN_SCOPE, listOrgRuns, progressOf, RUN_PAGE } from '../operations/run-list';
-import type { RunReadDeps } from '../operations/run-poll';
+import type { TemporalOptional } from '../operations/deps';
 import { command, dollars, OPERATOR, required, UsageError, type Command, type CommandContext } from './command';
 
 /** Operators' view of runs (spec 02): watch one with a progress bar, list an organisation's, cancel one; import question sets. */
@@ -91,7 +91,7 @@ const runWatch = command({
 });
 
 /** The operator reads and stops any organisation's runs, through the operations the API and MCP use. */
-async function runDeps(ctx: CommandContext): Promise<RunReadDeps> {
+async function runDeps(ctx: CommandContext): Promise<TemporalOptional<'db' | 'form'>> {
   return { db: ctx.resources.db, client: await ctx.resources.temporal(), form: ctx.config.QUORUM_FORM };
 }
 

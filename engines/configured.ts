@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ENGINE_ID, TIERS } from '../domain/modes';
+import type { Config, EnvLookup } from '../infra/config';
 import { registerSecret } from '../infra/redact';
 import type { ApiKeyConfig } from './credentials';
 import type { EngineSpec, Family } from './types';
@@ -79,8 +80,7 @@ export class EnginesFileError extends Error {
 }
 
 /** The engines of QUORUM_ENGINES_FILE (none when it is unset); throws EnginesFileError for a file that cannot be used. */
-export function readEnginesFile(env: NodeJS.ProcessEnv, builtIn: ReadonlyMap<string, EngineSpec>): ConfiguredEngine[] {
-  const file = env.QUORUM_ENGINES_FILE?.trim();
+export function readEnginesFile(file: Config['QUORUM_ENGINES_FILE'], builtIn: ReadonlyMap<string, EngineSpec>): ConfiguredEngine[] {
   if (!file) return [];
   let text: string;
   try {
@@ -146,10 +146,10 @@ export function parseEnginesFile(text: string, format: 'yaml' | 'json', builtIn:
  * read (as the service's own keys are); `''` for a keyless server. Undefined while its key variable is unset, and for
  * `bedrock`, which signs with the service's AWS credentials.
  */
-export function configuredKey(engine: ConfiguredEngine, env: NodeJS.ProcessEnv): ApiKeyConfig | undefined {
+export function configuredKey(engine: ConfiguredEngine, variable: EnvLookup): ApiKeyConfig | undefined {
   if (engine.spec.protocol === 'bedrock' || engine.baseUrl === undefined) return undefined;
   if (engine.apiKeyEnv === undefined) return { apiKey: '', baseUrl: engine.baseUrl };
-  const apiKey = env[engine.apiKeyEnv]?.trim();
+  const apiKey = variable(engine.apiKeyEnv)?.trim();
   if (!apiKey) return undefined;
   registerSecret(apiKey);
   return { apiKey, baseUrl: engine.baseUrl };

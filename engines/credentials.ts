@@ -1,5 +1,6 @@
 import type { STSClient } from '@aws-sdk/client-sts';
 import { randomBytes } from 'node:crypto';
+import type { Config, EnvLookup } from '../infra/config';
 import { registerSecret } from '../infra/redact';
 import { awsEngineError, awsSecrets, type AwsCredentials } from './aws';
 import { EngineError } from './errors';
@@ -33,32 +34,35 @@ export const DEFAULT_BASE_URLS = {
 } as const;
 
 /** Reads the service's provider keys, registering each with the redactor before anything can log it. */
-export function readServiceCredentials(env: NodeJS.ProcessEnv): ServiceCredentials {
+export function readServiceCredentials(
+  config: Pick<Config, 'QUORUM_BEDROCK_ENDPOINT' | 'QUORUM_STS_ENDPOINT'>,
+  variable: EnvLookup,
+): ServiceCredentials {
   const apiKey = (family: keyof typeof DEFAULT_BASE_URLS): ApiKeyConfig | undefined => {
     const prefix = `QUORUM_${family.toUpperCase()}`;
-    const key = env[`${prefix}_API_KEY`]?.trim();
+    const key = variable(`${prefix}_API_KEY`)?.trim();
     if (!key) return undefined;
     registerSecret(key);
-    return { apiKey: key, baseUrl: env[`${prefix}_BASE_URL`]?.trim() || DEFAULT_BASE_URLS[family] };
+    return { apiKey: key, baseUrl: variable(`${prefix}_BASE_URL`)?.trim() || DEFAULT_BASE_URLS[family] };
   };
   return {
     openai: apiKey('openai'),
     anthropic: apiKey('anthropic'),
     google: apiKey('google'),
-    bedrock: bedrockFromEnv(env),
-    bedrockEndpoint: env.QUORUM_BEDROCK_ENDPOINT?.trim() || undefined,
-    stsEndpoint: env.QUORUM_STS_ENDPOINT?.trim() || undefined,
+    bedrock: bedrockFromEnv(variable),
+    bedrockEndpoint: config.QUORUM_BEDROCK_ENDPOINT,
+    stsEndpoint: config.QUORUM_STS_ENDPOINT,
   };
 }
 
 /** Bedrock counts as configured with a region plus one of the SDK's usual credential sources. */
-function bedrockFromEnv(env: NodeJS.ProcessEnv): BedrockServiceConfig | undefined {
-  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim();
+function bedrockFromEnv(variable: EnvLookup): BedrockServiceConfig | undefined {
+  const region = variable('AWS_REGION')?.trim() || variable('AWS_DEFAULT_REGION')?.trim();
   if (!region) return undefined;
-  const accessKeyId = env.AWS_ACCESS_KEY_ID?.trim();
-  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY?.trim();
+  const accessKeyId = variable('AWS_ACCESS_KEY_ID')?.trim();
+  const secretAccessKey = variable('AWS_SECRET_ACCESS_KEY')?.trim();
   if (accessKeyId && secretAccessKey) {
-    const sessionToken = env.AWS_SESSION_TOKEN?.trim() || undefined;
+    const sessionToken = variable('AWS_SESSION_TOKEN')?.trim() || undefined;
     registerSecret(secretAccessKey);
     registerSecret(sessionToken);
     return { region, credentials: { accessKeyId, secretAccessKey, sessionToken } };
@@ -69,7 +73,7 @@ function bedrockFromEnv(env: NodeJS.ProcessEnv): BedrockServiceConfig | undefine
     'AWS_CONTAINER_CREDENTIALS_FULL_URI',
     'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
   ];
-  return chain.some((name) => env[name]?.trim()) ? { region } : undefined;
+  return chain.some((name) => variable(name)?.trim()) ? { region } : undefined;
 }
 
 export interface RoleRef {

@@ -5,17 +5,19 @@
  *   createEngines(opts: EnginesOptions): Engines
  *
  *   interface EnginesOptions {
- *     env: NodeJS.ProcessEnv;             // as the entry point read it at start: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
- *                                         // QUORUM_ENGINES_FILE (engines beside the catalog, docs/engines.md),
- *                                         // AWS_REGION + AWS credentials, QUORUM_BEDROCK_ENDPOINT, QUORUM_STS_ENDPOINT,
+ *     config: EngineSettings;             // the entry point's Config: QUORUM_ENGINES_FILE (engines beside the catalog,
+ *                                         // docs/engines.md), QUORUM_BEDROCK_ENDPOINT, QUORUM_STS_ENDPOINT,
  *                                         // QUORUM_SIM_LATENCY (zero | fixed:<ms> | spec[:<speedup>], default zero),
  *                                         // QUORUM_ENGINE_TIMEOUT_MS (each call's deadline, default 180 000),
  *                                         // QUORUM_SIM_SKILL (every sim engine equally good; unset: catalog skills)
+ *     variable: EnvLookup;                // the variables read by name at start: QUORUM_{OPENAI,ANTHROPIC,GOOGLE}_{API_KEY,BASE_URL},
+ *                                         // AWS_REGION + AWS credentials, the engines file's key variables
  *     simLatency?: SimLatency | string;   // overrides QUORUM_SIM_LATENCY
  *     logger?: Logger;                    // default createLogger('engines')
  *   }
  *
  *   interface Engines {
+ *     roleRegion: string;                         // where an organisation's Bedrock role is assumed: AWS_REGION, else us-east-1
  *     catalog: readonly EngineSpec[];             // built-in, then QUORUM_ENGINES_FILE's
  *     spec(id): EngineSpec;                          // throws EngineError('unknown_model')
  *     find(id): EngineSpec | undefined;
@@ -30,13 +32,14 @@
  */
 import { parseSimLatency, type SimLatency } from '../domain/sim-latency';
 import { engineCostMicros } from '../domain/pricing';
+import type { Config, EnvLookup } from '../infra/config';
 import { createLogger, type Logger } from '../infra/log';
 import { BedrockAdapter, type BedrockTarget } from './adapters/bedrock';
 import { callAnthropic } from './adapters/anthropic';
 import type { AdapterCall, AdapterOutput, ApiKeyTarget } from './adapters/common';
 import { callGoogle } from './adapters/google';
 import { callOpenAi } from './adapters/openai';
-import { callSim, parseSimSkill } from './adapters/sim';
+import { callSim } from './adapters/sim';
 import { CATALOG } from './catalog';
 import { configuredKey, readEnginesFile, type ConfiguredEngine } from './configured';
 import { DEFAULT_BASE_URLS, readServiceCredentials, RoleCredentialCache, type ApiKeyConfig, type ServiceCredentials } from './credentials';
@@ -49,14 +52,28 @@ export { CATALOG, enginesOf, findEngine } from './catalog';
 export { isEngineError } from './errors';
 export type { SimLatency } from '../domain/sim-latency';
 
+/** What the engines take of the Config. */
+export type EngineSettings = Pick<
+  Config,
+  | 'QUORUM_ENGINES_FILE'
+  | 'QUORUM_SIM_LATENCY'
+  | 'QUORUM_SIM_SKILL'
+  | 'QUORUM_ENGINE_TIMEOUT_MS'
+  | 'QUORUM_BEDROCK_ENDPOINT'
+  | 'QUORUM_STS_ENDPOINT'
+>;
+
 export interface EnginesOptions {
-  /** The environment as the entry point read it at start: provider keys, AWS, the engines file and its key variables. */
-  env: NodeJS.ProcessEnv;
+  config: EngineSettings;
+  /** The variables read by name, as the entry point found them at start: provider keys, AWS, the engines file's key variables. */
+  variable: EnvLookup;
   simLatency?: SimLatency | string;
   logger?: Logger;
 }
 
 export interface Engines {
+  /** The region an organisation's Bedrock role is assumed in: AWS_REGION, else us-east-1. */
+  readonly roleRegion: string;
   readonly catalog: readonly EngineSpec[];
   spec(id: string): EngineSpec;
   find(id: string): EngineSpec | undefined;
@@ -65,18 +82,6 @@ export interface Engines {
 }
 
 export const DEFAULT_TIMEOUT_MS = 180_000;
-
-/**
- * QUORUM_ENGINE_TIMEOUT_MS: a deployment may give up on a silent provider sooner than 180 s (and a test must, to
- * see timeouts in seconds). Never later: an engine call's activity allows 200 s a try (workflows/engine-call-policy.ts).
- */
-function engineTimeoutMs(value: string | undefined): number {
-  if (value === undefined || value === '') return DEFAULT_TIMEOUT_MS;
-  const ms = Number(value);
-  if (!Number.isInteger(ms) || ms < 1 || ms > DEFAULT_TIMEOUT_MS)
-    throw new Error(`QUORUM_ENGINE_TIMEOUT_MS must be a whole number of milliseconds from 1 to ${DEFAULT_TIMEOUT_MS}, not "${value}"`);
-  return ms;
-}
 
 type ApiKeyFamily = 'openai' | 'anthropic' | 'google';
 const API_KEY_ADAPTERS: Readonly<Record<ApiKeyFamily, (call: AdapterCall, target: ApiKeyTarget) => Promise<AdapterOutput>>> = {
@@ -89,6 +94,13 @@ const API_KEY_ADAPTERS: Readonly<Record<ApiKeyFamily, (call: AdapterCall, target
 interface EngineSetup {
   service: ServiceCredentials;
   simLatency: SimLatency;
+  /**
+   * QUORUM_SIM_SKILL (opt-in; unset, every engine keeps its catalog skill): every `sim` engine equally good. Its first
+   * answer to a known-answer question is right with this probability whatever the engine and the difficulty, and a
+   * wrong one is the question's one plausible wrong answer, the same for every engine (one mistake group). A revision
+   * shown the right answer still recognises it more often (verifySkill). bench/calibration.ts sets 0.5, where a panel
+   * without critique rounds is exactly as good as its baseline (docs/runs.md, "Calibration end to end").
+   */
   simSkill: number | undefined;
   timeoutMs: number;
   log: Logger;
@@ -109,6 +121,7 @@ export function createEngines(opts: EnginesOptions): Engines {
     return found;
   };
   return {
+    roleRegion: opts.variable('AWS_REGION') ?? 'us-east-1',
     catalog: setup.catalog,
     spec,
     find: setup.find,
@@ -119,20 +132,25 @@ export function createEngines(opts: EnginesOptions): Engines {
 }
 
 function engineSetup(opts: EnginesOptions): EngineSetup {
-  const { env } = opts;
-  const service = readServiceCredentials(env);
+  const { config, variable } = opts;
+  const service = readServiceCredentials(config, variable);
   // QUORUM_ENGINES_FILE's engines beside the built-in ones, each with its own endpoint and key (docs/engines.md).
   const configured = new Map(
-    readEnginesFile(env, new Map(CATALOG.map((s) => [s.id, s]))).map((c) => [c.spec.id, { ...c, key: configuredKey(c, env) }]),
+    readEnginesFile(config.QUORUM_ENGINES_FILE, new Map(CATALOG.map((s) => [s.id, s]))).map((c) => [
+      c.spec.id,
+      { ...c, key: configuredKey(c, variable) },
+    ]),
   );
   const catalog: readonly EngineSpec[] = Object.freeze([...CATALOG, ...[...configured.values()].map((c) => c.spec)]);
   const byId: ReadonlyMap<string, EngineSpec> = new Map(catalog.map((s) => [s.id, s]));
   return {
     service,
     simLatency:
-      typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? env.QUORUM_SIM_LATENCY ?? 'zero'),
-    simSkill: parseSimSkill(env.QUORUM_SIM_SKILL),
-    timeoutMs: engineTimeoutMs(env.QUORUM_ENGINE_TIMEOUT_MS),
+      typeof opts.simLatency === 'object' ? opts.simLatency : parseSimLatency(opts.simLatency ?? config.QUORUM_SIM_LATENCY ?? 'zero'),
+    simSkill: config.QUORUM_SIM_SKILL,
+    // A deployment may give up on a silent provider sooner (the schema allows no later: an engine call's activity
+    // allows 200 s a try, workflows/engine-call-policy.ts).
+    timeoutMs: config.QUORUM_ENGINE_TIMEOUT_MS ?? DEFAULT_TIMEOUT_MS,
     log: opts.logger ?? createLogger('engines'),
     bedrock: new BedrockAdapter(),
     roles: new RoleCredentialCache({ credentials: service.bedrock?.credentials, stsEndpoint: service.stsEndpoint }),

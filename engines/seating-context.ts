@@ -1,6 +1,10 @@
 import type { RunSeatingContext } from '../domain/run-lineup';
 import type { SeatingContext } from '../domain/seat-assignment';
+import type { Config } from '../infra/config';
 import type { Engines } from './index';
+
+/** What seating takes of the Config: whether `sim` engines may stand in, and which engine stands in. */
+export type SeatingSettings = Pick<Config, 'QUORUM_ENV' | 'QUORUM_SIM_STANDINS' | 'QUORUM_STAND_IN'>;
 
 /**
  * What a call's seats are planned with: what the service's keys can run, the organisation's own provider families
@@ -10,15 +14,15 @@ import type { Engines } from './index';
 export function callSeatingContext(
   engines: Pick<Engines, 'find' | 'isAvailable'>,
   call: { ownFamilies: ReadonlySet<string>; simOnly: boolean },
-  env: NodeJS.ProcessEnv,
+  settings: SeatingSettings,
 ): SeatingContext {
   return {
     find: (id) => engines.find(id),
     serviceCanRun: (id) => engines.isAvailable(id),
     ownFamilies: call.ownFamilies,
     simOnly: call.simOnly,
-    simStandIns: simStandInsAllowed(env),
-    standIn: env.QUORUM_STAND_IN?.trim() || undefined,
+    simStandIns: simStandInsAllowed(settings),
+    standIn: settings.QUORUM_STAND_IN,
   };
 }
 
@@ -34,7 +38,7 @@ export function runSeatingContext(engines: Engines, ownFamilies: ReadonlySet<str
 }
 
 /** `QUORUM_SIM_STANDINS` (`on`/`off`): whether a `sim` engine may stand in for one with no key; by default on, except with `QUORUM_ENV=production`. */
-export function simStandInsAllowed(env: NodeJS.ProcessEnv): boolean {
-  const setting = env.QUORUM_SIM_STANDINS ?? (env.QUORUM_ENV === 'production' ? 'off' : 'on');
+export function simStandInsAllowed(settings: Pick<Config, 'QUORUM_ENV' | 'QUORUM_SIM_STANDINS'>): boolean {
+  const setting = settings.QUORUM_SIM_STANDINS ?? (settings.QUORUM_ENV === 'production' ? 'off' : 'on');
   return setting !== 'off';
 }

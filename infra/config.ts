@@ -9,6 +9,12 @@ const envFlag = z
   .pipe(z.enum(['true', 'false', '1', '0']))
   .transform((v) => v === 'true' || v === '1');
 const envText = z.string().min(1).optional();
+/** As envText, surrounding blanks dropped (no path or engine id has them) and a value of blanks only taken as unset. */
+const trimmedText = z
+  .string()
+  .min(1)
+  .transform((v) => v.trim() || undefined)
+  .optional();
 /** An optional number, where an empty value means unset (as `VAR= cmd` leaves it) rather than 0. */
 const optionalNumber = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
@@ -128,7 +134,7 @@ const EnvSchema = z.object({
   /** A SearXNG instance grounding searches go to; unset: the operator-loaded documents in Postgres (full-text search). */
   QUORUM_SEARXNG_URL: z.string().url().optional(),
   /** Engines beside the built-in catalog (docs/engines.md); their key variables are read from the environment at start. */
-  QUORUM_ENGINES_FILE: envText,
+  QUORUM_ENGINES_FILE: trimmedText,
   /** Latency of the offline `sim` engines: `zero`, `fixed:<ms>`, `spec[:<speedup>]`. */
   QUORUM_SIM_LATENCY: z
     .string()
@@ -139,7 +145,7 @@ const EnvSchema = z.object({
   /** Each provider call's deadline; never longer than the 180 s an engine call's activity allows a try. */
   QUORUM_ENGINE_TIMEOUT_MS: optionalNumber(z.coerce.number().int().min(1).max(180_000)),
   /** The engine standing in, where stand-ins are allowed, for a seat no real engine can run. */
-  QUORUM_STAND_IN: envText,
+  QUORUM_STAND_IN: trimmedText,
   /** Bedrock's and STS's endpoints, for a test double or a private endpoint; unset: AWS's own. */
   QUORUM_BEDROCK_ENDPOINT: z.string().url().optional(),
   QUORUM_STS_ENDPOINT: z.string().url().optional(),
@@ -206,6 +212,18 @@ function checkTemporalTls(env: Config, ctx: z.RefinementCtx): void {
       'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
       "not supported by Temporal's TypeScript SDK: set TEMPORAL_TLS_SERVER_NAME to a name in the server's certificate (and TEMPORAL_TLS_SERVER_CA_CERT_PATH to its CA) instead",
     );
+}
+
+/**
+ * A variable whose name is not fixed, looked up by name: the provider keys and AWS' variables the engines read by
+ * family, and the key variables an engines file names (docs/configuration.md lists the fixed ones beside the schema).
+ */
+export type EnvLookup = (name: string) => string | undefined;
+
+/** The lookup an entry point hands the engines: over a copy of `env` as it is now, so later changes to it are not seen. */
+export function envLookup(env: NodeJS.ProcessEnv = process.env): EnvLookup {
+  const snapshot: Readonly<Record<string, string | undefined>> = { ...env };
+  return (name) => snapshot[name];
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadConfig, type Config } from './config';
+import type { Config } from './config';
 import { createLogger, type Logger } from './log';
 import { dataDir } from './paths';
 import { registerSecret } from './redact';
@@ -91,10 +91,12 @@ export function loadSecretBox(
   return createSecretBox(parseMasterKey(text));
 }
 
-let processBox: SecretBox | undefined;
-
-/** The process-wide box, built from the environment on first use. */
-export function secretBox(): SecretBox {
-  processBox ??= loadSecretBox(loadConfig());
-  return processBox;
+/**
+ * The box of `config`, built on its first seal or open: the CLI's commands that keep no secret, and an API until it
+ * first opens one, then neither need the master key nor make the development one (the worker builds its box at start).
+ */
+export function deferredSecretBox(config: Pick<Config, 'QUORUM_ENV' | 'QUORUM_SECRET_KEY'>): SecretBox {
+  let box: SecretBox | undefined;
+  const built = (): SecretBox => (box ??= loadSecretBox(config));
+  return { seal: (plaintext, context) => built().seal(plaintext, context), open: (sealed, context) => built().open(sealed, context) };
 }

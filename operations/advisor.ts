@@ -1,3 +1,4 @@
+import type { OperationDeps } from './deps';
 import type { KeyPrincipal } from './principal';
 import { findMode } from '../db/repositories/modes';
 import { recentCalls } from '../db/repositories/receipts';
@@ -12,7 +13,6 @@ import { summarizeRun } from '../domain/run-summary';
 import type { QuestionResult } from '../domain/runs';
 import { callQuoteInput, catalogPrices, ownKeyFamilies, ratesOf } from './estimate';
 import { issueQuote, type QuoteRefusal } from './quotes';
-import type { RunDeps } from './run-settings';
 
 /**
  * `ask_advisor` (spec 02): advice on one of the caller's modes computed from its recorded runs (pooled over the
@@ -47,7 +47,7 @@ async function reading<T>(work: () => Promise<T>, code: 'advisor_unavailable' | 
 }
 
 async function runResults(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   mode: ModeRecord,
   batchId: string | undefined,
@@ -70,7 +70,7 @@ async function runResults(
 }
 
 /** The recent calls, each beside what the estimate would quote for it today. */
-async function receiptFacts(deps: RunDeps, auth: KeyPrincipal, mode: ModeRecord): Promise<ReceiptFacts[]> {
+async function receiptFacts(deps: OperationDeps, auth: KeyPrincipal, mode: ModeRecord): Promise<ReceiptFacts[]> {
   const [calls, rates, ownFamilies] = await Promise.all([
     recentCalls(deps.db, { orgId: auth.orgId, modeId: mode.id, limit: RECENT_CALLS }),
     ratesOf(deps.db, mode),
@@ -97,7 +97,7 @@ async function receiptFacts(deps: RunDeps, auth: KeyPrincipal, mode: ModeRecord)
 }
 
 export async function askAdvisor(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   input: { model: string; question?: string; batchId?: string },
 ): Promise<AdviceResult> {

@@ -33,11 +33,6 @@ function requestedCeilingMicros(usd: number | undefined): number | undefined {
   return usd === undefined ? undefined : Number(usdToMicrosAtMost(Math.min(usd, MAX_REQUESTED_USD)));
 }
 
-/** What a completion works with: the operations' dependencies and, from an edge, the deployment's settings. */
-export interface CompletionDeps extends OperationDeps {
-  env?: NodeJS.ProcessEnv;
-}
-
 /**
  * Spec: without the header, an identical repeat is deduplicated. Identical means the same organisation, key, model,
  * messages, tier and per-call overrides: the same messages asked again at another tier are another call.
@@ -77,7 +72,7 @@ function assertSamplingFits(mode: ModeRecord, options: CompletionInput['options'
  * The quote is /v1/estimate's with the heuristic classifier (no model call before admission).
  */
 async function checkCapCreditLimit(
-  deps: CompletionDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   call: { mode: ModeRecord; tier: Tier; messages: ChatMessage[]; promptTokens: number; requested: number },
 ): Promise<void> {
@@ -114,7 +109,7 @@ async function checkCapCreditLimit(
  * `cap_credit_limit_reached`, Form B) → the key's monthly budget (402 `key_budget_exceeded`) → balance (402; a plan's allowance, `plan_limit_reached`) → run.
  */
 export async function createCompletion(
-  deps: CompletionDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   input: {
     body: CompletionInput;

@@ -35,11 +35,8 @@ export interface EstimateView {
   timing: { total: number; classify: number };
 }
 
-/** What quoting reads: the Form, and the engines (built-in and QUORUM_ENGINES_FILE's) for their prices and families. */
-export type QuoteDeps = Pick<OperationDeps, 'form' | 'engines'>;
-
 /** Each engine's prices as the engines have them: the catalog's, or the configured file's. */
-export function catalogPrices(engines: QuoteDeps['engines']): (engineId: string) => TokenPrices | undefined {
+export function catalogPrices(engines: OperationDeps['engines']): (engineId: string) => TokenPrices | undefined {
   return (engineId) => {
     const spec = engines.find(engineId);
     return spec && { inputUsdPerMtok: spec.inputUsdPerMtok, outputUsdPerMtok: spec.outputUsdPerMtok };
@@ -75,7 +72,7 @@ export function callerCeilingMicros(form: Form, auth: KeyPrincipal, mode: ModeRe
  * has no catalog price. It admits the call under the allowance; the charge is the real cost.
  */
 export function planHoldMicros(
-  deps: QuoteDeps,
+  deps: Pick<OperationDeps, 'form' | 'engines'>,
   call: { mode: ModeRecord; tier: Tier; messages: readonly ChatMessage[]; promptTokens: number },
 ): number {
   const { mode, tier, promptTokens } = call;
@@ -104,7 +101,7 @@ function runsOnOwnKeys(auth: KeyPrincipal): boolean {
 
 /** What quoting one call of `mode` as this caller would make it takes (the key's ceiling applies; a plan's terms). */
 export function callQuoteInput(
-  deps: QuoteDeps,
+  deps: Pick<OperationDeps, 'form' | 'engines'>,
   auth: KeyPrincipal,
   call: {
     mode: ModeRecord;

@@ -13,7 +13,8 @@ import { usdToMicros } from '../domain/money';
 import { trialEndsAt } from '../domain/trial';
 import { planUsage, type PlanUsage } from '../db/repositories/plans';
 import { orgActedOn, type Principal } from './principal';
-import type { StoreDeps } from './deps';
+import type { Config } from '../infra/config';
+import type { OperationDeps, StoreDeps } from './deps';
 
 /** The organisation's balance and ledger (DESIGN §7), and top-ups. */
 
@@ -44,8 +45,8 @@ export async function accountBalance(deps: StoreDeps, orgId: string): Promise<Ac
 export const DEFAULT_CAP_CREDIT_DAILY_USD = '5';
 
 /** The deployment's daily cap-credit limit per organisation (Form B; see operations/completion.ts). */
-export function capCreditDailyLimitMicros(env: NodeJS.ProcessEnv | undefined): bigint {
-  return usdToMicros(env?.QUORUM_CAP_CREDIT_DAILY_USD || DEFAULT_CAP_CREDIT_DAILY_USD);
+export function capCreditDailyLimitMicros(config: Pick<Config, 'QUORUM_CAP_CREDIT_DAILY_USD'>): bigint {
+  return usdToMicros(config.QUORUM_CAP_CREDIT_DAILY_USD ?? DEFAULT_CAP_CREDIT_DAILY_USD);
 }
 
 /** The cap credit the organisation has received today (since midnight UTC), and the day's limit. */
@@ -54,10 +55,10 @@ export interface CapCreditDay {
   limitMicros: bigint;
 }
 
-export async function capCreditToday(deps: StoreDeps & { env?: NodeJS.ProcessEnv }, orgId: string): Promise<CapCreditDay> {
+export async function capCreditToday(deps: Pick<OperationDeps, 'db' | 'config'>, orgId: string): Promise<CapCreditDay> {
   const now = new Date();
   const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  return { receivedMicros: await capCreditSince(deps.db, orgId, midnight), limitMicros: capCreditDailyLimitMicros(deps.env) };
+  return { receivedMicros: await capCreditSince(deps.db, orgId, midnight), limitMicros: capCreditDailyLimitMicros(deps.config) };
 }
 
 /**
@@ -65,7 +66,7 @@ export async function capCreditToday(deps: StoreDeps & { env?: NodeJS.ProcessEnv
  * and the person's own billing plan's usage.
  */
 export async function accountOverview(
-  deps: StoreDeps & { env?: NodeJS.ProcessEnv },
+  deps: Pick<OperationDeps, 'db' | 'config'>,
   principal: Principal & { via: 'person' },
 ): Promise<AccountBalance & { entries: LedgerEntry[]; capCredit: CapCreditDay; usage: PlanUsage }> {
   const orgId = orgActedOn(principal);

@@ -1,3 +1,4 @@
+import type { OperationDeps } from './deps';
 import { randomBytes } from 'node:crypto';
 import type { KeyPrincipal } from './principal';
 import {
@@ -19,7 +20,6 @@ import { QuorumError } from '../domain/errors';
 import type { Outcome } from '../domain/outcome';
 import { ENDED_STATES, totalQuestions, type RunProgress } from '../domain/runs';
 import { requireScope } from './checks';
-import type { CompletionDeps } from './completion';
 import { failureOf } from './deliberation';
 import { cancelResponse, responseIdOf } from './responses';
 import { cancelOrgRun } from './run-cancel';
@@ -61,8 +61,6 @@ export interface TaskWork {
   batchId?: string;
 }
 
-export type TaskDeps = CompletionDeps;
-
 function ttlOf(requested: number | null | undefined): number {
   if (requested === undefined || requested === null) return TASK_TTL_MS.default;
   return Math.min(Math.max(Math.round(requested), TASK_TTL_MS.min), TASK_TTL_MS.max);
@@ -74,7 +72,7 @@ function ttlOf(requested: number | null | undefined): number {
  * refusal, a dry run) is `ended` at once; as the spec has every task, it is answered as created, `working`.
  */
 export async function openTask(
-  deps: TaskDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   input: { tool: TaskTool; ttl?: number | null; work?: TaskWork; result?: StoredResult; ended?: EndedTaskStatus },
 ): Promise<TaskRow> {
@@ -104,7 +102,7 @@ export async function openTask(
  * already ended keeps its end.
  */
 export async function endTask(
-  deps: TaskDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   taskId: string,
   status: EndedTaskStatus,
@@ -113,7 +111,7 @@ export async function endTask(
   await updateTask(deps.db, auth.orgId, taskId, { status, result });
 }
 
-async function ownTask(deps: TaskDeps, auth: KeyPrincipal, taskId: string): Promise<TaskRow | undefined> {
+async function ownTask(deps: OperationDeps, auth: KeyPrincipal, taskId: string): Promise<TaskRow | undefined> {
   const task = await findTask(deps.db, auth.orgId, taskId);
   if (task && task.apiKeyId !== auth.keyId) requireScope(auth, TASK_SCOPES[task.tool]);
   return task;
@@ -121,7 +119,7 @@ async function ownTask(deps: TaskDeps, auth: KeyPrincipal, taskId: string): Prom
 
 /** A deliberation's end as its request records it, or undefined while it runs. */
 async function deliberationEnd(
-  deps: TaskDeps,
+  deps: OperationDeps,
   task: TaskRow,
   row: ResponseRow,
   results: TaskResults,
@@ -145,7 +143,7 @@ function runMessage(p: RunProgress): string {
 }
 
 /** A working task read from its work: still working with where it is, or ended (and recorded so). */
-async function refresh(deps: TaskDeps, auth: KeyPrincipal, task: TaskRow, results: TaskResults): Promise<TaskRow> {
+async function refresh(deps: OperationDeps, auth: KeyPrincipal, task: TaskRow, results: TaskResults): Promise<TaskRow> {
   if (task.tool === 'deliberate') {
     const row = task.idempotencyKey ? await findResponse(deps.db, auth.orgId, task.idempotencyKey) : undefined;
     if (!row) return task;
@@ -168,7 +166,12 @@ async function refresh(deps: TaskDeps, auth: KeyPrincipal, task: TaskRow, result
 }
 
 /** `tasks/get`: the organisation's task as its work stands now; undefined for another organisation's, or an expired one. */
-export async function currentTask(deps: TaskDeps, auth: KeyPrincipal, taskId: string, results: TaskResults): Promise<TaskRow | undefined> {
+export async function currentTask(
+  deps: OperationDeps,
+  auth: KeyPrincipal,
+  taskId: string,
+  results: TaskResults,
+): Promise<TaskRow | undefined> {
   const task = await ownTask(deps, auth, taskId);
   return task?.status === 'working' ? refresh(deps, auth, task, results) : task;
 }
@@ -178,7 +181,7 @@ export async function currentTask(deps: TaskDeps, auth: KeyPrincipal, taskId: st
  * billed for what ran, the rest of its hold released), a run as `cancel_run` stops it; the task is `cancelled` from
  * then on, with the result the plain call would have returned for the cancelled work.
  */
-export async function cancelTask(deps: TaskDeps, auth: KeyPrincipal, taskId: string): Promise<TaskRow | undefined> {
+export async function cancelTask(deps: OperationDeps, auth: KeyPrincipal, taskId: string): Promise<TaskRow | undefined> {
   const task = await ownTask(deps, auth, taskId);
   if (!task || task.status !== 'working') return task;
   // Cancelled first: the work's own end, which the cancel brings about, is then not written over it.
@@ -198,7 +201,7 @@ const RESULT_POLL_MS = 200;
  * before it had settled is read once the workflow has settled it.
  */
 export async function taskResult(
-  deps: TaskDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   taskId: string,
   results: TaskResults,
@@ -219,7 +222,7 @@ const LIST_PAGE = 20;
 
 /** `tasks/list`: the organisation's tasks, newest first, as stored (a page costs no call to the work behind each). */
 export async function listOwnTasks(
-  deps: TaskDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   cursor?: string,
 ): Promise<{ tasks: TaskRow[]; nextCursor?: string }> {

@@ -56,7 +56,7 @@ function familiesNow(config: ModeConfig, seating: readonly TierSeating[], deps: 
  * backup that would answer for it, a `sim` engine only where one would, so a listing never passes off simulated
  * answers as a real model's nor hides the real model that answers.
  */
-export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv }, auth: KeyPrincipal): Promise<ModelView[]> {
+export async function listModels(deps: OperationDeps, auth: KeyPrincipal): Promise<ModelView[]> {
   const { db, form } = deps;
   const [entitled, ownFamilies] = await Promise.all([listModesForOrg(db, auth.orgId), ownKeyFamilies(db, auth)]);
   const modes = entitled.filter(
@@ -65,7 +65,7 @@ export async function listModels(deps: OperationDeps & { env: NodeJS.ProcessEnv 
       (!auth.app || planPermitsMode(auth.app.plan, m)),
   );
   const simOnly = auth.keyKind === 'test';
-  const ctx = callSeatingContext(deps.engines, { ownFamilies, simOnly }, deps.env);
+  const ctx = callSeatingContext(deps.engines, { ownFamilies, simOnly }, deps.config);
   // One query for every listed mode.
   const certifications = await listedCertifications(
     db,

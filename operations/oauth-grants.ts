@@ -10,9 +10,9 @@ import {
   type OAuthKeys,
 } from '../db/repositories/oauth-store';
 import { QuorumError } from '../domain/errors';
-import { secretBox, type SecretBox } from '../infra/secret-box';
+import type { SecretBox } from '../infra/secret-box';
 import type { Principal } from './principal';
-import type { StoreDeps } from './deps';
+import type { OperationDeps, StoreDeps } from './deps';
 
 /**
  * Connected apps (DESIGN §15): the grants a person gave apps, which they revoke; the authorization server's upkeep by
@@ -32,10 +32,10 @@ export async function revokeApp(deps: StoreDeps, principal: Principal & { via: '
 
 /** New signing and cookie keys; APIs use them from their next start. */
 export async function rotateAuthorizationKeys(
-  deps: StoreDeps,
+  deps: Pick<OperationDeps, 'db' | 'box'>,
   _principal: Principal & { via: 'operator' },
 ): Promise<{ signing: string; cookie: string }> {
-  return rotateOAuthKeys(deps.db, secretBox());
+  return rotateOAuthKeys(deps.db, deps.box);
 }
 
 /** Removes expired OAuth records; how many. */

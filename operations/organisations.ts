@@ -1,6 +1,4 @@
-import type { StoreDeps } from './deps';
-import type { Client } from '@temporalio/client';
-import type { Knex } from 'knex';
+import type { StoreDeps, TemporalOptional } from './deps';
 import {
   createOrganisation,
   insertOwnedOrganisation,
@@ -12,24 +10,15 @@ import {
 import { SCOPES } from '../domain/api-keys';
 import type { OrganisationStatus } from '../domain/billing';
 import { QuorumError } from '../domain/errors';
-import type { Logger } from '../infra/log';
 import { startTrialTimer } from '../starters/trial-credit';
 import { memberOrg, type KeyPrincipal, type Principal } from './principal';
-
-/** What creating an organisation needs: the database, Temporal for its trial timer (when reachable), a log. */
-export interface OrganisationDeps {
-  db: Knex;
-  /** Undefined when Temporal cannot be reached (the CLI without a running stack): the timer is deferred. */
-  client: Client | undefined;
-  log: Logger;
-}
 
 /**
  * Starts the organisation's trial-expiry timer. A new organisation must never be lost because Temporal is away, so a
  * failure is logged and the timer deferred: the worker's `ensureTrialTimers` starts it when the stack next starts.
  * Returns whether it started now.
  */
-export async function startTrial(deps: OrganisationDeps, org: { orgId: string; trialStartedAt: Date }): Promise<boolean> {
+export async function startTrial(deps: TemporalOptional<'db' | 'log'>, org: { orgId: string; trialStartedAt: Date }): Promise<boolean> {
   if (!deps.client) {
     deps.log.warn('trial timer deferred: Temporal is not reachable; ensureTrialTimers starts it when the stack next starts', {
       orgId: org.orgId,
@@ -47,7 +36,7 @@ export async function startTrial(deps: OrganisationDeps, org: { orgId: string; t
 
 /** A signed-in person creates an organisation they own; its trial timer starts. */
 export async function createOwnOrganisation(
-  deps: OrganisationDeps,
+  deps: TemporalOptional<'db' | 'log'>,
   principal: Principal & { via: 'person' },
   name: string,
 ): Promise<NewOrganisation> {
@@ -58,7 +47,7 @@ export async function createOwnOrganisation(
 
 /** The operator onboards an organisation with its owner's key (shown once) and an optional prepaid credit. */
 export async function onboardOrganisation(
-  deps: OrganisationDeps,
+  deps: TemporalOptional<'db' | 'log'>,
   _principal: Principal & { via: 'operator' },
   input: { name: string; creditMicros?: bigint },
 ): Promise<CreatedOrganisation & { trialTimerStarted: boolean }> {

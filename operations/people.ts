@@ -16,10 +16,10 @@ import {
 } from '../db/repositories/people';
 import { QuorumError } from '../domain/errors';
 import { normaliseEmail } from '../domain/people';
-import { startTrial, type OrganisationDeps } from './organisations';
+import { startTrial } from './organisations';
 import { DECOY_HASH, hashPassword, passwordMatches } from './passwords';
 import { memberOrg, requireOwner, type Principal } from './principal';
-import type { StoreDeps } from './deps';
+import type { StoreDeps, TemporalOptional } from './deps';
 import { recordActivity } from './activity';
 
 /** People (DESIGN §14): sign-up, sign-in, the organisation's members and invitations by link. */
@@ -29,7 +29,7 @@ import { recordActivity } from './activity';
  * Undefined when an account with this email exists.
  */
 export async function signUp(
-  deps: OrganisationDeps,
+  deps: TemporalOptional<'db' | 'log'>,
   input: { email: string; name: string; password: string; orgName?: string },
 ): Promise<{ person: Person; org?: { orgId: string; trialStartedAt: Date } } | undefined> {
   const created = await createPerson(deps.db, {

@@ -9,7 +9,7 @@ import {
 import { QuorumError } from '../domain/errors';
 import { recordActivity } from './activity';
 import { orgActedOn, requireOwner, type Principal } from './principal';
-import type { StoreDeps } from './deps';
+import type { OperationDeps, StoreDeps } from './deps';
 
 /** An organisation's own provider keys (DESIGN §14): stored encrypted, set by its owner or the operator only. */
 
@@ -24,7 +24,7 @@ export async function ownProviderKeysOf(deps: StoreDeps, principal: Principal, o
 
 /** Stores a provider API key, encrypted; never echoed. */
 export async function setOwnProviderKey(
-  deps: StoreDeps,
+  deps: Pick<OperationDeps, 'db' | 'box'>,
   principal: Principal,
   input: { orgId?: string; family: string; apiKey: string },
 ): Promise<void> {
@@ -34,7 +34,7 @@ export async function setOwnProviderKey(
   const orgId = orgActedOn(principal, input.orgId);
   // The record names the family only: the key itself is a secret.
   await deps.db.transaction(async (trx) => {
-    await setProviderKey(trx, { orgId, family, apiKey: input.apiKey });
+    await setProviderKey(trx, deps.box, { orgId, family, apiKey: input.apiKey });
     await recordActivity(trx, orgId, principal, { kind: 'provider_key.set', subject: family, detail: { family } });
   });
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { OperationDeps } from './deps';
 import type { KeyPrincipal } from './principal';
 import {
   claimApproval,
@@ -18,7 +19,7 @@ import { workflowIds } from '../domain/workflow-ids';
 import { requireScope } from './checks';
 import type { RunRequest } from './requests/runs';
 import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from './run-launch';
-import { DEFAULT_QUOTE_TTL_S, type RunDeps } from './run-settings';
+import { DEFAULT_QUOTE_TTL_S } from './run-settings';
 
 /**
  * Advisor quotes (spec 02 "Quote lifecycle"): a quote prices the exact run the advisor recommends — its questions
@@ -57,7 +58,7 @@ export function quotedRequest(model: string, run: QuotedRun, dryRun: boolean): R
 }
 
 function launchQuoted(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   kind: RunKind,
   model: string,
@@ -83,7 +84,7 @@ function quotedRun(recommendation: Exclude<Recommendation, { kind: 'none' }>): {
  * carries it as `quote_unavailable`).
  */
 export async function issueQuote(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   input: { model: string; recommendation: Exclude<Recommendation, { kind: 'none' }>; seed?: number },
 ): Promise<{ quote: QuoteRecord } | { refusal: QuoteRefusal; message: string }> {
@@ -128,7 +129,7 @@ function usedError(quote: QuoteRecord, message: string): QuorumError {
   return new QuorumError('quote_already_used', message, { detail: { quote_id: quote.id, batch_id: quote.runId, kind: quote.kind } });
 }
 
-export async function approveQuote(deps: RunDeps, auth: KeyPrincipal, quoteId: string): Promise<Approval> {
+export async function approveQuote(deps: OperationDeps, auth: KeyPrincipal, quoteId: string): Promise<Approval> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(quoteId))
     throw new QuorumError('invalid_quote_id', '`quote_id` is not a quote id (the `quote.quote_id` of an ask_advisor answer).', {
       param: 'quote_id',
@@ -154,7 +155,7 @@ export async function approveQuote(deps: RunDeps, auth: KeyPrincipal, quoteId: s
   }
 }
 
-async function launchClaimed(deps: RunDeps, auth: KeyPrincipal, quote: QuoteRecord): Promise<Approval> {
+async function launchClaimed(deps: OperationDeps, auth: KeyPrincipal, quote: QuoteRecord): Promise<Approval> {
   const runId = quote.runId as string;
   let launch: LaunchView;
   try {
@@ -177,7 +178,7 @@ async function launchClaimed(deps: RunDeps, auth: KeyPrincipal, quote: QuoteReco
 }
 
 /** Reopens the quote as the failure requires and says why, with the spec's code. */
-async function approvalFailed(deps: RunDeps, auth: KeyPrincipal, quote: QuoteRecord, err: unknown): Promise<QuorumError> {
+async function approvalFailed(deps: OperationDeps, auth: KeyPrincipal, quote: QuoteRecord, err: unknown): Promise<QuorumError> {
   const code = err instanceof QuorumError ? err.code : undefined;
   // A run was charged under this attempt's key and credited back (a start that failed, or one cut off earlier).
   const creditedBack = code === 'service_unavailable' || code === 'reconciliation_required';

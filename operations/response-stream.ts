@@ -3,7 +3,7 @@ import { readAnswerChunks, readDeliberationEvents } from '../db/repositories/del
 import { findResponse } from '../db/repositories/responses';
 import { streamPlan, type StreamItem } from '../domain/response-stream';
 import type { Outcome } from '../domain/outcome';
-import type { CompletionDeps } from './completion';
+import type { OperationDeps } from './deps';
 import { listening } from './deliberation-events';
 import { ownResponse, viewOfRow, type ResponseView } from './responses';
 
@@ -37,7 +37,7 @@ export type Send = (frame: StreamFrame) => Promise<void>;
  * the function it returns sends the events until the last is sent or `stop` aborts.
  */
 export async function openResponseStream(
-  deps: CompletionDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   id: string,
   startingAfter: number | null,

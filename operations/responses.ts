@@ -15,7 +15,8 @@ import type { ChatMessage } from '../domain/messages';
 import type { Outcome } from '../domain/outcome';
 import { IdempotencyKeySchema } from './requests/common';
 import type { ResponseRequest } from './requests/responses';
-import { createCompletion, type CompletionDeps } from './completion';
+import { createCompletion } from './completion';
+import type { OperationDeps } from './deps';
 import { requireScope } from './checks';
 import { CANCEL_WAIT_MS } from './run-cancel';
 
@@ -99,7 +100,7 @@ export function viewOfRow(id: string, row: ResponseRow): ResponseView {
 }
 
 /** The caller's own response (404 for any other), as stored. */
-export async function ownResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string): Promise<{ key: string; row: ResponseRow }> {
+export async function ownResponse(deps: OperationDeps, auth: KeyPrincipal, id: string): Promise<{ key: string; row: ResponseRow }> {
   requireScope(auth, 'completions');
   const key = keyOfResponseId(id);
   const row = await findResponse(deps.db, auth.orgId, key);
@@ -113,7 +114,7 @@ export async function ownResponse(deps: CompletionDeps, auth: KeyPrincipal, id: 
  * texts are kept. Returns the completion to run and the conversation to keep with this response.
  */
 async function continued(
-  deps: CompletionDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   request: ResponseRequest,
 ): Promise<{ completion: ResponseRequest['completion']; input: ChatMessage[] }> {
@@ -162,7 +163,7 @@ export interface CreatedResponse {
  * ends. A replay, or a call refused before it runs, answers at once either way.
  */
 export async function createResponse(
-  deps: CompletionDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   input: {
     request: ResponseRequest;
@@ -250,7 +251,7 @@ export async function createResponse(
 }
 
 /** GET /v1/responses/{id}. */
-export async function retrieveResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string): Promise<ResponseView> {
+export async function retrieveResponse(deps: OperationDeps, auth: KeyPrincipal, id: string): Promise<ResponseView> {
   const { row } = await ownResponse(deps, auth, id);
   return viewOfRow(id, row);
 }
@@ -262,7 +263,7 @@ const CANCEL_POLL_MS = 200;
  * it bills what answered, releases the rest of its hold and ends `cancelled` (workflows/deliberation.ts). Answers once
  * the request has ended (or after CANCEL_WAIT_MS, still `in_progress`); one that had ended is returned unchanged.
  */
-export async function cancelResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string, waitMs = CANCEL_WAIT_MS): Promise<ResponseView> {
+export async function cancelResponse(deps: OperationDeps, auth: KeyPrincipal, id: string, waitMs = CANCEL_WAIT_MS): Promise<ResponseView> {
   const { key, row } = await ownResponse(deps, auth, id);
   if (row.state !== 'running') return viewOfRow(id, row);
   try {
@@ -280,7 +281,7 @@ export async function cancelResponse(deps: CompletionDeps, auth: KeyPrincipal, i
 }
 
 /** DELETE /v1/responses/{id}: a running response must be cancelled first (409); its figures stay on its receipt. */
-export async function deleteResponse(deps: CompletionDeps, auth: KeyPrincipal, id: string): Promise<{ id: string }> {
+export async function deleteResponse(deps: OperationDeps, auth: KeyPrincipal, id: string): Promise<{ id: string }> {
   const { row } = await ownResponse(deps, auth, id);
   if (row.state === 'running')
     throw new QuorumError('request_in_progress', 'This response is still running; cancel it first, then delete it.', {
@@ -303,7 +304,7 @@ export interface InputItem {
  * Items are numbered in conversation order, so an id names the same item on every page.
  */
 export async function listInputItems(
-  deps: CompletionDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   id: string,
   page: { order: 'asc' | 'desc'; after: string | null; limit: number },

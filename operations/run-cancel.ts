@@ -1,11 +1,11 @@
-import type { StoreDeps } from './deps';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { OperationDeps, StoreDeps } from './deps';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { findRun, type RunRecord } from '../db/repositories/runs';
 import { ENDED_STATES, type RunKind } from '../domain/runs';
 import { cancelRun } from '../starters/runs';
 import { requireScope } from './checks';
 import { RUN_SCOPES, type RunReader } from './run-list';
-import { findOwnRun, pollView, type RunReadDeps, type RunView } from './run-poll';
+import { findOwnRun, pollView, type RunView } from './run-poll';
 
 /**
  * Cancelling a run (POST /v1/tests/{id}/cancel and /v1/certify/{id}/cancel, MCP `cancel_run`, the console's button,
@@ -29,7 +29,7 @@ export interface CancelResult {
 }
 
 export async function cancelOrgRun(
-  deps: RunReadDeps & { client: Client },
+  deps: Pick<OperationDeps, 'db' | 'form' | 'client'>,
   canceller: RunReader,
   input: { kind?: RunKind; batchId: string },
   waitMs = CANCEL_WAIT_MS,

@@ -55,7 +55,7 @@ import { equalCostQuote, type EqualCostQuote } from './equal-cost';
 import { callQuoteInput, catalogPrices, classifierPromptTokens, ownKeyFamilies, ratesOf } from './estimate';
 import { assertPlanAffordsRun, assertPlanPermitsRun, planCertificationMicros, planPayerOf } from './plan-runs';
 
-import { DEFAULT_CALLBACK_RETRY_MS, DEFAULT_QUOTE_TTL_S, LAUNCH_RETRY_AFTER_S, type RunDeps } from './run-settings';
+import { DEFAULT_CALLBACK_RETRY_MS, DEFAULT_QUOTE_TTL_S, LAUNCH_RETRY_AFTER_S } from './run-settings';
 
 /**
  * Launching test and certification runs (spec 02): mode (404 / 403 `mode_not_owned`) →
@@ -304,14 +304,14 @@ function freshSeed(): number {
  * The key of a launch sent without one: the derived key of the same body's run by this API key in the last 24 hours,
  * if any, so a retry across UTC midnight is still that run (issue 38 item 11); else today's derived key.
  */
-async function launchKey(deps: RunDeps, auth: KeyPrincipal, kind: RunKind, priced: PricedLaunch): Promise<string> {
+async function launchKey(deps: OperationDeps, auth: KeyPrincipal, kind: RunKind, priced: PricedLaunch): Promise<string> {
   const { fingerprint, mode, day } = priced;
   const recent = await recentDerivedRun(deps.db, { orgId: auth.orgId, apiKeyId: auth.keyId, kind, fingerprint, modeVersion: mode.version });
   return recent?.idempotencyKey ?? derivedLaunchKey(auth, kind, fingerprint, mode.version, day);
 }
 
 /** Issue 28 item 6: in production a callback may not point inside the deployment (SSRF); each delivery checks again. */
-async function assertCallbackAllowed(deps: RunDeps, url: string): Promise<void> {
+async function assertCallbackAllowed(deps: OperationDeps, url: string): Promise<void> {
   try {
     await assertPublicCallbackHost(new URL(url), deps.runs.publicCallbacksOnly === true);
   } catch (err) {
@@ -340,7 +340,7 @@ interface PricedLaunch {
 
 /** The mode (404 / 403), its questions and price (400, 409 `requoted`), its engines (409 `provider_unavailable`), its listing. */
 async function priceLaunch(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   kind: RunKind,
   request: RunRequest,
@@ -407,7 +407,7 @@ async function priceLaunch(
  * the caller finds it and waits on its answer.
  */
 async function startLaunchWorkflow(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   kind: RunKind,
   request: RunRequest,
@@ -467,7 +467,7 @@ async function startLaunchWorkflow(
  * A test run's dry run keeps its quote (issue 38 item 8): the seed, each question's price and their sum, until the
  * quote TTL, for the launch of the same body by the same key. The advisor's dry runs (a seed given) keep their own.
  */
-async function quoteDryRun(deps: RunDeps, auth: KeyPrincipal, priced: PricedLaunch, opts: LaunchOptions): Promise<LaunchView> {
+async function quoteDryRun(deps: OperationDeps, auth: KeyPrincipal, priced: PricedLaunch, opts: LaunchOptions): Promise<LaunchView> {
   const { view, spec, mode } = priced;
   if (view.kind === 'certification') {
     view.note = priced.listed
@@ -509,7 +509,7 @@ async function quoteDryRun(deps: RunDeps, auth: KeyPrincipal, priced: PricedLaun
 
 /** A test run's launch honours the newest unexpired dry-run quote of its body by this key, using it up; else its fresh price. */
 async function honourQuote(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   priced: PricedLaunch,
   opts: LaunchOptions,
@@ -537,7 +537,13 @@ function chargeNote(kind: RunKind, billed: number, quoted: boolean): string {
     : `Priced afresh (no unexpired dry run of this request by this key to honour); charged up front; ${refunds}`;
 }
 
-async function launch(deps: RunDeps, auth: KeyPrincipal, kind: RunKind, request: RunRequest, opts: LaunchOptions): Promise<LaunchView> {
+async function launch(
+  deps: OperationDeps,
+  auth: KeyPrincipal,
+  kind: RunKind,
+  request: RunRequest,
+  opts: LaunchOptions,
+): Promise<LaunchView> {
   const { db, form } = deps;
   const fresh = await priceLaunch(deps, auth, kind, request, opts);
   const { fingerprint, view } = fresh;
@@ -604,12 +610,16 @@ function launchRefusal(form: Form, code: ErrorCode, message: string): QuorumErro
   return refusal(form, asInsufficientBalance(new QuorumError(code, message)));
 }
 
-export function launchTestRun(deps: RunDeps, auth: KeyPrincipal, input: { request: RunRequest } & LaunchOptions): Promise<LaunchView> {
+export function launchTestRun(
+  deps: OperationDeps,
+  auth: KeyPrincipal,
+  input: { request: RunRequest } & LaunchOptions,
+): Promise<LaunchView> {
   return launch(deps, auth, 'test', input.request, input);
 }
 
 export function launchCertification(
-  deps: RunDeps,
+  deps: OperationDeps,
   auth: KeyPrincipal,
   input: { model: string; dryRun: boolean; callbackUrl?: string } & LaunchOptions,
 ): Promise<LaunchView> {

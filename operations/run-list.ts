@@ -1,5 +1,5 @@
 import { listedCertifications, type ModeCertification } from '../db/repositories/certifications';
-import type { StoreDeps } from './deps';
+import type { StoreDeps, TemporalOptional } from './deps';
 import { answeredCounts, findRun, getRun, listRuns, type RunFilter, type RunRecord } from '../db/repositories/runs';
 import type { Scope } from '../domain/api-keys';
 import { QuorumError } from '../domain/errors';
@@ -9,7 +9,7 @@ import { runProgress } from '../starters/runs';
 import { requireScope } from './checks';
 import { orgActedOn, type Principal } from './principal';
 import { invalidParam, pageLimit, singleParam, type PageSize } from './query-params';
-import { viewOf, type RunReadDeps, type RunView } from './run-poll';
+import { viewOf, type RunView } from './run-poll';
 
 /**
  * Listing an organisation's runs (GET /v1/runs, MCP `list_runs`, `quorum run list`; issue 28 item 1): newest first,
@@ -83,7 +83,7 @@ const rowStates = (state: BatchState): RunState[] => (state === 'queued' ? ['lau
  * A page of the organisation's runs of the kinds the key may read (`tests` reads test runs, `certify`
  * certifications); asking for a kind, or for runs at all, without its scope is 403 `insufficient_scope`.
  */
-export async function listOrgRuns(deps: RunReadDeps, reader: RunReader, query: RunListQuery): Promise<RunPage> {
+export async function listOrgRuns(deps: TemporalOptional<'db' | 'form'>, reader: RunReader, query: RunListQuery): Promise<RunPage> {
   const readable = (Object.keys(RUN_SCOPES) as RunKind[]).filter((k) => reader.scopes.includes(RUN_SCOPES[k]));
   if (query.kind) requireScope(reader, RUN_SCOPES[query.kind]);
   else if (readable.length === 0)
@@ -139,6 +139,6 @@ export async function anyRun(deps: StoreDeps, _principal: Principal & { via: 'op
 }
 
 /** A run's progress per bucket, from its workflow while it runs and from the database once it has ended. */
-export async function progressOf(deps: Pick<RunReadDeps, 'db' | 'client'>, run: RunRecord): Promise<RunProgress> {
+export async function progressOf(deps: TemporalOptional<'db'>, run: RunRecord): Promise<RunProgress> {
   return runProgress(deps.client, deps.db, run);
 }

@@ -1,4 +1,3 @@
-import type { Client } from '@temporalio/client';
 import type { KeyPrincipal } from './principal';
 import { attemptsBeside, type CertificationAttempt } from '../db/repositories/certifications';
 import { findMode } from '../db/repositories/modes';
@@ -7,7 +6,7 @@ import { QuorumError } from '../domain/errors';
 import type { ModeRecord } from '../domain/modes';
 import { ENDED_STATES, type RunKind, type RunProgress } from '../domain/runs';
 import { runProgress } from '../starters/runs';
-import type { OperationDeps, StoreDeps } from './deps';
+import type { OperationDeps, StoreDeps, TemporalOptional } from './deps';
 import { pairedView, type PairedView } from './run-paired';
 
 /** Polling a run (GET /v1/tests, GET /v1/certify): progress while it is live, its results once it has ended. */
@@ -21,15 +20,12 @@ export interface RunView {
   attempts?: CertificationAttempt[];
 }
 
-/** What reading runs needs: the operator's CLI has no engines, and may have no Temporal (progress comes from Postgres then). */
-export type RunReadDeps = Pick<OperationDeps, 'db' | 'form'> & { client: Client | undefined };
-
 export async function pollRun(deps: OperationDeps, auth: KeyPrincipal, kind: RunKind, batchId: string): Promise<RunView> {
   return pollView(deps, auth.orgId, await findOwnRun(deps, auth.orgId, kind, batchId));
 }
 
 /** The poll's view of a run (a cancel answers with it too): `viewOf`, and a paired re-run's comparison. */
-export async function pollView(deps: RunReadDeps, orgId: string, run: RunRecord): Promise<RunView> {
+export async function pollView(deps: TemporalOptional<'db' | 'form'>, orgId: string, run: RunRecord): Promise<RunView> {
   const [view, paired, attempts] = await Promise.all([
     viewOf(deps, orgId, run),
     pairedView(deps, run),
@@ -43,7 +39,7 @@ export async function pollView(deps: RunReadDeps, orgId: string, run: RunRecord)
  * run is not found, exactly like an id that never existed.
  */
 export async function findOwnRun(
-  deps: Pick<RunReadDeps, 'db' | 'form'>,
+  deps: Pick<OperationDeps, 'db' | 'form'>,
   orgId: string,
   kind: RunKind | undefined,
   batchId: string,
@@ -61,7 +57,7 @@ export async function findOwnRun(
 }
 
 /** A run as the poll shows it: its row, its mode, and its progress (live from its workflow while it runs). */
-export async function viewOf(deps: RunReadDeps, orgId: string, run: RunRecord): Promise<RunView> {
+export async function viewOf(deps: TemporalOptional<'db' | 'form'>, orgId: string, run: RunRecord): Promise<RunView> {
   const [progress, mode] = await Promise.all([runProgress(deps.client, deps.db, run), findModeById(deps, orgId, run)]);
   // The run may have ended between reading its row and querying its workflow, which reports the end only after its
   // summary is written: read the row again, so an ended run is never shown without its results.

@@ -1,6 +1,6 @@
 import { DEFAULT_CALLBACK_RETRY_MS } from '../domain/webhook-signature';
 import { DEFAULT_RUN_WINDOW } from '../domain/runs';
-import type { OperationDeps } from './deps';
+import type { Config } from '../infra/config';
 
 /** How runs are limited and paced in this deployment (environment, with defaults), and what their operations need. */
 export interface RunSettings {
@@ -37,23 +37,28 @@ export const LAUNCH_RETRY_AFTER_S = 3_600;
 export const DEFAULT_QUOTE_TTL_S = 86_400;
 export { DEFAULT_CALLBACK_RETRY_MS };
 
-export function runSettingsFromEnv(env: NodeJS.ProcessEnv): RunSettings {
-  const positive = (name: string, fallback: number): number => {
-    const v = Number(env[name]);
-    return Number.isInteger(v) && v > 0 ? v : fallback;
-  };
+export function runSettingsOf(
+  config: Pick<
+    Config,
+    | 'QUORUM_TEST_RUNS_PER_DAY'
+    | 'QUORUM_CERTIFICATIONS_PER_DAY'
+    | 'QUORUM_RUN_WINDOW'
+    | 'QUORUM_RUN_HEDGE_MS'
+    | 'QUORUM_QUOTE_TTL_S'
+    | 'QUORUM_CHAT_HISTORY'
+    | 'QUORUM_CALLBACK_RETRY_MS'
+    | 'QUORUM_ENV'
+  >,
+): RunSettings {
   return {
-    testsPerDay: positive('QUORUM_TEST_RUNS_PER_DAY', DEFAULT_RUN_SETTINGS.testsPerDay),
-    certificationsPerDay: positive('QUORUM_CERTIFICATIONS_PER_DAY', DEFAULT_RUN_SETTINGS.certificationsPerDay),
-    window: positive('QUORUM_RUN_WINDOW', DEFAULT_RUN_SETTINGS.window),
-    hedgeAfterMs: env.QUORUM_RUN_HEDGE_MS === '0' ? 0 : positive('QUORUM_RUN_HEDGE_MS', DEFAULT_HEDGE_AFTER_MS),
-    quoteTtlSeconds: positive('QUORUM_QUOTE_TTL_S', DEFAULT_QUOTE_TTL_S),
-    chatHistory: env.QUORUM_CHAT_HISTORY !== 'off',
-    callbackRetryMs: positive('QUORUM_CALLBACK_RETRY_MS', DEFAULT_CALLBACK_RETRY_MS),
-    publicCallbacksOnly: env.QUORUM_ENV === 'production',
+    testsPerDay: config.QUORUM_TEST_RUNS_PER_DAY ?? DEFAULT_RUN_SETTINGS.testsPerDay,
+    certificationsPerDay: config.QUORUM_CERTIFICATIONS_PER_DAY ?? DEFAULT_RUN_SETTINGS.certificationsPerDay,
+    window: config.QUORUM_RUN_WINDOW ?? DEFAULT_RUN_SETTINGS.window,
+    // 0 is a setting (never hedge), not an absence.
+    hedgeAfterMs: config.QUORUM_RUN_HEDGE_MS ?? DEFAULT_HEDGE_AFTER_MS,
+    quoteTtlSeconds: config.QUORUM_QUOTE_TTL_S ?? DEFAULT_QUOTE_TTL_S,
+    chatHistory: config.QUORUM_CHAT_HISTORY !== 'off',
+    callbackRetryMs: config.QUORUM_CALLBACK_RETRY_MS ?? DEFAULT_CALLBACK_RETRY_MS,
+    publicCallbacksOnly: config.QUORUM_ENV === 'production',
   };
-}
-
-export interface RunDeps extends OperationDeps {
-  runs: RunSettings;
 }

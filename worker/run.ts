@@ -5,7 +5,7 @@ import { DefaultLogger, Runtime, makeTelemetryFilterString, type NativeConnectio
 import { createDb } from '../db/knex';
 import { warmTokenizer } from '../domain/tokens';
 import { createEngines } from '../engines';
-import type { Config } from '../infra/config';
+import { envLookup, type Config } from '../infra/config';
 import { freePort } from '../infra/free-port';
 import type { Logger } from '../infra/log';
 import { loadSecretBox } from '../infra/secret-box';
@@ -55,16 +55,16 @@ export interface RunningWorker {
  */
 export async function runWorker(config: Config, log: Logger, connection: NativeConnection, corePort?: number): Promise<RunningWorker> {
   if (!config.DATABASE_URL) throw new Error('the worker needs DATABASE_URL');
-  // Refuses production without QUORUM_SECRET_KEY now, not at the first own-key call.
-  loadSecretBox(config, log);
+  // Built now: production without QUORUM_SECRET_KEY is refused at start, not at the first own-key call.
+  const box = loadSecretBox(config, log);
   warmTokenizer();
   const db = createDb(config.DATABASE_URL, config.QUORUM_DB_POOL_MAX);
   const bundlePath = config.QUORUM_WORKFLOW_BUNDLE ?? bundleInChild();
   const workers = await createWorkers({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
-    // An entry point's own half: the environment read here, at start, and handed down (loadConfig validated it).
-    deps: { db, engines: createEngines({ env: process.env, logger: log }), log, env: process.env },
+    // An entry point's own half: the provider keys the engines read by name are looked up here, at start.
+    deps: { db, engines: createEngines({ config, variable: envLookup(), logger: log }), log, config, box },
     bundlePath,
     ...configuredSlots(config),
     shutdownGraceMs: config.QUORUM_SHUTDOWN_GRACE_MS,

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import type { Context, Next } from 'koa';
 import helmet from 'koa-helmet';
 import { QuorumError } from '../../domain/errors';
-import type { ConsoleDeps } from './deps';
+import type { RouteDeps } from '../http/context';
 import { html } from '../http/html';
 import { page } from './layout';
 import { accountPages } from './pages/account';
@@ -46,7 +46,7 @@ function asset(body: string, type: string) {
 }
 
 /** Errors become pages (or, for htmx fragments, a message in place), with the status they carry. */
-function consoleErrors(deps: ConsoleDeps) {
+function consoleErrors(deps: RouteDeps) {
   return async (ctx: Context, next: Next): Promise<void> => {
     try {
       await next();
@@ -75,7 +75,7 @@ function consoleErrors(deps: ConsoleDeps) {
   };
 }
 
-export function consoleRouter(deps: ConsoleDeps): Router {
+export function consoleRouter(deps: RouteDeps): Router {
   const router = new Router({ prefix: '/console' });
   router.get('/assets/console.css', asset(CONSOLE_CSS, 'text/css; charset=utf-8'));
   router.get('/assets/console.js', asset(CONSOLE_JS, 'text/javascript; charset=utf-8'));

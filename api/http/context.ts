@@ -4,13 +4,15 @@ import type { AccessTokens, Edge } from './access';
 import type { FormSerialiser } from '../forms';
 import type { OperationDeps } from '../../operations/deps';
 
-/** What every `/v1` handler works with: the operations' dependencies and this deployment's serialiser. */
+/** What every edge's handler works with: the operations' dependencies, this deployment's serialiser, and its edge settings. */
 export interface RouteDeps extends OperationDeps {
   serialiser: FormSerialiser;
-  /** The deployment's settings (QUORUM_ENV, QUORUM_SIM_STANDINS…). */
-  env: NodeJS.ProcessEnv;
   /** The authorization server of connected apps: it knows their access tokens. */
   oauth: AuthorizationServer;
+  /** The console's cookies are Secure (production, behind TLS). */
+  secureCookies: boolean;
+  /** Development: a person may add test balance themselves in the console (in production an operator tops up). */
+  selfTopUp: boolean;
 }
 
 /**

@@ -13,7 +13,6 @@ import { QuorumError } from '../../domain/errors';
 import type { Logger } from '../../infra/log';
 import { admitMore, authorize } from '../http/access';
 import { readJson } from '../http/body';
-import type { RunDeps } from '../../operations/run-settings';
 import { baseUrlOf, type RouteDeps } from '../http/context';
 import { toolResult } from './results';
 import { QuorumTaskStore } from './tasks';
@@ -54,7 +53,7 @@ function refuseLargeBatch(body: unknown, tools: readonly Tool[]): void {
  */
 const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 
-export function mcpEndpoint(deps: RouteDeps & RunDeps, log: Logger) {
+export function mcpEndpoint(deps: RouteDeps, log: Logger) {
   const tools = toolsFor(deps.form);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const listed = tools.map((t) => ({

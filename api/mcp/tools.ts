@@ -22,7 +22,6 @@ import { launchCertification, launchTestRun, type LaunchView } from '../../opera
 import type { TaskWork } from '../../operations/mcp-tasks';
 import type { KeyPrincipal } from '../../operations/principal';
 import type { RouteDeps } from '../http/context';
-import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey, parseRequest } from '../../operations/requests/common';
 import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
 import { cancelOrgRun } from '../../operations/run-cancel';
@@ -39,7 +38,7 @@ import { refusalEntry, type ToolKind } from './errors';
  * SDK's; the JSON Schema each tool lists is documentation an agent can act on.
  */
 export interface ToolContext {
-  deps: RouteDeps & RunDeps;
+  deps: RouteDeps;
   auth: KeyPrincipal;
   /** The base URL the caller reached, for status addresses. */
   baseUrl: string;
@@ -321,8 +320,8 @@ const certifyMode = tool({
 });
 
 function authoringDeps(ctx: ToolContext): AuthoringDeps {
-  const { db, form, engines, env } = ctx.deps;
-  return { db, form, engines, env };
+  const { db, form, engines, config } = ctx.deps;
+  return { db, form, engines, config };
 }
 
 const ModeId = z.string().min(1).describe('The mode’s id or ticker (COMPANY:MODE).');

@@ -7,7 +7,7 @@ import { ACCESS_TOKEN_BITS, type Scope } from '../../domain/api-keys';
 import { QuorumError } from '../../domain/errors';
 import { OAUTH_SCOPES, parseAccountId } from '../../domain/plans';
 import type { Logger } from '../../infra/log';
-import { secretBox, type SecretBox } from '../../infra/secret-box';
+import type { SecretBox } from '../../infra/secret-box';
 import { authorizationKeys, authorizationStore, countAppRegistration } from '../../operations/oauth-grants';
 import { EDGES, type AccessTokens, type Edge } from '../http/access';
 import { html } from '../http/html';
@@ -45,7 +45,7 @@ export class OAuthServer implements AccessTokens {
     private readonly db: Db,
     readonly settings: OAuthSettings,
     private readonly log: Logger,
-    private readonly box: () => SecretBox = secretBox,
+    private readonly box: SecretBox,
   ) {
     this.issuer = `${settings.publicUrl}${OAUTH_MOUNT}`;
   }
@@ -83,7 +83,7 @@ export class OAuthServer implements AccessTokens {
   }
 
   private async build(): Promise<Provider> {
-    const keys = await authorizationKeys({ db: this.db }, this.box());
+    const keys = await authorizationKeys({ db: this.db }, this.box);
     const provider = new Provider(this.issuer, this.configuration(keys.signing, keys.cookie));
     provider.proxy = true;
     // Refused grants and tokens are the client's business; a server_error is ours and worth a line.

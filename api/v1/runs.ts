@@ -8,23 +8,20 @@ import { cancelOrgRun } from '../../operations/run-cancel';
 import { listOrgRuns, parseRunListQuery } from '../../operations/run-list';
 import { pollRun } from '../../operations/run-poll';
 import { exportQuestions, parseQuestionOptions, questionPage } from '../../operations/run-questions';
-import type { RunDeps } from '../../operations/run-settings';
 import { parseIdempotencyKey } from '../../operations/requests/common';
 import { parseBatchId, parseCertifyRequest, parseTestRunRequest } from '../../operations/requests/runs';
 import { baseUrlOf, type RouteDeps } from '../http/context';
-
-type RunRouteDeps = RouteDeps & RunDeps;
 
 /** POST /v1/tests: launched, or priced when `dry_run`. */
 /**
  * The launch's `Idempotency-Key`: the header is Form B's (spec 02), so Form A ignores it. Without one, the launch
  * derives its key from the request (operations/run-launch.ts), so a retry is the same run in either Form.
  */
-function launchKey(deps: RunRouteDeps, ctx: Context): string | undefined {
+function launchKey(deps: RouteDeps, ctx: Context): string | undefined {
   return deps.form === 'B' ? parseIdempotencyKey(ctx.headers['idempotency-key']) : undefined;
 }
 
-export function launchTests(deps: RunRouteDeps) {
+export function launchTests(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const request = parseTestRunRequest(deps.form, await readJsonObject(ctx));
     const view = await launchTestRun(deps, authOf(ctx), { request, idempotencyKey: launchKey(deps, ctx) });
@@ -33,7 +30,7 @@ export function launchTests(deps: RunRouteDeps) {
 }
 
 /** POST /v1/certify: 150 questions, three judges, two repeats, $50 flat. */
-export function launchCertify(deps: RunRouteDeps) {
+export function launchCertify(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const request = parseCertifyRequest(await readJsonObject(ctx));
     const view = await launchCertification(deps, authOf(ctx), { ...request, idempotencyKey: launchKey(deps, ctx) });
@@ -45,7 +42,7 @@ export function launchCertify(deps: RunRouteDeps) {
  * GET /v1/tests and GET /v1/certify: progress while the run is live, its results once it has ended; with
  * `include=questions` a page of its per-question results too, with `format=jsonl` all of them, one a line.
  */
-export function poll(deps: RunRouteDeps, kind: 'test' | 'certification') {
+export function poll(deps: RouteDeps, kind: 'test' | 'certification') {
   return async (ctx: Context): Promise<void> => {
     const batchId = parseBatchId(ctx.query.batch_id);
     const options = parseQuestionOptions(ctx.query);
@@ -67,7 +64,7 @@ export function poll(deps: RunRouteDeps, kind: 'test' | 'certification') {
 }
 
 /** GET /v1/runs (issue 28 item 1): the organisation's runs the key may read, newest first, a page at a time. */
-export function listRunsRoute(deps: RunRouteDeps) {
+export function listRunsRoute(deps: RouteDeps) {
   return async (ctx: Context): Promise<void> => {
     const page = await listOrgRuns(deps, authOf(ctx), parseRunListQuery(ctx.query));
     ctx.body = runListBody(deps.serialiser.runs, page);
@@ -75,7 +72,7 @@ export function listRunsRoute(deps: RunRouteDeps) {
 }
 
 /** POST /v1/tests/{batch_id}/cancel and /v1/certify/{batch_id}/cancel (issue 28 item 2): the poll's answer after. */
-export function cancelRoute(deps: RunRouteDeps, kind: 'test' | 'certification') {
+export function cancelRoute(deps: RouteDeps, kind: 'test' | 'certification') {
   return async (ctx: Context): Promise<void> => {
     const { view } = await cancelOrgRun(deps, authOf(ctx), { kind, batchId: String(ctx.params.batch_id) });
     ctx.body = deps.serialiser.runs.poll(view);

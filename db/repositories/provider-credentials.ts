@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { QuorumError } from '../../domain/errors';
 import { registerSecret } from '../../infra/redact';
-import { secretBox } from '../../infra/secret-box';
+import type { SecretBox } from '../../infra/secret-box';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
 /**
@@ -45,11 +45,15 @@ async function upsert(db: DbOrTrx, row: Record<string, unknown> & { org_id: stri
   );
 }
 
-export async function setProviderKey(db: DbOrTrx, input: { orgId: string; family: KeyFamily; apiKey: string }): Promise<void> {
+export async function setProviderKey(
+  db: DbOrTrx,
+  box: SecretBox,
+  input: { orgId: string; family: KeyFamily; apiKey: string },
+): Promise<void> {
   const family = parse(z.enum(KEY_FAMILIES), input.family, 'family');
   const apiKey = parse(ProviderKey, input.apiKey, 'apiKey');
   registerSecret(apiKey);
-  const sealed = secretBox().seal(apiKey, sealContext(input.orgId, family));
+  const sealed = box.seal(apiKey, sealContext(input.orgId, family));
   await upsert(db, {
     org_id: input.orgId,
     family,
@@ -86,7 +90,12 @@ export async function ownProviderFamilies(db: DbOrTrx, orgId: string): Promise<S
   return new Set(rows.map((r) => r.family));
 }
 
-export async function getProviderCredential(db: DbOrTrx, orgId: string, family: ProviderFamily): Promise<ProviderCredential | undefined> {
+export async function getProviderCredential(
+  db: DbOrTrx,
+  box: SecretBox,
+  orgId: string,
+  family: ProviderFamily,
+): Promise<ProviderCredential | undefined> {
   const row = (await db('provider_credentials')
     .where({ org_id: orgId, family })
     .first('ciphertext', 'iv', 'tag', 'role_arn', 'external_id')) as
@@ -97,7 +106,7 @@ export async function getProviderCredential(db: DbOrTrx, orgId: string, family: 
     return { kind: 'bedrock_role', roleArn: row.role_arn, externalId: row.external_id };
   }
   if (!row.ciphertext || !row.iv || !row.tag) throw new Error(`${family} credential of ${orgId} lacks its ciphertext`);
-  const apiKey = secretBox().open({ ciphertext: row.ciphertext, iv: row.iv, tag: row.tag }, sealContext(orgId, family));
+  const apiKey = box.open({ ciphertext: row.ciphertext, iv: row.iv, tag: row.tag }, sealContext(orgId, family));
   registerSecret(apiKey);
   return { kind: 'api_key', apiKey };
 }

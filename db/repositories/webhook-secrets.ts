@@ -1,6 +1,6 @@
 import { newSigningSecret } from '../../domain/webhook-signature';
 import { registerSecret } from '../../infra/redact';
-import { secretBox } from '../../infra/secret-box';
+import type { SecretBox } from '../../infra/secret-box';
 import { unknownOrgAsNotFound, type DbOrTrx } from './shared';
 
 /**
@@ -17,26 +17,31 @@ interface SecretRow {
   tag: Buffer;
 }
 
-function sealed(orgId: string, secret: string): SecretRow & { org_id: string } {
+function sealed(box: SecretBox, orgId: string, secret: string): SecretRow & { org_id: string } {
   registerSecret(secret);
-  return { org_id: orgId, ...secretBox().seal(secret, sealContext(orgId)) };
+  return { org_id: orgId, ...box.seal(secret, sealContext(orgId)) };
 }
 
 /** The secret to sign with: made on first need (a delivery before anyone asked for one), never shown here. */
-export async function signingSecret(db: DbOrTrx, orgId: string): Promise<string> {
-  await unknownOrgAsNotFound(orgId, () => db('webhook_secrets').insert(sealed(orgId, newSigningSecret())).onConflict('org_id').ignore());
+export async function signingSecret(db: DbOrTrx, box: SecretBox, orgId: string): Promise<string> {
+  await unknownOrgAsNotFound(orgId, () =>
+    db('webhook_secrets')
+      .insert(sealed(box, orgId, newSigningSecret()))
+      .onConflict('org_id')
+      .ignore(),
+  );
   const row = (await db('webhook_secrets').where({ org_id: orgId }).first('ciphertext', 'iv', 'tag')) as SecretRow;
-  const secret = secretBox().open(row, sealContext(orgId));
+  const secret = box.open(row, sealContext(orgId));
   registerSecret(secret);
   return secret;
 }
 
 /** A new secret in place of the old one (or the first), returned to be shown once: deliveries from now on sign with it. */
-export async function rotateSigningSecret(db: DbOrTrx, orgId: string): Promise<string> {
+export async function rotateSigningSecret(db: DbOrTrx, box: SecretBox, orgId: string): Promise<string> {
   const secret = newSigningSecret();
   await unknownOrgAsNotFound(orgId, () =>
     db('webhook_secrets')
-      .insert({ ...sealed(orgId, secret), created_at: db.fn.now(), shown_at: db.fn.now() })
+      .insert({ ...sealed(box, orgId, secret), created_at: db.fn.now(), shown_at: db.fn.now() })
       .onConflict('org_id')
       .merge(),
   );

@@ -101,20 +101,6 @@ function stopped(text: string, stop: readonly string[] | undefined): string {
   return Number.isFinite(at) ? text.slice(0, at) : text;
 }
 
-/**
- * QUORUM_SIM_SKILL (opt-in; unset, every engine keeps its catalog skill): every `sim` engine equally good. Its first
- * answer to a known-answer question is right with this probability whatever the engine and the difficulty, and a
- * wrong one is the question's one plausible wrong answer, the same for every engine (one mistake group). A revision
- * shown the right answer still recognises it more often (verifySkill). bench/calibration.ts sets 0.5, where a panel
- * without critique rounds is exactly as good as its baseline (docs/runs.md, "Calibration end to end").
- */
-export function parseSimSkill(value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const p = Number(value);
-  if (!(p >= 0 && p <= 1)) throw new Error(`QUORUM_SIM_SKILL must be a probability from 0 to 1, not "${value}"`);
-  return p;
-}
-
 const EVEN_MISTAKE_GROUP = 'even-skill';
 
 /**

@@ -1,10 +1,9 @@
-import type { StoreDeps } from '../deps';
+import type { OperationDeps, StoreDeps } from '../deps';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordActivity } from '../activity';
 import type { Principal } from '../principal';
 import { QuorumError } from '../../domain/errors';
-import type { Form } from '../../domain/form';
 import { suggestTicker, validateMode, type CompiledMode, type PriceFloor, type ValidationContext } from '../../domain/mode-spec';
 import type { Refusal } from '../../domain/mode-validation-codes';
 import { TIER_RANK, TIERS, tiersOf, type Tier } from '../../domain/modes';
@@ -31,8 +30,8 @@ import {
 } from '../../db/repositories/mode-authoring';
 import { organisationExists } from '../../db/repositories/organisations';
 import { ownProviderFamilies } from '../../db/repositories/provider-credentials';
-import type { Engines } from '../../engines';
 import { callSeatingContext, simStandInsAllowed } from '../../engines/seating-context';
+import type { Config } from '../../infra/config';
 
 /**
  * The mode builder's one core (spec 02 `list_engines`, `validate_mode`, `save_mode`, `list_mode`; the operator CLI;
@@ -40,13 +39,8 @@ import { callSeatingContext, simStandInsAllowed } from '../../engines/seating-co
  * writes. Nothing here knows which edge called.
  */
 
-export interface AuthoringDeps {
-  db: Knex;
-  form: Form;
-  engines: Pick<Engines, 'find' | 'isAvailable' | 'catalog'>;
-  /** `QUORUM_PRICE_FLOOR_*` and `QUORUM_SIM_STANDINS` / `QUORUM_ENV` are read from here. */
-  env: NodeJS.ProcessEnv;
-}
+/** What authoring works with of the operations' dependencies (the CLI has them without Temporal). */
+export type AuthoringDeps = Pick<OperationDeps, 'db' | 'form' | 'engines' | 'config'>;
 
 /**
  * The organisation a principal authors for: a key's, a person's chosen one, or the one the operator acts as (null:
@@ -67,13 +61,11 @@ async function recordModeChange(
   await recordActivity(trx, m.orgId, author, { kind, subject: m.id, detail: { ticker: m.ticker, version: m.currentVersion } });
 }
 
+export type PriceFloorSettings = Pick<Config, 'QUORUM_PRICE_FLOOR_PER_MTOK_USD' | 'QUORUM_PRICE_FLOOR_SURCHARGE_USD'>;
+
 /** The price floor when no operator set one: the cheapest the price slider goes. */
-export function configuredPriceFloor(env: NodeJS.ProcessEnv): PriceFloor {
-  const num = (name: string, fallback: number): number => {
-    const v = Number(env[name]);
-    return env[name] !== undefined && Number.isFinite(v) && v >= 0 ? v : fallback;
-  };
-  return { perMtokUsd: num('QUORUM_PRICE_FLOOR_PER_MTOK_USD', 0.05), surchargeUsd: num('QUORUM_PRICE_FLOOR_SURCHARGE_USD', 0.0005) };
+export function configuredPriceFloor(config: PriceFloorSettings): PriceFloor {
+  return { perMtokUsd: config.QUORUM_PRICE_FLOOR_PER_MTOK_USD ?? 0.05, surchargeUsd: config.QUORUM_PRICE_FLOOR_SURCHARGE_USD ?? 0.0005 };
 }
 
 /** What the edges show of a mode: its names, where its draft and release stand, and its listing. */
@@ -143,7 +135,7 @@ export function requireOrg(author: Principal): void {
 
 /** The validation context for this author, with `mode` the mode being saved (excluded from the ticker check). */
 async function contextFor(deps: AuthoringDeps, author: Principal, mode?: AuthoredMode): Promise<ValidationContext> {
-  const floor = await readPriceFloor(deps.db, configuredPriceFloor(deps.env));
+  const floor = await readPriceFloor(deps.db, configuredPriceFloor(deps.config));
   const orgId = authorOrg(author);
   const [own, taken] = await Promise.all([
     orgId ? ownProviderFamilies(deps.db, orgId) : Promise.resolve(new Set<string>()),
@@ -152,7 +144,7 @@ async function contextFor(deps: AuthoringDeps, author: Principal, mode?: Authore
       p ? tickersUnder(deps.db, p) : new Map<string, string>(),
     ),
   ]);
-  const standIns = simStandInsAllowed(deps.env);
+  const standIns = simStandInsAllowed(deps.config);
   return {
     form: deps.form,
     find: (id) => deps.engines.find(id),
@@ -429,8 +421,8 @@ export type EngineListing = {
 export async function listEngines(deps: AuthoringDeps, author: Principal, tier: Tier = 'pro'): Promise<EngineListing[]> {
   const orgId = authorOrg(author);
   const own = orgId ? await ownProviderFamilies(deps.db, orgId) : new Set<string>();
-  const standIns = simStandInsAllowed(deps.env);
-  const ctx = callSeatingContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.env);
+  const standIns = simStandInsAllowed(deps.config);
+  const ctx = callSeatingContext(deps.engines, { ownFamilies: own, simOnly: false }, deps.config);
   return deps.engines.catalog
     .filter((e) => TIER_RANK[e.tier] <= TIER_RANK[tier])
     .sort((a, b) => TIERS.indexOf(a.tier) - TIERS.indexOf(b.tier) || a.id.localeCompare(b.id))

@@ -53,7 +53,7 @@ export async function proposeMode(deps: AuthoringDeps, author: Principal, input:
   if (budgetMicros !== undefined && !(Number.isSafeInteger(budgetMicros) && budgetMicros > 0))
     throw new QuorumError('invalid_request', '`budget_usd` is a positive number of dollars.', { param: 'budget_usd' });
 
-  const [engines, floor] = await Promise.all([usableEngines(deps, author), readPriceFloor(deps.db, configuredPriceFloor(deps.env))]);
+  const [engines, floor] = await Promise.all([usableEngines(deps, author), readPriceFloor(deps.db, configuredPriceFloor(deps.config))]);
   const design = designMode({ description, budgetMicros, tier: input.tier ?? 'pro', engines, floor, form: deps.form });
   if (!design.ok && design.reason === 'too_few_engines')
     throw new QuorumError(

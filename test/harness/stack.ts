@@ -1,5 +1,6 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -56,6 +57,9 @@ export async function startStack(options: { dbFile?: string; metricsPort?: numbe
   const temporalBinary = resolveTemporalBinary(tools);
   // The real benchmark sets, as `npm start` installs them (no skip: a suite that cannot install them fails and says why).
   process.env.QUORUM_BENCHMARK_SETS_DIR ??= ensureBenchmarkSets(tools);
+  // One master key for the run, as one deployment has: the shared database's sealed rows (provider keys, webhook
+  // secrets, the authorization server's keys) open in every app, worker and CLI the tests start, whatever their order.
+  process.env.QUORUM_SECRET_KEY ??= randomBytes(32).toString('base64');
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quorum-test-'));
   // Postgres runs as the `postgres` user when we are root: it must be able to enter the folder.
   fs.chmodSync(tmp, 0o755);

@@ -1,4 +1,4 @@
-import { baseUrlOf } from '../../http/context';
+import { baseUrlOf, type RouteDeps } from '../../http/context';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { PlanUsage } from '../../../db/repositories/plans';
@@ -18,7 +18,6 @@ import { QuorumError } from '../../../domain/errors';
 import { usdToMicros } from '../../../domain/money';
 import { nameProblems } from '../../../domain/people';
 import { createOwnOrganisation } from '../../../operations/organisations';
-import type { ConsoleDeps } from '../deps';
 import { usd, when } from '../format';
 import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
@@ -95,7 +94,7 @@ function trialCard(trial: AccountBalance['trial']): Html {
   </div>`;
 }
 
-export function accountPages(router: Router, deps: ConsoleDeps): void {
+export function accountPages(router: Router, deps: RouteDeps): void {
   overviewRoutes(router, deps);
   webhookSecretRoutes(router, deps);
   teamRoutes(router, deps);
@@ -103,7 +102,7 @@ export function accountPages(router: Router, deps: ConsoleDeps): void {
 }
 
 /** The overview (balance, ledger, billing plan), creating an organisation, and a development top-up. */
-function overviewRoutes(router: Router, deps: ConsoleDeps): void {
+function overviewRoutes(router: Router, deps: RouteDeps): void {
   router.get('/overview', async (ctx) => {
     const user = requireUser(ctx);
     if (!user.org)
@@ -220,7 +219,7 @@ function overviewRoutes(router: Router, deps: ConsoleDeps): void {
 }
 
 /** Rotating the webhook signing secret (its state shows on the keys page). */
-function webhookSecretRoutes(router: Router, deps: ConsoleDeps): void {
+function webhookSecretRoutes(router: Router, deps: RouteDeps): void {
   router.post('/webhook-secret', async (ctx) => {
     const { user } = requireOrg(ctx);
     const secret = await refusingPlainly(rotateSecret(deps, personOf(user)));
@@ -240,7 +239,7 @@ function webhookSecretRoutes(router: Router, deps: ConsoleDeps): void {
 }
 
 /** The team: members and invitations by link. */
-function teamRoutes(router: Router, deps: ConsoleDeps): void {
+function teamRoutes(router: Router, deps: RouteDeps): void {
   async function teamPage(ctx: Context, link?: string): Promise<void> {
     const { user, org } = requireOrg(ctx);
     const { members, pending: invitations } = await teamOf(deps, personOf(user));
@@ -321,7 +320,7 @@ function teamRoutes(router: Router, deps: ConsoleDeps): void {
 }
 
 /** The organisation's own provider keys, set by its owner only. */
-function providerKeyRoutes(router: Router, deps: ConsoleDeps): void {
+function providerKeyRoutes(router: Router, deps: RouteDeps): void {
   router.get('/provider-keys', async (ctx) => {
     const { user, org } = requireOrg(ctx);
     const configured = await ownProviderKeysOf(deps, personOf(user));

@@ -1,8 +1,8 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import { ACTIVITY_KINDS } from '../../../domain/activity';
 import { activityOf, parseActivityQuery } from '../../../operations/activity';
 import { html } from '../../http/html';
-import type { ConsoleDeps } from '../deps';
 import { when } from '../format';
 import { page } from '../layout';
 import { personOf, refusingPlainly, requireOrg } from '../session';
@@ -11,7 +11,7 @@ import { personOf, refusingPlainly, requireOrg } from '../session';
  * The organisation's activity log (issue 41 item 6): every change to the account, who made it, from where and what
  * changed, newest first, filtered by kind; the same operation and query as `GET /v1/organization/activity`.
  */
-export function activityPages(router: Router, deps: ConsoleDeps): void {
+export function activityPages(router: Router, deps: RouteDeps): void {
   router.get('/activity', async (ctx) => {
     const { user } = requireOrg(ctx);
     // The form's "every kind" sends an empty kind: no filter.

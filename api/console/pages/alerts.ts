@@ -1,8 +1,8 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import { accountEventsOf, accountSettingsOf, changeAccountSettings } from '../../../operations/account-settings';
 import { DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS } from '../../../domain/retention';
 import { microsToDecimal } from '../../../domain/money';
-import type { ConsoleDeps } from '../deps';
 import { when } from '../format';
 import { fieldsOf, text } from '../fields';
 import { html } from '../../http/html';
@@ -13,7 +13,7 @@ import { ConsoleRefusal, personOf, refusingPlainly, requireOrg } from '../sessio
  * Alerts and retention (issue 41 items 4 and 5): the owner sets the webhook URL account events go to, the
  * `balance.low` threshold and the transcript retention; everyone sees the recent account events and their delivery.
  */
-export function alertPages(router: Router, deps: ConsoleDeps): void {
+export function alertPages(router: Router, deps: RouteDeps): void {
   router.get('/alerts', async (ctx) => {
     const { user, org } = requireOrg(ctx);
     const [settings, events] = await Promise.all([accountSettingsOf(deps, personOf(user)), accountEventsOf(deps, personOf(user))]);

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import type { Context } from 'koa';
 import { nameProblems, normaliseEmail, passwordProblems, PASSWORD_LIMITS } from '../../../domain/people';
 import { invitationOf, joinByInvitation, signIn, signUp } from '../../../operations/people';
@@ -18,7 +19,6 @@ import {
   SESSION_COOKIE,
   withNext,
 } from '../session';
-import type { ConsoleDeps } from '../deps';
 
 /** Sign-up, sign-in (rate limited, rotating the session), sign-out (here or everywhere), invitations, switching organisation. */
 
@@ -116,13 +116,13 @@ function signInPage(ctx: Context, values: { email?: string; next?: string }, err
 }
 
 /** A new session for the person, replacing any the browser had (session fixation). */
-async function startSession(deps: ConsoleDeps, ctx: Context, personId: string, orgId: string | null): Promise<void> {
+async function startSession(deps: RouteDeps, ctx: Context, personId: string, orgId: string | null): Promise<void> {
   await endSession(deps, ctx, deps.secureCookies);
   const { token } = await openSession(deps, personId, orgId);
   ctx.cookies.set(SESSION_COOKIE, token, cookieOptions(deps.secureCookies));
 }
 
-export function authPages(router: Router, deps: ConsoleDeps): void {
+export function authPages(router: Router, deps: RouteDeps): void {
   router.get('/', (ctx) => ctx.redirect(consoleState(ctx).user ? '/console/overview' : '/console/sign-in'));
 
   router.get('/sign-up', (ctx) =>

@@ -1,11 +1,11 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import type { Context } from 'koa';
 import { errors as oidcErrors } from 'oidc-provider';
 import { z } from 'zod';
 import { ownPlan } from '../../../operations/plans';
 import { microsToDecimal } from '../../../domain/money';
 import { accountIdOf, OAUTH_SCOPES } from '../../../domain/plans';
-import type { ConsoleDeps } from '../deps';
 import { fieldsOf } from '../fields';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
@@ -26,9 +26,9 @@ const SCOPE_WORDS: Readonly<Record<(typeof OAUTH_SCOPES)[number], string>> = {
   certify: 'Certify your organisation’s modes, billed to your plan at real engine cost (never more than $50)',
 };
 
-type Details = Awaited<ReturnType<Awaited<ReturnType<ConsoleDeps['oauth']['provider']>>['interactionDetails']>>;
+type Details = Awaited<ReturnType<Awaited<ReturnType<RouteDeps['oauth']['provider']>>['interactionDetails']>>;
 
-async function interaction(deps: ConsoleDeps, ctx: Context): Promise<Details> {
+async function interaction(deps: RouteDeps, ctx: Context): Promise<Details> {
   const provider = await deps.oauth.provider();
   try {
     const details = await provider.interactionDetails(ctx.req, ctx.res);
@@ -45,7 +45,7 @@ async function interaction(deps: ConsoleDeps, ctx: Context): Promise<Details> {
  * Resource → the scopes the app asks for there, read from the authorization request itself: the prompt's own list of
  * missing scopes exists only when consent is the prompt, and a first sign-in is a login prompt.
  */
-function requested(deps: ConsoleDeps, details: Details): Record<string, string[]> {
+function requested(deps: RouteDeps, details: Details): Record<string, string[]> {
   const scopes = String(details.params.scope ?? '')
     .split(' ')
     .filter((s) => (OAUTH_SCOPES as readonly string[]).includes(s));
@@ -70,7 +70,7 @@ function allowRedirectTo(ctx: Context, redirectUri: string): void {
   ctx.set('Content-Security-Policy', csp.replace(/form-action 'self'/, `form-action 'self' ${origin}`));
 }
 
-export function authorizePages(router: Router, deps: ConsoleDeps): void {
+export function authorizePages(router: Router, deps: RouteDeps): void {
   router.get('/authorize/:uid', async (ctx) => {
     const user = requireUser(ctx);
     const details = await interaction(deps, ctx);

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import { connectedApps, revokeApp } from '../../../operations/oauth-grants';
-import type { ConsoleDeps } from '../deps';
 import { when } from '../format';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
@@ -10,7 +10,7 @@ import { personOf, refusingPlainly, requireUser } from '../session';
  * The apps a person allowed to act for them (DESIGN §15), one row per grant: which organisation, what it may do, and
  * a button that ends the grant and every token issued under it at once.
  */
-export function connectedAppPages(router: Router, deps: ConsoleDeps): void {
+export function connectedAppPages(router: Router, deps: RouteDeps): void {
   router.get('/apps', async (ctx) => {
     const user = requireUser(ctx);
     const apps = await connectedApps(deps, personOf(user));

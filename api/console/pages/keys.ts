@@ -5,9 +5,8 @@ import { ORG_REQUESTS_PER_MINUTE, SCOPES } from '../../../domain/api-keys';
 import { issueKey, keysOf, revokeKey, setBudget } from '../../../operations/api-keys';
 import { parseKeyBudget, parseNewKey } from '../../../operations/requests/organization';
 import { signingSecretOf } from '../../../operations/webhook-secrets';
-import { baseUrlOf } from '../../http/context';
+import { baseUrlOf, type RouteDeps } from '../../http/context';
 import { html, type Html } from '../../http/html';
-import type { ConsoleDeps } from '../deps';
 import { usd, when } from '../format';
 import { csrfField, page } from '../layout';
 import { personOf, refusingPlainly, requireOrg } from '../session';
@@ -176,7 +175,7 @@ console.log(reply.choices[0].message.content);</pre>
   );
 }
 
-export function keyPages(router: Router, deps: ConsoleDeps): void {
+export function keyPages(router: Router, deps: RouteDeps): void {
   router.get('/keys', async (ctx) => {
     const { user, org } = requireOrg(ctx);
     const [keys, secret] = await Promise.all([keysOf(deps, personOf(user)), signingSecretOf(deps, personOf(user))]);

@@ -1,11 +1,11 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import type { Context } from 'koa';
 import { checkModeSpec, saveMode } from '../../../operations/authoring/modes';
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
 import { QuorumError } from '../../../domain/errors';
 import { modeTemplate } from '../../../domain/mode-spec';
 import { consoleAuthoring } from '../console-auth';
-import type { ConsoleDeps } from '../deps';
 import { fieldsOf, text } from '../fields';
 import { html } from '../../http/html';
 import { csrfField, page } from '../layout';
@@ -19,7 +19,7 @@ import { enginesFor, modePage, problemHtml, type Problem } from './mode-page';
  * of a new mode or of an existing one (a draft, or a release). `/modes/new` and `/modes/propose` are registered
  * before `/modes/:id`, which would otherwise take them.
  */
-export function authoringRoutes(router: Router, deps: ConsoleDeps): void {
+export function authoringRoutes(router: Router, deps: RouteDeps): void {
   router.get('/modes/new', async (ctx) => {
     const { user } = requireOrg(ctx);
     await newModePage(ctx, deps, user);
@@ -47,7 +47,7 @@ function blankSpec(): Spec {
 /** The new-mode page: a proposal from a description, and the editor (the template with its name and ticker cleared). */
 async function newModePage(
   ctx: Context,
-  deps: ConsoleDeps,
+  deps: RouteDeps,
   user: ConsoleUser,
   extras: { editor?: Partial<EditorState>; proposal?: ModeProposal; problem?: Problem } = {},
 ): Promise<void> {
@@ -90,7 +90,7 @@ async function newModePage(
 }
 
 /** A proposal from a description fills the new-mode page's editor, checked; a refusal shows above it with its code. */
-async function proposeRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
+async function proposeRoute(ctx: Context, deps: RouteDeps): Promise<void> {
   const { user } = requireOrg(ctx);
   const fields = fieldsOf(ctx, { description: text(2_000), budget_usd: text(20) });
   const a = consoleAuthoring(deps, user);
@@ -108,7 +108,7 @@ async function proposeRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
 }
 
 /** Live validation: the editor's refusals as the fragment it swaps in, nothing written. */
-async function validateRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
+async function validateRoute(ctx: Context, deps: RouteDeps): Promise<void> {
   const { user } = requireOrg(ctx);
   const sections = editorSections(deps.form);
   const body = ctx.request.body as Spec;
@@ -127,7 +127,7 @@ async function validateRoute(ctx: Context, deps: ConsoleDeps): Promise<void> {
 
 /** Every refusal of a posted editor's spec, checked as a save would check it (nothing written). */
 async function refusalsFor(
-  deps: ConsoleDeps,
+  deps: RouteDeps,
   user: ConsoleUser,
   posted: ReturnType<typeof specFromFields>,
   modeId: string | undefined,
@@ -154,7 +154,7 @@ function refusalsOf(err: QuorumError): Shown[] {
  * Saves the posted editor (`action`: draft, or release). A refusal re-renders the same editor with each refusal
  * beside its field; a JSON that does not parse saves nothing.
  */
-async function saveFromFields(ctx: Context, deps: ConsoleDeps, user: ConsoleUser, modeId: string | undefined): Promise<void> {
+async function saveFromFields(ctx: Context, deps: RouteDeps, user: ConsoleUser, modeId: string | undefined): Promise<void> {
   const body = ctx.request.body as Spec;
   const release = body.action === 'release';
   const posted = specFromFields(editorSections(deps.form), body);

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import type { RouteDeps } from '../../http/context';
 import { listEngines, modeDetail, type EngineListing, type ModeDetail } from '../../../operations/authoring/modes';
 import type { Form } from '../../../domain/form';
 import { microsToUsd } from '../../../domain/money';
@@ -8,7 +9,6 @@ import type { LaunchView } from '../../../operations/run-launch';
 import { FORM_B_DIFFICULTIES } from '../../../operations/requests/runs';
 import { consoleAuthoring } from '../console-auth';
 import type { ConsoleUser } from '../session';
-import type { ConsoleDeps } from '../deps';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
 import { editorSections, type Shown, type Spec } from '../mode-fields';
@@ -61,7 +61,7 @@ function bucketOf(form: Form, field: string): Bucket {
 const priceUsd = (micros: number): string => `$${microsToUsd(BigInt(micros)).toFixed(micros % 10_000 === 0 ? 2 : 4)}`;
 
 /** The engines the editor offers a seat. */
-export function enginesFor(deps: ConsoleDeps, user: ConsoleUser): Promise<EngineListing[]> {
+export function enginesFor(deps: RouteDeps, user: ConsoleUser): Promise<EngineListing[]> {
   const a = consoleAuthoring(deps, user);
   return listEngines(a.deps, a.author);
 }
@@ -74,7 +74,7 @@ export function problemHtml(problem: Problem | undefined, id: string): Html {
 /** A mode's page: versions, the editor, the lab version, the marketplace and runs. */
 export async function modePage(
   ctx: Context,
-  deps: ConsoleDeps,
+  deps: RouteDeps,
   user: ConsoleUser,
   modeId: string,
   extras: ModePageExtras = {},

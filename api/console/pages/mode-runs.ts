@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { modeDetail, type ModeDetail } from '../../../operations/authoring/modes';
@@ -10,7 +11,6 @@ import type { KeyPrincipal } from '../../../operations/principal';
 import { launchCertification, launchTestRun, type LaunchOptions, type LaunchView } from '../../../operations/run-launch';
 import { parseTestRunRequest } from '../../../operations/requests/runs';
 import { consoleAuthoring } from '../console-auth';
-import type { ConsoleDeps } from '../deps';
 import { fieldsOf, text } from '../fields';
 import { postedValue, type Spec } from '../mode-fields';
 import { ConsoleRefusal, requireOrg } from '../session';
@@ -20,7 +20,7 @@ import { countFieldsOf, modePage, type RunsState } from './mode-page';
  * The runs box's routes: a test run or a certification priced (a dry run), then launched at no more than that price,
  * through the same operations as `/v1/tests` and `/v1/certify`.
  */
-export function runRoutes(router: Router, deps: ConsoleDeps): void {
+export function runRoutes(router: Router, deps: RouteDeps): void {
   router.post('/modes/:id/runs/price', runAction(deps, priceRun));
   router.post('/modes/:id/runs/launch', runAction(deps, launchRun));
 }
@@ -34,7 +34,7 @@ interface RunRequest {
 }
 
 /** Prices the run (a dry run), for the runs box to offer its launch. */
-async function priceRun(_ctx: Context, deps: ConsoleDeps, { auth, kind, m, body }: RunRequest): Promise<RunsState['priced']> {
+async function priceRun(_ctx: Context, deps: RouteDeps, { auth, kind, m, body }: RunRequest): Promise<RunsState['priced']> {
   // The launch draws exactly the questions priced here (the seed), once (the key), at no more than this price.
   const seed = randomBytes(4).readUInt32BE();
   const view = await startRun(deps, auth, kind, m.model, body, true, { seed });
@@ -42,7 +42,7 @@ async function priceRun(_ctx: Context, deps: ConsoleDeps, { auth, kind, m, body 
 }
 
 /** Launches the priced run and redirects to it (no price to show); a launch form that was not priced here is refused. */
-async function launchRun(ctx: Context, deps: ConsoleDeps, { auth, kind, m, body }: RunRequest): Promise<RunsState['priced']> {
+async function launchRun(ctx: Context, deps: RouteDeps, { auth, kind, m, body }: RunRequest): Promise<RunsState['priced']> {
   const { seed, max_price_micros, idempotency_key } = fieldsOf(ctx, {
     seed: text(12),
     max_price_micros: text(16),
@@ -70,7 +70,7 @@ function whole(value: unknown): unknown {
 
 /** The run the runs box asks for, priced (`dryRun`) or launched, through the same operation as `/v1/tests` and `/v1/certify`. */
 async function startRun(
-  deps: ConsoleDeps,
+  deps: RouteDeps,
   auth: KeyPrincipal,
   kind: RunKind,
   model: string,
@@ -87,8 +87,8 @@ async function startRun(
 
 /** Prices or launches from the runs box; a refusal shows there (a count beside its field), with its code. */
 function runAction(
-  deps: ConsoleDeps,
-  act: (ctx: Context, deps: ConsoleDeps, run: RunRequest) => Promise<RunsState['priced']>,
+  deps: RouteDeps,
+  act: (ctx: Context, deps: RouteDeps, run: RunRequest) => Promise<RunsState['priced']>,
 ): (ctx: Context) => Promise<void> {
   return async (ctx) => {
     const { user } = requireOrg(ctx);

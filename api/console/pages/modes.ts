@@ -1,11 +1,11 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import type { Context } from 'koa';
 import { inviteOrganisation, listMode, listOrganisationModes, releaseMode } from '../../../operations/authoring/modes';
 import type { ModeCertification } from '../../../db/repositories/certifications';
 import { QuorumError } from '../../../domain/errors';
 import { certificationsOf } from '../../../operations/run-list';
 import { authoringDeps, consoleAuthoring, type Authoring } from '../console-auth';
-import type { ConsoleDeps } from '../deps';
 import { fieldsOf, text } from '../fields';
 import { html, type Html } from '../../http/html';
 import { page } from '../layout';
@@ -23,7 +23,7 @@ import { runRoutes } from './mode-runs';
  * modes and a mode's page with its actions; the editor's routes in mode-authoring.ts, the runs box's in mode-runs.ts,
  * a mode's page itself in mode-page.ts.
  */
-export function modePages(router: Router, deps: ConsoleDeps): void {
+export function modePages(router: Router, deps: RouteDeps): void {
   editorScriptRoute(router);
   modeListRoute(router, deps);
   // Before `/modes/:id`, which would take `/modes/new` and `/modes/propose`.
@@ -67,7 +67,7 @@ export function certificationCell(c: ModeCertification | undefined): Html {
 }
 
 /** The organisation's modes: state, version, listing and certification of each. */
-function modeListRoute(router: Router, deps: ConsoleDeps): void {
+function modeListRoute(router: Router, deps: RouteDeps): void {
   router.get('/modes', async (ctx) => {
     const { user, org } = requireOrg(ctx);
     const modes = await listOrganisationModes(authoringDeps(deps), org.orgId);
@@ -120,7 +120,7 @@ function modeListRoute(router: Router, deps: ConsoleDeps): void {
 }
 
 /** A mode's page and its actions: releasing the draft, inviting an organisation to the lab version, publishing. */
-function modeRoutes(router: Router, deps: ConsoleDeps): void {
+function modeRoutes(router: Router, deps: RouteDeps): void {
   router.get('/modes/:id', async (ctx) => {
     const { user } = requireOrg(ctx);
     await modePage(ctx, deps, user, ctx.params.id);
@@ -147,7 +147,7 @@ function modeRoutes(router: Router, deps: ConsoleDeps): void {
  * An action on a mode: done → back to its page with a notice; refused → its page with the code (a release whose
  * draft no longer passes shows the draft in the editor with each refusal beside its field).
  */
-function modeAction(deps: ConsoleDeps, done: Done, act: (ctx: Context, a: Authoring) => Promise<unknown>): (ctx: Context) => Promise<void> {
+function modeAction(deps: RouteDeps, done: Done, act: (ctx: Context, a: Authoring) => Promise<unknown>): (ctx: Context) => Promise<void> {
   return async (ctx) => {
     const { user } = requireOrg(ctx);
     try {

@@ -1,11 +1,11 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import type { Context } from 'koa';
 import type { ReceiptLine } from '../../../db/repositories/receipts';
 import { receiptOf, receiptsOf } from '../../../operations/receipts';
 import type { Form } from '../../../domain/form';
 import type { Outcome, StaffCall } from '../../../domain/outcome';
 import { barChart } from '../chart';
-import type { ConsoleDeps } from '../deps';
 import { count, duration, usd, when } from '../format';
 import { html, type Html } from '../../http/html';
 import { page } from '../layout';
@@ -245,7 +245,7 @@ function receiptDetail(form: Form, o: Outcome): Html {
   </div>`;
 }
 
-export function receiptPages(router: Router, deps: ConsoleDeps): void {
+export function receiptPages(router: Router, deps: RouteDeps): void {
   router.get('/receipts', async (ctx) => {
     const { user } = requireOrg(ctx);
     const n = pageNumber(ctx);

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { RouteDeps } from '../../http/context';
 import type { Context } from 'koa';
 import type { RunRecord } from '../../../db/repositories/runs';
 import { BUCKET_NAMES, type Form } from '../../../domain/form';
@@ -11,7 +12,6 @@ import { cancelOrgRun } from '../../../operations/run-cancel';
 import { EVERY_RUN_SCOPE, recentRuns, runOf } from '../../../operations/run-list';
 import { intervalChart, type IntervalRow } from '../chart';
 import { equalCostSection } from './run-arms';
-import type { ConsoleDeps } from '../deps';
 import { count, duration, percent, rate, usd, when } from '../format';
 import { html, type Html } from '../../http/html';
 import { csrfField, page } from '../layout';
@@ -39,7 +39,7 @@ const VERDICT_NAMES: Readonly<Record<CertificationVerdict, string>> = {
 /** The buckets a run asked questions of, in their order. */
 const bucketsOf = (run: RunRecord): Bucket[] => BUCKETS.filter((b) => run.spec.counts[b] > 0);
 
-async function ownRun(ctx: Context, deps: ConsoleDeps): Promise<RunRecord> {
+async function ownRun(ctx: Context, deps: RouteDeps): Promise<RunRecord> {
   const { user } = requireOrg(ctx);
   // Another organisation's run is not found, exactly like an id that never existed.
   const run = await runOf(deps, personOf(user), String(ctx.params.id));
@@ -246,7 +246,7 @@ function runLive(ctx: Context, form: Form, run: RunRecord, progress: RunProgress
   </div>`;
 }
 
-export function runPages(router: Router, deps: ConsoleDeps): void {
+export function runPages(router: Router, deps: RouteDeps): void {
   router.get('/runs', async (ctx) => {
     const { user } = requireOrg(ctx);
     const { runs, answered } = await recentRuns(deps, personOf(user), LIST_SIZE);

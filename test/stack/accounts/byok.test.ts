@@ -12,10 +12,8 @@ import { dumpDatabase, encodingsOf } from './fixtures/helpers';
 const isCode = (code: string) => (err: unknown) => err instanceof QuorumError && err.code === code;
 
 describe('accounts: bring-your-own provider keys', () => {
-  before(() => {
-    // The process-wide box reads this on first use; tests must not depend on a developer's .data/secret.key.
-    process.env.QUORUM_SECRET_KEY ??= randomBytes(32).toString('base64');
-  });
+  // The repositories seal with the box they are handed: one of this suite's own, so no environment's key matters.
+  const box = createSecretBox(randomBytes(32));
 
   it('the master key is 32 bytes as hex or base64; production refuses to run without one', () => {
     const key = randomBytes(32);
@@ -39,18 +37,18 @@ describe('accounts: bring-your-own provider keys', () => {
     const { db } = stack();
     const { orgId } = await createOrganisation(db, { name: 'BYOK Co' });
     const providerKey = `sk-proj-${randomBase62(40)}`;
-    await setProviderKey(db, { orgId, family: 'openai', apiKey: providerKey });
+    await setProviderKey(db, box, { orgId, family: 'openai', apiKey: providerKey });
     const googleKey = `google-${randomBase62(30)}`;
-    await setProviderKey(db, { orgId, family: 'google', apiKey: googleKey });
+    await setProviderKey(db, box, { orgId, family: 'google', apiKey: googleKey });
 
     const dump = await dumpDatabase(db);
     for (const secret of [providerKey, googleKey])
       for (const form of encodingsOf(secret)) assert.ok(!dump.includes(form), 'provider key found in the database dump');
-    assert.deepEqual(await getProviderCredential(db, orgId, 'openai'), { kind: 'api_key', apiKey: providerKey });
+    assert.deepEqual(await getProviderCredential(db, box, orgId, 'openai'), { kind: 'api_key', apiKey: providerKey });
 
     const lines: string[] = [];
     const log = createLogger('test', (line) => lines.push(line));
-    const credential = await getProviderCredential(db, orgId, 'google');
+    const credential = await getProviderCredential(db, box, orgId, 'google');
     log.info('calling provider', { credential });
     log.error('provider refused', { err: new Error(`401 for key ${googleKey}`) });
     assert.equal(lines.length, 2);
@@ -60,13 +58,13 @@ describe('accounts: bring-your-own provider keys', () => {
   it('Bedrock stores a role ARN and external id, nothing secret; bad input is refused', async () => {
     const { db } = stack();
     const { orgId } = await createOrganisation(db, { name: 'Bedrock Co' });
-    assert.equal(await getProviderCredential(db, orgId, 'bedrock'), undefined);
+    assert.equal(await getProviderCredential(db, box, orgId, 'bedrock'), undefined);
     const roleArn = 'arn:aws:iam::123456789012:role/QuorumSeats';
     await setBedrockRole(db, { orgId, roleArn, externalId: 'quorum-ext-1' });
-    assert.deepEqual(await getProviderCredential(db, orgId, 'bedrock'), { kind: 'bedrock_role', roleArn, externalId: 'quorum-ext-1' });
+    assert.deepEqual(await getProviderCredential(db, box, orgId, 'bedrock'), { kind: 'bedrock_role', roleArn, externalId: 'quorum-ext-1' });
     await assert.rejects(setBedrockRole(db, { orgId, roleArn: 'arn:aws:s3:::bucket', externalId: 'x1' }), isCode('invalid_request'));
-    await assert.rejects(setProviderKey(db, { orgId, family: 'mistral' as never, apiKey: 'sk-12345678' }), isCode('invalid_request'));
-    await assert.rejects(setProviderKey(db, { orgId, family: 'openai', apiKey: 'short' }), isCode('invalid_request'));
-    await assert.rejects(setProviderKey(db, { orgId: 'org_missing', family: 'openai', apiKey: 'sk-123456789' }), isCode('not_found'));
+    await assert.rejects(setProviderKey(db, box, { orgId, family: 'mistral' as never, apiKey: 'sk-12345678' }), isCode('invalid_request'));
+    await assert.rejects(setProviderKey(db, box, { orgId, family: 'openai', apiKey: 'short' }), isCode('invalid_request'));
+    await assert.rejects(setProviderKey(db, box, { orgId: 'org_missing', family: 'openai', apiKey: 'sk-123456789' }), isCode('not_found'));
   });
 });

@@ -163,8 +163,7 @@ describe('accounts: the quorum operator CLI', () => {
       for (const text of [run.stdout, run.stderr]) assert.ok(!text.includes(providerKey), 'provider key printed by the CLI');
     const dump = await dumpDatabase(db);
     for (const form of encodingsOf(providerKey)) assert.ok(!dump.includes(form), 'provider key in the database');
-    // Opened with the key the CLI was given: this process's own box may have been built earlier, by another suite,
-    // from the local development key, so the test does not depend on which suite used it first.
+    // Opened with the key the CLI was given, not with a box of this process's: what the CLI sealed is what is checked.
     const sealed = (await db('provider_credentials').where({ org_id: orgId, family: 'anthropic' }).first('ciphertext', 'iv', 'tag')) as {
       ciphertext: Buffer;
       iv: Buffer;

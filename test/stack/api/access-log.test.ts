@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { entrySettingsOf } from '../../harness/settings';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../../api/app';
 import { createLogger } from '../../../infra/log';
@@ -16,7 +17,7 @@ describe('API access log', () => {
       log: createLogger('api', (l) => lines.push(l)),
       form: 'B',
       client: env.client,
-      env: process.env,
+      ...entrySettingsOf(process.env),
     });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));

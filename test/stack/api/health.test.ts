@@ -5,11 +5,11 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createApp } from '../../../api/app';
 import { createDb } from '../../../db/knex';
-import { createEngines } from '../../../engines';
 import { createLogger } from '../../../infra/log';
 import { freePort } from '../../../infra/free-port';
 import { createWorkers } from '../../../worker/workers';
 import { stack } from '../../harness/stack';
+import { entrySettingsOf } from '../../harness/settings';
 
 const log = createLogger('test', () => undefined);
 
@@ -30,10 +30,10 @@ describe('API edge: health and unknown routes', () => {
     workers = await createWorkers({
       connection: env.nativeConnection,
       namespace,
-      deps: { db, engines: createEngines({ env: process.env, logger: log }), log, env: process.env },
+      deps: { db, log, ...entrySettingsOf(process.env, log) },
     });
     running = Promise.all(workers.map((w) => w.run()));
-    ({ url, server } = await listen(createApp({ db, temporal: env.connection, namespace, log, env: process.env })));
+    ({ url, server } = await listen(createApp({ db, temporal: env.connection, namespace, log, ...entrySettingsOf(process.env, log) })));
   });
 
   after(async () => {
@@ -58,7 +58,7 @@ describe('API edge: health and unknown routes', () => {
   it('answers /healthz 503 naming Postgres when the database is unreachable, and fails requests closed with 503', async () => {
     const { env, namespace } = stack();
     const deadDb = createDb(`postgres://nobody:x@127.0.0.1:${await freePort()}/none`, 1);
-    const dead = await listen(createApp({ db: deadDb, temporal: env.connection, namespace, log, env: process.env }));
+    const dead = await listen(createApp({ db: deadDb, temporal: env.connection, namespace, log, ...entrySettingsOf(process.env, log) }));
     try {
       const res = await fetch(`${dead.url}/healthz`);
       assert.equal(res.status, 503);
@@ -81,7 +81,7 @@ describe('API edge: health and unknown routes', () => {
   it('answers /healthz 503 naming Temporal when the server is unreachable', async () => {
     const { db, namespace } = stack();
     const deadTemporal = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 1_000 });
-    const dead = await listen(createApp({ db, temporal: deadTemporal, namespace, log, env: process.env }));
+    const dead = await listen(createApp({ db, temporal: deadTemporal, namespace, log, ...entrySettingsOf(process.env, log) }));
     try {
       const res = await fetch(`${dead.url}/healthz`);
       assert.equal(res.status, 503);
@@ -96,7 +96,9 @@ describe('API edge: health and unknown routes', () => {
   it('answers /healthz 503 naming the task queues whose worker has gone', async () => {
     const { env, db, namespace } = stack();
     // A short freshness window stands in for the 90 s one: a worker that stopped polling is then gone at once.
-    const app = await listen(createApp({ db, temporal: env.connection, namespace, log, pollerFreshMs: 1_500, env: process.env }));
+    const app = await listen(
+      createApp({ db, temporal: env.connection, namespace, log, pollerFreshMs: 1_500, ...entrySettingsOf(process.env, log) }),
+    );
     try {
       for (const w of workers) w.shutdown();
       await running;

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { entrySettingsOf } from '../../harness/settings';
 import { createServer, type AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../../api/app';
@@ -37,15 +38,16 @@ export async function startApi(
   // The port is known before the app is built: the OAuth issuer and resources are named from the public URL.
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  const log = createLogger('test-api', opts.log ?? (() => undefined));
   const app = createApp({
     db,
     temporal: env.connection,
     namespace,
-    log: createLogger('test-api', opts.log ?? (() => undefined)),
+    log,
     form,
     client: env.client,
     runs: opts.runs,
-    env: { ...(opts.env ?? process.env), QUORUM_PUBLIC_URL: opts.env?.QUORUM_PUBLIC_URL ?? url },
+    ...entrySettingsOf({ ...(opts.env ?? process.env), QUORUM_PUBLIC_URL: opts.env?.QUORUM_PUBLIC_URL ?? url }, log),
   });
   const server: Server = listen(app, port, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

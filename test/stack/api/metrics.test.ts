@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { entrySettingsOf } from '../../harness/settings';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -143,7 +144,7 @@ describe('/metrics in Prometheus format (issue 16)', function () {
       namespace: stack().namespace,
       log: createLogger('test-api', () => undefined),
       client: stack().env.client,
-      env: { QUORUM_METRICS_TOKEN: 'scrape-secret' },
+      ...entrySettingsOf({ QUORUM_METRICS_TOKEN: 'scrape-secret' }),
     });
     const server = listen(app, 0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));

@@ -18,7 +18,6 @@ import { getBalance, listLedger, type Balance } from '../../../db/repositories/l
 import { claimRequest } from '../../../db/repositories/requests';
 import { findMode, upsertMode } from '../../../db/repositories/modes';
 import { createOrganisation } from '../../../db/repositories/organisations';
-import { createEngines } from '../../../engines';
 import { createLogger } from '../../../infra/log';
 import { createWorkers, type WorkerOptions } from '../../../worker/workers';
 import { historiesDir } from '../../harness/histories';
@@ -27,6 +26,7 @@ import { stack } from '../../harness/stack';
 import { uniqueTicker } from '../../harness/unique';
 import { deliberationWorkflow, type DeliberationInput } from '../../../workflows/deliberation';
 import { TASK_QUEUES } from '../../../workflows/task-queues';
+import { entrySettingsOf } from '../../harness/settings';
 
 /** Where in-process workers run: the shared test stack by default, or a stack of a test's own (isolated-stack.ts). */
 export interface WorkerTarget {
@@ -51,7 +51,7 @@ export async function startProductWorkers(
   const workers: Worker[] = await createWorkers({
     connection: nativeConnection,
     namespace,
-    deps: { db, engines: createEngines({ env, logger: log }), log, env },
+    deps: { db, log, ...entrySettingsOf(env, log) },
     ...slots,
   });
   const running = Promise.all(workers.map((w) => w.run()));

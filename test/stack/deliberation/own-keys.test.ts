@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { testSecretBox } from '../../harness/settings';
 import { setProviderKey } from '../../../db/repositories/provider-credentials';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
 import {
@@ -83,7 +84,7 @@ describe('own provider keys: seats on the caller own key are billed by its provi
 
   it('Form B: the bill is the service calls at cost + 5%, 0.5% of the own-key seats, and the mode fee; the receipt explains it', async () => {
     const org = await newOrg(10);
-    await setProviderKey(stack().db, { orgId: org.orgId, family: 'openai', apiKey: OWN_KEY });
+    await setProviderKey(stack().db, testSecretBox(), { orgId: org.orgId, family: 'openai', apiKey: OWN_KEY });
     const mode = await openAiPanel(org.orgId);
     const before = (await getBalance(stack().db, org.orgId)).balanceMicros;
     const seen = openai.requests.length;
@@ -161,7 +162,7 @@ describe('own provider keys: seats on the caller own key are billed by its provi
       return (e.body as { estimate: { gateway_usd: number; platform_fee_usd: number; mode_fee_usd: number } }).estimate;
     };
     const service = await quoteOf();
-    await setProviderKey(stack().db, { orgId: org.orgId, family: 'openai', apiKey: OWN_KEY });
+    await setProviderKey(stack().db, testSecretBox(), { orgId: org.orgId, family: 'openai', apiKey: OWN_KEY });
     const own = await quoteOf();
     // Same calls, same tokens: the mode's fee is unchanged; the seats' cost leaves the engines' part of the bill.
     assert.equal(own.mode_fee_usd, service.mode_fee_usd);

@@ -1,4 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { loadConfig } from '../../../infra/config';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import assert from 'node:assert/strict';
@@ -22,6 +23,7 @@ import { quorumCli } from '../../harness/cli';
 import { limitedDb } from '../../harness/limited-db';
 import { stack } from '../../harness/stack';
 import { certifiedRow } from '../runs/helpers';
+import { settingsOf } from '../../harness/settings';
 
 type Spec = Record<string, unknown>;
 type ToolJson = Record<string, unknown> & {
@@ -446,11 +448,11 @@ describe('modes that organisations build', function () {
 });
 
 function authoringDeps(): AuthoringDeps {
-  return { db: stack().db, form: 'B', engines: createEngines({ env: process.env }), env: process.env };
+  return { db: stack().db, form: 'B', engines: createEngines({ ...settingsOf(process.env) }), config: loadConfig() };
 }
 
 function validationContext() {
-  const engines = createEngines({ env: process.env });
+  const engines = createEngines({ ...settingsOf(process.env) });
   return {
     form: 'B' as const,
     find: (id: string) => engines.find(id),

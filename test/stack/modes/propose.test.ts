@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../../infra/config';
 import { checkModeSpec, saveMode, type AuthoringDeps } from '../../../operations/authoring/modes';
 import { proposeMode, type ModeProposal } from '../../../operations/authoring/propose';
 import type { KeyPrincipal, Principal } from '../../../operations/principal';
@@ -11,22 +12,24 @@ import { createEngines } from '../../../engines';
 import { FORMS, keyPrincipal, newKey, newOrg } from '../api/helpers';
 import { limitedDb } from '../../harness/limited-db';
 import { stack } from '../../harness/stack';
+import { settingsOf, testSecretBox } from '../../harness/settings';
 
 /** `proposeMode` against the real stack: a proposal passes the save rules, saves and releases; its refusals carry the spec's codes. */
 
 function deps(form: Form, db: Db = stack().db): AuthoringDeps {
-  return { db, form, engines: createEngines({ env: process.env }), env: process.env };
+  return { db, form, engines: createEngines({ ...settingsOf(process.env) }), config: loadConfig() };
 }
 
 /** No service keys and no stand-ins: only the families the organisation connected its own keys for can run. */
 function ownKeysOnly(form: Form = 'B'): AuthoringDeps {
-  const env = { QUORUM_SIM_STANDINS: 'off' };
-  return { db: stack().db, form, engines: createEngines({ env }), env };
+  const { config, variable } = settingsOf({ QUORUM_SIM_STANDINS: 'off' });
+  return { db: stack().db, form, engines: createEngines({ config, variable }), config };
 }
 
 async function orgWithKeys(families: readonly KeyFamily[]): Promise<KeyPrincipal> {
   const org = await newOrg();
-  for (const family of families) await setProviderKey(stack().db, { orgId: org.orgId, family, apiKey: `sk-test-${family}-0123456789` });
+  for (const family of families)
+    await setProviderKey(stack().db, testSecretBox(), { orgId: org.orgId, family, apiKey: `sk-test-${family}-0123456789` });
   return liveKey(org.orgId);
 }
 

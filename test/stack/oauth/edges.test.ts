@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { testSecretBox } from '../../harness/settings';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { createDb } from '../../../db/knex';
-import { createSecretBox, parseMasterKey, secretBox } from '../../../infra/secret-box';
+import { createSecretBox, parseMasterKey } from '../../../infra/secret-box';
 import { dataDir } from '../../../infra/paths';
 import { call, EXPRESS, freePort, moneySnapshot, PANEL, newKey, startApi, USER, type Api } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
@@ -286,7 +287,7 @@ describe('connected apps: the authorization server and the access gate', functio
 
 /** The master key this test process seals with (set in the environment, or the development key file): the CLI must use it too. */
 function masterKeyOfThisProcess(): string {
-  const probe = secretBox().seal('probe', 'probe');
+  const probe = testSecretBox().seal('probe', 'probe');
   const keyFile = path.join(dataDir, 'secret.key');
   const candidates = [process.env.QUORUM_SECRET_KEY, fs.existsSync(keyFile) ? fs.readFileSync(keyFile, 'utf8') : undefined];
   const key = candidates.find((k) => {

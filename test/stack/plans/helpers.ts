@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { authenticateGrant } from '../../../operations/callers';
+import { DEFAULT_RUN_SETTINGS } from '../../../operations/run-settings';
 import type { OperationDeps } from '../../../operations/deps';
 import type { KeyPrincipal } from '../../../operations/principal';
 import { createPerson, type Person } from '../../../db/repositories/people';
@@ -8,15 +9,15 @@ import { SCOPES } from '../../../domain/api-keys';
 import type { Form } from '../../../domain/form';
 import type { Tier } from '../../../domain/modes';
 import type { Plan } from '../../../domain/plans';
-import { createEngines } from '../../../engines';
 import { createLogger } from '../../../infra/log';
 import { newOrg, type TestOrg } from '../api/helpers';
 import { stack } from '../../harness/stack';
+import { entrySettingsOf } from '../../harness/settings';
 
 /** The operations' dependencies on the shared test stack, as the API builds them (sim engines stand in offline). */
 export function operationDeps(form: Form): OperationDeps {
   const log = createLogger('test-plans', () => undefined);
-  return { db: stack().db, client: stack().env.client, form, engines: createEngines({ env: {}, logger: log }), log };
+  return { db: stack().db, client: stack().env.client, form, log, runs: DEFAULT_RUN_SETTINGS, ...entrySettingsOf({}, log) };
 }
 
 /** A plan of the test's own (the seeded ones are shared by every test), assigned to nobody yet. */

@@ -110,7 +110,7 @@ describe('plans: the rules a plan sets on a connected app (tier_not_permitted, p
       }
       assert.equal(await requestCount(org.orgId), 0);
 
-      const deps = { ...operationDeps('B'), env: {} };
+      const deps = operationDeps('B');
       const listed = await listModels(deps, auth);
       assert.deepEqual(
         listed.map((v) => v.mode.ticker),

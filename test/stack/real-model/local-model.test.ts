@@ -18,6 +18,7 @@ import { loadConfig } from '../../../infra/config';
 import { toolEnv } from '../../../stack/tool-env';
 import { createEngines } from '../../../engines';
 import { countMessagesTokens } from '../../../domain/tokens';
+import { settingsOf } from '../../harness/settings';
 
 /**
  * Quorum on a real model served by a real server this project did not write (issue 27 item 1): llama.cpp's HTTP
@@ -130,7 +131,7 @@ describe('real model: Quorum on llama.cpp serving SmolLM2-135M-Instruct', functi
   });
 
   it('the engine streams the server’s answer as it is written: the pieces join to the text, with the usage it reported', async () => {
-    const engines = createEngines({ env: { QUORUM_ENGINES_FILE: path.join(dir, 'engines.json') } });
+    const engines = createEngines({ ...settingsOf({ QUORUM_ENGINES_FILE: path.join(dir, 'engines.json') }) });
     const messages = USER('Name three colours of the rainbow.');
     const req = { engineId: 'local/smollm2', messages, maxOutputTokens: 48, temperature: 0, seed: 7 };
     const whole = await engines.call(req);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../../infra/config';
 import { randomUUID } from 'node:crypto';
 import { createBenchmarkActivities } from '../../../activities/benchmark';
 import { launchRun, recordQuestionResult } from '../../../db/repositories/runs';
@@ -12,6 +13,7 @@ import { exemptFromAudit } from '../../harness/audit';
 import { stack } from '../../harness/stack';
 import { call, FORMS, newOrg, startApi, type Api, type TestOrg } from '../api/helpers';
 import { demoModes, everyJudge, judgedRow } from './helpers';
+import { settingsOf, testSecretBox } from '../../harness/settings';
 
 /**
  * Issue 38 items 2 and 3 on the real database and API: certifications launched by the repository (charged, as a
@@ -25,9 +27,10 @@ describe('runs: certification attempts and the judges a verdict needs', function
   const activities = (): ReturnType<typeof createBenchmarkActivities> =>
     createBenchmarkActivities({
       db: stack().db,
-      engines: createEngines({ env: {} }),
+      engines: createEngines({ ...settingsOf({}) }),
       log: createLogger('test', () => undefined),
-      env: process.env,
+      config: loadConfig(),
+      box: testSecretBox(),
     });
 
   before(async () => {

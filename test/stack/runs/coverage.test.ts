@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../../infra/config';
 import { randomUUID } from 'node:crypto';
 import { createBenchmarkActivities } from '../../../activities/benchmark';
 import { launchRun, recordQuestionResult } from '../../../db/repositories/runs';
@@ -25,6 +26,7 @@ import { stack } from '../../harness/stack';
 import { call, newOrg, startApi, type Api } from '../api/helpers';
 import { customMode, startProductWorkers } from '../deliberation/helpers';
 import { demoModes, everyJudge, judgedRow, untilEnded } from './helpers';
+import { settingsOf, testSecretBox } from '../../harness/settings';
 
 /**
  * A verdict needs its questions (issue 26 item 8). Seen on a real small model: run judges that answer in prose give
@@ -155,9 +157,10 @@ describe('runs: a certification whose questions mostly failed has no verdict', f
     // The run's own end step, on the real database.
     const activities = createBenchmarkActivities({
       db,
-      engines: createEngines({ env: {} }),
+      engines: createEngines({ ...settingsOf({}) }),
       log: createLogger('test', () => undefined),
-      env: process.env,
+      config: loadConfig(),
+      box: testSecretBox(),
     });
     const summary = await activities.finishRun({ runId, kind: 'certification', state: 'completed' });
     assert.equal(summary?.verdict, null, 'an interval of [1, 1] on two questions is no verdict');

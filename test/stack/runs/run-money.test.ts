@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../../infra/config';
 import { randomUUID } from 'node:crypto';
 import { createBenchmarkActivities } from '../../../activities/benchmark';
 import { getBalance } from '../../../db/repositories/ledger';
@@ -15,6 +16,7 @@ import { uniqueTicker } from '../../harness/unique';
 import { call, newKey, newOrg, startApi, USER, type Api, type TestOrg } from '../api/helpers';
 import { startProductWorkers } from '../deliberation/helpers';
 import { judgedRow, runApis } from './helpers';
+import { settingsOf, testSecretBox } from '../../harness/settings';
 
 /**
  * Issue 38, run money: the dry run is the price (item 8), 25% off what the call would bill (item 9), no verdict no
@@ -193,9 +195,10 @@ describe('runs: priced to the micro-dollar (issue 38 items 7–11)', function ()
     await recordQuestionResult(db, runId, row('medium-0001-b', 'medium', judged(null)));
     const activities = createBenchmarkActivities({
       db,
-      engines: createEngines({ env: {} }),
+      engines: createEngines({ ...settingsOf({}) }),
       log: createLogger('test', () => undefined),
-      env: process.env,
+      config: loadConfig(),
+      box: testSecretBox(),
     });
     await activities.finishRun({ runId, kind: 'test', state: 'cancelled' });
     // By hand: the unjudged medium (2,500) and hard (7,000) questions give back 9,500 µ$ (the unjudged share of the

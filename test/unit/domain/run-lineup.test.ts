@@ -6,8 +6,9 @@ import { JUDGE_SLOTS } from '../../../domain/run-judging';
 import type { QuestionResult } from '../../../domain/runs';
 import { createEngines } from '../../../engines';
 import { runSeatingContext } from '../../../engines/seating-context';
+import { settingsOf } from '../../harness/settings';
 
-const engines = createEngines({ env: {} });
+const engines = createEngines({ ...settingsOf({}) });
 const [strong, weak] = simDemoModes({ idPrefix: 'x', company: 'X' });
 const panel = SYSTEM_MODES[0];
 const shape = (over: Partial<RunShape> = {}): RunShape => ({

@@ -17,6 +17,7 @@ import {
   type Script,
 } from '../../fixtures/providers';
 import { captureLogger, engineFailure, MESSAGES } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 const ENGINE = 'bedrock/meta.llama3-3-70b-instruct';
 const REGION = 'us-east-1';
@@ -36,7 +37,7 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
     const bedrock = await startBedrockLoopback(script, SERVICE);
     servers.push(bedrock);
     return {
-      engines: createEngines({ env: serviceEnv({ QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl }), logger: captureLogger().logger }),
+      engines: createEngines({ ...settingsOf(serviceEnv({ QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl })), logger: captureLogger().logger }),
       bedrock,
     };
   }
@@ -75,7 +76,7 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
       QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl,
       AWS_SECRET_ACCESS_KEY: 'notTheRightSecretKeyAtAll0000000000000000',
     });
-    const err = await engineFailure(call(createEngines({ env, logger: captureLogger().logger })));
+    const err = await engineFailure(call(createEngines({ ...settingsOf(env), logger: captureLogger().logger })));
     assert.equal(err.kind, 'auth');
     assert.deepEqual(
       bedrock.rejected.map((r) => r.reason),
@@ -127,9 +128,9 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
   });
 
   it('is unavailable without AWS_REGION and credentials', () => {
-    assert.equal(createEngines({ env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y' } }).isAvailable(ENGINE), false);
-    assert.equal(createEngines({ env: { AWS_REGION: REGION } }).isAvailable(ENGINE), false);
-    assert.equal(createEngines({ env: serviceEnv({}) }).isAvailable(ENGINE), true);
+    assert.equal(createEngines({ ...settingsOf({ AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y' }) }).isAvailable(ENGINE), false);
+    assert.equal(createEngines({ ...settingsOf({ AWS_REGION: REGION }) }).isAvailable(ENGINE), false);
+    assert.equal(createEngines({ ...settingsOf(serviceEnv({})) }).isAvailable(ENGINE), true);
   });
 
   describe('an organisation role assumed with STS', () => {
@@ -156,7 +157,7 @@ describe('engines: bedrock adapter (Converse via the AWS SDK) against a loopback
       servers.push(sts, bedrock);
       const { logger, lines } = captureLogger();
       const env = serviceEnv({ QUORUM_BEDROCK_ENDPOINT: bedrock.baseUrl, QUORUM_STS_ENDPOINT: sts.baseUrl });
-      return { engines: createEngines({ env, logger }), sts, bedrock, lines };
+      return { engines: createEngines({ ...settingsOf(env), logger }), sts, bedrock, lines };
     }
 
     it('assumes the role once, signs Converse with the temporary credentials, and reuses them', async () => {

@@ -10,6 +10,7 @@ import {
 import { createEngines } from '../../../engines';
 import { OPENAI_TEST_KEY, openAiError, startOpenAiLoopback } from '../../fixtures/providers';
 import { captureLogger, engineFailure, MESSAGES } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 const KEYISH = 'sk-proj-FAKEfake0123456789abcdefXYZ';
 const LONG_BODY = `upstream worker pool exhausted at http://inference.internal:8443/v1/pool?id=7 (token ${KEYISH}) ${'stack frame '.repeat(150)}`;
@@ -55,7 +56,7 @@ describe('errors a caller can read (issue 27 item 6)', () => {
     try {
       const env = { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl };
       const call = { engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 50 };
-      const upstream = await engineFailure(createEngines({ env, logger }).call(call));
+      const upstream = await engineFailure(createEngines({ ...settingsOf(env), logger }).call(call));
       assert.equal(upstream.reason, 'provider error 500');
       assert.match(
         upstream.line,
@@ -63,7 +64,9 @@ describe('errors a caller can read (issue 27 item 6)', () => {
       );
       assert.ok(upstream.line.length < 250);
       assert.match(upstream.message, /inference\.internal:8443/, 'the full detail, for the log');
-      const refused = await engineFailure(createEngines({ env: { ...env, QUORUM_OPENAI_BASE_URL: closed.baseUrl }, logger }).call(call));
+      const refused = await engineFailure(
+        createEngines({ ...settingsOf({ ...env, QUORUM_OPENAI_BASE_URL: closed.baseUrl }), logger }).call(call),
+      );
       assert.deepEqual(
         [refused.kind, refused.reason, refused.line],
         ['connection', 'provider unreachable (ECONNREFUSED)', 'provider unreachable (ECONNREFUSED)'],

@@ -18,6 +18,7 @@ import {
   type RecordedRequest,
 } from '../../fixtures/providers';
 import { MESSAGES } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 /**
  * Issue 40 item 4 at the engine layer: a caller's structure (`json_object`, a `json_schema` as the caller set
@@ -43,7 +44,7 @@ describe("engines: a caller's structure and sampling, each protocol its own way"
   it('OpenAI: json_object as OpenAI names it, a caller’s non-strict schema kept non-strict, top_p and stop sent', async () => {
     const s = await startOpenAiLoopback(openAiReply({ text: '{"a": 1}' }));
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }) });
     await e.call(req('openai/gpt-4.1', { reply: JSON_OBJECT, ...SAMPLING }));
     const loose: AnswerFormat = { type: 'json_schema', name: 'x', schema: { type: 'object' }, strict: false };
     await e.call(req('openai/gpt-4.1', { reply: replySchemaOf(loose) }));
@@ -59,7 +60,7 @@ describe("engines: a caller's structure and sampling, each protocol its own way"
   it('Anthropic: an object tool for json_object; top_p and stop_sequences', async () => {
     const s = await startAnthropicLoopback(anthropicReply({ text: '{"a": 1}' }));
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl }) });
     await e.call(req('anthropic/claude-sonnet-4', { reply: JSON_OBJECT, ...SAMPLING }));
     const body = bodyOf(s);
     assert.deepEqual(body.tools, [{ name: 'answer', input_schema: { type: 'object' } }]);
@@ -74,7 +75,7 @@ describe("engines: a caller's structure and sampling, each protocol its own way"
       },
     });
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl }) });
     await e.call(req('google/gemini-2.5-flash', { reply: JSON_OBJECT, ...SAMPLING }));
     const config = bodyOf(s).generationConfig as Record<string, unknown>;
     assert.equal(config.responseMimeType, 'application/json');
@@ -96,12 +97,12 @@ describe("engines: a caller's structure and sampling, each protocol its own way"
     );
     servers.push(s);
     const e = createEngines({
-      env: {
+      ...settingsOf({
         AWS_REGION: 'us-east-1',
         AWS_ACCESS_KEY_ID: AWS_TEST_CREDENTIALS.accessKeyId,
         AWS_SECRET_ACCESS_KEY: AWS_TEST_CREDENTIALS.secretAccessKey,
         QUORUM_BEDROCK_ENDPOINT: s.baseUrl,
-      },
+      }),
     });
     await e.call(req('bedrock/meta.llama3-3-70b-instruct', SAMPLING));
     assert.deepEqual(bodyOf(s).inferenceConfig, { maxTokens: 100, temperature: 0.3, topP: 0.5, stopSequences: ['END'] });
@@ -109,7 +110,7 @@ describe("engines: a caller's structure and sampling, each protocol its own way"
 });
 
 describe("sim engines: a caller's structure answered as an enforcing server would", () => {
-  const engines = createEngines({ env: {}, simLatency: 'zero' });
+  const engines = createEngines({ ...settingsOf({}), simLatency: 'zero' });
   const SCHEMAS: Record<string, JsonSchema> = {
     flat: {
       type: 'object',

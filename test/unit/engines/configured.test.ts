@@ -9,6 +9,7 @@ import { engineCostMicros } from '../../../domain/pricing';
 import { redact } from '../../../infra/redact';
 import { OPENAI_TEST_KEY, openAiReply, startOpenAiLoopback, type Loopback, type RecordedRequest } from '../../fixtures/providers';
 import { engineFailure, MESSAGES } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 const BUILT_IN: ReadonlyMap<string, EngineSpec> = new Map(CATALOG.map((s) => [s.id, s]));
 
@@ -254,13 +255,13 @@ describe('QUORUM_ENGINES_FILE: the parser', () => {
       const json = path.join(dir, 'engines.json');
       fs.writeFileSync(json, JSON.stringify({ engines: [LOCAL, GATEWAY] }));
       assert.deepEqual(
-        readEnginesFile({ QUORUM_ENGINES_FILE: json }, BUILT_IN).map((e) => e.spec.id),
+        readEnginesFile(json, BUILT_IN).map((e) => e.spec.id),
         [LOCAL.id, GATEWAY.id],
       );
-      assert.deepEqual(readEnginesFile({}, BUILT_IN), []);
+      assert.deepEqual(readEnginesFile(undefined, BUILT_IN), []);
       const missing = path.join(dir, 'nope.yaml');
       assert.throws(
-        () => readEnginesFile({ QUORUM_ENGINES_FILE: missing }, BUILT_IN),
+        () => readEnginesFile(missing, BUILT_IN),
         (e: Error) => e.message.startsWith(`QUORUM_ENGINES_FILE (${missing}) cannot be read: `),
       );
     } finally {
@@ -316,7 +317,7 @@ describe('QUORUM_ENGINES_FILE: the engines beside the catalog', () => {
     const file = path.join(dir, `engines-${Math.random().toString(36).slice(2)}.yaml`);
     fs.writeFileSync(file, yamlOf(entries));
     return createEngines({
-      env: { QUORUM_ENGINES_FILE: file, QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl, ...env },
+      ...settingsOf({ QUORUM_ENGINES_FILE: file, QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai.baseUrl, ...env }),
     });
   }
 

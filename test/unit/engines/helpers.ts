@@ -18,6 +18,7 @@ import {
   type Reply,
   type Script,
 } from '../../fixtures/providers';
+import { settingsOf } from '../../harness/settings';
 
 /** A logger whose lines are kept, to search them for secrets. */
 export function captureLogger(): { logger: Logger; lines: string[] } {
@@ -86,5 +87,5 @@ export async function loopbackEngines(p: ApiKeyProtocol, script: Script): Promis
   const server = await p.start(script);
   const prefix = `QUORUM_${p.family.toUpperCase()}`;
   const env = { [`${prefix}_API_KEY`]: p.key, [`${prefix}_BASE_URL`]: server.baseUrl };
-  return { engines: createEngines({ env, logger: captureLogger().logger }), server };
+  return { engines: createEngines({ ...settingsOf(env), logger: captureLogger().logger }), server };
 }

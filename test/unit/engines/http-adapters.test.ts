@@ -11,6 +11,7 @@ import {
   type Script,
 } from '../../fixtures/providers';
 import { API_KEY_PROTOCOLS, captureLogger, engineFailure, loopbackEngines, MESSAGES, type ApiKeyProtocol } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 /** What differs between the three API-key protocols; the behaviour under test is the same. */
 interface Protocol extends ApiKeyProtocol {
@@ -178,7 +179,7 @@ for (const p of PROTOCOLS) {
     it('runs on an organisation key when one is given, and labels the source', async () => {
       const { server: s } = await engines(p.ok({ text: 'Paris.', tokensIn: 21, tokensOut: 3 }));
       // The service has no key for this family at all: the own key is what makes it available.
-      const e = createEngines({ env: {}, logger: captureLogger().logger });
+      const e = createEngines({ ...settingsOf({}), logger: captureLogger().logger });
       assert.equal(e.isAvailable(p.engineId), false);
       const own = { kind: 'api_key' as const, apiKey: p.key, baseUrl: s.baseUrl, source: 'own_key' as const };
       assert.equal(e.isAvailable(p.engineId, own), true);
@@ -188,7 +189,7 @@ for (const p of PROTOCOLS) {
     });
 
     it('is unavailable without a key, and a call says so permanently', async () => {
-      const e = createEngines({ env: {}, logger: captureLogger().logger });
+      const e = createEngines({ ...settingsOf({}), logger: captureLogger().logger });
       assert.equal(e.isAvailable(p.engineId), false);
       const err = await engineFailure(call(e));
       assert.equal(err.kind, 'unavailable');

@@ -10,6 +10,7 @@ import {
   type Loopback,
 } from '../../fixtures/providers';
 import { captureLogger, engineFailure, MESSAGES } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 /** Everything an error exposes to a log or an API body. */
 function exposed(err: EngineError): string {
@@ -30,14 +31,14 @@ describe('engines: no credential in any log line or error', () => {
     servers.push(openai, anthropic, google);
     const { logger, lines } = captureLogger();
     const e = createEngines({
-      env: {
+      ...settingsOf({
         QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY,
         QUORUM_OPENAI_BASE_URL: openai.baseUrl,
         QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY,
         QUORUM_ANTHROPIC_BASE_URL: anthropic.baseUrl,
         QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY,
         QUORUM_GOOGLE_BASE_URL: google.baseUrl,
-      },
+      }),
       logger,
     });
     for (const [engineId, key, server] of [
@@ -63,7 +64,7 @@ describe('engines: no credential in any log line or error', () => {
     });
     servers.push(server, echo500);
     const { logger, lines } = captureLogger();
-    const e = createEngines({ env: {}, logger });
+    const e = createEngines({ ...settingsOf({}), logger });
     for (const baseUrl of [server.baseUrl, echo500.baseUrl]) {
       const own: Credential = { kind: 'api_key', apiKey: ownKey, baseUrl, source: 'own_key' };
       const err = await engineFailure(e.call({ engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 10 }, own));

@@ -15,6 +15,7 @@ import {
   type RecordedRequest,
 } from '../../fixtures/providers';
 import { captureLogger, engineFailure, MESSAGES } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 describe('engines: provider-specific mappings', () => {
   const servers: Loopback[] = [];
@@ -31,7 +32,10 @@ describe('engines: provider-specific mappings', () => {
       },
     });
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }, logger: quiet() });
+    const e = createEngines({
+      ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }),
+      logger: quiet(),
+    });
     const r = await e.call({ engineId: 'openai/gpt-5', messages: MESSAGES, maxOutputTokens: 500, temperature: 0.2 });
     assert.deepEqual(s.rejected, []);
     assert.deepEqual((s.requests[0] as RecordedRequest).body, { model: 'gpt-5', messages: MESSAGES, max_completion_tokens: 500 });
@@ -44,7 +48,10 @@ describe('engines: provider-specific mappings', () => {
       openAiError(429, 'busy', { 'retry-after-ms': '1500' }),
     ]);
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }, logger: quiet() });
+    const e = createEngines({
+      ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }),
+      logger: quiet(),
+    });
     const r = await e.call({ engineId: 'openai/gpt-4.1-mini', messages: MESSAGES, maxOutputTokens: 50 });
     assert.ok(r.tokensIn > 10 && r.tokensOut === 5);
     assert.equal(r.reasoningTokens, null);
@@ -55,7 +62,10 @@ describe('engines: provider-specific mappings', () => {
   it('clamps maxOutputTokens to the engine limit and refuses a non-positive one', async () => {
     const s = await startGoogleLoopback(googleReply());
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl }, logger: quiet() });
+    const e = createEngines({
+      ...settingsOf({ QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl }),
+      logger: quiet(),
+    });
     await e.call({ engineId: 'google/gemini-2.5-pro', messages: MESSAGES, maxOutputTokens: 1_000_000 });
     assert.deepEqual((s.requests[0]?.body as { generationConfig: unknown }).generationConfig, { maxOutputTokens: 65_536 });
     const err = await engineFailure(e.call({ engineId: 'google/gemini-2.5-pro', messages: MESSAGES, maxOutputTokens: 0 }));
@@ -70,13 +80,16 @@ describe('engines: provider-specific mappings', () => {
       googleError(429, 'Resource has been exhausted', { retryDelay: '37s' }),
     ]);
     servers.push(s);
-    const e = createEngines({ env: { QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl }, logger: quiet() });
+    const e = createEngines({
+      ...settingsOf({ QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl }),
+      logger: quiet(),
+    });
     const r = await e.call({ engineId: 'google/gemini-2.5-flash', messages: MESSAGES, maxOutputTokens: 43 });
     assert.deepEqual([r.tokensOut, r.reasoningTokens, r.finish], [43, 40, 'length']);
     const limited = await engineFailure(e.call({ engineId: 'google/gemini-2.5-flash', messages: MESSAGES, maxOutputTokens: 43 }));
     assert.deepEqual([limited.kind, limited.retryAfterMs], ['rate_limited', 37_000]);
     const wrongKey = createEngines({
-      env: { QUORUM_GOOGLE_API_KEY: 'AIzaWrongWrongWrongWrongWrong00000', QUORUM_GOOGLE_BASE_URL: s.baseUrl },
+      ...settingsOf({ QUORUM_GOOGLE_API_KEY: 'AIzaWrongWrongWrongWrongWrong00000', QUORUM_GOOGLE_BASE_URL: s.baseUrl }),
       logger: quiet(),
     });
     const auth = await engineFailure(wrongKey.call({ engineId: 'google/gemini-2.5-flash', messages: MESSAGES, maxOutputTokens: 43 }));
@@ -87,7 +100,7 @@ describe('engines: provider-specific mappings', () => {
     const s = await startAnthropicLoopback(anthropicError(529, 'Overloaded'));
     servers.push(s);
     const e = createEngines({
-      env: { QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl },
+      ...settingsOf({ QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl }),
       logger: quiet(),
     });
     const over = await engineFailure(e.call({ engineId: 'anthropic/claude-3-5-haiku', messages: MESSAGES, maxOutputTokens: 20 }));

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { createEngines, type Difficulty } from '../../../engines';
+import { settingsOf } from '../../harness/settings';
 
 /** QUORUM_SIM_SKILL (bench/calibration.ts): every sim engine equally good and wrong alike; unset, nothing changes. */
 const finalOf = (t: string): string | undefined => /Final answer: (.*)$/.exec(t)?.[1];
 
 async function answers(env: NodeJS.ProcessEnv, engineId: string, difficulty: Difficulty, n: number): Promise<(string | undefined)[]> {
-  const engines = createEngines({ env, simLatency: 'zero' });
+  const engines = createEngines({ ...settingsOf(env), simLatency: 'zero' });
   const out: (string | undefined)[] = [];
   for (let q = 0; q < n; q++) {
     const r = await engines.call({
@@ -46,6 +47,7 @@ describe('engines: QUORUM_SIM_SKILL', () => {
   it('leaves the catalog skills alone when unset, and refuses a value that is not a probability', async () => {
     assert.ok(rightShare(await answers({}, 'sim/novice-a', 'hard', 200)) < 0.25);
     assert.ok(rightShare(await answers({ QUORUM_SIM_SKILL: '' }, 'sim/beta-pro', 'light', 200)) > 0.9);
-    for (const bad of ['1.5', '-0.1', 'half']) assert.throws(() => createEngines({ env: { QUORUM_SIM_SKILL: bad } }), /QUORUM_SIM_SKILL/);
+    for (const bad of ['1.5', '-0.1', 'half'])
+      assert.throws(() => createEngines({ ...settingsOf({ QUORUM_SIM_SKILL: bad }) }), /QUORUM_SIM_SKILL/);
   });
 });

@@ -7,8 +7,9 @@ import { readRunVerdict, runJudgePrompt } from '../../../domain/run-judging';
 import { critiquePrompt } from '../../../domain/prompts';
 import { countMessagesTokens, countTokens } from '../../../domain/tokens';
 import { captureLogger, engineFailure } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
-const engines = createEngines({ env: {}, simLatency: 'zero' });
+const engines = createEngines({ ...settingsOf({}), simLatency: 'zero' });
 
 function question(i: number): EngineRequest['messages'] {
   return [{ role: 'user', content: `Question ${i}: what is ${i} plus ${i * 7 + 3}?` }];
@@ -35,7 +36,7 @@ describe('engines: sim family', () => {
       maxOutputTokens: 1000,
     };
     const a = await engines.call(req);
-    const b = await createEngines({ env: {} }).call(req);
+    const b = await createEngines({ ...settingsOf({}) }).call(req);
     assert.equal(a.text, b.text);
     assert.deepEqual([a.tokensIn, a.tokensOut, a.costMicros], [b.tokensIn, b.tokensOut, b.costMicros]);
     assert.notEqual((await engines.call({ ...req, engineId: 'sim/beta-plus' })).text, a.text);
@@ -195,7 +196,7 @@ describe('engines: sim family', () => {
       assert.deepEqual(parseSimLatency('spec'), { kind: 'spec', speedup: 1 });
       assert.deepEqual(parseSimLatency('spec:100'), { kind: 'spec', speedup: 100 });
       for (const bad of ['', 'fixed', 'fixed:-1', 'spec:0', 'spec:abc', 'slow', 'zero:1']) assert.throws(() => parseSimLatency(bad));
-      assert.throws(() => createEngines({ env: { QUORUM_SIM_LATENCY: 'fast' } }));
+      assert.throws(() => createEngines({ ...settingsOf({ QUORUM_SIM_LATENCY: 'fast' }) }));
     });
 
     it('the spec model reproduces the published p50 / p90 / p99 within 5%', () => {
@@ -217,7 +218,7 @@ describe('engines: sim family', () => {
     });
 
     it('fixed latency delays the answer, and a deadline shorter than it is a retryable timeout', async () => {
-      const slow = createEngines({ env: {}, simLatency: 'fixed:120', logger: captureLogger().logger });
+      const slow = createEngines({ ...settingsOf({}), simLatency: 'fixed:120', logger: captureLogger().logger });
       const req = { engineId: 'sim/alpha-experience', messages: question(1), maxOutputTokens: 100 };
       const started = Date.now();
       const r = await slow.call(req);
@@ -233,16 +234,16 @@ describe('engines: sim family', () => {
 
     it("QUORUM_ENGINE_TIMEOUT_MS sets every call's deadline, within 1 ms to 180 s", async () => {
       const logger = captureLogger().logger;
-      const quick = createEngines({ env: { QUORUM_ENGINE_TIMEOUT_MS: '30' }, simLatency: 'fixed:120', logger });
+      const quick = createEngines({ ...settingsOf({ QUORUM_ENGINE_TIMEOUT_MS: '30' }), simLatency: 'fixed:120', logger });
       const err = await engineFailure(quick.call({ engineId: 'sim/alpha-experience', messages: question(1), maxOutputTokens: 100 }));
       assert.deepEqual([err.kind, err.retryable], ['timeout', true]);
       for (const bad of ['0', '180001', '1.5', 'soon'])
-        assert.throws(() => createEngines({ env: { QUORUM_ENGINE_TIMEOUT_MS: bad }, logger }), /QUORUM_ENGINE_TIMEOUT_MS/);
+        assert.throws(() => createEngines({ ...settingsOf({ QUORUM_ENGINE_TIMEOUT_MS: bad }), logger }), /QUORUM_ENGINE_TIMEOUT_MS/);
     });
 
     it('QUORUM_SIM_LATENCY configures the family from the environment', async () => {
       const started = Date.now();
-      await createEngines({ env: { QUORUM_SIM_LATENCY: 'fixed:80' } }).call({
+      await createEngines({ ...settingsOf({ QUORUM_SIM_LATENCY: 'fixed:80' }) }).call({
         engineId: 'sim/beta-pro',
         messages: question(2),
         maxOutputTokens: 50,

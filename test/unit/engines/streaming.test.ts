@@ -18,6 +18,7 @@ import {
   type Script,
 } from '../../fixtures/providers';
 import { API_KEY_PROTOCOLS, captureLogger, engineFailure, loopbackEngines, MESSAGES, type ApiKeyProtocol } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 /** What differs between the three streaming protocols; the behaviour under test is the same. */
 interface Protocol extends ApiKeyProtocol {
@@ -236,7 +237,7 @@ describe('engines: streaming, each protocol’s own details', () => {
   it('OpenAI-compatible server without usage: the tokenizer counts stand in, as for one reply', async () => {
     const s = track(await startOpenAiLoopback(openAiReply({ text: ANSWER, omitUsage: true })));
     const e = createEngines({
-      env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl },
+      ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }),
       logger: captureLogger().logger,
     });
     const req = { engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 100 };
@@ -250,7 +251,7 @@ describe('engines: streaming, each protocol’s own details', () => {
   it('OpenAI reasoning tokens come from the usage chunk', async () => {
     const s = track(await startOpenAiLoopback(openAiReply({ text: ANSWER, promptTokens: 9, completionTokens: 40, reasoningTokens: 30 })));
     const e = createEngines({
-      env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl },
+      ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }),
       logger: captureLogger().logger,
     });
     const { result } = await streamed(e, { engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 100 });
@@ -260,7 +261,7 @@ describe('engines: streaming, each protocol’s own details', () => {
   describe('Anthropic', () => {
     const engines = (s: Loopback): Engines =>
       createEngines({
-        env: { QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl },
+        ...settingsOf({ QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl }),
         logger: captureLogger().logger,
       });
     const req = { engineId: 'anthropic/claude-sonnet-4', messages: MESSAGES, maxOutputTokens: 100 };
@@ -324,12 +325,12 @@ describe('engines: streaming, each protocol’s own details', () => {
       await startBedrockLoopback(bedrockReply({ text: ANSWER, inputTokens: 30, outputTokens: 11 }), { ...AWS_TEST_CREDENTIALS, region }),
     );
     const e = createEngines({
-      env: {
+      ...settingsOf({
         AWS_REGION: region,
         AWS_ACCESS_KEY_ID: AWS_TEST_CREDENTIALS.accessKeyId,
         AWS_SECRET_ACCESS_KEY: AWS_TEST_CREDENTIALS.secretAccessKey,
         QUORUM_BEDROCK_ENDPOINT: s.baseUrl,
-      },
+      }),
       logger: captureLogger().logger,
     });
     const { result, deltas } = await streamed(e, {
@@ -351,7 +352,7 @@ describe('engines: a sim engine writes its answer over its latency', () => {
   };
 
   it('in word-sized pieces spread over the latency: the same text, tokens and total time as one reply', async () => {
-    const e = createEngines({ env: {}, simLatency: 'fixed:400', logger: captureLogger().logger });
+    const e = createEngines({ ...settingsOf({}), simLatency: 'fixed:400', logger: captureLogger().logger });
     const started = performance.now();
     const { result, deltas, at, endedAt } = await streamed(e, req);
     const plain = await e.call(req);
@@ -372,7 +373,7 @@ describe('engines: a sim engine writes its answer over its latency', () => {
   });
 
   it("the caller's cancellation stops the pieces; the deadline between them is a timeout", async () => {
-    const e = createEngines({ env: {}, simLatency: 'fixed:400', logger: captureLogger().logger });
+    const e = createEngines({ ...settingsOf({}), simLatency: 'fixed:400', logger: captureLogger().logger });
     const deltas: string[] = [];
     const caller = new AbortController();
     setTimeout(() => caller.abort(), 150);
@@ -386,7 +387,7 @@ describe('engines: a sim engine writes its answer over its latency', () => {
   });
 
   it('continues an earlier attempt: the rest of the same answer', async () => {
-    const e = createEngines({ env: {}, simLatency: 'zero', logger: captureLogger().logger });
+    const e = createEngines({ ...settingsOf({}), simLatency: 'zero', logger: captureLogger().logger });
     const whole = (await e.call(req)).text;
     const earlier = whole.slice(0, Math.floor(whole.length / 2));
     const { result, deltas } = await streamed(e, { ...req, continueFrom: earlier });

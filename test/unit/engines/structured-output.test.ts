@@ -20,6 +20,7 @@ import {
   type RecordedRequest,
 } from '../../fixtures/providers';
 import { captureLogger, MESSAGES } from './helpers';
+import { settingsOf } from '../../harness/settings';
 
 const LABELS = ['A', 'B', 'C'];
 const VERDICT = {
@@ -67,7 +68,7 @@ describe('engines: staff replies asked for in structure, each protocol its own w
 
   it("OpenAI: a strict json_schema response_format, without the maxLength OpenAI's strict mode refuses", async () => {
     const s = track(await startOpenAiLoopback(openAiReply({ text: JSON.stringify(VERDICT) })));
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }) });
     const r = await ask(e, 'openai/gpt-4.1');
     const format = bodyOf(s).response_format as { type: string; json_schema: { name: string; strict: boolean; schema: unknown } };
     assert.deepEqual([format.type, format.json_schema.name, format.json_schema.strict], ['json_schema', 'judgment', true]);
@@ -79,7 +80,7 @@ describe('engines: staff replies asked for in structure, each protocol its own w
 
   it('an OpenAI-compatible server of another maker gets the schema whole (its grammar enforces maxLength) and both limit fields', async () => {
     const s = track(await startOpenAiLoopback(openAiReply({ text: JSON.stringify(VERDICT), completionTokens: 30 })));
-    const e = createEngines({ env: { QUORUM_ENGINES_FILE: enginesFile(s.baseUrl), LOCAL_JUDGE_KEY: OPENAI_TEST_KEY } });
+    const e = createEngines({ ...settingsOf({ QUORUM_ENGINES_FILE: enginesFile(s.baseUrl), LOCAL_JUDGE_KEY: OPENAI_TEST_KEY }) });
     await ask(e, 'local/judge');
     const body = bodyOf(s);
     assert.deepEqual((body.response_format as { json_schema: { schema: unknown } }).json_schema.schema, schema.schema);
@@ -89,7 +90,7 @@ describe('engines: staff replies asked for in structure, each protocol its own w
   it('an engine declared without structured output is asked in text only', async () => {
     const s = track(await startOpenAiLoopback(openAiReply({ text: JSON.stringify(VERDICT) })));
     const e = createEngines({
-      env: { QUORUM_ENGINES_FILE: enginesFile(s.baseUrl, { structured_output: false }), LOCAL_JUDGE_KEY: OPENAI_TEST_KEY },
+      ...settingsOf({ QUORUM_ENGINES_FILE: enginesFile(s.baseUrl, { structured_output: false }), LOCAL_JUDGE_KEY: OPENAI_TEST_KEY }),
     });
     const r = await ask(e, 'local/judge');
     assert.equal(bodyOf(s).response_format, undefined);
@@ -111,7 +112,7 @@ describe('engines: staff replies asked for in structure, each protocol its own w
         },
       }),
     );
-    const e = createEngines({ env: { QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_ANTHROPIC_API_KEY: ANTHROPIC_TEST_KEY, QUORUM_ANTHROPIC_BASE_URL: s.baseUrl }) });
     const r = await ask(e, 'anthropic/claude-sonnet-4');
     const body = bodyOf(s);
     assert.deepEqual(body.tools, [{ name: 'judgment', input_schema: schema.schema }]);
@@ -129,7 +130,7 @@ describe('engines: staff replies asked for in structure, each protocol its own w
         },
       }),
     );
-    const e = createEngines({ env: { QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_GOOGLE_API_KEY: GOOGLE_TEST_KEY, QUORUM_GOOGLE_BASE_URL: s.baseUrl }) });
     const r = await ask(e, 'google/gemini-2.5-flash');
     const config = bodyOf(s).generationConfig as Record<string, unknown>;
     assert.equal(config.responseMimeType, 'application/json');
@@ -188,12 +189,12 @@ describe('engines: staff replies asked for in structure, each protocol its own w
       ),
     );
     const e = createEngines({
-      env: {
+      ...settingsOf({
         AWS_REGION: 'us-east-1',
         AWS_ACCESS_KEY_ID: AWS_TEST_CREDENTIALS.accessKeyId,
         AWS_SECRET_ACCESS_KEY: AWS_TEST_CREDENTIALS.secretAccessKey,
         QUORUM_BEDROCK_ENDPOINT: s.baseUrl,
-      },
+      }),
     });
     const verdict = runVerdictSchema(['A', 'B']);
     const r = await ask(e, 'bedrock/meta.llama3-3-70b-instruct', { reply: verdict });
@@ -204,7 +205,7 @@ describe('engines: staff replies asked for in structure, each protocol its own w
 
   it('without a schema none is asked, and the text parser still reads prose-wrapped JSON', async () => {
     const s = track(await startOpenAiLoopback(openAiReply({ text: `Here you go:\n\`\`\`json\n${JSON.stringify(VERDICT)}\n\`\`\`` })));
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: s.baseUrl }) });
     const r = await ask(e, 'openai/gpt-4.1', { reply: undefined });
     assert.equal(bodyOf(s).response_format, undefined);
     assert.equal(parseJudgment(r.text, LABELS)?.best, 'B');
@@ -220,7 +221,7 @@ describe('engines: output limits sent in the form the endpoint honours, overruns
 
   it("OpenAI's own reasoning model gets max_completion_tokens only, its other models max_tokens only", async () => {
     server = await startOpenAiLoopback([openAiReply({ completionTokens: 5 }), openAiReply({ completionTokens: 5 })]);
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: server.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: server.baseUrl }) });
     await e.call({ engineId: 'openai/gpt-5', messages: MESSAGES, maxOutputTokens: 16 });
     await e.call({ engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 16 });
     const [reasoning, plain] = server.requests.map((r) => r.body as Record<string, unknown>);
@@ -233,7 +234,7 @@ describe('engines: output limits sent in the form the endpoint honours, overruns
   it('a reply longer than its limit is billed as served, flagged and logged', async () => {
     server = await startOpenAiLoopback(openAiReply({ text: 'word '.repeat(546), completionTokens: 546, finish: 'stop' }));
     const { logger, lines } = captureLogger();
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: server.baseUrl }, logger });
+    const e = createEngines({ ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: server.baseUrl }), logger });
     const r = await e.call({ engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 16 });
     assert.equal(r.tokensOut, 546);
     assert.equal(r.overLimit, true);
@@ -245,7 +246,7 @@ describe('engines: output limits sent in the form the endpoint honours, overruns
 
   it('a reply within its limit is not flagged', async () => {
     server = await startOpenAiLoopback(openAiReply({ completionTokens: 16, finish: 'length' }));
-    const e = createEngines({ env: { QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: server.baseUrl } });
+    const e = createEngines({ ...settingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: server.baseUrl }) });
     const r = await e.call({ engineId: 'openai/gpt-4.1', messages: MESSAGES, maxOutputTokens: 16 });
     assert.equal(r.overLimit, false);
     assert.equal(r.finish, 'length');

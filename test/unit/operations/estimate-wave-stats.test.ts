@@ -8,6 +8,7 @@ import { MIN_SAMPLE, quote, tierRate, tierRates } from '../../../domain/estimate
 import { SYSTEM_MODES, type ModeConfig, type ModeRecord } from '../../../domain/modes';
 import { createEngines } from '../../../engines';
 import { callQuoteInput, catalogPrices, type EstimateView } from '../../../operations/estimate';
+import { settingsOf } from '../../harness/settings';
 
 /**
  * Issue 52: a first wave's share is read from the mode's own recorded calls (`mode_call_stats.wave_calls` and
@@ -46,7 +47,7 @@ describe("a first wave's observed share, from the recorded calls to the quote", 
     aggregation: { method: 'vote', prose: 'verbatim', tieBreak: 'first', ballot: false, firstWave: 2 },
   };
   const mode: ModeRecord = { ...seed, config, version: 1, configHash: 'hash', orgId: 'org_1', published: true };
-  const deps = { form: 'B' as const, engines: createEngines({ env: {} }) };
+  const deps = { form: 'B' as const, engines: createEngines({ ...settingsOf({}) }) };
   const auth: KeyPrincipal = {
     via: 'key',
     edge: 'api',
