@@ -31,9 +31,17 @@ import { stack, startStack, stopStack } from '../test/harness/stack';
 import { stackProcessEnv } from '../test/harness/worker';
 import { criticalPathMs, drive as driveCalls, overheadParts, statusCounts, type Call, type OverheadParts } from './drive';
 import { runFloor, type FloorResult } from './floor';
-import { runShapeFloor, shapeFloorText, type ShapeFloorResult } from './shape-floor';
+import { runShapeFloor, shapeFloorText, SLOW_ENGINE_MS, type ShapeFloorResult, type ShapePhase } from './shape-floor';
 import { measureGateway, type GatewayResult } from './gateway';
-import { peerTable, targetText, type PeerInput, type PeerRow, type PhaseFigures } from './peer-table';
+import {
+  peerTable,
+  targetText,
+  type ClusterFigures,
+  type PeerInput,
+  type PeerRow,
+  type PhaseFigures,
+  type QuorumFigures,
+} from './peer-table';
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
 import { perCallKb, readMemorySplit, splitText, type MemorySplit } from './memory-split';
 import { machine, round, writeResults } from './results';
@@ -60,8 +68,13 @@ import { toolEnv } from '../stack/tool-env';
  *   write V8 CPU profiles there when they stop (open them in Chrome DevTools), to see where their CPU goes.
  * Beside Quorum, in the same run (issue 31): a plain gateway, LiteLLM's proxy (bench/gateway.ts), in front of the same
  * loopback engine, one call at a time and 16 concurrent, before any target starts; Temporal's floor (bench/floor.ts)
- * after everything stopped; then a table of issue 31's targets, Quorum's figure beside theirs with the ratios
- * (bench/peer-table.ts). BENCH_LOAD_PEERS=off skips both.
+ * and then Quorum's workflow shapes with none of its code (bench/shape-floor.ts) after everything stopped. Then each
+ * target's table of issue 55's targets (bench/peer-table.ts): Quorum over the shape (express overhead p50 alone, CPU a
+ * call alone and calls/s at 16; a panel's CPU and panels/s at 16 with instant engines, its overhead p99 at 16 with
+ * 500 ms engines), with the floor's and LiteLLM's figures beside it as context; the memory phase's peak and the
+ * estimate's p50 against their bounds; each cluster target's CPU over the dev target's (rows not run without a cluster
+ * target). BENCH_LOAD_PEERS=off skips the gateway, the floor and the shapes: the table's rows over the shape say not
+ * run.
  * The memory phase (issue 42 item 4) prints what one deliberation in flight costs, (peak − idle) / in flight, and
  * where: the dev target's API and worker start with bench/heap-probe.cjs preloaded, so each of their V8 isolates (the
  * main thread's and the SDK's workflow threads') reports its heap, and the rest of their anonymous memory is native.
@@ -79,7 +92,6 @@ const SCALE = Number(process.env.BENCH_LOAD_SCALE ?? 1);
 const IN_FLIGHT = Number(process.env.BENCH_LOAD_IN_FLIGHT ?? 500);
 /** No phase runs longer than this, whatever its count. */
 const PHASE_MAX_S = 120;
-const SLOW_ENGINE_MS = 500;
 /** Engines this slow make a panel of about 26 s, near the spec's p50 of 28.5 s: its engine calls heartbeat to Temporal as real ones do. */
 const REAL_ENGINE_MS = 5_000;
 const ONLY = process.env.BENCH_LOAD_ONLY?.split(',').map((name) => name.trim());
@@ -913,9 +925,10 @@ async function main(): Promise<void> {
 
   for (const result of results) printTable(result);
   if (results.length > 1) printSideBySide(results);
-  const peerTables = PEERS ? results.map((result) => ({ target: result.target, rows: peerTable(peerInput(result, gateway, floor)) })) : [];
-  if (PEERS) printPeers(gateway, floor, results, peerTables);
-  if (shape) printShape(shape, results);
+  if (shape) printShape(shape);
+  // Printed without the peers too: the memory, the estimate and the cluster's rows need none; the shape's say not run.
+  const tables = peerTables(results, contextInput(shape, gateway, floor));
+  printPeers(gateway, floor, results, tables);
   // A partial or profiled run is for looking, not for the record.
   if (ONLY !== undefined || SCALE !== 1 || CPU_PROF) return console.log('(partial or profiled run: no JSON written)');
   const record = TARGETS.length === 1 && TARGETS[0] === 'dev' ? 'load' : 'load-cluster';
@@ -931,13 +944,13 @@ async function main(): Promise<void> {
         "cpuMsPerCall sums utime+stime over each process tree: api, worker (every worker), temporal (the dev server, or the cluster's Temporal server), temporalPg (the cluster's Postgres for Temporal with its backends; the dev server keeps SQLite in its own process), postgres (Quorum's, with its backends); stack = their sum; bench = autocannon + the loopback engine",
         'the cluster targets run 1 API each, so they differ only in their worker count; on 2 shared cores a second worker cannot give linear gains (the Temporal server, both Postgres and the API share the same cores)',
         'pg transactions from pg_stat_database (each backend reports at most once a second, so a phase edge can shift a few); Temporal persistence requests from the server Prometheus counters persistence_requests and visibility_persistence_requests, summed over services',
-        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). shape: bench/shape-floor.ts, the floor's workflow and ones in the shape of Quorum's express deliberation (three local activities, two patches, three upserts, a memo; no Quorum code) and of a panel (eleven local activities) on a dev server with npm start's settings, run after the floor. peerTables: issue 42's targets, Quorum / gateway, Quorum / floor and floor / gateway, all from this run",
+        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). shape: bench/shape-floor.ts, the floor's workflow and ones in the shape of Quorum's express deliberation (three local activities, two patches, three upserts, a memo; no Quorum code) and of a panel (eleven local activities) on a dev server with npm start's settings, run after the floor; its panels at 16 with 500 ms engines have their overhead as Quorum's (latency less the engines' critical path). peerTables: issue 55's targets, Quorum / the shape (express one at a time and at 16; the panel at 16 with instant and 500 ms engines), the floor's and LiteLLM's figures beside it, 400 MB and 5 ms absolute, a cluster target's CPU / the dev target's, all from this run",
       ],
       targets: results,
       gateway,
       floor,
       shape,
-      peerTables,
+      peerTables: tables,
     },
     `${record === 'load' ? '' : `${record}-`}latest.json`,
   );
@@ -1106,11 +1119,37 @@ async function measurePeerGateway(engine: EngineState, baseUrl: string): Promise
 /** Floor phases as the peer table reads them: eager start, SQLite WAL; its engine answers at once, so latency is overhead. */
 const FLOOR_PHASE = 'local activity, eager start';
 
-/** The figures of one target's phases, the gateway's and the floor's that issue 31's targets read. */
-function peerInput(result: TargetResult, gateway: GatewayResult | { error: string } | null, floor: FloorResult | null): PeerInput {
+/** One target's figures that issue 55's targets read. */
+function quorumInput(result: TargetResult): QuorumFigures {
   const quorum = (target: CallKind, engineMs: number, concurrency: number): PhaseFigures | null => {
     const p = result.phases.find((x) => x.target === target && x.engineMs === engineMs && x.concurrency === concurrency);
     return p ? quorumFigures(p) : null;
+  };
+  const { memory } = result;
+  // No engine on an estimate: its latency is its overhead.
+  const estimate = result.phases.find((x) => x.target === 'estimate' && x.concurrency === 1);
+  return {
+    express1: quorum('express', 0, 1),
+    express16: quorum('express', 0, 16),
+    panelSlow16: quorum('panel', SLOW_ENGINE_MS, 16),
+    panelInstant16: quorum('panel', 0, 16),
+    estimate1: estimate ? { ...quorumFigures(estimate), overheadP50Ms: estimate.latencyMs.p50 } : null,
+    memory: memory ? { peakMb: memory.peakMb.sum, inFlight: memory.inFlight, ok: quorumFigures(memory.phase).ok } : null,
+  };
+}
+
+/** The run's context beside every target's figures: the shapes (the targets' reference), the gateway and the floor. */
+function contextInput(
+  shape: ShapeFloorResult | null,
+  gateway: GatewayResult | { error: string } | null,
+  floor: FloorResult | null,
+): Pick<PeerInput, 'shape' | 'gateway' | 'floor'> {
+  // A shape's call that failed ends its run (its phases so far are whole), so a phase present is free of errors.
+  const shapeAt = (name: ShapePhase['shape'], concurrency: number, engineMs = 0): PhaseFigures | null => {
+    const p = shape?.phases.filter((x) => x.shape === name && x.concurrency === concurrency && x.engineMs === engineMs).at(-1);
+    return p
+      ? { ok: true, overheadP50Ms: p.overheadP50Ms, overheadP99Ms: p.overheadP99Ms, cpuMsPerCall: p.cpuMsPerCall.total, callsPerS: p.perS }
+      : null;
   };
   const gatewayAt = (concurrency: number): PhaseFigures | null => {
     const p = gateway && 'phases' in gateway ? gateway.phases.find((x) => x.concurrency === concurrency) : undefined;
@@ -1130,21 +1169,40 @@ function peerInput(result: TargetResult, gateway: GatewayResult | { error: strin
       ? { ok: true, overheadP50Ms: p.p50_ms, overheadP99Ms: p.p99_ms, cpuMsPerCall: p.cpu_ms_per_call.total, callsPerS: p.per_s }
       : null;
   };
-  const { memory } = result;
-  // No engine on an estimate: its latency is its overhead.
-  const estimate = result.phases.find((x) => x.target === 'estimate' && x.concurrency === 1);
   return {
-    quorum: {
-      express1: quorum('express', 0, 1),
-      express16: quorum('express', 0, 16),
-      panelSlow16: quorum('panel', SLOW_ENGINE_MS, 16),
-      panelInstant16: quorum('panel', 0, 16),
-      estimate1: estimate ? { ...quorumFigures(estimate), overheadP50Ms: estimate.latencyMs.p50 } : null,
-      memory: memory ? { peakMb: memory.peakMb.sum, inFlight: memory.inFlight, ok: quorumFigures(memory.phase).ok } : null,
+    // The express shape one at a time ran twice, alternated with the floor's workflow: its second round, warmer.
+    shape: shape && {
+      express1: shapeAt('expressShape', 1),
+      express16: shapeAt('expressShape', 16),
+      panelInstant16: shapeAt('panelShape', 16),
+      panelSlow16: shapeAt('panelShape', 16, SLOW_ENGINE_MS),
     },
-    gateway: { one: gatewayAt(1), sixteen: gatewayAt(16) },
-    floor: { one: floorAt(1), sixteen: floorAt(16) },
+    gateway: gateway && { one: gatewayAt(1), sixteen: gatewayAt(16) },
+    floor: floor && { one: floorAt(1), sixteen: floorAt(16) },
   };
+}
+
+/**
+ * Each target's table of issue 55's targets. The dev target's compares every cluster target of the run with itself, a
+ * cluster target's only itself.
+ */
+function peerTables(
+  results: readonly TargetResult[],
+  context: Pick<PeerInput, 'shape' | 'gateway' | 'floor'>,
+): { target: StackName; rows: PeerRow[] }[] {
+  const dev = results.find((r) => r.target === 'dev');
+  const devFigures = dev ? quorumInput(dev) : null;
+  const clusters: ClusterFigures[] = results
+    .filter((r) => r.target !== 'dev')
+    .map((r) => ({ target: r.target, cluster: quorumInput(r), dev: devFigures }));
+  return results.map((result) => ({
+    target: result.target,
+    rows: peerTable({
+      quorum: quorumInput(result),
+      ...context,
+      clusters: result.target === 'dev' ? clusters : clusters.filter((c) => c.target === result.target),
+    }),
+  }));
 }
 
 /** A phase passes nothing unless every call it made answered 200 on the right path. */
@@ -1164,7 +1222,7 @@ function quorumFigures(p: PhaseResult): PhaseFigures {
   };
 }
 
-/** The gateway's and the floor's own figures, then issue 42's targets side by side for each target. */
+/** The gateway's and the floor's own figures, then each target's table of issue 55's targets. */
 function printPeers(
   gateway: GatewayResult | { error: string } | null,
   floor: FloorResult | null,
@@ -1208,20 +1266,20 @@ function printPeers(
   for (const { target, rows } of tables) {
     const result = results.find((r) => r.target === target);
     console.log(
-      `\nIssue 42 targets, ${STACKS[target].label}: Quorum beside LiteLLM's proxy and Temporal's floor (${FLOOR_PHASE}, SQLite WAL), one run; load average at start ${result?.loadAverage.start.join(' ') ?? '—'}`,
+      `\nIssue 55 targets, ${STACKS[target].label}: Quorum over its workflow's shape with none of its code (bench/shape-floor.ts), beside Temporal's floor (${FLOOR_PHASE}, SQLite WAL) and LiteLLM's proxy, one run; load average at start ${result?.loadAverage.start.join(' ') ?? '—'}`,
     );
     const lines = [
-      ['', 'Quorum', 'gateway', 'floor', 'Quorum/gw', 'Quorum/floor', 'floor/gw', 'target', ''],
+      ['', 'Quorum', 'shape', 'floor', 'LiteLLM', 'dev', 'ratio', 'target', ''],
       ...rows.map((r) => [
         `${r.label} (${r.unit})`,
         f(r.quorum),
-        f(r.gateway),
+        f(r.shape),
         f(r.floor),
+        f(r.gateway),
+        f(r.dev),
         ratio(r.ratio),
-        ratio(r.floorMultiple),
-        ratio(r.floorRatio),
         targetText(r.target, r.unit),
-        r.mark ?? '',
+        r.mark,
       ]),
     ];
     const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
@@ -1230,34 +1288,18 @@ function printPeers(
   }
 }
 
-/**
- * What of Quorum's express cost is the SDK's for the call's shape: the floor's workflow and Quorum's shape on the same
- * server (their second round each, one at a time), and Quorum's express figures over the shape's.
- */
-function printShape(shape: ShapeFloorResult, results: readonly TargetResult[]): void {
-  console.log(`\nTemporal's floor in Quorum's express shape (${shape.command}), alternated one at a time, then 16 concurrent:`);
+/** The shapes' own phases (bench/shape-floor.ts), and the express shape over the floor's workflow on the same server. */
+function printShape(shape: ShapeFloorResult): void {
+  console.log(
+    `\nTemporal's floor in Quorum's shapes (${shape.command}), alternated one at a time, then 16 concurrent, then panels with 500 ms engines:`,
+  );
   for (const line of shapeFloorText(shape)) console.log(line);
-  const last = (name: string): ShapeFloorResult['phases'][number] | undefined =>
-    shape.phases.filter((p) => p.shape === name && p.concurrency === 1).at(-1);
+  const last = (name: string): ShapePhase | undefined => shape.phases.filter((p) => p.shape === name && p.concurrency === 1).at(-1);
   const [one, express] = [last('oneStep'), last('expressShape')];
   if (!one || !express) return;
   console.log(
     `  the shape over the floor's workflow: CPU ${(express.cpuMsPerCall.total / one.cpuMsPerCall.total).toFixed(2)}x, p50 ${(express.p50Ms / one.p50Ms).toFixed(2)}x`,
   );
-  const panel = shape.phases.find((p) => p.shape === 'panelShape');
-  for (const result of results) {
-    const quorumPanel = result.phases.find((p) => p.target === 'panel' && p.engineMs === 0 && p.concurrency === 16);
-    if (panel && quorumPanel)
-      console.log(
-        `  ${STACKS[result.target].label} panels at 16 over the panel's shape: CPU ${f(quorumPanel.cpuMsPerCall.stack)} / ${f(panel.cpuMsPerCall.total)} ms = ${(quorumPanel.cpuMsPerCall.stack / panel.cpuMsPerCall.total).toFixed(2)}x, ${f(quorumPanel.throughputPerS)} / ${f(panel.perS)} a second`,
-      );
-    const q = result.phases.find((p) => p.target === 'express' && p.engineMs === 0 && p.concurrency === 1);
-    if (!q?.overheadMs) continue;
-    const cpu = q.cpuMsPerCall.stack;
-    console.log(
-      `  ${STACKS[result.target].label} express over the shape: CPU ${f(cpu)} / ${f(express.cpuMsPerCall.total)} ms = ${(cpu / express.cpuMsPerCall.total).toFixed(2)}x (Quorum's own ${f(cpu - express.cpuMsPerCall.total)} ms), overhead p50 ${f(q.overheadMs.p50)} / ${f(express.p50Ms)} ms = ${(q.overheadMs.p50 / express.p50Ms).toFixed(2)}x`,
-    );
-  }
 }
 
 main().catch(async (err: unknown) => {

@@ -1,7 +1,10 @@
 /**
- * Issue 42's targets as one table: Quorum's figure beside a plain gateway's (LiteLLM's proxy) and Temporal's floor
- * (the smallest durable call on the same dev server) measured in the same run, and the ratios the targets are stated
- * in, each with a pass or miss. Pure: the load bench hands in the figures, prints the rows and writes them to JSON.
+ * Issue 55's targets as one table: each of Quorum's figures against the same workflow shape with none of Quorum's code
+ * (bench/shape-floor.ts: the express shape, the panel shape), on the same dev server settings in the same run, with
+ * Temporal's floor (its one-activity workflow) and a plain gateway (LiteLLM's proxy) beside it as context; the memory
+ * and the estimate against absolute bounds; a cluster target's CPU against the dev server's. Each row carries the ratio
+ * its target is stated in and a pass or miss. Pure: the load bench hands in the figures, prints the rows and writes
+ * them to JSON.
  */
 
 /** One phase's figures as the table reads them; `ok` is false when any call in it failed (a figure of errors passes nothing). */
@@ -14,167 +17,194 @@ export interface PhaseFigures {
   callsPerS: number;
 }
 
+/** One target's phases the table reads. */
+export interface QuorumFigures {
+  /** Express with an instant engine, one at a time and 16 concurrent. */
+  express1: PhaseFigures | null;
+  express16: PhaseFigures | null;
+  /** Panels at 16 concurrent with 500 ms engines, and with instant ones. */
+  panelSlow16: PhaseFigures | null;
+  panelInstant16: PhaseFigures | null;
+  /** `/v1/estimate` one at a time (no engine, so its latency is its overhead). */
+  estimate1: PhaseFigures | null;
+  /** API + worker resident at peak with `inFlight` deliberations in flight; `ok` as a phase's. */
+  memory: { peakMb: number; inFlight: number; ok: boolean } | null;
+}
+
+/** The phases a cluster row compares: express one at a time and panels at 16, instant engines (issue 42 item 5's). */
+export type ClusterPhases = Pick<QuorumFigures, 'express1' | 'panelInstant16'>;
+
+/** A cluster target of the run (BENCH_LOAD_TARGETS) and the dev target's figures from the same run (null: no dev target ran). */
+export interface ClusterFigures {
+  target: string;
+  cluster: ClusterPhases;
+  dev: ClusterPhases | null;
+}
+
 export interface PeerInput {
-  quorum: {
-    /** Express with an instant engine, one at a time and 16 concurrent. */
+  quorum: QuorumFigures;
+  /**
+   * The shapes (bench/shape-floor.ts) in the same run: the express shape one at a time and at 16, the panel shape at 16
+   * with instant and with 500 ms engines. Its overhead is its latency less its engines' critical path.
+   */
+  shape: {
     express1: PhaseFigures | null;
     express16: PhaseFigures | null;
-    /** Panels at 16 concurrent with 500 ms engines, and with instant ones. */
-    panelSlow16: PhaseFigures | null;
     panelInstant16: PhaseFigures | null;
-    /** `/v1/estimate` one at a time (no engine, so its latency is its overhead). */
-    estimate1: PhaseFigures | null;
-    /** API + worker resident at peak with `inFlight` deliberations in flight; `ok` as a phase's. */
-    memory: { peakMb: number; inFlight: number; ok: boolean } | null;
-  };
+    panelSlow16: PhaseFigures | null;
+  } | null;
   gateway: { one: PhaseFigures | null; sixteen: PhaseFigures | null } | null;
   /** The floor's eager-start phases; its engine answers at once, so its latency stands for its overhead. */
   floor: { one: PhaseFigures | null; sixteen: PhaseFigures | null } | null;
+  /** The cluster targets this table compares with the dev server; empty when the run had none. */
+  clusters: ClusterFigures[];
 }
 
 /**
- * What a row is held to: Quorum's figure over the gateway's or the floor's (from the same run) at most or at least
- * `limit`, or Quorum's own figure under or over a bound.
+ * What a row is held to: Quorum's figure over the shape's or the dev server's (from the same run) at most or at least
+ * the bound, or Quorum's own figure under a bound.
  */
 export type Target =
-  | { kind: 'ratio'; against: 'gateway' | 'floor'; atMost: number }
-  | { kind: 'ratio'; against: 'gateway' | 'floor'; atLeast: number }
-  | { kind: 'absolute'; atMost: number }
-  | { kind: 'absolute'; atLeast: number };
+  | { kind: 'ratio'; against: 'shape' | 'dev'; atMost: number }
+  | { kind: 'ratio'; against: 'shape' | 'dev'; atLeast: number }
+  | { kind: 'absolute'; atMost: number };
 
 export interface PeerRow {
   label: string;
   unit: 'ms' | 'calls/s' | 'MB';
+  /** Quorum's figure (a cluster row's: the cluster's), then the other figures of that row, null where they have none. */
   quorum: number | null;
-  gateway: number | null;
+  shape: number | null;
   floor: number | null;
-  /** Quorum / gateway, Quorum / floor and floor / gateway, from the same run. */
+  gateway: number | null;
+  dev: number | null;
+  /** Quorum over the target's reference (the shape or the dev server), from the same run; null for an absolute target. */
   ratio: number | null;
-  floorMultiple: number | null;
-  floorRatio: number | null;
-  target: Target | null;
-  /** 'pass' or 'miss' against the target; 'errors' when a phase the row reads had failed calls; 'not run' when a figure is missing. */
-  mark: 'pass' | 'miss' | 'errors' | 'not run' | null;
+  target: Target;
+  /** 'pass' or 'miss'; 'errors' when a phase the mark reads had failed calls; 'not run' when a figure it reads is missing. */
+  mark: 'pass' | 'miss' | 'errors' | 'not run';
 }
 
 const ratioOf = (a: number | null, b: number | null): number | null => (a === null || b === null || b === 0 ? null : a / b);
 
-type Side = 'one' | 'sixteen';
+/** The phases a row reads its figures from; a missing one gives no figure. */
+interface RowPhases {
+  quorum: PhaseFigures | null;
+  shape?: PhaseFigures | null;
+  floor?: PhaseFigures | null;
+  gateway?: PhaseFigures | null;
+  dev?: PhaseFigures | null;
+}
 
-/** Issue 42's targets, each a row; a figure held to two targets (the floor's and the gateway's) is two rows. */
-export function peerTable(input: PeerInput): PeerRow[] {
-  const { quorum, gateway, floor } = input;
-  const rows: PeerRow[] = [];
-  const add = (
-    label: string,
-    unit: PeerRow['unit'],
-    figures: { quorum: PhaseFigures | null; gateway?: PhaseFigures | null; floor?: PhaseFigures | null },
-    read: (f: PhaseFigures) => number | null,
-    target: Target | null,
-  ): void => {
-    const q = figures.quorum ? read(figures.quorum) : null;
-    const g = figures.gateway ? read(figures.gateway) : null;
-    const fl = figures.floor ? read(figures.floor) : null;
-    const ratio = ratioOf(q, g);
-    const floorMultiple = ratioOf(q, fl);
-    // A ratio's mark needs both of its sides free of errors; the other peer stands beside it and does not void it.
-    const counted =
-      target?.kind === 'ratio' ? [figures.quorum, target.against === 'gateway' ? figures.gateway : figures.floor] : [figures.quorum];
-    const ok = counted.every((f) => !f || f.ok);
-    const value = target?.kind === 'ratio' ? (target.against === 'gateway' ? ratio : floorMultiple) : q;
-    rows.push({
-      label,
-      unit,
-      quorum: q,
-      gateway: g,
-      floor: fl,
-      ratio,
-      floorMultiple,
-      floorRatio: ratioOf(fl, g),
-      target,
-      mark: markOf(target, value, ok),
-    });
+function rowOf(label: string, unit: PeerRow['unit'], phases: RowPhases, read: (f: PhaseFigures) => number | null, target: Target): PeerRow {
+  const figure = (p: PhaseFigures | null | undefined): number | null => (p ? read(p) : null);
+  const quorum = figure(phases.quorum);
+  const reference = target.kind === 'ratio' ? phases[target.against] : undefined;
+  const ratio = target.kind === 'ratio' ? ratioOf(quorum, figure(reference)) : null;
+  // A ratio's mark needs both of its sides free of errors; the floor and the gateway stand beside it and void nothing.
+  const ok = [phases.quorum, reference].every((p) => !p || p.ok);
+  return {
+    label,
+    unit,
+    quorum,
+    shape: figure(phases.shape),
+    floor: figure(phases.floor),
+    gateway: figure(phases.gateway),
+    dev: figure(phases.dev),
+    ratio,
+    target,
+    mark: markOf(target, target.kind === 'ratio' ? ratio : quorum, ok),
   };
-  const peers = (side: Side): { gateway: PhaseFigures | null; floor: PhaseFigures | null } => ({
-    gateway: gateway?.[side] ?? null,
-    floor: floor?.[side] ?? null,
-  });
-  const express = (side: Side): PhaseFigures | null => (side === 'one' ? quorum.express1 : quorum.express16);
-  const at = (side: Side): string => (side === 'one' ? 'one at a time' : '16 concurrent');
+}
 
-  const overheadAlone = 'express overhead p50, one at a time';
-  add(overheadAlone, 'ms', { quorum: quorum.express1, ...peers('one') }, (f) => f.overheadP50Ms, {
-    kind: 'ratio',
-    against: 'floor',
-    atMost: 1.5,
-  });
-  add(overheadAlone, 'ms', { quorum: quorum.express1, ...peers('one') }, (f) => f.overheadP50Ms, {
-    kind: 'ratio',
-    against: 'gateway',
-    atMost: 2,
-  });
-  add('express overhead p50, 16 concurrent', 'ms', { quorum: quorum.express16, ...peers('sixteen') }, (f) => f.overheadP50Ms, null);
-  for (const side of ['one', 'sixteen'] as const)
-    add(`express overhead p99, ${at(side)}`, 'ms', { quorum: express(side), ...peers(side) }, (f) => f.overheadP99Ms, null);
-  for (const side of ['one', 'sixteen'] as const)
-    add(
-      `express CPU per call (every process), ${at(side)}`,
+const atMostShape = (atMost: number): Target => ({ kind: 'ratio', against: 'shape', atMost });
+const CLUSTER_TARGET: Target = { kind: 'ratio', against: 'dev', atMost: 1.3 };
+const cpu = (f: PhaseFigures): number => f.cpuMsPerCall;
+const rate = (f: PhaseFigures): number => f.callsPerS;
+
+/** Issue 55's targets, each a row; the cluster's against the dev server is two rows (express, panels) a cluster target. */
+export function peerTable(input: PeerInput): PeerRow[] {
+  const { quorum, shape, gateway, floor } = input;
+  const expressAlone = { quorum: quorum.express1, shape: shape?.express1, floor: floor?.one, gateway: gateway?.one };
+  const rows = [
+    rowOf('express overhead p50, one at a time', 'ms', expressAlone, (f) => f.overheadP50Ms, atMostShape(1.3)),
+    rowOf('express CPU a call (every process), one at a time', 'ms', expressAlone, cpu, atMostShape(1.3)),
+    rowOf(
+      'express calls/s, 16 concurrent',
+      'calls/s',
+      { quorum: quorum.express16, shape: shape?.express16, floor: floor?.sixteen, gateway: gateway?.sixteen },
+      rate,
+      { kind: 'ratio', against: 'shape', atLeast: 0.8 },
+    ),
+    rowOf(
+      'CPU a panel (every process), 16 concurrent, instant engines',
       'ms',
-      { quorum: express(side), ...peers(side) },
-      (f) => f.cpuMsPerCall,
-      side === 'one' ? { kind: 'ratio', against: 'floor', atMost: 1.5 } : null,
-    );
-  add('express calls/s, 16 concurrent', 'calls/s', { quorum: quorum.express16, ...peers('sixteen') }, (f) => f.callsPerS, {
-    kind: 'ratio',
-    against: 'floor',
-    atLeast: 0.7,
-  });
-  add('panel overhead p50, 16 concurrent, 500 ms engines', 'ms', { quorum: quorum.panelSlow16 }, (f) => f.overheadP50Ms, {
-    kind: 'absolute',
-    atMost: 100,
-  });
-  add('panel overhead p99, 16 concurrent, 500 ms engines', 'ms', { quorum: quorum.panelSlow16 }, (f) => f.overheadP99Ms, {
-    kind: 'absolute',
-    atMost: 250,
-  });
-  add('panels/s, 16 concurrent, instant engines', 'calls/s', { quorum: quorum.panelInstant16 }, (f) => f.callsPerS, {
-    kind: 'absolute',
-    atLeast: 50,
-  });
-  add('panel CPU (every process), 16 concurrent, instant engines', 'ms', { quorum: quorum.panelInstant16 }, (f) => f.cpuMsPerCall, {
-    kind: 'absolute',
-    atMost: 40,
-  });
-  add('/v1/estimate p50, one at a time', 'ms', { quorum: quorum.estimate1 }, (f) => f.overheadP50Ms, { kind: 'absolute', atMost: 5 });
+      { quorum: quorum.panelInstant16, shape: shape?.panelInstant16 },
+      cpu,
+      atMostShape(1.3),
+    ),
+    rowOf('panels/s, 16 concurrent, instant engines', 'calls/s', { quorum: quorum.panelInstant16, shape: shape?.panelInstant16 }, rate, {
+      kind: 'ratio',
+      against: 'shape',
+      atLeast: 0.8,
+    }),
+    rowOf(
+      'panel overhead p99, 16 concurrent, 500 ms engines',
+      'ms',
+      { quorum: quorum.panelSlow16, shape: shape?.panelSlow16 },
+      (f) => f.overheadP99Ms,
+      atMostShape(2),
+    ),
+  ];
   const memoryTarget: Target = { kind: 'absolute', atMost: 400 };
   const { memory } = quorum;
   rows.push({
     label: `API + worker resident, peak with ${memory?.inFlight ?? 500} in flight`,
     unit: 'MB',
     quorum: memory?.peakMb ?? null,
-    gateway: null,
+    shape: null,
     floor: null,
+    gateway: null,
+    dev: null,
     ratio: null,
-    floorMultiple: null,
-    floorRatio: null,
     target: memoryTarget,
     mark: markOf(memoryTarget, memory?.peakMb ?? null, memory?.ok ?? true),
   });
+  const clusterRows = (name: string, c: ClusterPhases | null, dev: ClusterPhases | null): PeerRow[] => [
+    rowOf(
+      `${name} over the dev server, express CPU a call, one at a time`,
+      'ms',
+      { quorum: c?.express1 ?? null, dev: dev?.express1 },
+      cpu,
+      CLUSTER_TARGET,
+    ),
+    rowOf(
+      `${name} over the dev server, CPU a panel, 16 concurrent, instant engines`,
+      'ms',
+      { quorum: c?.panelInstant16 ?? null, dev: dev?.panelInstant16 },
+      cpu,
+      CLUSTER_TARGET,
+    ),
+  ];
+  // With no cluster target in the run the cluster's rows stand, not run.
+  const clusters = input.clusters.length > 0 ? input.clusters : [{ target: 'cluster', cluster: null, dev: null }];
+  rows.push(...clusters.flatMap((c) => clusterRows(c.target, c.cluster, c.dev)));
+  rows.push(
+    rowOf('/v1/estimate p50, one at a time', 'ms', { quorum: quorum.estimate1 }, (f) => f.overheadP50Ms, { kind: 'absolute', atMost: 5 }),
+  );
   return rows;
 }
 
 /** `value` is the ratio for a ratio target, Quorum's own figure otherwise. */
-function markOf(target: Target | null, value: number | null, ok: boolean): PeerRow['mark'] {
-  if (target === null) return null;
+function markOf(target: Target, value: number | null, ok: boolean): PeerRow['mark'] {
   if (!ok) return 'errors';
   if (value === null) return 'not run';
   if ('atLeast' in target) return value >= target.atLeast ? 'pass' : 'miss';
   return value <= target.atMost ? 'pass' : 'miss';
 }
 
-/** How a target reads in the table: `≤ 1.5x floor`, `≤ 2x gateway`, `≥ 50 calls/s`. */
-export function targetText(target: Target | null, unit: PeerRow['unit']): string {
-  if (target === null) return '';
+/** How a target reads in the table: `≤ 1.3x shape`, `≥ 0.8x shape`, `≤ 1.3x dev`, `≤ 400 MB`. */
+export function targetText(target: Target, unit: PeerRow['unit']): string {
   const suffix = target.kind === 'ratio' ? `x ${target.against}` : ` ${unit}`;
   if ('atLeast' in target) return `≥ ${target.atLeast}${suffix}`;
   return `≤ ${target.atMost}${suffix}`;

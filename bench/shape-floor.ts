@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { loadConfig } from '../infra/config';
@@ -12,6 +13,7 @@ import { resolveTemporalBinary } from '../stack/temporal-binary';
 import { spawnDevServer, waitForTemporal } from '../stack/temporal-server';
 import { toolEnv } from '../stack/tool-env';
 import { QuorumLane, QuorumMode, QuorumOrg, QuorumStatus } from '../workflows/search-attributes';
+import { criticalPathMs } from './drive';
 import { cpuDelta, sampleCpu } from './procs';
 import { round } from './results';
 import { summary } from './stats';
@@ -20,16 +22,23 @@ import { summary } from './stats';
  * Issue 42: how much of an express call's cost is the SDK's for the call's shape, with none of Quorum's code. Temporal's
  * floor (../shared/tools/temporal-floor) is one local activity; Quorum's express deliberation is three (the hold, the
  * engine call, the settle) with two patch markers, three search-attribute upserts and a memo, started with its search
- * attributes and memo and an input of the size Quorum's carries; a panel's steps are eleven (nine engine calls). Both shapes run here on the same dev server with
- * `npm start`'s settings (SQLite WAL, our dynamic config), a client and a worker in this one process as Quorum's dev
- * target runs its API and worker, eager start, activities that do nothing but the engine call (a plain HTTP server in
- * its own process, answering at once). The floor's workflow and the express shape alternated one at a time, then
- * each, and the panel's, 16 at a time.
+ * attributes and memo and an input of the size Quorum's carries; a panel's steps are eleven (nine engine calls). Both
+ * shapes run here on the same dev server with `npm start`'s settings (SQLite WAL, our dynamic config), a client and a
+ * worker in this one process as Quorum's dev target runs its API and worker, eager start, activities that do nothing
+ * but the engine call (a plain HTTP server in its own process, answering at once unless the phase delays it). The
+ * floor's workflow and the express shape alternated one at a time, then each, and the panel's, 16 at a time; last the
+ * panel's 16 at a time with its engine answering after 500 ms.
+ * Issue 55 states bench:load's targets against these phases (bench/peer-table.ts): the express shape alone and at 16,
+ * the panel shape at 16 with instant and with 500 ms engines. A phase's overhead is bench/load.ts's: latency less the
+ * engines' critical path of the call (drive.ts `criticalPathMs` over each engine call's [sent, sent + its delay]), so
+ * with instant engines it is the latency.
  * `node --import tsx bench/shape-floor.ts` (BENCH_SHAPE_N: calls a phase, default 300).
  */
 const N = Number(process.env.BENCH_SHAPE_N ?? 300);
 const TASK_QUEUE = 'shape-floor';
 type Shape = 'oneStep' | 'expressShape' | 'panelShape';
+/** The slow engines of bench/load.ts's phases and of the panel shape's last phase: issue 55 holds the one to the other. */
+export const SLOW_ENGINE_MS = 500;
 
 export interface ShapeActivities {
   callEngine(prompt: string): Promise<string>;
@@ -37,24 +46,38 @@ export interface ShapeActivities {
   settle(done: unknown): Promise<void>;
 }
 
+/** The engine answers after the call's `x-engine-ms` (at once without one: no timer in the instant phases' way). */
 function startEngine(port: number): { stop(): void } {
   const child = spawn(
     process.execPath,
     [
       '-e',
-      `require('http').createServer((q, r) => { q.resume(); q.on('end', () => { r.setHeader('content-type', 'application/json');
+      `require('http').createServer((q, r) => { q.resume(); q.on('end', () => { const answer = () => { r.setHeader('content-type', 'application/json');
         r.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Paris.' },
-        finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } })); }); }).listen(${port}, '127.0.0.1');`,
+        finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } })); };
+        const ms = Number(q.headers['x-engine-ms'] || 0); if (ms > 0) setTimeout(answer, ms); else answer(); }); }).listen(${port}, '127.0.0.1');`,
     ],
     { stdio: 'ignore' },
   );
   return { stop: () => child.kill('SIGTERM') };
 }
 
-function activities(enginePort: number): ShapeActivities & { close(): void } {
+/** The phase's engine delay, and each call's engine calls by workflow id as bench/load.ts's loopback logs them. */
+interface EngineState {
+  engineMs: number;
+  served: Map<string, [number, number][]>;
+}
+
+function activities(enginePort: number, engine: EngineState): ShapeActivities & { close(): void } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const callEngine = (prompt: string): Promise<string> =>
     new Promise((resolve, reject) => {
+      const workflowId = Context.current().info.workflowExecution?.workflowId ?? '';
+      const sent = performance.now();
+      const interval: [number, number] = [sent, sent + engine.engineMs];
+      const log = engine.served.get(workflowId);
+      if (log) log.push(interval);
+      else engine.served.set(workflowId, [interval]);
       const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: prompt }] });
       const req = http.request(
         {
@@ -63,7 +86,7 @@ function activities(enginePort: number): ShapeActivities & { close(): void } {
           path: '/v1/chat/completions',
           method: 'POST',
           agent,
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', 'x-engine-ms': String(engine.engineMs) },
         },
         (res) => {
           let text = '';
@@ -91,19 +114,31 @@ const MODE = {
 const modeJson = JSON.stringify(MODE);
 const INPUT_MODE = { ...MODE, padding: 'x'.repeat(Math.max(0, 522 - modeJson.length)) };
 
-interface PhaseFigures {
+export interface ShapePhase {
   shape: Shape;
+  /** The engine's delay on every engine call: 0 (at once) or SLOW_ENGINE_MS. */
+  engineMs: number;
   concurrency: number;
   calls: number;
   eager: number;
   p50Ms: number;
   p99Ms: number;
+  /** Latency less the engines' critical path (the latency itself with instant engines). */
+  overheadP50Ms: number;
+  overheadP99Ms: number;
   perS: number;
   cpuMsPerCall: { process: number; temporal: number; total: number };
 }
 
-async function phase(client: Client, serverPid: number, shape: Shape, calls: number, concurrency: number): Promise<PhaseFigures> {
+async function phase(
+  client: Client,
+  serverPid: number,
+  engine: EngineState,
+  spec: { shape: Shape; calls: number; concurrency: number; engineMs: number },
+): Promise<ShapePhase> {
+  const { shape, calls, concurrency, engineMs } = spec;
   const latencies: number[] = [];
+  const overheads: number[] = [];
   let eager = 0;
   const one = async (): Promise<void> => {
     const started = performance.now();
@@ -124,11 +159,18 @@ async function phase(client: Client, serverPid: number, shape: Shape, calls: num
     });
     if (handle.eagerlyStarted) eager++;
     await handle.result();
-    latencies.push(performance.now() - started);
+    const latency = performance.now() - started;
+    latencies.push(latency);
+    overheads.push(latency - criticalPathMs(engine.served.get(requestId) ?? []));
+    engine.served.delete(requestId);
   };
+  // The warm-up with instant engines: it is for the JIT and the caches, and 20 slow panels one at a time take 50 s.
+  engine.engineMs = 0;
   for (let i = 0; i < 20; i++) await one();
   latencies.length = 0;
+  overheads.length = 0;
   eager = 0;
+  engine.engineMs = engineMs;
   // This process alone (every thread, none of its children: the dev server and the engine are children), and the server.
   const processBefore = process.cpuUsage();
   const before = sampleCpu({ temporal: [serverPid] });
@@ -144,13 +186,17 @@ async function phase(client: Client, serverPid: number, shape: Shape, calls: num
   const used = { process: (ownUs.user + ownUs.system) / 1000, temporal: cpuDelta(before, sampleCpu({ temporal: [serverPid] })).temporal };
   const perCall = (ms: number): number => round(ms / calls);
   const s = summary([...latencies].sort((a, b) => a - b));
+  const o = summary(overheads);
   return {
     shape,
+    engineMs,
     concurrency,
     calls,
     eager,
     p50Ms: round(s.p50),
     p99Ms: round(s.p99),
+    overheadP50Ms: round(o.p50),
+    overheadP99Ms: round(o.p99),
     perS: round(calls / wallS),
     cpuMsPerCall: { process: perCall(used.process), temporal: perCall(used.temporal), total: perCall(used.process + used.temporal) },
   };
@@ -158,7 +204,7 @@ async function phase(client: Client, serverPid: number, shape: Shape, calls: num
 
 export interface ShapeFloorResult {
   command: string;
-  phases: PhaseFigures[];
+  phases: ShapePhase[];
   /** Why there are no figures: the dev server or the worker failed. */
   error?: string;
 }
@@ -175,9 +221,10 @@ export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
     dbFile: path.join(dir, 'temporal.db'),
     namespace: 'default',
   });
-  const engine = startEngine(enginePort);
-  const acts = activities(enginePort);
-  const phases: PhaseFigures[] = [];
+  const engineServer = startEngine(enginePort);
+  const engine: EngineState = { engineMs: 0, served: new Map() };
+  const acts = activities(enginePort, engine);
+  const phases: ShapePhase[] = [];
   try {
     await waitForTemporal(`127.0.0.1:${port}`, 'default');
     const connection = await NativeConnection.connect({ address: `127.0.0.1:${port}` });
@@ -191,10 +238,13 @@ export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
     try {
       // Eager start needs the client on the worker's own connection (the server hands the task to a worker on it).
       const client = new Client({ connection });
-      for (const shape of ['oneStep', 'expressShape', 'oneStep', 'expressShape'] as const)
-        phases.push(await phase(client, server.pid ?? 0, shape, calls, 1));
-      for (const shape of ['oneStep', 'expressShape', 'panelShape'] as const)
-        phases.push(await phase(client, server.pid ?? 0, shape, 2 * calls, 16));
+      const run = async (shape: Shape, n: number, concurrency: number, engineMs = 0): Promise<void> => {
+        phases.push(await phase(client, server.pid ?? 0, engine, { shape, calls: n, concurrency, engineMs }));
+      };
+      for (const shape of ['oneStep', 'expressShape', 'oneStep', 'expressShape'] as const) await run(shape, calls, 1);
+      for (const shape of ['oneStep', 'expressShape', 'panelShape'] as const) await run(shape, 2 * calls, 16);
+      // About 2.5 s a panel: `calls` of them (48 s at 300) are enough for a p99.
+      await run('panelShape', calls, 16, SLOW_ENGINE_MS);
     } finally {
       worker.shutdown();
       await running;
@@ -205,7 +255,7 @@ export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
     return { command, phases, error: err instanceof Error ? err.message : String(err) };
   } finally {
     acts.close();
-    engine.stop();
+    engineServer.stop();
     server.kill('SIGTERM');
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -213,10 +263,10 @@ export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
 
 /** The phases as lines of text, for this script and for `bench:load`. */
 export function shapeFloorText(result: ShapeFloorResult): string[] {
-  const lines = ['  shape          conc  calls  eager   p50 ms   p99 ms    /s   CPU ms/call (process; Temporal)'];
+  const lines = ['  shape         engine  conc  calls  eager   p50 ms   p99 ms  ovh p50  ovh p99    /s   CPU ms/call (process; Temporal)'];
   for (const r of result.phases)
     lines.push(
-      `  ${r.shape.padEnd(13)} ${String(r.concurrency).padStart(5)} ${String(r.calls).padStart(6)} ${String(r.eager).padStart(6)} ${r.p50Ms.toFixed(1).padStart(8)} ${r.p99Ms.toFixed(1).padStart(8)} ${r.perS.toFixed(1).padStart(5)}   ${r.cpuMsPerCall.total.toFixed(1)} (${r.cpuMsPerCall.process.toFixed(1)}; ${r.cpuMsPerCall.temporal.toFixed(1)})`,
+      `  ${r.shape.padEnd(13)} ${`${r.engineMs}ms`.padStart(6)} ${String(r.concurrency).padStart(5)} ${String(r.calls).padStart(6)} ${String(r.eager).padStart(6)} ${[r.p50Ms, r.p99Ms, r.overheadP50Ms, r.overheadP99Ms].map((v) => v.toFixed(1).padStart(8)).join(' ')} ${r.perS.toFixed(1).padStart(5)}   ${r.cpuMsPerCall.total.toFixed(1)} (${r.cpuMsPerCall.process.toFixed(1)}; ${r.cpuMsPerCall.temporal.toFixed(1)})`,
     );
   if (result.error) lines.push(`  SHAPE FLOOR FAILED: ${result.error}`);
   return lines;

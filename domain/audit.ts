@@ -23,6 +23,8 @@ export const INVARIANTS = {
     'No key billed twice: one idempotency key has at most one answered run (other than Form B runs that ended capped), a succeeded call is never superseded, and one advisor quote has at most one run that kept its charge.',
   run_charge_without_workflow:
     "Every run charged and not refunded has its workflow in Temporal (running while the run is; kept after its end for the namespace's retention).",
+  workflow_task_failing:
+    "No workflow is stuck on a failing task (issue 55): an open workflow's workflow task that failed (a nondeterminism error after a deploy, a workflow bug, a type no worker knows) and failed again on its retry makes no progress, so its call or run never ends, until its code is fixed or the workflow reset.",
   certified_without_coverage:
     'Every `certified` verdict has the coverage a verdict needs (answered questions overall and per bucket, issue 26 item 8).',
   listed_version_uncertified:

@@ -2,6 +2,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { auditDatabase, chargedRuns, openHolds, type ChargedRun, type OpenHold } from '../db/repositories/audit';
 import type { DbOrTrx } from '../db/repositories/shared';
 import type { AuditScope, Violation } from '../domain/audit';
+import { QuorumOrg } from '../workflows/search-attributes';
 
 /**
  * The auditor (issue 26 item 18, DESIGN §7): the invariants of domain/audit.ts over the whole database (or the
@@ -10,7 +11,7 @@ import type { AuditScope, Violation } from '../domain/audit';
  */
 export async function audit(db: DbOrTrx, client: Client | undefined, scope: AuditScope = {}): Promise<Violation[]> {
   const found = await auditDatabase(db, scope);
-  if (client) found.push(...(await auditWorkflows(db, client, scope)));
+  if (client) found.push(...(await auditWorkflows(db, client, scope)), ...(await failingTasks(client, scope)));
   return found;
 }
 
@@ -107,4 +108,64 @@ function judgeWorkflows(
     });
   }
   return found;
+}
+
+/**
+ * A workflow task's attempt from which it counts as stuck: it failed, and failed again on its retry. One failure is a
+ * blip a retry clears (a worker lost mid-task); a failing code path (a nondeterminism error, a workflow bug, a type no
+ * worker exports) fails every retry, and Temporal retries it forever without the workflow moving.
+ */
+const STUCK_ATTEMPT = 3;
+/** The newest events read for the failure's message: the failed task is among the last few of a stuck workflow. */
+const TAIL_EVENTS = 20;
+/** Enough of the failure's message to recognise it; the rest is in the Temporal UI. */
+const MESSAGE_CHARS = 300;
+
+/**
+ * `workflow_task_failing` (issue 55): the open workflows of the scope (every one, unscoped: also those of no
+ * organisation, such as the trial timers) whose workflow task has failed and is retrying at STUCK_ATTEMPT or later,
+ * named with the failure's message. A task that only times out (no worker free, one lost) is not reported: it runs
+ * once a worker takes it.
+ */
+async function failingTasks(client: Client, scope: AuditScope): Promise<Violation[]> {
+  const orgs = scope.orgIds?.map((id) => `'${id.replaceAll("'", "''")}'`);
+  if (orgs?.length === 0) return [];
+  const query = `ExecutionStatus = 'Running'${orgs ? ` AND ${QuorumOrg.name} IN (${orgs.join(', ')})` : ''}`;
+  const open: string[] = [];
+  for await (const w of client.workflow.list({ query })) open.push(w.workflowId);
+  const found: Violation[] = [];
+  for (let i = 0; i < open.length; i += DESCRIBE_CONCURRENCY) {
+    const batch = await Promise.all(open.slice(i, i + DESCRIBE_CONCURRENCY).map((id) => failingTask(client, id)));
+    found.push(...batch.filter((v): v is Violation => v !== undefined));
+  }
+  return found;
+}
+
+async function failingTask(client: Client, workflowId: string): Promise<Violation | undefined> {
+  let attempt: number;
+  let runId: string;
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    attempt = d.raw.pendingWorkflowTask?.attempt ?? 0;
+    runId = d.runId;
+  } catch (err) {
+    // Closed and gone since the list: nothing is stuck.
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+  if (attempt < STUCK_ATTEMPT) return undefined;
+  const { history } = await client.workflowService.getWorkflowExecutionHistoryReverse({
+    namespace: client.options.namespace,
+    execution: { workflowId, runId },
+    maximumPageSize: TAIL_EVENTS,
+  });
+  const lastTask = history?.events?.find((e) => e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes);
+  const failed = lastTask?.workflowTaskFailedEventAttributes;
+  if (!failed) return undefined;
+  const message = (failed.failure?.message ?? 'no message').slice(0, MESSAGE_CHARS);
+  return {
+    invariant: 'workflow_task_failing',
+    ids: { workflow_id: workflowId },
+    detail: `its workflow task failed and is on attempt ${attempt}, so the workflow makes no progress: ${message}`,
+  };
 }

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../infra/config';
 import { repoRoot } from '../../infra/paths';
+import { ensureGoProgram } from '../../stack/go-binary';
 import { resolveTemporalBinary } from '../../stack/temporal-binary';
+import { TEMPORAL_SERVER, TEMPORAL_UI_SERVER } from '../../stack/temporal-cluster';
 import { toolEnv } from '../../stack/tool-env';
 
 /**
@@ -76,11 +78,16 @@ function assign(files: readonly string[], seconds: Readonly<Record<string, numbe
  * What every shard would otherwise build or install at the same time: the compiled product under dist/ (a shard
  * running it while another rewrites it could load a half-written file; once built, a build writes nothing), the
  * Temporal CLI (built from Go on a fresh machine) and Chromium (apt-get). Python tools lock their own install.
+ * The cluster's Temporal server and Web UI too, when a cluster test runs: built inside its `before` hook on a fresh
+ * machine (minutes, with the event loop blocked), they ran the hook past its timeout.
  */
-function prepare(): void {
+function prepare(files: readonly string[]): void {
   const started = Date.now();
   execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'inherit' });
-  resolveTemporalBinary(toolEnv(loadConfig(), process.env));
+  const tools = toolEnv(loadConfig(), process.env);
+  resolveTemporalBinary(tools);
+  if (files.some((f) => f.startsWith('test/stack/cluster/')))
+    for (const program of [TEMPORAL_SERVER, TEMPORAL_UI_SERVER]) ensureGoProgram(program, tools, (line) => console.log(`shards: ${line}`));
   execFileSync('bash', [path.join(repoRoot, 'scripts', 'ensure-chromium.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
   console.log(`shards: built and checked the tools in ${Math.round((Date.now() - started) / 1000)} s`);
 }
@@ -181,7 +188,7 @@ async function main(argv: readonly string[]): Promise<number> {
     log: path.join(OUT_DIR, `shard-${i + 1}.log`),
     times: path.join(OUT_DIR, `times-${i + 1}.json`),
   }));
-  prepare();
+  prepare(files);
   const started = Date.now();
   for (const s of shards)
     console.log(`${s.name}: ${s.files.length} files, ${s.seconds} s recorded, log ${path.relative(repoRoot, s.log)}: ${s.files.join(' ')}`);

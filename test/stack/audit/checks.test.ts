@@ -3,12 +3,16 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { postEntries, release, reserve, reserveIn, settleIn } from '../../../db/repositories/ledger';
 import { INVARIANTS, violationLine, type Invariant, type Violation } from '../../../domain/audit';
 import { audit } from '../../../operations/audit';
 import { expireTrialCredit } from '../../../db/repositories/trial-credit';
+import { QuorumOrg } from '../../../workflows/search-attributes';
+import { TASK_QUEUES } from '../../../workflows/task-queues';
 import { quorumCli } from '../../harness/cli';
+import { until } from '../../harness/faults';
 import { stack } from '../../harness/stack';
 import { customMode, deliberate, newOrg, startProductWorkers, systemMode } from '../deliberation/helpers';
 
@@ -453,8 +457,11 @@ describe('audit: each invariant names the state that breaks it', function () {
     };
     const answer = receipt.outcome.answer;
     assert.ok(answer.length > 10, 'the call has an answer to begin');
-    const piece = (trx: Knex.Transaction, part: number, text: string): PromiseLike<unknown> =>
-      trx('answer_chunks').insert({ request_id: call.requestId, step: 1, part, text });
+    // The pieces in place of whatever the call itself stored (a panel whose synthesis streamed stores its answer whole).
+    const piece = async (trx: Knex.Transaction, part: number, text: string): Promise<void> => {
+      if (part === 0) await trx('answer_chunks').where({ request_id: call.requestId }).delete();
+      await trx('answer_chunks').insert({ request_id: call.requestId, step: 1, part, text });
+    };
     const found = await assertNames(
       async (trx) => {
         await piece(trx, 0, answer.slice(0, 5));
@@ -472,6 +479,42 @@ describe('audit: each invariant names the state that breaks it', function () {
       await piece(trx, 1, answer.slice(5, 10));
     });
     assert.deepEqual(beginning, [], 'pieces that begin the answer are what was streamed');
+  });
+
+  it('workflow_task_failing: a workflow whose task fails on every try is named with its failure; one waiting for a worker is not', async () => {
+    const client = stack().env.client;
+    const start = (taskQueue: string): Promise<WorkflowHandle> =>
+      client.workflow.start('noSuchWorkflow', {
+        taskQueue,
+        workflowId: `audit-stuck/${org.orgId}/${randomUUID()}`,
+        // A short task timeout: after its first failure the SDK lets each retry time out rather than report it again.
+        workflowTaskTimeout: '1 second',
+        typedSearchAttributes: [{ key: QuorumOrg, value: org.orgId }],
+      });
+    // A type no worker exports fails its task on the product's queue, as a bad deploy's workflow would, every try.
+    const stuck = await start(TASK_QUEUES.deliberation);
+    // A queue no worker polls: its task is only waiting.
+    const waiting = await start(`audit-unpolled-${randomUUID()}`);
+    try {
+      await until(
+        async () => ((await stuck.describe()).raw.pendingWorkflowTask?.attempt ?? 0) >= 3,
+        90_000,
+        'the task failed and retried twice',
+      );
+      const found = await assertNames(async () => undefined, 'workflow_task_failing', { workflow_id: stuck.workflowId });
+      const named = found.filter((v) => v.invariant === 'workflow_task_failing');
+      assert.deepEqual(
+        named.map((v) => v.ids.workflow_id),
+        [stuck.workflowId],
+        'only the failing workflow: the one waiting for a worker is not stuck',
+      );
+      assert.match(
+        named[0]?.detail ?? '',
+        /failed and is on attempt \d+, so the workflow makes no progress: .*noSuchWorkflow.*no such function is exported/,
+      );
+    } finally {
+      await Promise.all([stuck.terminate('audit test'), waiting.terminate('audit test')]);
+    }
   });
 
   it('quorum audit prints each violation with its ids and exits 1, then 0 once the state is repaired', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import { TestPollSchema } from '../../../api/v1/run-resources';
 import { createDb, type Db } from '../../../db/knex';
 import { createApiKey } from '../../../db/repositories/api-keys';
@@ -10,6 +11,7 @@ import { call } from '../api/helpers';
 import { assertEachBilledOnce, requestLedger } from '../deliberation/helpers';
 import { untilEnded } from '../runs/helpers';
 import { quorumCli } from '../../harness/cli';
+import { replayHistories } from '../../harness/histories';
 import { startCluster, type RunningCluster } from '../../harness/cluster';
 import { exitOf, pause, until } from '../../harness/faults';
 import { processEnvFor, startApiProcess } from '../../harness/worker';
@@ -216,6 +218,18 @@ describe('the production topology under faults (npm run start:cluster)', functio
     });
     assert.equal(audit.code, 0, audit.stdout + audit.stderr);
     assert.deepEqual(JSON.parse(audit.stdout), { ok: true, temporal_checked: true, violations: [] });
+
+    // Every workflow the faults crossed replays from its history against today's code, as a worker that lost it from
+    // its cache (a restart, a deploy) must (issue 55): the audit's workflow_task_failing finds what fails live.
+    const connection = await Connection.connect({ address: cluster.temporalAddress });
+    try {
+      const client = new Client({ connection, namespace: 'default' });
+      const { replayed, failures } = await replayHistories(client.workflow.list({ query: `QuorumOrg = '${DEMO_ORG_ID}'` }).intoHistories());
+      assert.deepEqual(failures, [], `${failures.length} of ${replayed} histories did not replay`);
+      assert.ok(replayed >= records.length, `${replayed} histories replayed for ${records.length} calls`);
+    } finally {
+      await connection.close();
+    }
 
     // The figures the issue asks for: calls, retries, the longest stall (no call answered) and where it fell.
     const times = records.map((r) => r.answeredAt).sort((x, y) => x - y);

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
-import { peerTable, targetText, type PeerInput, type PeerRow, type PhaseFigures } from '../../../bench/peer-table';
+import {
+  peerTable,
+  targetText,
+  type ClusterFigures,
+  type PeerInput,
+  type PeerRow,
+  type PhaseFigures,
+  type QuorumFigures,
+} from '../../../bench/peer-table';
 
-/** Issue 42's side-by-side table: the ratios and marks, against figures worked by hand. */
+/** Issue 55's table: Quorum over its shape, the floor and LiteLLM beside it, against figures worked by hand. */
 const phase = (overheadP50Ms: number, overheadP99Ms: number, cpuMsPerCall: number, callsPerS: number, ok = true): PhaseFigures => ({
   ok,
   overheadP50Ms,
@@ -10,155 +18,239 @@ const phase = (overheadP50Ms: number, overheadP99Ms: number, cpuMsPerCall: numbe
   callsPerS,
 });
 
-/** Every row of that label (the express overhead alone has two: against the floor and against the gateway). */
-const rowsOf = (rows: PeerRow[], label: string): PeerRow[] => {
-  const found = rows.filter((r) => r.label === label);
-  assert.ok(found.length > 0, `no row ${label} in ${rows.map((r) => r.label).join(' | ')}`);
+const LABELS = {
+  overhead: 'express overhead p50, one at a time',
+  cpu: 'express CPU a call (every process), one at a time',
+  rate: 'express calls/s, 16 concurrent',
+  panelCpu: 'CPU a panel (every process), 16 concurrent, instant engines',
+  panelRate: 'panels/s, 16 concurrent, instant engines',
+  panelTail: 'panel overhead p99, 16 concurrent, 500 ms engines',
+  memory: 'API + worker resident, peak with 500 in flight',
+  estimate: '/v1/estimate p50, one at a time',
+} as const;
+
+const row = (rows: PeerRow[], label: string): PeerRow => {
+  const found = rows.find((r) => r.label === label);
+  assert.ok(found, `no row ${label} in ${rows.map((r) => r.label).join(' | ')}`);
   return found;
 };
-const row = (rows: PeerRow[], label: string): PeerRow => rowsOf(rows, label)[0];
-const against = (rows: PeerRow[], label: string, peer: 'gateway' | 'floor'): PeerRow => {
-  const found = rowsOf(rows, label).find((r) => r.target?.kind === 'ratio' && r.target.against === peer);
-  assert.ok(found, `no row ${label} against the ${peer}`);
-  return found;
-};
+const near = (actual: number | null, expected: number): void =>
+  assert.ok(actual !== null && Math.abs(actual - expected) < 1e-9, `${String(actual)} is not ${expected}`);
 
 /**
- * The issue's own figures: Quorum 50.5 ms overhead alone, 64.3 ms of CPU, 35.9 calls/s at 16; the floor 14.1, 20.3,
- * 101.7; LiteLLM 11.6, 12.3, 104.4; panels p50 215 / p99 1,249 ms, 17.1/s at 90.7 ms CPU; 721 MB; estimate 15 ms.
+ * A run that misses most targets: express overhead 30 / 20 = 1.5x its shape, CPU 40 / 25 = 1.6x, 40 / 80 = 0.5x its
+ * rate; a panel's CPU 60 / 40 = 1.5x, its rate 20 / 30 = 0.667x; the slow panels' p99 400 / 250 = 1.6x (within 2x); the
+ * estimate 3 ms and 380 MB within their bounds.
  */
-const issueRun: PeerInput = {
-  quorum: {
-    express1: phase(50.5, 90, 64.3, 18),
-    express16: phase(400, 900, 40, 35.9),
-    panelSlow16: phase(215, 1249, 150, 5),
-    panelInstant16: phase(900, 1500, 90.7, 17.1),
-    estimate1: phase(15, 30, 16, 60),
-    memory: { peakMb: 721, inFlight: 500, ok: true },
+const quorum: QuorumFigures = {
+  express1: phase(30, 90, 40, 18),
+  express16: phase(300, 900, 35, 40),
+  panelSlow16: phase(150, 400, 70, 5),
+  panelInstant16: phase(800, 1500, 60, 20),
+  estimate1: phase(3, 9, 2, 300),
+  memory: { peakMb: 380, inFlight: 500, ok: true },
+};
+const run: PeerInput = {
+  quorum,
+  shape: {
+    express1: phase(20, 40, 25, 45),
+    express16: phase(150, 300, 20, 80),
+    panelInstant16: phase(500, 900, 40, 30),
+    panelSlow16: phase(100, 250, 45, 6),
   },
-  gateway: { one: phase(11.6, 20, 12.3, 70), sixteen: phase(120, 200, 12, 104.4) },
-  floor: { one: phase(14.1, 25, 20.3, 60), sixteen: phase(150, 250, 20, 101.7) },
+  floor: { one: phase(15, 30, 20, 60), sixteen: phase(140, 250, 18, 100) },
+  gateway: { one: phase(12, 20, 12, 70), sixteen: phase(120, 200, 11, 104) },
+  clusters: [],
 };
 
-describe('bench: the peer table (Quorum against LiteLLM and the floor)', () => {
-  it("computes Quorum / gateway, Quorum / floor and floor / gateway from one run, and misses each of the issue's targets on its figures", () => {
-    const rows = peerTable(issueRun);
-    const label = 'express overhead p50, one at a time';
-    const vsFloor = against(rows, label, 'floor');
-    const vsGateway = against(rows, label, 'gateway');
-    // 50.5 / 14.1 = 3.5815…; 50.5 / 11.6 = 4.3534…; the floor 14.1 / 11.6 = 1.2155…
-    assert.ok(Math.abs((vsFloor.floorMultiple ?? 0) - 3.5816) < 1e-3, String(vsFloor.floorMultiple));
-    assert.ok(Math.abs((vsGateway.ratio ?? 0) - 4.3534) < 1e-3, String(vsGateway.ratio));
-    assert.ok(Math.abs((vsGateway.floorRatio ?? 0) - 1.2155) < 1e-3, String(vsGateway.floorRatio));
-    assert.deepEqual([vsFloor.quorum, vsFloor.gateway, vsFloor.floor, vsFloor.mark, vsGateway.mark], [50.5, 11.6, 14.1, 'miss', 'miss']);
-    const cpu = against(rows, 'express CPU per call (every process), one at a time', 'floor');
-    // 64.3 / 20.3 = 3.1674…, the issue's "about three times Temporal's own floor"
-    assert.ok(Math.abs((cpu.floorMultiple ?? 0) - 3.1675) < 1e-3, String(cpu.floorMultiple));
-    assert.equal(cpu.mark, 'miss');
-    const rate = against(rows, 'express calls/s, 16 concurrent', 'floor');
-    // 35.9 / 101.7 = 0.353…
-    assert.ok(Math.abs((rate.floorMultiple ?? 0) - 0.353) < 1e-3, String(rate.floorMultiple));
-    assert.equal(rate.mark, 'miss');
-    for (const l of [
-      'panel overhead p50, 16 concurrent, 500 ms engines',
-      'panel overhead p99, 16 concurrent, 500 ms engines',
-      'panels/s, 16 concurrent, instant engines',
-      'panel CPU (every process), 16 concurrent, instant engines',
-      '/v1/estimate p50, one at a time',
-      'API + worker resident, peak with 500 in flight',
-    ])
-      assert.equal(row(rows, l).mark, 'miss', l);
-    // Rows without a target carry figures and ratios but no mark.
-    const p99 = row(rows, 'express overhead p99, one at a time');
-    assert.deepEqual([p99.target, p99.mark], [null, null]);
-    assert.ok(Math.abs((p99.floorMultiple ?? 0) - 3.6) < 1e-9, String(p99.floorMultiple));
+describe('bench: the peer table (Quorum against its shape, the floor and LiteLLM beside it)', () => {
+  it("holds each of issue 55's targets in its order, with the figures that exist for it and the ratio against the shape", () => {
+    const rows = peerTable(run);
+    assert.deepEqual(
+      rows.map((r) => [r.label, targetText(r.target, r.unit), r.mark]),
+      [
+        [LABELS.overhead, '≤ 1.3x shape', 'miss'],
+        [LABELS.cpu, '≤ 1.3x shape', 'miss'],
+        [LABELS.rate, '≥ 0.8x shape', 'miss'],
+        [LABELS.panelCpu, '≤ 1.3x shape', 'miss'],
+        [LABELS.panelRate, '≥ 0.8x shape', 'miss'],
+        [LABELS.panelTail, '≤ 2x shape', 'pass'],
+        [LABELS.memory, '≤ 400 MB', 'pass'],
+        ['cluster over the dev server, express CPU a call, one at a time', '≤ 1.3x dev', 'not run'],
+        ['cluster over the dev server, CPU a panel, 16 concurrent, instant engines', '≤ 1.3x dev', 'not run'],
+        [LABELS.estimate, '≤ 5 ms', 'pass'],
+      ],
+    );
+    const overhead = row(rows, LABELS.overhead);
+    assert.deepEqual(
+      [overhead.quorum, overhead.shape, overhead.floor, overhead.gateway, overhead.dev, overhead.unit],
+      [30, 20, 15, 12, null, 'ms'],
+    );
+    near(overhead.ratio, 1.5);
+    const cpu = row(rows, LABELS.cpu);
+    assert.deepEqual([cpu.quorum, cpu.shape, cpu.floor, cpu.gateway], [40, 25, 20, 12]);
+    near(cpu.ratio, 1.6);
+    // The rate at 16 reads the 16-concurrent phases of each: Quorum 40, the shape 80, the floor 100, LiteLLM 104.
+    const rate = row(rows, LABELS.rate);
+    assert.deepEqual([rate.quorum, rate.shape, rate.floor, rate.gateway, rate.unit], [40, 80, 100, 104, 'calls/s']);
+    near(rate.ratio, 0.5);
+    // No floor or gateway runs a panel: the panel rows have the shape alone beside Quorum.
+    const panelRate = row(rows, LABELS.panelRate);
+    assert.deepEqual([panelRate.quorum, panelRate.shape, panelRate.floor, panelRate.gateway], [20, 30, null, null]);
+    near(panelRate.ratio, 20 / 30);
+    near(row(rows, LABELS.panelCpu).ratio, 1.5);
+    const tail = row(rows, LABELS.panelTail);
+    assert.deepEqual([tail.quorum, tail.shape], [400, 250]);
+    near(tail.ratio, 1.6);
+    // Absolute targets carry Quorum's figure and no ratio.
+    const estimate = row(rows, LABELS.estimate);
+    assert.deepEqual([estimate.quorum, estimate.ratio, estimate.shape], [3, null, null]);
+    assert.deepEqual([row(rows, LABELS.memory).quorum, row(rows, LABELS.memory).ratio], [380, null]);
   });
 
-  it('passes each target at its bound (≤ 1.5x and ≤ 2x, ≥ 0.7x, ≤ 100 and 250 ms, ≥ 50/s, ≤ 40 ms, ≤ 5 ms, ≤ 400 MB), misses it just outside', () => {
-    const at = (quorum: Omit<PeerInput['quorum'], 'memory'>, peakMb: number): PeerRow[] =>
-      peerTable({
-        quorum: { ...quorum, memory: { peakMb, inFlight: 500, ok: true } },
-        gateway: { one: phase(12.5, 20, 10, 50), sixteen: phase(100, 150, 10, 104) },
-        floor: { one: phase(10, 20, 20, 50), sixteen: phase(100, 150, 10, 100) },
-      });
-    // Exactly at each bound: 15 / 10 = 1.5 and 15 / 12.5 = 1.2 (≤ 2), 30 / 20 = 1.5, 70 / 100 = 0.7, 100 and 250 ms,
-    // 50/s at 40 ms, an estimate of 5 ms, 400 MB.
+  it('passes each target at its bound (1.3x, 0.8x, 2x, 400 MB, 5 ms), misses it just outside (1.31x, 0.799x, 2.01x, 401 MB, 5.1 ms)', () => {
+    const cluster = (express: number, panel: number): ClusterFigures => ({
+      target: 'cluster-1w',
+      cluster: { express1: phase(40, 80, express, 20), panelInstant16: phase(500, 900, panel, 20) },
+      dev: { express1: phase(30, 60, 50, 25), panelInstant16: phase(400, 800, 100, 25) },
+    });
+    const at = (q: QuorumFigures, c: ClusterFigures): PeerRow[] => peerTable({ ...run, quorum: q, clusters: [c] });
+    // Exactly at each bound: 26 / 20 = 1.3, 32.5 / 25 = 1.3, 64 / 80 = 0.8, 52 / 40 = 1.3, 24 / 30 = 0.8,
+    // 500 / 250 = 2, 400 MB, 5 ms; the cluster 65 / 50 = 1.3 and 130 / 100 = 1.3.
     const bound = at(
       {
-        express1: phase(15, 40, 30, 20),
-        express16: phase(300, 500, 30, 70),
-        panelSlow16: phase(100, 250, 90, 8),
-        panelInstant16: phase(50, 90, 40, 50),
-        estimate1: phase(5, 9, 4, 200),
+        express1: phase(26, 90, 32.5, 18),
+        express16: phase(300, 900, 35, 64),
+        panelInstant16: phase(800, 1500, 52, 24),
+        panelSlow16: phase(150, 500, 70, 5),
+        estimate1: phase(5, 9, 2, 300),
+        memory: { peakMb: 400, inFlight: 500, ok: true },
       },
-      400,
+      cluster(65, 130),
     );
-    for (const r of bound) if (r.target) assert.equal(r.mark, 'pass', `${r.label} ${targetText(r.target, r.unit)}: ${r.quorum}`);
-    assert.equal(bound.filter((r) => r.target).length, 10);
-    // Just outside: 15.1 / 10 = 1.51, 25.1 / 12.5 = 2.008 (the floor's row then misses too), 30.2 / 20 = 1.51,
-    // 69.9 / 100 = 0.699, 100.1, 251, 49.9/s, 40.1 ms, 5.1 ms, 401 MB.
+    assert.equal(bound.length, 10);
+    for (const r of bound) assert.equal(r.mark, 'pass', `${r.label} ${targetText(r.target, r.unit)}: ${r.quorum} (${r.ratio})`);
+    // Just outside: 26.2 / 20 = 1.31, 32.75 / 25 = 1.31, 63.9 / 80 = 0.79875, 52.4 / 40 = 1.31, 23.9 / 30 = 0.7967,
+    // 502.5 / 250 = 2.01, 401 MB, 5.1 ms; the cluster 65.5 / 50 = 1.31 and 131 / 100 = 1.31.
     const outside = at(
       {
-        express1: phase(25.1, 40, 30.2, 20),
-        express16: phase(300, 500, 30, 69.9),
-        panelSlow16: phase(100.1, 251, 90, 8),
-        panelInstant16: phase(50, 90, 40.1, 49.9),
-        estimate1: phase(5.1, 9, 4, 200),
+        express1: phase(26.2, 90, 32.75, 18),
+        express16: phase(300, 900, 35, 63.9),
+        panelInstant16: phase(800, 1500, 52.4, 23.9),
+        panelSlow16: phase(150, 502.5, 70, 5),
+        estimate1: phase(5.1, 9, 2, 300),
+        memory: { peakMb: 401, inFlight: 500, ok: true },
       },
-      401,
+      cluster(65.5, 131),
     );
-    for (const r of outside) if (r.target) assert.equal(r.mark, 'miss', `${r.label} ${targetText(r.target, r.unit)}: ${r.quorum}`);
-    // 15.1 ms misses the floor's 1.5x and passes the gateway's 2x (15.1 / 12.5 = 1.208): the two rows are apart.
-    const split = at({ express1: phase(15.1, 40, 30, 20), express16: null, panelSlow16: null, panelInstant16: null, estimate1: null }, 300);
-    const label = 'express overhead p50, one at a time';
-    assert.deepEqual([against(split, label, 'floor').mark, against(split, label, 'gateway').mark], ['miss', 'pass']);
+    for (const r of outside) assert.equal(r.mark, 'miss', `${r.label} ${targetText(r.target, r.unit)}: ${r.quorum} (${r.ratio})`);
+    const clusterCpu = row(outside, 'cluster-1w over the dev server, express CPU a call, one at a time');
+    assert.deepEqual([clusterCpu.quorum, clusterCpu.dev, clusterCpu.shape], [65.5, 50, null]);
+    near(clusterCpu.ratio, 1.31);
   });
 
-  it("marks a ratio read from a phase with failed calls 'errors', when it is one of the ratio's sides; a missing figure 'not run'", () => {
-    const label = 'express overhead p50, one at a time';
-    // The gateway failed: its ratio row is errors, the floor's row stands on its own figures.
-    const gatewayFailing = peerTable({
-      ...issueRun,
-      gateway: { one: phase(11.6, 20, 12.3, 70, false), sixteen: issueRun.gateway?.sixteen ?? null },
+  it("marks a ratio 'errors' when Quorum's phase or the shape's had failed calls; the floor's or LiteLLM's errors void nothing", () => {
+    const quorumFailing = peerTable({ ...run, quorum: { ...quorum, express16: phase(300, 900, 35, 1000, false) } });
+    assert.equal(row(quorumFailing, LABELS.rate).mark, 'errors');
+    assert.equal(row(quorumFailing, LABELS.overhead).mark, 'miss');
+    const shapeFailing = peerTable({ ...run, shape: run.shape && { ...run.shape, panelSlow16: phase(100, 250, 45, 6, false) } });
+    assert.equal(row(shapeFailing, LABELS.panelTail).mark, 'errors');
+    // 30 / 20 = 1.5 misses whatever the context: a failed floor or gateway stands beside the row, it is not its reference.
+    const contextFailing = peerTable({
+      ...run,
+      floor: { one: phase(15, 30, 20, 60, false), sixteen: null },
+      gateway: { one: phase(12, 20, 12, 70, false), sixteen: null },
     });
-    assert.equal(against(gatewayFailing, label, 'gateway').mark, 'errors');
-    assert.equal(against(gatewayFailing, label, 'floor').mark, 'miss');
-    // The floor failed: the floor's rows are errors.
-    const floorFailing = peerTable({
-      ...issueRun,
-      floor: { one: phase(14.1, 25, 20.3, 60, false), sixteen: phase(150, 250, 20, 101.7, false) },
+    assert.equal(row(contextFailing, LABELS.overhead).mark, 'miss');
+    const memoryFailing = peerTable({ ...run, quorum: { ...quorum, memory: { peakMb: 300, inFlight: 500, ok: false } } });
+    assert.equal(row(memoryFailing, LABELS.memory).mark, 'errors');
+    const estimateFailing = peerTable({ ...run, quorum: { ...quorum, estimate1: phase(3, 9, 2, 300, false) } });
+    assert.equal(row(estimateFailing, LABELS.estimate).mark, 'errors');
+    const devFailing = peerTable({
+      ...run,
+      clusters: [
+        {
+          target: 'cluster-2w',
+          cluster: { express1: phase(40, 80, 50, 20), panelInstant16: null },
+          dev: { express1: phase(30, 60, 50, 25, false), panelInstant16: null },
+        },
+      ],
     });
-    assert.equal(against(floorFailing, label, 'floor').mark, 'errors');
-    assert.equal(against(floorFailing, 'express calls/s, 16 concurrent', 'floor').mark, 'errors');
-    assert.equal(against(floorFailing, label, 'gateway').mark, 'miss');
-    const quorumFailing = peerTable({ ...issueRun, quorum: { ...issueRun.quorum, express16: phase(1, 1, 1, 1000, false) } });
-    assert.equal(against(quorumFailing, 'express calls/s, 16 concurrent', 'floor').mark, 'errors');
-    const memoryFailing = peerTable({ ...issueRun, quorum: { ...issueRun.quorum, memory: { peakMb: 300, inFlight: 500, ok: false } } });
-    assert.equal(row(memoryFailing, 'API + worker resident, peak with 500 in flight').mark, 'errors');
+    assert.equal(row(devFailing, 'cluster-2w over the dev server, express CPU a call, one at a time').mark, 'errors');
+    assert.equal(row(devFailing, 'cluster-2w over the dev server, CPU a panel, 16 concurrent, instant engines').mark, 'not run');
+  });
 
-    const alone = peerTable({
-      quorum: { express1: phase(40, 60, 30, 20), express16: null, panelSlow16: null, panelInstant16: null, estimate1: null, memory: null },
-      gateway: null,
-      floor: null,
+  it("marks 'not run' where the shape, Quorum's phase or the dev server is missing, or the reference is 0", () => {
+    // No shape (BENCH_LOAD_PEERS=off, or its run failed): every ratio row is not run, the absolute ones still count.
+    const noShape = peerTable({ ...run, shape: null, floor: null, gateway: null });
+    for (const label of [LABELS.overhead, LABELS.cpu, LABELS.rate, LABELS.panelCpu, LABELS.panelRate, LABELS.panelTail]) {
+      const r = row(noShape, label);
+      assert.deepEqual([r.mark, r.shape, r.floor, r.gateway, r.ratio], ['not run', null, null, null, null], label);
+    }
+    assert.deepEqual([row(noShape, LABELS.memory).mark, row(noShape, LABELS.estimate).mark], ['pass', 'pass']);
+    // The shape's 500 ms phase alone missing: that row alone is not run.
+    const noSlowShape = peerTable({ ...run, shape: run.shape && { ...run.shape, panelSlow16: null } });
+    assert.equal(row(noSlowShape, LABELS.panelTail).mark, 'not run');
+    assert.equal(row(noSlowShape, LABELS.panelCpu).mark, 'miss');
+    // Quorum's phases not run (BENCH_LOAD_ONLY): the shape's figure stands, with no ratio.
+    const expressOnly = peerTable({
+      ...run,
+      quorum: {
+        express1: phase(26, 90, 32.5, 18),
+        express16: null,
+        panelSlow16: null,
+        panelInstant16: null,
+        estimate1: null,
+        memory: null,
+      },
     });
-    const overhead = against(alone, label, 'gateway');
-    assert.deepEqual([overhead.quorum, overhead.gateway, overhead.ratio, overhead.mark], [40, null, null, 'not run']);
-    for (const r of alone.filter((x) => x.target)) assert.equal(r.mark, 'not run', r.label);
-    // A peer's figure of 0 gives no ratio rather than Infinity.
-    const zero = peerTable({
-      ...issueRun,
-      gateway: { one: phase(0, 0, 12.3, 70), sixteen: null },
-      floor: { one: phase(0, 0, 20, 60), sixteen: null },
+    assert.deepEqual(
+      expressOnly.map((r) => r.mark),
+      ['pass', 'pass', 'not run', 'not run', 'not run', 'not run', 'not run', 'not run', 'not run', 'not run'],
+    );
+    assert.deepEqual([row(expressOnly, LABELS.rate).shape, row(expressOnly, LABELS.rate).ratio], [80, null]);
+    // A cluster target with no dev target in the run.
+    const noDev = peerTable({
+      ...run,
+      clusters: [
+        { target: 'cluster-1w', cluster: { express1: phase(40, 80, 50, 20), panelInstant16: phase(500, 900, 90, 20) }, dev: null },
+      ],
     });
-    assert.deepEqual([against(zero, label, 'gateway').ratio, against(zero, label, 'floor').floorMultiple], [null, null]);
+    const clusterCpu = row(noDev, 'cluster-1w over the dev server, express CPU a call, one at a time');
+    assert.deepEqual([clusterCpu.quorum, clusterCpu.dev, clusterCpu.ratio, clusterCpu.mark], [50, null, null, 'not run']);
+    // A reference of 0 gives no ratio rather than Infinity.
+    const zero = peerTable({ ...run, shape: run.shape && { ...run.shape, express1: phase(0, 0, 25, 45) } });
+    assert.deepEqual([row(zero, LABELS.overhead).ratio, row(zero, LABELS.overhead).mark], [null, 'not run']);
+  });
+
+  it('gives each cluster target of the run its two rows against the dev server', () => {
+    const dev = { express1: phase(30, 60, 50, 25), panelInstant16: phase(400, 800, 100, 25) };
+    const rows = peerTable({
+      ...run,
+      clusters: [
+        { target: 'cluster-1w', cluster: { express1: phase(40, 80, 60, 20), panelInstant16: phase(500, 900, 140, 20) }, dev },
+        { target: 'cluster-2w', cluster: { express1: phase(40, 80, 55, 20), panelInstant16: phase(500, 900, 120, 20) }, dev },
+      ],
+    });
+    // 60 / 50 = 1.2 and 140 / 100 = 1.4; 55 / 50 = 1.1 and 120 / 100 = 1.2.
+    const clusterRows = rows.filter((r) => r.target.kind === 'ratio' && r.target.against === 'dev');
+    assert.deepEqual(
+      clusterRows.map((r) => [r.label, r.quorum, r.dev, r.mark]),
+      [
+        ['cluster-1w over the dev server, express CPU a call, one at a time', 60, 50, 'pass'],
+        ['cluster-1w over the dev server, CPU a panel, 16 concurrent, instant engines', 140, 100, 'miss'],
+        ['cluster-2w over the dev server, express CPU a call, one at a time', 55, 50, 'pass'],
+        ['cluster-2w over the dev server, CPU a panel, 16 concurrent, instant engines', 120, 100, 'pass'],
+      ],
+    );
+    for (const [r, expected] of clusterRows.map((r, i) => [r, [1.2, 1.4, 1.1, 1.2][i]] as const)) near(r.ratio, expected);
   });
 
   it('writes each target as the issue states it', () => {
-    assert.equal(targetText({ kind: 'ratio', against: 'floor', atMost: 1.5 }, 'ms'), '≤ 1.5x floor');
-    assert.equal(targetText({ kind: 'ratio', against: 'gateway', atMost: 2 }, 'ms'), '≤ 2x gateway');
-    assert.equal(targetText({ kind: 'ratio', against: 'floor', atLeast: 0.7 }, 'calls/s'), '≥ 0.7x floor');
+    assert.equal(targetText({ kind: 'ratio', against: 'shape', atMost: 1.3 }, 'ms'), '≤ 1.3x shape');
+    assert.equal(targetText({ kind: 'ratio', against: 'shape', atLeast: 0.8 }, 'calls/s'), '≥ 0.8x shape');
+    assert.equal(targetText({ kind: 'ratio', against: 'dev', atMost: 1.3 }, 'ms'), '≤ 1.3x dev');
     assert.equal(targetText({ kind: 'absolute', atMost: 400 }, 'MB'), '≤ 400 MB');
-    assert.equal(targetText({ kind: 'absolute', atLeast: 50 }, 'calls/s'), '≥ 50 calls/s');
-    assert.equal(targetText(null, 'ms'), '');
+    assert.equal(targetText({ kind: 'absolute', atMost: 5 }, 'ms'), '≤ 5 ms');
   });
 });
