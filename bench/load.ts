@@ -919,7 +919,7 @@ async function main(): Promise<void> {
   if (PEERS) {
     console.error('Temporal floor: running');
     floor = await runFloor(Math.max(20, Math.round(FLOOR_N * SCALE)), resolveTemporalBinary(toolEnv(loadConfig(), process.env)));
-    console.error("Temporal floor in Quorum's express shape: running");
+    console.error("Temporal's floor in Quorum's shapes: running");
     shape = await runShapeFloor(Math.max(20, Math.round(FLOOR_N * SCALE)));
   }
 

@@ -1,10 +1,10 @@
 /**
  * Issue 55's targets as one table: each of Quorum's figures against the same workflow shape with none of Quorum's code
- * (bench/shape-floor.ts: the express shape, the panel shape), on the same dev server settings in the same run, with
- * Temporal's floor (its one-activity workflow) and a plain gateway (LiteLLM's proxy) beside it as context; the memory
- * and the estimate against absolute bounds; a cluster target's CPU against the dev server's. Each row carries the ratio
- * its target is stated in and a pass or miss. Pure: the load bench hands in the figures, prints the rows and writes
- * them to JSON.
+ * (bench/shape-floor.ts: the express shape, the panel shape) on a dev server with npm start's settings in the same run,
+ * with Temporal's floor (its one-activity workflow) and a plain gateway (LiteLLM's proxy) beside it as context; the
+ * memory and the estimate against absolute bounds; a cluster target's CPU against the dev server's. Each row carries
+ * the ratio its target is stated in and a pass or miss. Pure: the load bench hands in the figures, prints the rows and
+ * writes them to JSON.
  */
 
 /** One phase's figures as the table reads them; `ok` is false when any call in it failed (a figure of errors passes nothing). */
