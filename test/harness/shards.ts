@@ -26,11 +26,11 @@ const TIMES_FILE = path.join(repoRoot, 'test', 'shard-times.json');
 const OUT_DIR = path.join(repoRoot, 'test-output', 'shards');
 const AUDIT = 'test/stack/zz-audit.test.ts';
 /**
- * Files run after the shards, alone on the machine, in a last mocha process of their own: the launcher's tests run
+ * Files run after the shards, alone on the machine, in a last mocha process of their own: the launcher's test with
  * `npm start`'s local model, llama.cpp on 2 threads, whose threads wait on each other spinning, so a call that takes
  * 50 s alone ran past undici's 300 s header timeout beside another shard.
  */
-const ALONE = ['test/stack/launcher/supervisor.test.ts'];
+const ALONE = ['test/stack/launcher/local-model-start.test.ts'];
 const DEFAULT_SECONDS = 5;
 const PROGRESS_EVERY_MS = 60_000;
 /** Enough for a few failures' messages and stacks; the rest stays in the shard's log. */

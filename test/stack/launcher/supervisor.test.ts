@@ -1,35 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createDb } from '../../../db/knex';
 import { getBalance } from '../../../db/repositories/ledger';
 import { DEMO_ORG_ID } from '../../../db/seed';
 import { workflowIds } from '../../../domain/workflow-ids';
-import { freePort } from '../../../infra/free-port';
-import { engineCallsOut, exitOf, listProcesses, portOpen, until } from '../../harness/faults';
+import { engineCallsOut, exitOf, listProcesses, until } from '../../harness/faults';
 import { chargeCount, ledgerSum } from '../deliberation/helpers';
-import { buildOnce } from '../../harness/build';
-import { endStacksAfterEachTest, startSupervisor, startThroughNpm, type StartedSupervisor } from '../../harness/supervisor';
-import { stack } from '../../harness/stack';
+import { startSupervisor, startThroughNpm, type StartedSupervisor } from '../../harness/supervisor';
+import { assertGone, ctrlC, demoKey, healthy, launcherSuite, supervisorEnv, type Ports } from './helpers';
 
 type Started = StartedSupervisor;
-
-/** Ctrl-C in the supervisor's terminal: SIGINT to its process group. */
-async function ctrlC(s: Started): Promise<number | null> {
-  const exited = exitOf(s.child);
-  process.kill(-(s.child.pid ?? 0), 'SIGINT');
-  return (await exited).code;
-}
-
-/** Processes whose command line mentions our scratch folder (Postgres, Temporal) or our ports. */
-function processesMentioning(needle: string): string[] {
-  return listProcesses()
-    .filter((p) => p.cmd.includes(needle))
-    .map((p) => `${p.pid}: ${p.cmd}`);
-}
 
 /** A client of the supervised stack's Temporal server, for `work` only. */
 async function withTemporal<T>(port: number, work: (client: Client) => Promise<T>): Promise<T> {
@@ -44,32 +27,6 @@ async function withTemporal<T>(port: number, work: (client: Client) => Promise<T
 async function describeTrialTimer(temporalPort: number): Promise<{ status: string; runId: string }> {
   const d = await withTemporal(temporalPort, (client) => client.workflow.getHandle(workflowIds.trialCredit(DEMO_ORG_ID)).describe());
   return { status: d.status.name, runId: d.runId };
-}
-
-type Ports = Record<'PORT' | 'TEMPORAL_PORT' | 'TEMPORAL_UI_PORT', number>;
-
-/** A supervisor's environment: its state in `dataDir`, every port free, the embedded Postgres and dev server. */
-async function supervisorEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise<{ env: NodeJS.ProcessEnv; ports: Ports }> {
-  const ports: Ports = { PORT: await freePort(), TEMPORAL_PORT: await freePort(), TEMPORAL_UI_PORT: await freePort() };
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    QUORUM_DATA_DIR: dataDir,
-    TEMPORAL_CLI_PATH: stack().temporalBinary,
-    PORT: String(ports.PORT),
-    TEMPORAL_PORT: String(ports.TEMPORAL_PORT),
-    TEMPORAL_UI_PORT: String(ports.TEMPORAL_UI_PORT),
-    ...extra,
-  };
-  delete env.DATABASE_URL;
-  delete env.TEMPORAL_ADDRESS;
-  return { env, ports };
-}
-
-/** The demo organisation's live key, printed on a first start. */
-function demoKey(s: Started): string {
-  const key = /its live API key, shown this once: (\S+)/.exec(s.output())?.[1];
-  assert.ok(key, s.output());
-  return key;
 }
 
 type Reply = { status: number; content?: string; retryAfter?: number };
@@ -107,21 +64,6 @@ function supervised(supervisor: Started, module: string): number[] {
     .map((p) => p.pid);
 }
 
-async function healthy(apiUrl: string): Promise<boolean> {
-  try {
-    return (await fetch(`${apiUrl}/healthz`)).ok;
-  } catch {
-    return false;
-  }
-}
-
-/** Nothing of this stack left: its ports free and no process naming its folder. */
-async function assertGone(ports: Ports, dataDir: string): Promise<void> {
-  for (const port of Object.values(ports)) assert.equal(await portOpen(port), false, `port ${port} still bound`);
-  assert.deepEqual(processesMentioning(dataDir), []);
-  assert.equal(fs.existsSync(path.join(dataDir, 'stack.json')), false);
-}
-
 /** Every process descending from `pid` (not `pid` itself), as the process table shows them now. */
 function descendantsOf(pid: number): number[] {
   const all = listProcesses();
@@ -135,21 +77,7 @@ function descendantsOf(pid: number): number[] {
 
 describe('npm start: the supervisor', function () {
   this.timeout(300_000);
-  // `npm start` runs `npm run build` first; so does this suite, then runs what it built.
-  before(buildOnce);
-  // Whatever a test started ends with it, passed, failed or timed out (mocha's timeout runs afterEach, never the rest
-  // of the test): every process of its stacks killed, then every folder of the suite removed (again each time: a
-  // stack a timed-out test started late may have made its folder anew before it was ended).
-  endStacksAfterEachTest();
-  const folders: string[] = [];
-  const scratchDir = (prefix: string): string => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-    folders.push(dir);
-    return dir;
-  };
-  afterEach('remove the folders', () => {
-    for (const dir of folders) fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const scratchDir = launcherSuite();
 
   it('brings the stack up healthy with the Temporal UI; Ctrl-C during a call delivers its answer, then leaves nothing running; a second start reuses the data', async () => {
     const dataDir = scratchDir('quorum-start-');
@@ -246,62 +174,6 @@ describe('npm start: the supervisor', function () {
     await assertGone(ports, healDir);
   });
 
-  it('QUORUM_LOCAL_MODEL=on: the demo answers with the real local model (seat, judge and synthesis), labelled so; Ctrl-C stops the model server too', async () => {
-    const localDir = scratchDir('quorum-start-local-');
-    const { env, ports } = await supervisorEnv(localDir, { QUORUM_LOCAL_MODEL: 'on' });
-    const s = await startSupervisor(env);
-    const modelUrl = /local model ready at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(s.output())?.[1];
-    assert.ok(modelUrl, s.output());
-    const key = demoKey(s);
-    const ask = async (model: string, content: string): Promise<{ content: string; svc: Record<string, unknown> }> => {
-      const res = await fetch(`http://127.0.0.1:${ports.PORT}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model, messages: [{ role: 'user', content }] }),
-      });
-      const body = (await res.json()) as { choices: { message: { content: string } }[]; svc: Record<string, unknown> };
-      assert.equal(res.status, 200, JSON.stringify(body));
-      return { content: body.choices[0]?.message.content ?? '', svc: body.svc };
-    };
-    const express = await ask('QRM:EXPR', 'Name one planet of the solar system.');
-    assert.ok(express.content.trim().length > 0);
-    assert.doesNotMatch(express.content, /simulated/i);
-    // A prompt the classifier sends to the panel lane.
-    const panel = await ask('QRM:PANL', 'Why is the sky blue? Compare Rayleigh and Mie scattering, step by step.');
-    const receipt = await fetch(`http://127.0.0.1:${ports.PORT}/v1/receipts/${String(panel.svc.request_id)}`, {
-      headers: { authorization: `Bearer ${key}` },
-    });
-    const r = (await receipt.json()) as { receipt: { seats: { model_used: string }[] } };
-    assert.ok(r.receipt.seats.length >= 2, JSON.stringify(r));
-    assert.deepEqual([...new Set(r.receipt.seats.map((x) => x.model_used))], ['local/smollm2'], 'every seat on the local model');
-    assert.equal(panel.svc.best_seat_judged_by, 'llm', 'the local model judged, and its verdict was read');
-    // The local panel (issues 39 and 52): seats on the one model, tuned apart, answer differently; they vote, two
-    // first and the third only when those two do not state one answer (an open question states none).
-    const local = await ask('DEMO:LOCL', 'Give one reason why the sky looks blue.');
-    const tuned = await fetch(`http://127.0.0.1:${ports.PORT}/v1/receipts/${String(local.svc.request_id)}?include_transcript=true`, {
-      headers: { authorization: `Bearer ${key}` },
-    });
-    const seats = ((await tuned.json()) as { receipt: { seats: { model_used: string; content: string; tuning: unknown }[] } }).receipt
-      .seats;
-    const aggregation = local.svc.aggregation as { method: string; seats_asked: number; early_stop: boolean } | null;
-    assert.equal(aggregation?.method, 'vote', JSON.stringify(local.svc));
-    assert.equal(seats.length, aggregation.seats_asked, JSON.stringify(seats));
-    assert.equal(aggregation.early_stop, aggregation.seats_asked === 2);
-    assert.deepEqual([...new Set(seats.map((x) => x.model_used))], ['local/smollm2']);
-    assert.deepEqual(
-      seats.map((x) => (x.tuning as { seed: number }).seed).sort((a, b) => a - b),
-      [11, 23, 37].slice(0, seats.length),
-      'each seat asked with its own settings, shown in the receipt',
-    );
-    if (seats.length === 3)
-      assert.ok(
-        new Set(seats.map((x) => x.content.trim())).size >= 2,
-        `the seats answered alike: ${JSON.stringify(seats.map((x) => x.content))}`,
-      );
-    assert.equal(await ctrlC(s), 0, s.output());
-    assert.equal(await healthy(modelUrl), false, 'the model server stopped with the stack');
-    await assertGone(ports, localDir);
-  }).timeout(480_000); // Three panel calls on a real model on two cores: minutes, more under load.
   // As a process manager (systemd, a container runtime, pm2) stops it: the signal to npm's own pid only, not to its
   // process group as a terminal's Ctrl-C sends it. npm passes it to its script's process, which must be the supervisor.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
