@@ -18,12 +18,13 @@ export async function audit(db: DbOrTrx, client: Client | undefined, scope: Audi
 /** Workflows described at once: enough to be quick, few enough not to crowd a server that is also serving calls. */
 const DESCRIBE_CONCURRENCY = 16;
 
-type Described = { status: string; closedAt: Date | null } | 'not_found';
+/** A workflow as Temporal describes it: its status, its run, and the attempt of its workflow task (0: none pending). */
+type Described = { status: string; closedAt: Date | null; runId: string; taskAttempt: number } | 'not_found';
 
 async function describe(client: Client, workflowId: string): Promise<Described> {
   try {
     const d = await client.workflow.getHandle(workflowId).describe();
-    return { status: d.status.name, closedAt: d.closeTime ?? null };
+    return { status: d.status.name, closedAt: d.closeTime ?? null, runId: d.runId, taskAttempt: d.raw.pendingWorkflowTask?.attempt ?? 0 };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return 'not_found';
     throw err;
@@ -134,26 +135,21 @@ async function failingTasks(client: Client, scope: AuditScope): Promise<Violatio
   const open: string[] = [];
   for await (const w of client.workflow.list({ query })) open.push(w.workflowId);
   const found: Violation[] = [];
-  for (let i = 0; i < open.length; i += DESCRIBE_CONCURRENCY) {
-    const batch = await Promise.all(open.slice(i, i + DESCRIBE_CONCURRENCY).map((id) => failingTask(client, id)));
-    found.push(...batch.filter((v): v is Violation => v !== undefined));
+  for (const [workflowId, d] of await describeAll(client, open)) {
+    // Gone since the list (closed and deleted): nothing is stuck.
+    if (d === 'not_found' || d.taskAttempt < STUCK_ATTEMPT) continue;
+    const violation = await failingTask(client, workflowId, d);
+    if (violation) found.push(violation);
   }
   return found;
 }
 
-async function failingTask(client: Client, workflowId: string): Promise<Violation | undefined> {
-  let attempt: number;
-  let runId: string;
-  try {
-    const d = await client.workflow.getHandle(workflowId).describe();
-    attempt = d.raw.pendingWorkflowTask?.attempt ?? 0;
-    runId = d.runId;
-  } catch (err) {
-    // Closed and gone since the list: nothing is stuck.
-    if (err instanceof WorkflowNotFoundError) return undefined;
-    throw err;
-  }
-  if (attempt < STUCK_ATTEMPT) return undefined;
+/** A workflow retrying its task, named when the task's last end was a failure (not a timeout) with its message. */
+async function failingTask(
+  client: Client,
+  workflowId: string,
+  { runId, taskAttempt }: { runId: string; taskAttempt: number },
+): Promise<Violation | undefined> {
   const { history } = await client.workflowService.getWorkflowExecutionHistoryReverse({
     namespace: client.options.namespace,
     execution: { workflowId, runId },
@@ -166,6 +162,6 @@ async function failingTask(client: Client, workflowId: string): Promise<Violatio
   return {
     invariant: 'workflow_task_failing',
     ids: { workflow_id: workflowId },
-    detail: `its workflow task failed and is on attempt ${attempt}, so the workflow makes no progress: ${message}`,
+    detail: `its workflow task failed and is on attempt ${taskAttempt}, so the workflow makes no progress: ${message}`,
   };
 }
