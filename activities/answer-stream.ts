@@ -20,14 +20,19 @@ export interface AnswerWriter {
   readonly prefix: string;
   /** A piece of the answer, as the engine sent it. */
   onText(delta: string): void;
-  /** Stores what is still held; resolves once every piece received is stored, or the writer has stopped. */
-  close(): Promise<void>;
+  /**
+   * Stores what is still held; resolves once every piece received is stored, or the writer has stopped. `taken`:
+   * another writer of this call (an attempt thought lost, still running) stored a piece at this one's place, so the
+   * pieces stored are not this attempt's text: its result must not stand for them.
+   */
+  close(): Promise<{ taken: boolean }>;
 }
 
 /**
  * The answer's pieces as rows (migration 038), in order, each after the ones before it. A piece that cannot be stored
- * (zero retention, a database error, another writer at its place) stops the writer: the pieces stored stay one
- * unbroken prefix of the answer, and the stream sends the rest with the answer when the call ends.
+ * (zero retention, a database error) stops the writer: the pieces stored stay one unbroken prefix of the answer, and
+ * the stream sends the rest with the answer when the call ends. Another writer at its place stops it too, and
+ * `close` says so.
  */
 export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, target: AnswerStream): Promise<AnswerWriter> {
   const { requestId, step } = target;
@@ -35,6 +40,7 @@ export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, tar
   let part = stored.length;
   let held = '';
   let stopped = false;
+  let taken = false;
   let timer: NodeJS.Timeout | undefined;
   let writes = Promise.resolve();
   const flush = (last: boolean): void => {
@@ -48,7 +54,9 @@ export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, tar
     writes = writes.then(async () => {
       if (stopped) return;
       try {
-        if (!(await recordAnswerChunk(db, { orgId, requestId, step, part: at, text: storableText(text) }))) stopped = true;
+        const kept = await recordAnswerChunk(db, { orgId, requestId, step, part: at, text: storableText(text) });
+        stopped = kept !== 'stored';
+        taken = kept === 'taken';
       } catch (err) {
         stopped = true;
         log.warn('answer piece not stored: its stream sends the rest with the answer', { requestId, step, part: at, err });
@@ -66,6 +74,7 @@ export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, tar
       clearTimeout(timer);
       flush(true);
       await writes;
+      return { taken };
     },
   };
 }

@@ -17,10 +17,12 @@ import * as ledger from '../db/repositories/ledger';
 import { holdPlanCharge } from '../db/repositories/plans';
 import { ownProviderFamilies } from '../db/repositories/provider-credentials';
 import { settleOutcome } from '../db/repositories/receipts';
+import { readAnswerChunks } from '../db/repositories/deliberation-events';
 import { abandonRequest } from '../db/repositories/requests';
 import { unknownOrgAsNotFound } from '../db/repositories/shared';
 import { classifyPrompt } from '../engines/classify';
 import { callSeatingContext } from '../engines/seating-context';
+import type { AnswerStream } from './answer-stream';
 import type { ActivityDeps } from './deps';
 import { createEngineCall, type EngineCallInput, type EngineCallResult } from './engine-call';
 import { searchGrounding, type GroundingResult } from './grounding';
@@ -180,6 +182,11 @@ export function createDeliberationActivities(deps: ActivityDeps) {
      */
     async checkAnswer(input: { text: string; format: AnswerFormat }): Promise<string | null> {
       return answerFormatProblem(input.text, input.format) ?? null;
+    },
+
+    /** The text an answer's stream holds at its step (its pieces joined): what a call that failed for good had sent. */
+    async streamedAnswer(at: AnswerStream): Promise<string> {
+      return (await readAnswerChunks(db, at.requestId, at.step)).map((c) => c.text).join('');
     },
 
     /** A deliberation that ends without an answer: nothing billed, the hold released, the request marked failed. */

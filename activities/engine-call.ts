@@ -56,6 +56,8 @@ export interface EngineCallResult {
 }
 
 const HEARTBEAT_EVERY_MS = 2_000;
+/** Why an attempt's answer was not taken: receipts may show it, so it names no attempt or worker. */
+const ANSWER_PLACE_TAKEN = 'another attempt of this call was writing its answer; tried again from what it wrote';
 
 /** The failure type the workflow reads as "this engine cannot answer: move to the backup". */
 export const ENGINE_PERMANENT = 'EnginePermanent';
@@ -123,6 +125,10 @@ export function createEngineCall(deps: Pick<ActivityDeps, 'db' | 'engines' | 'bo
         },
         credential,
       );
+      // Another attempt's pieces stand where this one's were to go: its text would not be what was streamed. Tried
+      // again, the call continues what is stored.
+      if ((await writer?.close())?.taken)
+        throw ApplicationFailure.create({ message: ANSWER_PLACE_TAKEN, type: 'AnswerPlaceTaken', nextRetryDelay: '1 second' });
       return {
         engineId: r.engineId,
         text: (writer?.prefix ?? '') + r.text,

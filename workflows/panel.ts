@@ -1,4 +1,4 @@
-import { deprecatePatch, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { deprecatePatch, isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { AnswerStream } from '../activities/answer-stream';
 import type { DeliberationActivities, EngineCallInput, EngineCallResult } from '../activities/deliberation';
 import {
@@ -35,7 +35,7 @@ import { critiquePrompt, judgePrompt, seatPrompt, synthesisPrompt, type Labelled
 import type { Seating, SeatAssignment } from '../domain/seat-assignment';
 import { firstAnswering } from './engine-chain';
 import { ENGINE_CALL, ENGINE_CALL_LOCAL } from './engine-call-policy';
-import { overAllTries } from './local-activity-timeouts';
+import { overAllTries, untilDone } from './local-activity-timeouts';
 import { hedged } from './hedge';
 import { untilQuorumInTask, untilQuorumScoped } from './quorum';
 
@@ -54,6 +54,10 @@ const localEngineCalls = proxyLocalActivities<DeliberationActivities>(ENGINE_CAL
 const GROUNDING = { startToCloseTimeout: '20 seconds', retry: { maximumAttempts: 2 } } as const;
 const { ground } = proxyActivities<DeliberationActivities>(GROUNDING);
 const { ground: groundLocally } = proxyLocalActivities<DeliberationActivities>(overAllTries(GROUNDING));
+// One read of what an answer's stream holds, on a path only a failed call takes: retried like any short Postgres step.
+const { streamedAnswer } = proxyLocalActivities<DeliberationActivities>(
+  untilDone({ initialInterval: '200 milliseconds', maximumInterval: '10 seconds' }),
+);
 
 const LABELS = ['A', 'B', 'C'] as const;
 /** A judgment is a short structured verdict. */
@@ -473,7 +477,9 @@ async function runSeat(
       input.meter.charge(first);
       s.pending = first.finish === 'length' ? first : undefined;
       const final =
-        first.finish === 'length' && room > seatMax ? await retryWithRoom(() => seat({ ...call, maxOutputTokens: room }), first) : first;
+        first.finish === 'length' && room > seatMax
+          ? await retryWithRoom(() => seat({ ...call, maxOutputTokens: room }), first, stream)
+          : first;
       s.pending = undefined;
       if (final !== first) input.meter.charge(final);
       const pass = seatPass(s, round, first, final);
@@ -499,15 +505,32 @@ async function runSeat(
  * A cut answer's retry with more room; when the retry fails for good, the cut answer stands as the seat's answer:
  * it was billed, so its row must carry it (issue 27 item 7).
  */
-async function retryWithRoom(retry: () => Promise<EngineCallResult>, cut: EngineCallResult): Promise<EngineCallResult> {
+async function retryWithRoom(
+  retry: () => Promise<EngineCallResult>,
+  cut: EngineCallResult,
+  stream: AnswerStream | undefined,
+): Promise<EngineCallResult> {
   try {
     return await retry();
   } catch (err) {
     if (isCancellation(err)) throw err;
     // The change's old branch (the seat moved to its backup) retired: docs/cluster-operations.md, "Patches and local activities".
     deprecatePatch('cut-answer-stands-when-its-retry-fails');
-    return cut;
+    // What the retry streamed on from the cut before it failed was sent: it stands with the cut answer.
+    const written = await streamedSince(stream);
+    return written !== undefined && written.length > cut.text.length ? { ...cut, text: written } : cut;
   }
+}
+
+/**
+ * What was streamed is what the receipt records (DESIGN §16): when the call writing a streamed answer fails for good,
+ * the text it streamed is read back to stand as the answer, cut, since nothing that does not continue it may replace
+ * it. Undefined when nothing was streamed there (no stream, none written yet, or an execution begun before this read).
+ */
+async function streamedSince(stream: AnswerStream | undefined): Promise<string | undefined> {
+  if (!stream || !patched('streamed-answer-stands')) return undefined;
+  const written = await streamedAnswer(stream);
+  return written === '' ? undefined : written;
 }
 
 /** Everything every answer adds to a prompt that reads them all. */
@@ -676,12 +699,19 @@ async function synthesisStep(panel: PanelState, result: PanelResult): Promise<Pa
     .map((s) => ({ label: labels[s.assignment.role] ?? '?', text: s.latest?.content ?? '' }))
     .sort((a, b) => a.label.localeCompare(b.label));
   const prompt = withFormatInstruction(synthesisPrompt(input.messages, labelled, judgment.best, judgment.why), input.answer?.format);
-  const r = await synthesisCall(panel, prompt, readingAll(panel, answered), true);
+  const { reply: r, stream } = await synthesisCall(panel, prompt, readingAll(panel, answered), true);
   if (r) {
     // The first synthesis call that answers is the only one: its latency is the receipt's.
     result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);
     result.answer = r.text;
     result.finish = r.finish;
+    return result;
+  }
+  // A synthesis that failed for good after its answer began streaming: what it wrote stands, not the best seat's.
+  const written = await streamedSince(stream);
+  if (written !== undefined) {
+    result.answer = written;
+    result.finish = 'length';
   }
   return result;
 }
@@ -695,7 +725,7 @@ async function synthesisCall(
   prompt: ChatMessage[],
   tokensIn: number,
   writesAnswer: boolean,
-): Promise<EngineCallResult | undefined> {
+): Promise<{ reply: EngineCallResult | undefined; stream: AnswerStream | undefined }> {
   const { input } = panel;
   const { synthesize } = input.localCalls ? localEngineCalls : engineCalls;
   input.onStep?.({ stage: 'synthesising' });
@@ -703,20 +733,24 @@ async function synthesisCall(
   const format = input.answer?.format;
   const maxOut = withinCaller(input.config.seatMaxOutputTokens * 2, input.answer);
   const stream = writesAnswer ? input.answerStream?.() : undefined;
-  return staffCallCharged(panel, { role: 'synthesis', chain: input.seating.synthesis.chain, tokensIn, maxOut }, (engine, attempt) =>
-    synthesize({
-      orgId: input.orgId,
-      engineId: engine.engineId,
-      ownKey: false,
-      messages: prompt,
-      maxOutputTokens: maxOut,
-      attempt,
-      lane: input.lane,
-      ...callerSampling(input.answer?.sampling),
-      ...(format && { reply: replySchemaOf(format) }),
-      ...(stream && { stream }),
-    }),
+  const reply = await staffCallCharged(
+    panel,
+    { role: 'synthesis', chain: input.seating.synthesis.chain, tokensIn, maxOut },
+    (engine, attempt) =>
+      synthesize({
+        orgId: input.orgId,
+        engineId: engine.engineId,
+        ownKey: false,
+        messages: prompt,
+        maxOutputTokens: maxOut,
+        attempt,
+        lane: input.lane,
+        ...callerSampling(input.answer?.sampling),
+        ...(format && { reply: replySchemaOf(format) }),
+        ...(stream && { stream }),
+      }),
   );
+  return { reply, stream };
 }
 
 /**
@@ -774,7 +808,7 @@ async function aggregationStep(panel: PanelState, result: PanelResult, aggregati
   let synthesis: SynthesisFate = 'none';
   if ((aggregation.prose === 'pinned' || input.answer?.format) && !input.meter.capped) {
     const prompt = withFormatInstruction(pinnedSynthesisPrompt(input.messages, pass.content, choice.answer), input.answer?.format);
-    const r = await synthesisCall(panel, prompt, readingAll(panel, [choice.speaker]), false);
+    const { reply: r } = await synthesisCall(panel, prompt, readingAll(panel, [choice.speaker]), false);
     synthesis = 'failed';
     if (r) {
       result.staff.synthesis = staffCall(r, input.seating.synthesis.designed, r.latencyMs);

@@ -37,23 +37,24 @@ export async function readDeliberationEvents(db: DbOrTrx, requestId: string): Pr
 }
 
 /**
- * Stores one piece of the answer and tells the listening API processes, in one statement. False when it was not
- * stored: the organisation keeps no texts (zero retention), or another writer holds its place (a call thought lost
- * still writing); either way its writer stops, so the pieces stored are one writer's text.
+ * Stores one piece of the answer and tells the listening API processes, in one statement. `unkept`: the organisation
+ * keeps no texts (zero retention); `taken`: another writer holds its place (a call thought lost, still writing).
  */
 export async function recordAnswerChunk(
   db: DbOrTrx,
   input: { orgId: string; requestId: string; step: number; part: number; text: string },
-): Promise<boolean> {
-  const { rows } = await db.raw<{ rows: unknown[] }>(
+): Promise<'stored' | 'unkept' | 'taken'> {
+  const { rows } = await db.raw<{ rows: { stored: boolean; unkept: boolean }[] }>(
     `with stored as (
        insert into answer_chunks (request_id, step, part, text)
        select ?, ?, ?, ? where not zero_retention(?)
-       on conflict do nothing returning request_id)
-     select pg_notify(?, request_id) from stored`,
-    [input.requestId, input.step, input.part, input.text, input.orgId, CHANNEL],
+       on conflict do nothing returning request_id),
+     told as (select pg_notify(?, request_id) from stored)
+     select exists (select from told) as stored, zero_retention(?) as unkept`,
+    [input.requestId, input.step, input.part, input.text, input.orgId, CHANNEL, input.orgId],
   );
-  return rows.length > 0;
+  const row = rows[0];
+  return row?.stored ? 'stored' : row?.unkept ? 'unkept' : 'taken';
 }
 
 /** A request's answer pieces, in order (of one step: a call's own, to continue them). */

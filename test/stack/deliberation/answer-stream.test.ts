@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { openAnswerWriter } from '../../../activities/answer-stream';
+import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
+import { createLogger } from '../../../infra/log';
 import { audit } from '../../../operations/audit';
 import { stack } from '../../harness/stack';
-import { openAiReply, textPieces, type RecordedRequest, type Reply } from '../../fixtures/providers';
+import { openAiError, openAiReply, textPieces, type RecordedRequest, type Reply } from '../../fixtures/providers';
 import { customMode, deliberate, newOrg, withOpenAiLoopback } from './helpers';
 
 /**
@@ -14,6 +17,9 @@ const FULL = 'First view: the sky is blue because of Rayleigh scattering.';
 /** What the first attempt got out before its stream broke: the role chunk, then five pieces. */
 const SENT = textPieces(FULL).slice(0, 5).join('');
 const CUT = 'The answer begins but';
+/** What the retry given more room streamed on from the cut before its stream broke: the role chunk, then three pieces. */
+const MORE = textPieces(' and goes on for a while longer.').slice(0, 3).join('');
+const SEAT = 'Seat view: Rayleigh scattering.';
 const SEAT_MAX = 64;
 
 type Body = { messages: { role: string; content: string }[]; stream?: boolean; max_tokens?: number };
@@ -23,8 +29,27 @@ const continued = (r: RecordedRequest): string | undefined => {
   return last?.role === 'assistant' ? last.content : undefined;
 };
 
+/** A judge that finds the seats apart, so the synthesis writes the answer. */
+function verdict(req: RecordedRequest): Reply {
+  const labels = [...new Set([...req.bodyText.matchAll(/Answer ([A-C]):/g)].map((m) => m[1]))];
+  const scores = Object.fromEntries(labels.map((l) => [l, 7]));
+  return openAiReply({ text: JSON.stringify({ scores, best: labels[0], why: 'They differ.', divergence: 0.6, converged: false }) });
+}
+
 function script(req: RecordedRequest): Reply {
   const from = continued(req);
+  if (req.bodyText.includes('[[synthesis-breaks]]')) {
+    if (req.bodyText.includes(JUDGE_TAG)) return verdict(req);
+    if (!req.bodyText.includes(SYNTHESIS_TAG)) return openAiReply({ text: SEAT });
+    // The first synthesis streams five pieces and breaks; every engine asked to go on from them refuses for good.
+    return from === undefined ? { ...openAiReply({ text: FULL }), breakAfter: 6 } : openAiError(400, 'This request cannot be continued.');
+  }
+  if (req.bodyText.includes('[[cut-then-break]]')) {
+    if (from === undefined) return openAiReply({ text: CUT, finish: 'length', completionTokens: SEAT_MAX });
+    return from === CUT
+      ? { ...openAiReply({ text: ' and goes on for a while longer.' }), breakAfter: 4 }
+      : openAiError(400, 'This request cannot be continued.');
+  }
   if (req.bodyText.includes('[[break-once]]'))
     return from === undefined
       ? { ...openAiReply({ text: FULL, completionTokens: 14 }), breakAfter: 6 }
@@ -105,5 +130,89 @@ describe('the answer as it is written: a retried writer continues what it stored
     const seat = o.seatPasses.find((p) => p.role === 'seat1');
     assert.equal(seat?.tokensOut, SEAT_MAX + 4);
     assert.deepEqual(await audit(stack().db, stack().env.client, { orgIds: [org.orgId] }), []);
+  });
+
+  it('a synthesis that fails for good after its answer began streaming: what it streamed stands, cut, not the best seat’s answer', async () => {
+    const org = await newOrg();
+    const mode = await customMode(org.orgId, 'quorum-panel', {
+      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] }, plus: { seats: ['openai/gpt-4.1-mini', 'openai/gpt-4.1'] } },
+      staff: { judge: { engine: 'openai/gpt-4.1' }, synthesis: { engine: 'openai/gpt-4.1', backup: 'openai/gpt-4.1-mini' } },
+      rounds: 1,
+      critique: 'never',
+      express: 'never',
+    });
+    const { outcome: o } = await deliberate(
+      { org, mode, tier: 'plus', content: 'Why is the sky blue? [[synthesis-breaks]]' },
+      'answer-stream-synthesis-fails',
+    );
+    const syntheses = openai().requests.filter((r) => r.bodyText.includes('[[synthesis-breaks]]') && r.bodyText.includes(SYNTHESIS_TAG));
+    // The broken stream, its retry from what it stored (refused for good), and the backup asked to go on from it too.
+    assert.deepEqual(
+      syntheses.map((r) => [(r.body as { model: string }).model, continued(r)]),
+      [
+        ['gpt-4.1', undefined],
+        ['gpt-4.1', SENT],
+        ['gpt-4.1-mini', SENT],
+      ],
+    );
+    assert.equal(o.answer, SENT, 'what was streamed, not the best seat’s answer');
+    assert.notEqual(o.answer, SEAT);
+    assert.equal(o.finishReason, 'length');
+    assert.equal((await pieces(o.requestId)).join(''), o.answer);
+    // The synthesis that failed is named and not billed (the service's cost): the seats and the judge are.
+    assert.equal(o.staff.synthesis, null);
+    assert.ok(
+      o.staffUnavailable.some((u) => u.role === 'synthesis'),
+      JSON.stringify(o.staffUnavailable),
+    );
+    assert.deepEqual(await audit(stack().db, stack().env.client, { orgIds: [org.orgId] }), []);
+  });
+
+  it('a retry given more room that fails for good after streaming on: the cut answer and what it streamed stand, cut', async () => {
+    const org = await newOrg();
+    const { outcome: o } = await deliberate({
+      org,
+      mode: await expressMode(org.orgId),
+      tier: 'experience',
+      content: 'Why is the sky blue? [[cut-then-break]]',
+    });
+    const tries = openai().requests.filter((r) => r.bodyText.includes('[[cut-then-break]]'));
+    assert.deepEqual(
+      tries.map((r) => [bodyOf(r).max_tokens, continued(r)]),
+      [
+        [SEAT_MAX, undefined],
+        [SEAT_MAX * 2, CUT],
+        [SEAT_MAX * 2, CUT + MORE],
+      ],
+    );
+    assert.equal(o.answer, CUT + MORE);
+    assert.equal(o.finishReason, 'length');
+    assert.equal((await pieces(o.requestId)).join(''), o.answer);
+    assert.deepEqual(await audit(stack().db, stack().env.client, { orgIds: [org.orgId] }), []);
+  });
+
+  it('a writer whose place another writer of the call took stops there and says so; its pieces are not stored', async () => {
+    const org = await newOrg();
+    // A call's request to write beside: at a step its own answer never took.
+    const { outcome } = await deliberate({ org, mode: await expressMode(org.orgId), tier: 'experience', content: 'Why is the sky blue?' });
+    const { requestId } = outcome;
+    const at = { requestId, step: 99 };
+    const log = createLogger('answer-stream-test', () => undefined);
+    // Both open before either has stored anything: each believes the answer begins with it.
+    const [first, late] = [await openAnswerWriter(stack().db, log, org.orgId, at), await openAnswerWriter(stack().db, log, org.orgId, at)];
+    first.onText('The first writer ');
+    assert.deepEqual(await first.close(), { taken: false });
+    late.onText('A different text');
+    assert.deepEqual(await late.close(), { taken: true });
+    const atStep = async (): Promise<string> =>
+      ((await stack().db('answer_chunks').where({ request_id: requestId, step: 99 }).orderBy('part').select('text')) as { text: string }[])
+        .map((r) => r.text)
+        .join('');
+    assert.equal(await atStep(), 'The first writer ');
+    const alone = await openAnswerWriter(stack().db, log, org.orgId, at);
+    assert.equal(alone.prefix, 'The first writer ', 'a writer opened later continues what is stored');
+    alone.onText('goes on.');
+    assert.deepEqual(await alone.close(), { taken: false });
+    assert.equal(await atStep(), 'The first writer goes on.');
   });
 });
