@@ -45,13 +45,14 @@ export async function recordAnswerChunk(
   input: { orgId: string; requestId: string; step: number; part: number; text: string },
 ): Promise<'stored' | 'unkept' | 'taken'> {
   const { rows } = await db.raw<{ rows: { stored: boolean; unkept: boolean }[] }>(
-    `with stored as (
+    `with kept as (select not zero_retention(?) as kept),
+     stored as (
        insert into answer_chunks (request_id, step, part, text)
-       select ?, ?, ?, ? where not zero_retention(?)
+       select ?, ?, ?, ? from kept where kept
        on conflict do nothing returning request_id),
      told as (select pg_notify(?, request_id) from stored)
-     select exists (select from told) as stored, zero_retention(?) as unkept`,
-    [input.requestId, input.step, input.part, input.text, input.orgId, CHANNEL, input.orgId],
+     select exists (select from told) as stored, not kept as unkept from kept`,
+    [input.orgId, input.requestId, input.step, input.part, input.text, CHANNEL],
   );
   const row = rows[0];
   return row?.stored ? 'stored' : row?.unkept ? 'unkept' : 'taken';
