@@ -214,5 +214,8 @@ describe('the answer as it is written: a retried writer continues what it stored
     alone.onText('goes on.');
     assert.deepEqual(await alone.close(), { taken: false });
     assert.equal(await atStep(), 'The first writer goes on.');
+    // Written beside the call's answer, these pieces do not begin it: removed, the call is as it ended.
+    await stack().db('answer_chunks').where({ request_id: requestId, step: 99 }).delete();
+    assert.deepEqual(await audit(stack().db, stack().env.client, { orgIds: [org.orgId] }), []);
   });
 });
