@@ -503,7 +503,7 @@ async function runSeat(
 
 /**
  * A cut answer's retry with more room; when the retry fails for good, the cut answer stands as the seat's answer:
- * it was billed, so its row must carry it (issue 27 item 7).
+ * it was billed, so its row must carry it (issue 27 item 7), with what the retry streamed on from it (`stream`).
  */
 async function retryWithRoom(
   retry: () => Promise<EngineCallResult>,
