@@ -41,6 +41,8 @@ export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, tar
   let held = '';
   let stopped = false;
   let taken = false;
+  /** What this writer stored, after `prefix`. */
+  let own = '';
   let timer: NodeJS.Timeout | undefined;
   let writes = Promise.resolve();
   const flush = (last: boolean): void => {
@@ -57,14 +59,16 @@ export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, tar
         const kept = await recordAnswerChunk(db, { orgId, requestId, step, part: at, text: storableText(text) });
         stopped = kept !== 'stored';
         taken = kept === 'taken';
+        if (kept === 'stored') own += storableText(text);
       } catch (err) {
         stopped = true;
         log.warn('answer piece not stored: its stream sends the rest with the answer', { requestId, step, part: at, err });
       }
     });
   };
+  const prefix = stored.map((c) => c.text).join('');
   return {
-    prefix: stored.map((c) => c.text).join(''),
+    prefix,
     onText: (delta) => {
       if (stopped) return;
       held += delta;
@@ -74,6 +78,11 @@ export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, tar
       clearTimeout(timer);
       flush(true);
       await writes;
+      // Another execution of this call may have written after this one's pieces: then what is stored is not its text.
+      if (!taken && !stopped && own !== '') {
+        const now = (await readAnswerChunks(db, requestId, step)).map((c) => c.text).join('');
+        taken = now !== prefix + own;
+      }
       return { taken };
     },
   };
