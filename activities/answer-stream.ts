@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { readAnswerChunks, recordAnswerChunk } from '../db/repositories/deliberation-events';
+import { readAnswerPlace, recordAnswerCallResult, recordAnswerChunk } from '../db/repositories/deliberation-events';
 import { storableText } from '../domain/storable-text';
 import type { Logger } from '../infra/log';
 
@@ -15,37 +15,70 @@ export interface AnswerStream {
  */
 const FLUSH_MS = 50;
 
-export interface AnswerWriter {
+export interface AnswerWriter<R extends object> {
   /** The text earlier attempts of this call stored (a retried call, a cut answer given more room): the engine continues it. */
   readonly prefix: string;
+  /**
+   * This call's result, when an execution of it already returned here (a workflow task run again before its result
+   * was recorded): its pieces are the text. The call is not made again; it returns this.
+   */
+  readonly ended: (R & { text: string }) | undefined;
   /** A piece of the answer, as the engine sent it. */
   onText(delta: string): void;
+  /** Stores what is still held; resolves once every piece received is stored, or the writer has stopped. */
+  flush(): Promise<void>;
   /**
-   * Stores what is still held; resolves once every piece received is stored, or the writer has stopped. `taken`:
-   * another writer of this call (an attempt thought lost, still running) stored a piece at this one's place, so the
-   * pieces stored are not this attempt's text: its result must not stand for them.
+   * Stores what is held, then the call's result after its pieces. `taken`: another writer of this call (an attempt
+   * thought lost, still running) stored a piece at this one's place, so the pieces stored are not this attempt's
+   * text: its result must not stand for them.
    */
-  close(): Promise<{ taken: boolean }>;
+  end(result: R): Promise<{ taken: boolean }>;
 }
 
 /**
- * The answer's pieces as rows (migration 038), in order, each after the ones before it. A piece that cannot be stored
- * (zero retention, a database error) stops the writer: the pieces stored stay one unbroken prefix of the answer, and
- * the stream sends the rest with the answer when the call ends. Another writer at its place stops it too, and
- * `close` says so.
+ * The answer's pieces as rows (migration 038), in order, each after the ones before it, then the call's result
+ * (migration 039). A piece that cannot be stored (zero retention, a database error) stops the writer: the pieces stored
+ * stay one unbroken prefix of the answer, and the stream sends the rest with the answer when the call ends. Another
+ * writer at its place stops it too, and `end` says so. `call` names the call (not the execution): an execution of a
+ * call whose result is stored returns it; any other call at the place goes on after it.
  */
-export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, target: AnswerStream): Promise<AnswerWriter> {
+export async function openAnswerWriter<R extends object>(
+  db: Knex,
+  log: Logger,
+  orgId: string,
+  target: AnswerStream,
+  call: string,
+): Promise<AnswerWriter<R>> {
   const { requestId, step } = target;
-  const stored = await readAnswerChunks(db, requestId, step);
-  let part = stored.length;
+  const rows = await readAnswerPlace(db, requestId, step);
+  const ending = rows.findIndex((r) => r.callResult?.call === call);
+  const endedWith = rows[ending]?.callResult?.result as R | undefined;
+  const textOf = (upTo: number): string =>
+    rows
+      .slice(0, upTo)
+      .filter((r) => r.callResult === null)
+      .map((r) => r.text)
+      .join('');
+  let part = rows.length;
   let held = '';
   let stopped = false;
   let taken = false;
-  /** What this writer stored, after `prefix`. */
-  let own = '';
   let timer: NodeJS.Timeout | undefined;
   let writes = Promise.resolve();
-  const flush = (last: boolean): void => {
+  const write = (record: () => Promise<'stored' | 'unkept' | 'taken'>): void => {
+    writes = writes.then(async () => {
+      if (stopped) return;
+      try {
+        const kept = await record();
+        stopped = kept !== 'stored';
+        taken = kept === 'taken';
+      } catch (err) {
+        stopped = true;
+        log.warn('answer not stored further: its stream sends the rest with the answer', { requestId, step, err });
+      }
+    });
+  };
+  const flushHeld = (last: boolean): void => {
     timer = undefined;
     // A high surrogate waits for its pair: stored alone it would become U+FFFD (domain/storable-text.ts).
     const cut = !last && /[\ud800-\udbff]$/.test(held) ? held.length - 1 : held.length;
@@ -53,36 +86,27 @@ export async function openAnswerWriter(db: Knex, log: Logger, orgId: string, tar
     held = held.slice(cut);
     if (text.length === 0 || stopped) return;
     const at = part++;
-    writes = writes.then(async () => {
-      if (stopped) return;
-      try {
-        const kept = await recordAnswerChunk(db, { orgId, requestId, step, part: at, text: storableText(text) });
-        stopped = kept !== 'stored';
-        taken = kept === 'taken';
-        if (kept === 'stored') own += storableText(text);
-      } catch (err) {
-        stopped = true;
-        log.warn('answer piece not stored: its stream sends the rest with the answer', { requestId, step, part: at, err });
-      }
-    });
+    write(() => recordAnswerChunk(db, { orgId, requestId, step, part: at, text: storableText(text) }));
   };
-  const prefix = stored.map((c) => c.text).join('');
+  const flush = async (): Promise<void> => {
+    clearTimeout(timer);
+    flushHeld(true);
+    await writes;
+  };
   return {
-    prefix,
+    prefix: textOf(rows.length),
+    ended: endedWith && { ...endedWith, text: textOf(ending) },
     onText: (delta) => {
       if (stopped) return;
       held += delta;
-      timer ??= setTimeout(() => flush(false), FLUSH_MS);
+      timer ??= setTimeout(() => flushHeld(false), FLUSH_MS);
     },
-    close: async () => {
-      clearTimeout(timer);
-      flush(true);
+    flush,
+    end: async (result) => {
+      await flush();
+      const at = part++;
+      write(() => recordAnswerCallResult(db, { orgId, requestId, step, part: at, call, result }));
       await writes;
-      // Another execution of this call may have written after this one's pieces: then what is stored is not its text.
-      if (!taken && !stopped && own !== '') {
-        const now = (await readAnswerChunks(db, requestId, step)).map((c) => c.text).join('');
-        taken = now !== prefix + own;
-      }
       return { taken };
     },
   };

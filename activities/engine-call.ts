@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Lane } from '../domain/classifier';
 import type { ChatMessage } from '../domain/messages';
@@ -55,6 +56,18 @@ export interface EngineCallResult {
   overLimit?: boolean;
 }
 
+type CallResultBesideText = Omit<EngineCallResult, 'text'>;
+
+/**
+ * Which call this is, the same for every execution of it: a hedged duplicate (`attempt`) asks for the same answer, a
+ * cut answer's retry with more room (another `maxOutputTokens`) is another call, going on from it.
+ */
+function callName(input: EngineCallInput): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ ...input, attempt: undefined }))
+    .digest('base64url');
+}
+
 const HEARTBEAT_EVERY_MS = 2_000;
 /** Why an attempt's answer was not taken: receipts may show it, so it names no attempt or worker. */
 const ANSWER_PLACE_TAKEN = 'another attempt of this call was writing its answer; tried again from what it wrote';
@@ -104,7 +117,9 @@ export function createEngineCall(deps: Pick<ActivityDeps, 'db' | 'engines' | 'bo
     // Heartbeats let Temporal notice within seconds that a worker died mid-call, instead of at the 200 s timeout (a
     // local activity has none: its workflow task's timeout does that).
     const heartbeat = Context.current().info.isLocal ? undefined : setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
-    const writer = input.stream && (await openAnswerWriter(db, log, input.orgId, input.stream));
+    const writer = input.stream && (await openAnswerWriter<CallResultBesideText>(db, log, input.orgId, input.stream, callName(input)));
+    // This call returned before and its result was not recorded (its workflow task ran again): what it wrote stands.
+    if (writer?.ended) return writer.ended;
     try {
       const r = await engines.call(
         {
@@ -125,13 +140,8 @@ export function createEngineCall(deps: Pick<ActivityDeps, 'db' | 'engines' | 'bo
         },
         credential,
       );
-      // Another attempt's pieces stand where this one's were to go: its text would not be what was streamed. Tried
-      // again, the call continues what is stored.
-      if ((await writer?.close())?.taken)
-        throw ApplicationFailure.create({ message: ANSWER_PLACE_TAKEN, type: 'AnswerPlaceTaken', nextRetryDelay: '1 second' });
-      return {
+      const result: CallResultBesideText = {
         engineId: r.engineId,
-        text: (writer?.prefix ?? '') + r.text,
         finish: r.finish,
         tokensIn: r.tokensIn,
         tokensOut: r.tokensOut,
@@ -143,6 +153,11 @@ export function createEngineCall(deps: Pick<ActivityDeps, 'db' | 'engines' | 'bo
         endedAt: new Date().toISOString(),
         ...(r.overLimit ? { overLimit: true } : {}),
       };
+      // Another attempt's pieces stand where this one's were to go: its text would not be what was streamed. Tried
+      // again, the call continues what is stored.
+      if ((await writer?.end(result))?.taken)
+        throw ApplicationFailure.create({ message: ANSWER_PLACE_TAKEN, type: 'AnswerPlaceTaken', nextRetryDelay: '1 second' });
+      return { ...result, text: (writer?.prefix ?? '') + r.text };
     } catch (err) {
       // A worker stopping past its grace aborts its calls: no verdict on the provider. Handed back as a cancellation,
       // the attempt is retried on another worker (not taken for a permanent failure that moves the seat to its backup).
@@ -163,7 +178,7 @@ export function createEngineCall(deps: Pick<ActivityDeps, 'db' | 'engines' | 'bo
       });
     } finally {
       // Every piece received is stored before the workflow hears of the call: its next step follows them in the stream.
-      await writer?.close();
+      await writer?.flush();
       clearInterval(heartbeat);
       round?.leave();
     }

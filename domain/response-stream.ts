@@ -69,6 +69,8 @@ export function streamPlan(state: StreamState): StreamPlan {
   for (let s = byIndex.get(k); s && s.event.type !== 'ended'; s = byIndex.get(++k)) {
     push({ kind: 'step', event: s.event, recordedAt: s.recordedAt, answerSoFar: streamed.length > 0 ? streamed : null });
     for (const text of pieces.get(k) ?? []) {
+      // A call's result between its pieces and a later call's (migration 039) reads as an empty piece.
+      if (text === '') continue;
       open();
       answer('delta', text);
       streamed += text;

@@ -377,7 +377,7 @@ const CHECKS: readonly Check[] = [
       select q.org_id, q.id as request_id,
              format('%s piece(s) of its answer were streamed (%s characters) that do not begin the answer its receipt records (%s characters)',
                     c.n, length(c.streamed), length(x.outcome->>'answer')) as detail
-        from (select request_id, count(*) as n, string_agg(text, '' order by step, part) as streamed
+        from (select request_id, count(*) filter (where call_result is null) as n, string_agg(text, '' order by step, part) as streamed
                 from answer_chunks group by request_id) c
         join receipts x on x.request_id = c.request_id
         join requests q on q.id = c.request_id

@@ -58,11 +58,47 @@ export async function recordAnswerChunk(
   return row?.stored ? 'stored' : row?.unkept ? 'unkept' : 'taken';
 }
 
-/** A request's answer pieces, in order (of one step: a call's own, to continue them). */
+/**
+ * A request's answer pieces, in order (of one step: a call's own, to continue them). The row after a call's pieces
+ * that holds its result reads as an empty piece: the parts run unbroken through it to the pieces a later call added.
+ */
 export async function readAnswerChunks(db: DbOrTrx, requestId: string, step?: number): Promise<AnswerChunk[]> {
   const query = db('answer_chunks').where({ request_id: requestId });
   if (step !== undefined) query.where({ step });
   return (await query.orderBy(['step', 'part']).select('step', 'part', 'text')) as AnswerChunk[];
+}
+
+/** What is stored at one step of an answer, in part order: pieces, and the results of the calls that wrote them. */
+export type AnswerPlaceRow = { part: number; text: string; callResult: { call: string; result: unknown } | null };
+
+export async function readAnswerPlace(db: DbOrTrx, requestId: string, step: number): Promise<AnswerPlaceRow[]> {
+  const rows = (await db('answer_chunks').where({ request_id: requestId, step }).orderBy('part').select('part', 'text', 'call_result')) as {
+    part: number;
+    text: string;
+    call_result: AnswerPlaceRow['callResult'];
+  }[];
+  return rows.map((r) => ({ part: r.part, text: r.text, callResult: r.call_result }));
+}
+
+/**
+ * Records a call's result after its pieces, at the next part (migration 039), as `recordAnswerChunk` records a piece;
+ * `taken`: another writer's piece holds that place, so the pieces stored are not this call's text.
+ */
+export async function recordAnswerCallResult(
+  db: DbOrTrx,
+  input: { orgId: string; requestId: string; step: number; part: number; call: string; result: unknown },
+): Promise<'stored' | 'unkept' | 'taken'> {
+  const { rows } = await db.raw<{ rows: { stored: boolean; unkept: boolean }[] }>(
+    `with kept as (select not zero_retention(?) as kept),
+     stored as (
+       insert into answer_chunks (request_id, step, part, text, call_result)
+       select ?, ?, ?, '', ?::jsonb from kept where kept
+       on conflict do nothing returning part)
+     select exists (select from stored) as stored, not kept as unkept from kept`,
+    [input.orgId, input.requestId, input.step, input.part, JSON.stringify({ call: input.call, result: input.result })],
+  );
+  const row = rows[0];
+  return row?.stored ? 'stored' : row?.unkept ? 'unkept' : 'taken';
 }
 
 /** Told when a request has stored an event; returns how to stop listening. */

@@ -277,11 +277,12 @@ describe('the answer streams as its engine writes it (issue 53 item 4, sim engin
     await workers.stop();
   });
 
-  /** The request's stored pieces: how many, and how far apart the first and the last were written. */
+  /** The request's stored pieces (not the call's result after them): how many, and how far apart the first and the last were written. */
   async function storedPieces(requestId: string): Promise<{ n: number; spreadMs: number; text: string }> {
     const rows = (await stack()
       .db('answer_chunks')
       .where({ request_id: requestId })
+      .whereNull('call_result')
       .orderBy(['step', 'part'])
       .select('text', 'recorded_at')) as { text: string; recorded_at: Date }[];
     const times = rows.map((r) => r.recorded_at.getTime());

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { openAnswerWriter } from '../../../activities/answer-stream';
+import { openAnswerWriter, type AnswerStream, type AnswerWriter } from '../../../activities/answer-stream';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
 import { createLogger } from '../../../infra/log';
 import { audit } from '../../../operations/audit';
@@ -61,6 +61,12 @@ function script(req: RecordedRequest): Reply {
   return openAiReply({ text: FULL });
 }
 
+const expressMode = (orgId: string): ReturnType<typeof customMode> =>
+  customMode(orgId, 'quorum-express', {
+    tiers: { experience: { seats: ['openai/gpt-4.1-mini'] } },
+    seatMaxOutputTokens: SEAT_MAX,
+  });
+
 describe('the answer as it is written: a retried writer continues what it stored (issue 53 item 4)', function () {
   this.timeout(120_000);
   const openai = withOpenAiLoopback(script);
@@ -71,15 +77,15 @@ describe('the answer as it is written: a retried writer continues what it stored
     );
   });
 
-  const expressMode = (orgId: string): ReturnType<typeof customMode> =>
-    customMode(orgId, 'quorum-express', {
-      tiers: { experience: { seats: ['openai/gpt-4.1-mini'] } },
-      seatMaxOutputTokens: SEAT_MAX,
-    });
-
+  /** The answer's pieces as stored (not the calls' results after them). */
   async function pieces(requestId: string): Promise<string[]> {
     return (
-      (await stack().db('answer_chunks').where({ request_id: requestId }).orderBy(['step', 'part']).select('text')) as { text: string }[]
+      (await stack()
+        .db('answer_chunks')
+        .where({ request_id: requestId })
+        .whereNull('call_result')
+        .orderBy(['step', 'part'])
+        .select('text')) as { text: string }[]
     ).map((r) => r.text);
   }
 
@@ -192,30 +198,79 @@ describe('the answer as it is written: a retried writer continues what it stored
   });
 
   it('a writer whose place another writer of the call took stops there and says so; its pieces are not stored', async () => {
-    const org = await newOrg();
-    // A call's request to write beside: at a step its own answer never took.
-    const { outcome } = await deliberate({ org, mode: await expressMode(org.orgId), tier: 'experience', content: 'Why is the sky blue?' });
-    const { requestId } = outcome;
-    const at = { requestId, step: 99 };
-    const log = createLogger('answer-stream-test', () => undefined);
+    const { requestId, at, log, atStep, org } = await besideACall();
     // Both open before either has stored anything: each believes the answer begins with it.
-    const [first, late] = [await openAnswerWriter(stack().db, log, org.orgId, at), await openAnswerWriter(stack().db, log, org.orgId, at)];
+    const [first, late] = [await writerOf(at, log, org, 'call-a'), await writerOf(at, log, org, 'call-a')];
     first.onText('The first writer ');
-    assert.deepEqual(await first.close(), { taken: false });
+    assert.deepEqual(await first.end(RESULT), { taken: false });
     late.onText('A different text');
-    assert.deepEqual(await late.close(), { taken: true });
-    const atStep = async (): Promise<string> =>
-      ((await stack().db('answer_chunks').where({ request_id: requestId, step: 99 }).orderBy('part').select('text')) as { text: string }[])
-        .map((r) => r.text)
-        .join('');
+    assert.deepEqual(await late.end(RESULT), { taken: true });
     assert.equal(await atStep(), 'The first writer ');
-    const alone = await openAnswerWriter(stack().db, log, org.orgId, at);
-    assert.equal(alone.prefix, 'The first writer ', 'a writer opened later continues what is stored');
-    alone.onText('goes on.');
-    assert.deepEqual(await alone.close(), { taken: false });
+    const other = await writerOf(at, log, org, 'call-b');
+    assert.equal(other.prefix, 'The first writer ', 'another call at the place (more room) goes on from what is stored');
+    assert.equal(other.ended, undefined);
+    other.onText('goes on.');
+    assert.deepEqual(await other.end({ ...RESULT, finish: 'stop' }), { taken: false });
     assert.equal(await atStep(), 'The first writer goes on.');
-    // Written beside the call's answer, these pieces do not begin it: removed, the call is as it ended.
-    await stack().db('answer_chunks').where({ request_id: requestId, step: 99 }).delete();
-    assert.deepEqual(await audit(stack().db, stack().env.client, { orgIds: [org.orgId] }), []);
+    await cleanUp(requestId, org.orgId);
+  });
+
+  it('an execution of a call that already returned gets its result and its text, and stores nothing more', async () => {
+    const { requestId, at, log, atStep, org } = await besideACall();
+    const first = await writerOf(at, log, org, 'call-a');
+    first.onText('Written once.');
+    assert.deepEqual(await first.end(RESULT), { taken: false });
+    // The workflow task ran again before the result was recorded: the same call, executed again.
+    const again = await writerOf(at, log, org, 'call-a');
+    assert.deepEqual(again.ended, { ...RESULT, text: 'Written once.' });
+    // A cut answer's retry with more room went on from it; the first call, executed again after that, still gets its own.
+    const more = await writerOf(at, log, org, 'call-b');
+    more.onText(' And more.');
+    assert.deepEqual(await more.end({ ...RESULT, finish: 'stop' }), { taken: false });
+    assert.deepEqual((await writerOf(at, log, org, 'call-a')).ended, { ...RESULT, text: 'Written once.' });
+    assert.deepEqual((await writerOf(at, log, org, 'call-b')).ended, { ...RESULT, finish: 'stop', text: 'Written once. And more.' });
+    // A writer opened before the first call returned, still writing after: its place is taken by the result.
+    const stale = await openAnswerWriter(stack().db, log, org.orgId, { requestId, step: 98 }, 'call-c');
+    const fresh = await openAnswerWriter(stack().db, log, org.orgId, { requestId, step: 98 }, 'call-c');
+    assert.deepEqual(await fresh.end(RESULT), { taken: false });
+    stale.onText('Late text.');
+    assert.deepEqual(await stale.end(RESULT), { taken: true });
+    assert.equal(await atStep(), 'Written once. And more.');
+    await cleanUp(requestId, org.orgId);
   });
 });
+
+const RESULT = { engineId: 'openai/gpt-4.1', finish: 'length', tokensOut: 3 };
+
+/** A call's request to write beside, at a step its own answer never took. */
+async function besideACall(): Promise<{
+  org: Awaited<ReturnType<typeof newOrg>>;
+  requestId: string;
+  at: { requestId: string; step: number };
+  log: ReturnType<typeof createLogger>;
+  atStep: () => Promise<string>;
+}> {
+  const org = await newOrg();
+  const { outcome } = await deliberate({ org, mode: await expressMode(org.orgId), tier: 'experience', content: 'Why is the sky blue?' });
+  const { requestId } = outcome;
+  const atStep = async (): Promise<string> =>
+    ((await stack().db('answer_chunks').where({ request_id: requestId, step: 99 }).orderBy('part').select('text')) as { text: string }[])
+      .map((r) => r.text)
+      .join('');
+  return { org, requestId, at: { requestId, step: 99 }, log: createLogger('answer-stream-test', () => undefined), atStep };
+}
+
+function writerOf(
+  at: AnswerStream,
+  log: ReturnType<typeof createLogger>,
+  org: { orgId: string },
+  call: string,
+): Promise<AnswerWriter<typeof RESULT>> {
+  return openAnswerWriter<typeof RESULT>(stack().db, log, org.orgId, at, call);
+}
+
+/** Written beside the call's answer, these pieces do not begin it: removed, the call is as it ended. */
+async function cleanUp(requestId: string, orgId: string): Promise<void> {
+  await stack().db('answer_chunks').where({ request_id: requestId }).where('step', '>=', 98).delete();
+  assert.deepEqual(await audit(stack().db, stack().env.client, { orgIds: [orgId] }), []);
+}

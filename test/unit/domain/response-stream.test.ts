@@ -175,6 +175,13 @@ describe('a response stream sends the answer as its engine writes it (issue 53 i
     assert.deepEqual(texts(p).slice(5), ['item_added:', 'part_added:', `delta:${pieces[0]}`]);
   });
 
+  it("a call's result between its pieces and a later call's (an empty piece) sends nothing and does not stop the pieces after it", () => {
+    const cut = chunks(1);
+    const after = [...cut, { step: 2, part: 1, text: '' }, { step: 2, part: 2, text: pieces[1] }];
+    const p = streamPlan({ stored: stored(steps), chunks: after, ended: null, giveUp: false });
+    assert.deepEqual(texts(p).slice(5), ['item_added:', 'part_added:', `delta:${pieces[0]}`, `delta:${pieces[1]}`]);
+  });
+
   it('pieces that do not begin the answer (a writer lost for good mid-answer) are not followed by more: the answer comes in full in its done events', () => {
     const all = [...steps, { type: 'ended' } as DeliberationEvent];
     const other = 'A different answer written by the seat.';
