@@ -31,7 +31,15 @@ import { stack, startStack, stopStack } from '../test/harness/stack';
 import { stackProcessEnv } from '../test/harness/worker';
 import { criticalPathMs, drive as driveCalls, overheadParts, statusCounts, type Call, type OverheadParts } from './drive';
 import { runFloor, type FloorResult } from './floor';
-import { runShapeFloor, shapeFloorText, SLOW_ENGINE_MS, type ShapeFloorResult, type ShapePhase } from './shape-floor';
+import {
+  shapeFloorText,
+  SLOW_ENGINE_MS,
+  startShapeStack,
+  type ShapeFloorResult,
+  type ShapePhase,
+  type ShapePhaseSpec,
+  type ShapeStack,
+} from './shape-floor';
 import { measureGateway, type GatewayResult } from './gateway';
 import {
   peerTable,
@@ -67,8 +75,9 @@ import { toolEnv } from '../stack/tool-env';
  *   'memory'); BENCH_LOAD_CPU_PROF=<dir> has the dev target's API and worker (the bench forks those itself)
  *   write V8 CPU profiles there when they stop (open them in Chrome DevTools), to see where their CPU goes.
  * Beside Quorum, in the same run (issue 31): a plain gateway, LiteLLM's proxy (bench/gateway.ts), in front of the same
- * loopback engine, one call at a time and 16 concurrent, before any target starts; Temporal's floor (bench/floor.ts)
- * and then Quorum's workflow shapes with none of its code (bench/shape-floor.ts) after everything stopped. Then each
+ * loopback engine, one call at a time and 16 concurrent, before any target starts; Quorum's workflow shapes with none
+ * of its code (bench/shape-floor.ts), each right after the dev target's phase it is held to, so that drift in the
+ * machine's speed moves both; Temporal's floor (bench/floor.ts) after everything stopped. Then each
  * target's table of issue 55's targets (bench/peer-table.ts): Quorum over the shape (express overhead p50 alone, CPU a
  * call alone and calls/s at 16; a panel's CPU and panels/s at 16 with instant engines, its overhead p99 at 16 with
  * 500 ms engines), with the floor's and LiteLLM's figures beside it as context; the memory phase's peak and the
@@ -649,6 +658,7 @@ async function measure(
   target: StackTarget,
   engine: EngineState,
   loopback: { requests: RecordedRequest[] },
+  beside?: (spec: PhaseSpec) => Promise<void>,
 ): Promise<TargetResult> {
   const loadAtStart = os.loadavg();
   const { db, groups } = target;
@@ -841,6 +851,7 @@ async function measure(
     console.error(
       `  ${name}: ${r.target} ${r.engineMs} ms engine, ${r.concurrency} concurrent: done (${r.completed} calls, ${r.seconds} s)`,
     );
+    await beside?.(spec);
   }
 
   // Workflow tasks and history events per call: what each call costs Temporal.
@@ -887,6 +898,48 @@ async function measure(
   };
 }
 
+/**
+ * The shape each of issue 55's phases is held to (bench/peer-table.ts), run right after it: the express shape one at a
+ * time and at 16, the panel shape at 16 with instant and with slow engines. A shape's call that fails ends its phases
+ * there (the run goes on, and says so).
+ */
+async function besideShapes(): Promise<{ beside: (spec: PhaseSpec) => Promise<void>; stop: () => Promise<ShapeFloorResult> }> {
+  const n = Math.max(20, Math.round(FLOOR_N * SCALE));
+  const result: ShapeFloorResult = { command: 'npm run bench:load (each shape right after its Quorum phase)', phases: [] };
+  const shapeOf = (spec: PhaseSpec): ShapePhaseSpec | undefined => {
+    const { target, engineMs, concurrency } = spec;
+    if (target === 'express' && engineMs === 0 && concurrency === 1) return { shape: 'expressShape', calls: n, concurrency, engineMs };
+    if (target === 'express' && engineMs === 0 && concurrency === 16) return { shape: 'expressShape', calls: 2 * n, concurrency, engineMs };
+    if (target === 'panel' && engineMs === 0 && concurrency === 16) return { shape: 'panelShape', calls: 2 * n, concurrency, engineMs };
+    // About 2.5 s a panel: n of them (48 s at 300) are enough for a p99.
+    if (target === 'panel' && engineMs === SLOW_ENGINE_MS && concurrency === 16)
+      return { shape: 'panelShape', calls: n, concurrency, engineMs };
+    return undefined;
+  };
+  let stack: ShapeStack | undefined;
+  try {
+    stack = await startShapeStack();
+  } catch (err) {
+    result.error = err instanceof Error ? err.message : String(err);
+  }
+  return {
+    beside: async (spec) => {
+      const shape = shapeOf(spec);
+      if (!shape || !stack || result.error) return;
+      console.error(`  shape: ${shape.shape} ${shape.engineMs} ms engine, ${shape.concurrency} concurrent`);
+      try {
+        result.phases.push(await stack.phase(shape));
+      } catch (err) {
+        result.error = err instanceof Error ? err.message : String(err);
+      }
+    },
+    stop: async () => {
+      await stack?.stop();
+      return result;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const loadAtStart = os.loadavg();
   const started = new Date();
@@ -898,29 +951,34 @@ async function main(): Promise<void> {
   const results: TargetResult[] = [];
   let gateway: GatewayResult | { error: string } | null = null;
   let floor: FloorResult | null = null;
+  let shape: ShapeFloorResult | null;
   try {
     // The gateway before any Quorum stack starts, so nothing else competes for the cores.
     if (PEERS) gateway = await measurePeerGateway(engine, loopback.baseUrl);
-    for (const name of TARGETS) {
-      const workers = STACKS[name].clusterWorkers;
-      console.error(`${STACKS[name].label}: starting`);
-      const target = workers === undefined ? await startDevTarget(engineEnv) : await startClusterTarget(workers, engineEnv);
-      try {
-        results.push(await measure(name, target, engine, loopback));
-      } finally {
-        await target.stop();
+    // The shapes on their own stack, kept up through the run: each runs right after the dev target's phase it stands
+    // beside, so a machine whose speed drifts over the run (10-25% here, and more) moves both alike.
+    const shapes = PEERS && TARGETS.includes('dev') ? await besideShapes() : undefined;
+    try {
+      for (const name of TARGETS) {
+        const workers = STACKS[name].clusterWorkers;
+        console.error(`${STACKS[name].label}: starting`);
+        const target = workers === undefined ? await startDevTarget(engineEnv) : await startClusterTarget(workers, engineEnv);
+        try {
+          results.push(await measure(name, target, engine, loopback, name === 'dev' ? shapes?.beside : undefined));
+        } finally {
+          await target.stop();
+        }
       }
+    } finally {
+      shape = (await shapes?.stop()) ?? null;
     }
   } finally {
     await loopback.close();
   }
   // The floor last, with everything else stopped: it starts a dev server, an engine and a worker of its own.
-  let shape: ShapeFloorResult | null = null;
   if (PEERS) {
     console.error('Temporal floor: running');
     floor = await runFloor(Math.max(20, Math.round(FLOOR_N * SCALE)), resolveTemporalBinary(toolEnv(loadConfig(), process.env)));
-    console.error("Temporal's floor in Quorum's shapes: running");
-    shape = await runShapeFloor(Math.max(20, Math.round(FLOOR_N * SCALE)));
   }
 
   for (const result of results) printTable(result);
@@ -944,7 +1002,7 @@ async function main(): Promise<void> {
         "cpuMsPerCall sums utime+stime over each process tree: api, worker (every worker), temporal (the dev server, or the cluster's Temporal server), temporalPg (the cluster's Postgres for Temporal with its backends; the dev server keeps SQLite in its own process), postgres (Quorum's, with its backends); stack = their sum; bench = autocannon + the loopback engine",
         'the cluster targets run 1 API each, so they differ only in their worker count; on 2 shared cores a second worker cannot give linear gains (the Temporal server, both Postgres and the API share the same cores)',
         'pg transactions from pg_stat_database (each backend reports at most once a second, so a phase edge can shift a few); Temporal persistence requests from the server Prometheus counters persistence_requests and visibility_persistence_requests, summed over services',
-        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). shape: bench/shape-floor.ts, the floor's workflow and ones in the shape of Quorum's express deliberation (three local activities, two patches, three upserts, a memo; no Quorum code) and of a panel (eleven local activities) on a dev server with npm start's settings, run after the floor; its panels at 16 with 500 ms engines have their overhead as Quorum's (latency less the engines' critical path). peerTables: issue 55's targets, Quorum / the shape (express one at a time and at 16; the panel at 16 with instant and 500 ms engines), the floor's and LiteLLM's figures beside it, 400 MB and 5 ms absolute, a cluster target's CPU / the dev target's, all from this run",
+        "gateway: LiteLLM's proxy in front of the same loopback engine, run before the Quorum targets start; its cpuMsPerCall is its whole process tree. floor: ../shared/tools/temporal-floor/floor.mjs with FLOOR_PRAGMAS=1, run after everything else stopped; its latency stands for its overhead (its engine answers at once). shape: bench/shape-floor.ts, the floor's workflow and ones in the shape of Quorum's express deliberation (three local activities, two patches, three upserts, a memo; no Quorum code) and of a panel (eleven local activities) on a dev server with npm start's settings kept up through the run, each shape's phase run right after the dev target's phase it is held to (each side's stack idle while the other's phase runs); its panels at 16 with 500 ms engines have their overhead as Quorum's (latency less the engines' critical path). peerTables: issue 55's targets, Quorum / the shape (express one at a time and at 16; the panel at 16 with instant and 500 ms engines), the floor's and LiteLLM's figures beside it, 400 MB and 5 ms absolute, a cluster target's CPU / the dev target's, all from this run",
       ],
       targets: results,
       gateway,

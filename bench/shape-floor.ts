@@ -32,9 +32,11 @@ import { summary } from './stats';
  * the panel shape at 16 with instant and with 500 ms engines. A phase's overhead is bench/load.ts's: latency less the
  * engines' critical path of the call (drive.ts `criticalPathMs` over each engine call's [sent, sent + its delay]), so
  * with instant engines it is the latency.
- * `node --import tsx bench/shape-floor.ts` (BENCH_SHAPE_N: calls a phase, default 300).
+ * `node --import tsx bench/shape-floor.ts` (BENCH_SHAPE_N: calls a phase, default 300; BENCH_SHAPE_ONLY below).
  */
 const N = Number(process.env.BENCH_SHAPE_N ?? 300);
+/** BENCH_SHAPE_ONLY='expressShape@1,panelShape@16': only the phases so named (a profile of one shape's calls). */
+const ONLY = process.env.BENCH_SHAPE_ONLY?.split(',').map((name) => name.trim());
 const TASK_QUEUE = 'shape-floor';
 type Shape = 'oneStep' | 'expressShape' | 'panelShape';
 /** The slow engines of bench/load.ts's phases and of the panel shape's last phase: issue 55 holds the one to the other. */
@@ -130,12 +132,7 @@ export interface ShapePhase {
   cpuMsPerCall: { process: number; temporal: number; total: number };
 }
 
-async function phase(
-  client: Client,
-  serverPid: number,
-  engine: EngineState,
-  spec: { shape: Shape; calls: number; concurrency: number; engineMs: number },
-): Promise<ShapePhase> {
+async function phase(client: Client, serverPid: number, engine: EngineState, spec: ShapePhaseSpec): Promise<ShapePhase> {
   const { shape, calls, concurrency, engineMs } = spec;
   const latencies: number[] = [];
   const overheads: number[] = [];
@@ -209,9 +206,16 @@ export interface ShapeFloorResult {
   error?: string;
 }
 
-/** Both shapes on a dev server of their own (`npm start`'s settings), the client and the worker in this process. Never throws. */
-export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
-  const command = `BENCH_SHAPE_N=${calls} node --import tsx bench/shape-floor.ts`;
+export type ShapePhaseSpec = { shape: Shape; calls: number; concurrency: number; engineMs: number };
+
+/** The shapes' dev server (`npm start`'s settings), engine and worker, kept up to run phases on. */
+export interface ShapeStack {
+  phase(spec: ShapePhaseSpec): Promise<ShapePhase>;
+  stop(): Promise<void>;
+}
+
+/** The shapes' own dev server, engine and worker, the client and the worker in this process. */
+export async function startShapeStack(): Promise<ShapeStack> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shape-floor-'));
   const [port, uiPort, enginePort] = [await freePort(), await freePort(), await freePort()];
   const server = spawnDevServer({
@@ -224,7 +228,12 @@ export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
   const engineServer = startEngine(enginePort);
   const engine: EngineState = { engineMs: 0, served: new Map() };
   const acts = activities(enginePort, engine);
-  const phases: ShapePhase[] = [];
+  const cleanUp = (): void => {
+    acts.close();
+    engineServer.stop();
+    server.kill('SIGTERM');
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
   try {
     await waitForTemporal(`127.0.0.1:${port}`, 'default');
     const connection = await NativeConnection.connect({ address: `127.0.0.1:${port}` });
@@ -235,29 +244,44 @@ export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
       activities: { callEngine: acts.callEngine, hold: acts.hold, settle: acts.settle },
     });
     const running = worker.run();
+    // Eager start needs the client on the worker's own connection (the server hands the task to a worker on it).
+    const client = new Client({ connection });
+    return {
+      phase: (spec) => phase(client, server.pid ?? 0, engine, spec),
+      stop: async () => {
+        worker.shutdown();
+        await running;
+        await connection.close();
+        cleanUp();
+      },
+    };
+  } catch (err) {
+    cleanUp();
+    throw err;
+  }
+}
+
+/** Every shape's phases on a stack of their own, one after the other. Never throws. */
+export async function runShapeFloor(calls: number): Promise<ShapeFloorResult> {
+  const command = `BENCH_SHAPE_N=${calls} node --import tsx bench/shape-floor.ts`;
+  const phases: ShapePhase[] = [];
+  try {
+    const stack = await startShapeStack();
     try {
-      // Eager start needs the client on the worker's own connection (the server hands the task to a worker on it).
-      const client = new Client({ connection });
       const run = async (shape: Shape, n: number, concurrency: number, engineMs = 0): Promise<void> => {
-        phases.push(await phase(client, server.pid ?? 0, engine, { shape, calls: n, concurrency, engineMs }));
+        if (ONLY && !ONLY.includes(`${shape}@${concurrency}`)) return;
+        phases.push(await stack.phase({ shape, calls: n, concurrency, engineMs }));
       };
       for (const shape of ['oneStep', 'expressShape', 'oneStep', 'expressShape'] as const) await run(shape, calls, 1);
       for (const shape of ['oneStep', 'expressShape', 'panelShape'] as const) await run(shape, 2 * calls, 16);
       // About 2.5 s a panel: `calls` of them (48 s at 300) are enough for a p99.
       await run('panelShape', calls, 16, SLOW_ENGINE_MS);
     } finally {
-      worker.shutdown();
-      await running;
-      await connection.close();
+      await stack.stop();
     }
     return { command, phases };
   } catch (err) {
     return { command, phases, error: err instanceof Error ? err.message : String(err) };
-  } finally {
-    acts.close();
-    engineServer.stop();
-    server.kill('SIGTERM');
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
