@@ -118,9 +118,9 @@ export function createEngineCall(deps: Pick<ActivityDeps, 'db' | 'engines' | 'bo
     // local activity has none: its workflow task's timeout does that).
     const heartbeat = Context.current().info.isLocal ? undefined : setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
     const writer = input.stream && (await openAnswerWriter<CallResultBesideText>(db, log, input.orgId, input.stream, callName(input)));
-    // This call returned before and its result was not recorded (its workflow task ran again): what it wrote stands.
-    if (writer?.ended) return writer.ended;
     try {
+      // This call returned before and its result was not recorded (its workflow task ran again): what it wrote stands.
+      if (writer?.ended) return writer.ended;
       const r = await engines.call(
         {
           engineId: input.engineId,

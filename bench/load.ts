@@ -903,7 +903,7 @@ async function measure(
  * time and at 16, the panel shape at 16 with instant and with slow engines. A shape's call that fails ends its phases
  * there (the run goes on, and says so).
  */
-async function besideShapes(): Promise<{ beside: (spec: PhaseSpec) => Promise<void>; stop: () => Promise<ShapeFloorResult> }> {
+function besideShapes(): { beside: (spec: PhaseSpec) => Promise<void>; stop: () => Promise<ShapeFloorResult> } {
   const n = Math.max(20, Math.round(FLOOR_N * SCALE));
   const result: ShapeFloorResult = { command: 'npm run bench:load (each shape right after its Quorum phase)', phases: [] };
   const shapeOf = (spec: PhaseSpec): ShapePhaseSpec | undefined => {
@@ -916,18 +916,15 @@ async function besideShapes(): Promise<{ beside: (spec: PhaseSpec) => Promise<vo
       return { shape: 'panelShape', calls: n, concurrency, engineMs };
     return undefined;
   };
+  // Started at its first phase: the dev target's stack installs the process's Temporal runtime first.
   let stack: ShapeStack | undefined;
-  try {
-    stack = await startShapeStack();
-  } catch (err) {
-    result.error = err instanceof Error ? err.message : String(err);
-  }
   return {
     beside: async (spec) => {
       const shape = shapeOf(spec);
-      if (!shape || !stack || result.error) return;
+      if (!shape || result.error) return;
       console.error(`  shape: ${shape.shape} ${shape.engineMs} ms engine, ${shape.concurrency} concurrent`);
       try {
+        stack ??= await startShapeStack();
         result.phases.push(await stack.phase(shape));
       } catch (err) {
         result.error = err instanceof Error ? err.message : String(err);
@@ -957,7 +954,7 @@ async function main(): Promise<void> {
     if (PEERS) gateway = await measurePeerGateway(engine, loopback.baseUrl);
     // The shapes on their own stack, kept up through the run: each runs right after the dev target's phase it stands
     // beside, so a machine whose speed drifts over the run (10-25% here, and more) moves both alike.
-    const shapes = PEERS && TARGETS.includes('dev') ? await besideShapes() : undefined;
+    const shapes = PEERS && TARGETS.includes('dev') ? besideShapes() : undefined;
     try {
       for (const name of TARGETS) {
         const workers = STACKS[name].clusterWorkers;
@@ -1348,16 +1345,8 @@ function printPeers(
 
 /** The shapes' own phases (bench/shape-floor.ts), and the express shape over the floor's workflow on the same server. */
 function printShape(shape: ShapeFloorResult): void {
-  console.log(
-    `\nTemporal's floor in Quorum's shapes (${shape.command}), alternated one at a time, then 16 concurrent, then panels with 500 ms engines:`,
-  );
+  console.log(`\nQuorum's workflow shapes with none of its code, each right after the phase of Quorum's it is held to:`);
   for (const line of shapeFloorText(shape)) console.log(line);
-  const last = (name: string): ShapePhase | undefined => shape.phases.filter((p) => p.shape === name && p.concurrency === 1).at(-1);
-  const [one, express] = [last('oneStep'), last('expressShape')];
-  if (!one || !express) return;
-  console.log(
-    `  the shape over the floor's workflow: CPU ${(express.cpuMsPerCall.total / one.cpuMsPerCall.total).toFixed(2)}x, p50 ${(express.p50Ms / one.p50Ms).toFixed(2)}x`,
-  );
 }
 
 main().catch(async (err: unknown) => {

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { openAnswerWriter, type AnswerStream, type AnswerWriter } from '../../../activities/answer-stream';
+import { createEngineCall, type EngineCallInput, type EngineCallResult } from '../../../activities/engine-call';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../../../domain/prompts';
 import { createLogger } from '../../../infra/log';
 import { audit } from '../../../operations/audit';
 import { stack } from '../../harness/stack';
-import { openAiError, openAiReply, textPieces, type RecordedRequest, type Reply } from '../../fixtures/providers';
+import { OPENAI_TEST_KEY, openAiError, openAiReply, textPieces, type RecordedRequest, type Reply } from '../../fixtures/providers';
+import { entrySettingsOf } from '../../harness/settings';
 import { customMode, deliberate, newOrg, withOpenAiLoopback } from './helpers';
 
 /**
@@ -236,6 +239,33 @@ describe('the answer as it is written: a retried writer continues what it stored
     stale.onText('Late text.');
     assert.deepEqual(await stale.end(RESULT), { taken: true });
     assert.equal(await atStep(), 'Written once. And more.');
+    await cleanUp(requestId, org.orgId);
+  });
+
+  it('an engine call executed again after it returned, its result not recorded, returns that result and asks no engine', async () => {
+    const { requestId, at, log, atStep, org } = await besideACall();
+    const engineCall = createEngineCall({
+      db: stack().db,
+      log,
+      ...entrySettingsOf({ QUORUM_OPENAI_API_KEY: OPENAI_TEST_KEY, QUORUM_OPENAI_BASE_URL: openai().baseUrl }, log),
+    });
+    const input: EngineCallInput = {
+      orgId: org.orgId,
+      engineId: 'openai/gpt-4.1-mini',
+      ownKey: false,
+      messages: [{ role: 'user', content: 'Why is the sky blue? [[executed-again]]' }],
+      maxOutputTokens: SEAT_MAX,
+      stream: at,
+    };
+    const asked = (): number => openai().requests.filter((r) => r.bodyText.includes('[[executed-again]]')).length;
+    // Each execution in an activity context of its own, as a workflow task run again gives it.
+    const execute = (): Promise<EngineCallResult> =>
+      new MockActivityEnvironment().run<[EngineCallInput], EngineCallResult, typeof engineCall>(engineCall, input);
+    const first = await execute();
+    assert.equal(first.text, FULL);
+    assert.deepEqual(await execute(), first);
+    assert.equal(asked(), 1, 'the engine was asked once');
+    assert.equal(await atStep(), FULL);
     await cleanUp(requestId, org.orgId);
   });
 });
