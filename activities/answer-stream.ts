@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { readAnswerPlace, recordAnswerCallResult, recordAnswerChunk } from '../db/repositories/deliberation-events';
+import { readAnswerPlace, recordAnswerRow } from '../db/repositories/deliberation-events';
 import { storableText } from '../domain/storable-text';
 import type { Logger } from '../infra/log';
 
@@ -86,7 +86,7 @@ export async function openAnswerWriter<R extends object>(
     held = held.slice(cut);
     if (text.length === 0 || stopped) return;
     const at = part++;
-    write(() => recordAnswerChunk(db, { orgId, requestId, step, part: at, text: storableText(text) }));
+    write(() => recordAnswerRow(db, { orgId, requestId, step, part: at, text: storableText(text) }));
   };
   const flush = async (): Promise<void> => {
     clearTimeout(timer);
@@ -105,7 +105,7 @@ export async function openAnswerWriter<R extends object>(
     end: async (result) => {
       await flush();
       const at = part++;
-      write(() => recordAnswerCallResult(db, { orgId, requestId, step, part: at, call, result }));
+      write(() => recordAnswerRow(db, { orgId, requestId, step, part: at, text: '', callResult: { call, result } }));
       await writes;
       return { taken };
     },

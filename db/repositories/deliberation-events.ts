@@ -37,22 +37,23 @@ export async function readDeliberationEvents(db: DbOrTrx, requestId: string): Pr
 }
 
 /**
- * Stores one piece of the answer and tells the listening API processes, in one statement. `unkept`: the organisation
+ * Stores one row of the answer at its place and tells the listening API processes, in one statement: a piece, or the
+ * result of the call whose pieces it follows (migration 039: `callResult`, its text empty). `unkept`: the organisation
  * keeps no texts (zero retention); `taken`: another writer holds its place (a call thought lost, still writing).
  */
-export async function recordAnswerChunk(
+export async function recordAnswerRow(
   db: DbOrTrx,
-  input: { orgId: string; requestId: string; step: number; part: number; text: string },
+  input: { orgId: string; requestId: string; step: number; part: number; text: string; callResult?: AnswerCallResult },
 ): Promise<'stored' | 'unkept' | 'taken'> {
   const { rows } = await db.raw<{ rows: { stored: boolean; unkept: boolean }[] }>(
     `with kept as (select not zero_retention(?) as kept),
      stored as (
-       insert into answer_chunks (request_id, step, part, text)
-       select ?, ?, ?, ? from kept where kept
+       insert into answer_chunks (request_id, step, part, text, call_result)
+       select ?, ?, ?, ?, ?::jsonb from kept where kept
        on conflict do nothing returning request_id),
      told as (select pg_notify(?, request_id) from stored)
      select exists (select from told) as stored, not kept as unkept from kept`,
-    [input.orgId, input.requestId, input.step, input.part, input.text, CHANNEL],
+    [input.orgId, input.requestId, input.step, input.part, input.text, input.callResult ? JSON.stringify(input.callResult) : null, CHANNEL],
   );
   const row = rows[0];
   return row?.stored ? 'stored' : row?.unkept ? 'unkept' : 'taken';
@@ -68,8 +69,11 @@ export async function readAnswerChunks(db: DbOrTrx, requestId: string, step?: nu
   return (await query.orderBy(['step', 'part']).select('step', 'part', 'text')) as AnswerChunk[];
 }
 
+/** Which call wrote the pieces before it (not which execution), and what it returned (its text aside). */
+export type AnswerCallResult = { call: string; result: unknown };
+
 /** What is stored at one step of an answer, in part order: pieces, and the results of the calls that wrote them. */
-export type AnswerPlaceRow = { part: number; text: string; callResult: { call: string; result: unknown } | null };
+export type AnswerPlaceRow = { part: number; text: string; callResult: AnswerCallResult | null };
 
 export async function readAnswerPlace(db: DbOrTrx, requestId: string, step: number): Promise<AnswerPlaceRow[]> {
   const rows = (await db('answer_chunks').where({ request_id: requestId, step }).orderBy('part').select('part', 'text', 'call_result')) as {
@@ -78,27 +82,6 @@ export async function readAnswerPlace(db: DbOrTrx, requestId: string, step: numb
     call_result: AnswerPlaceRow['callResult'];
   }[];
   return rows.map((r) => ({ part: r.part, text: r.text, callResult: r.call_result }));
-}
-
-/**
- * Records a call's result after its pieces, at the next part (migration 039), as `recordAnswerChunk` records a piece;
- * `taken`: another writer's piece holds that place, so the pieces stored are not this call's text.
- */
-export async function recordAnswerCallResult(
-  db: DbOrTrx,
-  input: { orgId: string; requestId: string; step: number; part: number; call: string; result: unknown },
-): Promise<'stored' | 'unkept' | 'taken'> {
-  const { rows } = await db.raw<{ rows: { stored: boolean; unkept: boolean }[] }>(
-    `with kept as (select not zero_retention(?) as kept),
-     stored as (
-       insert into answer_chunks (request_id, step, part, text, call_result)
-       select ?, ?, ?, '', ?::jsonb from kept where kept
-       on conflict do nothing returning part)
-     select exists (select from stored) as stored, not kept as unkept from kept`,
-    [input.orgId, input.requestId, input.step, input.part, JSON.stringify({ call: input.call, result: input.result })],
-  );
-  const row = rows[0];
-  return row?.stored ? 'stored' : row?.unkept ? 'unkept' : 'taken';
 }
 
 /** Told when a request has stored an event; returns how to stop listening. */
