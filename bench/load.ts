@@ -17,7 +17,7 @@ import { SYSTEM_MODES, type ModeConfig } from '../domain/modes';
 import { JUDGE_TAG, SYNTHESIS_TAG } from '../domain/prompts';
 import { workflowIds } from '../domain/workflow-ids';
 import { repoRoot } from '../infra/paths';
-import { PROCESS_ENV_DEFAULTS, PROCESS_V8_FLAGS } from '../infra/entry-point';
+import { PROCESS_ENV_DEFAULTS, PROCESS_NODE_FLAGS } from '../infra/entry-point';
 import { freePort } from '../infra/free-port';
 import { readStackFile } from '../infra/stack-file';
 import { resolveTemporalBinary } from '../stack/temporal-binary';
@@ -87,7 +87,7 @@ import { toolEnv } from '../stack/tool-env';
  * The memory phase (issue 42 item 4) prints what one deliberation in flight costs, (peak − idle) / in flight, and
  * where: the dev target's API and worker start with bench/heap-probe.cjs preloaded, so each of their V8 isolates (the
  * main thread's and the SDK's workflow threads') reports its heap, and the rest of their anonymous memory is native.
- * They start with the product's V8 flags (PROCESS_V8_FLAGS); BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=8' starts
+ * They start with the product's Node flags (PROCESS_NODE_FLAGS); BENCH_LOAD_NODE_OPTIONS='--max-semi-space-size=8' starts
  * them (and only them) with those instead, '' with none: a lever's run.
  * BENCH_LOAD_ENGINE_SPREAD=0.2 spreads each engine reply's delay evenly over ±20% of the phase's (delayFor).
  * BENCH_LOAD_TEMPORAL_PG='synchronous_commit=off,…' sets those on a cluster target's Postgres for Temporal (ALTER SYSTEM,
@@ -191,10 +191,10 @@ const heapProbeArgs: readonly string[] = ['--require', path.join(repoRoot, 'benc
  */
 function forkProduct(module: string, env: NodeJS.ProcessEnv): { child: ChildProcess; ready: Promise<void> } {
   const child = fork(path.join(repoRoot, 'dist', `${module}.js`), [], {
-    // The product's own V8 flags, unless BENCH_LOAD_NODE_OPTIONS gives others ('' for none): flags on the command line
+    // The product's own Node flags, unless BENCH_LOAD_NODE_OPTIONS gives others ('' for none): flags on the command line
     // win over NODE_OPTIONS. Those options reach the product's processes alone (in NODE_OPTIONS a heap cap would reach
     // the build's tsc too).
-    execArgv: [...(NODE_OPTIONS === undefined ? PROCESS_V8_FLAGS : []), ...profileArgs, ...heapProbeArgs],
+    execArgv: [...(NODE_OPTIONS === undefined ? PROCESS_NODE_FLAGS : []), ...profileArgs, ...heapProbeArgs],
     env: { ...PROCESS_ENV_DEFAULTS, ...env, ...(NODE_OPTIONS ? { NODE_OPTIONS } : {}) },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     detached: true,
@@ -737,6 +737,7 @@ async function measure(
     // Scraped last before the phase: the event-loop lag histogram restarts at each scrape.
     const metricsBefore = await target.workerMetrics();
     const before = sampleCpu(groups);
+    console.error(`  ${spec.target} ${spec.engineMs} ms engine, ${spec.concurrency} concurrent: running`);
     const t0 = performance.now();
     const result = await drive(spec, (s) => samples.push(s));
     const seconds = (performance.now() - t0) / 1000;

