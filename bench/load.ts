@@ -51,7 +51,7 @@ import {
   type QuorumFigures,
 } from './peer-table';
 import { cpuDelta, findProcesses, sampleCpu, treeRss, type CpuSample } from './procs';
-import { perCallKb, readMemorySplit, splitText, type MemorySplit } from './memory-split';
+import { perCallKb, readMemorySplit, splitText, whileProbing, type MemorySplit } from './memory-split';
 import { machine, round, writeResults } from './results';
 import { summary } from './stats';
 import { waitFigures, waitsText, type WaitFigures } from './waits';
@@ -819,7 +819,7 @@ async function measure(
   const idle = { apiBytes: residentOf('api'), workerBytes: residentOf('worker') };
   const productPids = [...groups.api, ...groups.worker];
   const probeDir = target.heapProbeDir;
-  const idleSplit = probeDir === null ? null : readMemorySplit(productPids, probeDir);
+  const idleSplit = probeDir === null ? null : await whileProbing(probeDir, async () => readMemorySplit(productPids, probeDir));
   // After the warm-up's own trailing work (the last workflows' closing tasks, a collection) has settled.
   await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS / 2));
   const idleBefore = sampleCpu(groups);
@@ -874,7 +874,9 @@ async function measure(
       peak = { apiBytes: a, workerBytes: w, sumBytes: a + w };
       peakSplit = probeDir === null ? null : readMemorySplit(productPids, probeDir);
     }, 200);
-    const inFlight = await runPhase({ target: 'panel', engineMs: SLOW_ENGINE_MS, concurrency: IN_FLIGHT, calls: IN_FLIGHT });
+    const inPhase = (): Promise<PhaseResult> =>
+      runPhase({ target: 'panel', engineMs: SLOW_ENGINE_MS, concurrency: IN_FLIGHT, calls: IN_FLIGHT });
+    const inFlight = await (probeDir === null ? inPhase() : whileProbing(probeDir, inPhase));
     clearInterval(sampler);
     const mb = (b: number): number => round(b / 2 ** 20, 0);
     return {

@@ -61,6 +61,24 @@ function heapOf(list: readonly Probe[]): HeapFigures {
   };
 }
 
+/** How often a probe writes its figures while on (bench/heap-probe.cjs). */
+const PROBE_TICK_MS = 200;
+
+/**
+ * Runs `fn` with the probes on (bench/heap-probe.cjs writes only while `<probeDir>/on` exists, so that the other
+ * phases do not pay for it), after two ticks, so that every isolate's file is fresh when `fn` reads it.
+ */
+export async function whileProbing<T>(probeDir: string, fn: () => Promise<T>): Promise<T> {
+  const on = path.join(probeDir, 'on');
+  fs.writeFileSync(on, '');
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 2 * PROBE_TICK_MS));
+    return await fn();
+  } finally {
+    fs.rmSync(on, { force: true });
+  }
+}
+
 export function readMemorySplit(pids: readonly number[], probeDir: string): MemorySplit {
   const kb = pids.map(statusKb);
   const total = (field: string): number => kb.reduce((n, s) => n + (s[field] ?? 0), 0) * 1024;
