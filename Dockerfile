@@ -14,7 +14,8 @@ WORKDIR /app
 ENV NODE_ENV=production QUORUM_ENV=production MALLOC_ARENA_MAX=2
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev
-# AsyncLocalStorage without async_hooks, V8's heap bounded: see PROCESS_NODE_FLAGS in infra/entry-point.ts (a larger container may raise the cap here).
+# AsyncLocalStorage without async_hooks, V8's heap bounded: see PROCESS_NODE_FLAGS in infra/entry-point.ts (a larger
+# container may raise the cap here).
 ENV NODE_OPTIONS="--experimental-async-context-frame --max-semi-space-size=4 --max-old-space-size=256"
 COPY --from=build /app/dist ./dist
 # Workflows are bundled at build time, so the worker process never loads the bundler.

@@ -4,8 +4,9 @@
  * thread inherits the parent's execArgv): the Temporal SDK's workflow threads run isolates of their own, whose heaps
  * `v8.getHeapStatistics()` on the main thread cannot see. Every isolate writes its own figures to
  * $BENCH_HEAP_PROBE_DIR/<pid>-<threadId>.json every 200 ms while $BENCH_HEAP_PROBE_DIR/on exists (the bench's memory
- * readings), for bench/memory-split.ts to read. Off, a tick is one stat: writing and renaming a file 15 times a second
- * in each isolate took about 0.5 ms of the process's CPU a call at 17 calls a second, counted as Quorum's.
+ * readings), for bench/memory-split.ts to read. Off, a tick is one stat: writing and renaming a file 5 times a second in
+ * each isolate took about 14 ms of the process's CPU a second (1.1 s in a 79 s profile), 0.5–0.8 ms a call at 17–25
+ * calls a second, all counted as Quorum's.
  */
 const fs = require('node:fs');
 const path = require('node:path');

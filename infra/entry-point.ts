@@ -15,9 +15,9 @@ export const PROCESS_ENV_DEFAULTS: Readonly<NodeJS.ProcessEnv> = { MALLOC_ARENA_
  * Node and V8 flags every product process starts with (the Dockerfile's NODE_OPTIONS holds the same, kept equal by a
  * test; `.mocharc.json` gives the tests' own process the first).
  * - AsyncLocalStorage without async_hooks (Node 24's default; a flag from 22.7 to 23): the Temporal SDKs keep their
- *   contexts in it, and under async_hooks every promise of the process then pays an init hook. Without it an express
- *   call's API and worker CPU went 43.6 and 45.8 → 41.3 and 38.9 ms, a panel's 66.3 and 61.5 → 56.5 and 60.9
- *   (docs/performance.md, "Levers taken"). The SDK's CI runs on Node 24, so under this model.
+ *   contexts in it, and under async_hooks every promise of the process then pays an init hook. Measured A/B/A/B, an
+ *   express call's API and worker CPU 43.6 and 45.8 ms with async_hooks, 41.3 and 38.9 without; a panel's 66.3 and
+ *   61.5, 56.5 and 60.9 (docs/performance.md, "Levers taken"). The SDK's CI runs on Node 24, so under this model.
  * - Young generations of 4 MB semi-spaces instead of 16 (each of the process's three isolates keeps them full after a
  *   burst: about 50 MB resident at rest), and each isolate's old space capped at 256 MB, so V8 collects instead of
  *   growing: 500 panels in flight peaked at 387 MB instead of 799, all answered, their live main heap about 112 MB
