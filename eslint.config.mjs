@@ -320,4 +320,9 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly', setInterval: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // Mocha's settings, read by mocha before any TypeScript loads: plain CommonJS.
+    files: ['.mocharc.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', process: 'readonly' } },
+  },
 );

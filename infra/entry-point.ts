@@ -13,7 +13,7 @@ export const PROCESS_ENV_DEFAULTS: Readonly<NodeJS.ProcessEnv> = { MALLOC_ARENA_
 
 /**
  * Node and V8 flags every product process starts with (the Dockerfile's NODE_OPTIONS holds the same, kept equal by a
- * test; `.mocharc.json` gives the tests' own process the first).
+ * test; `.mocharc.cjs` gives the tests' own process the first).
  * - AsyncLocalStorage without async_hooks (Node 24's default; a flag from 22.7 to 23): the Temporal SDKs keep their
  *   contexts in it, and under async_hooks every promise of the process then pays an init hook. Measured A/B/A/B, an
  *   express call's API and worker CPU 43.6 and 45.8 ms with async_hooks, 41.3 and 38.9 without; a panel's 66.3 and
@@ -24,11 +24,12 @@ export const PROCESS_ENV_DEFAULTS: Readonly<NodeJS.ProcessEnv> = { MALLOC_ARENA_
  *   (docs/performance.md, "Memory in flight"). The cap is over what the calls in flight can hold live: the workers
  *   take on what their CPU serves and a request body is at most 256 KB.
  */
-export const PROCESS_NODE_FLAGS: readonly string[] = [
-  ...(Number(process.versions.node.split('.')[0]) < 24 ? ['--experimental-async-context-frame'] : []),
-  '--max-semi-space-size=4',
-  '--max-old-space-size=256',
-];
+export function processNodeFlags(nodeMajor: number): readonly string[] {
+  // Node 24 refuses the flag: the model is its default there.
+  return [...(nodeMajor < 24 ? ['--experimental-async-context-frame'] : []), '--max-semi-space-size=4', '--max-old-space-size=256'];
+}
+
+export const PROCESS_NODE_FLAGS: readonly string[] = processNodeFlags(Number(process.versions.node.split('.')[0]));
 
 export interface ForkedEntryPoint {
   child: ChildProcess;

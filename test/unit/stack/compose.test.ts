@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -15,7 +16,7 @@ import {
   type TemporalServerSettings,
 } from '../../../stack/temporal-cluster';
 import { TEMPORAL_DYNAMIC_CONFIG } from '../../../stack/temporal-server';
-import { PROCESS_NODE_FLAGS } from '../../../infra/entry-point';
+import { PROCESS_NODE_FLAGS, processNodeFlags } from '../../../infra/entry-point';
 import { quorumSearchAttributes } from '../../../workflows/search-attributes';
 
 // No Docker engine runs here, so the production topology is checked by reading it.
@@ -149,8 +150,11 @@ describe('docker-compose.yml: the production topology', () => {
     assert.equal(commandText('migrate'), 'node dist/db/migrate.js');
     const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
     assert.match(dockerfile, /npm run build/);
-    // The image's processes run with the Node flags every product process the supervisor starts has.
-    assert.ok(dockerfile.includes(`ENV NODE_OPTIONS="${PROCESS_NODE_FLAGS.join(' ')}"`), 'the Dockerfile sets PROCESS_NODE_FLAGS');
+    // The image's processes run with the Node flags every product process the supervisor starts has, for the image's Node.
+    const imageNode = [...dockerfile.matchAll(/^FROM node:(\d+)/gm)].at(-1)?.[1];
+    assert.ok(imageNode, 'the runtime stage names its Node major');
+    const imageFlags = processNodeFlags(Number(imageNode)).join(' ');
+    assert.ok(dockerfile.includes(`ENV NODE_OPTIONS="${imageFlags}"`), `the Dockerfile sets NODE_OPTIONS="${imageFlags}"`);
     for (const name of ['api', 'worker', 'migrate'])
       assert.ok(
         fs.existsSync(
@@ -165,6 +169,14 @@ describe('docker-compose.yml: the production topology', () => {
         `${name}: its entry point's source exists`,
       );
     assert.ok(svc('api').ports?.some((p) => p.endsWith(':8080')));
+  });
+
+  it("runs the tests' own process with the product's AsyncLocalStorage model (.mocharc.cjs)", () => {
+    const mocharc = createRequire(__filename)(path.join(root, '.mocharc.cjs')) as { 'node-option': string[] };
+    assert.equal(
+      mocharc['node-option'].includes('experimental-async-context-frame'),
+      PROCESS_NODE_FLAGS.includes('--experimental-async-context-frame'),
+    );
   });
 
   it('lets api and worker drain on stop: Docker waits past their shutdown grace before SIGKILL', () => {
