@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { entrySettingsOf } from '../../harness/settings';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../../../infra/free-port';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../../api/app';
 import { listen } from '../../../api/listen';
@@ -57,15 +57,6 @@ export async function startApi(
     server,
     close: () => new Promise((r) => server.close(() => r(undefined))),
   };
-}
-
-/** A port free now, for a server that must know its own URL before it listens. */
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((r) => probe.close(r));
-  return port;
 }
 
 export interface TestOrg {
