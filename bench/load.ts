@@ -132,9 +132,9 @@ const PHASES =
   ONLY ?? (TARGETS.length > 1 ? ['express 0@1', 'express 0@16', 'panel 0@1', 'panel 0@16', `panel ${REAL_ENGINE_MS}`] : undefined);
 /**
  * Calls per phase at 1, 16 and 64 concurrent: enough for a p99 where it matters, a few minutes in all. null: not run
- * at that concurrency (the real-latency panels take about 26 s each: only 64 at once, in 30 s). The four phases issue
- * 55 holds to a shape (express 0 at 1 and 16, panel 0 and panel 500 at 16) make as many calls as the shape's phase
- * beside them (besideShapes), so neither side's per-call figures carry more of a phase's start and end than the other's.
+ * at that concurrency (the real-latency panels take about 26 s each: only 64 at once, in 30 s). The shape beside each
+ * phase issue 55 holds to one (express 0 at 1 and 16, panel 0 and panel 500 at 16) makes the phase's own count
+ * (besideShapes), so neither side's per-call figures carry more of a phase's start and end than the other's.
  */
 const PHASE_CALLS: Record<string, readonly [number | null, number | null, number | null]> = {
   'express 0': [300, 600, 512],
